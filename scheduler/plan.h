@@ -60,6 +60,9 @@ struct plan_update {
 	double ready_s;   /* when its bytes are available at the worker */
 	int n_shards;     /* 0 for a single server; else one shard per server */
 	struct plan_shard *shards;
+	int replica_only; /* 1: a punted replica copy carried from an earlier batch (already
+			   * committed at the server, still owed to the replica; JSON
+			   * "replica_only": true); never in order/dropped, only replicated */
 };
 
 /** A pull request to be answered through a distribution tree (§10.3). */
