@@ -1,0 +1,268 @@
+/* cluster.c - parse and validate the cluster config with jansson, one table of keys per object. */
+#include "cluster.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "hosts", NULL };
+static const char *const host_keys[] = { "name", "ip", "mac", "up_gbps", "down_gbps", "roles", NULL };
+
+static const struct { const char *name; unsigned bit; } role_names[] = {
+	{ "worker", CLUSTER_ROLE_WORKER },       { "server", CLUSTER_ROLE_SERVER },
+	{ "replica", CLUSTER_ROLE_REPLICA },     { "aggregator", CLUSTER_ROLE_AGGREGATOR },
+	{ "scheduler", CLUSTER_ROLE_SCHEDULER },
+};
+
+/* Rejects keys not in @allowed; returns the first unknown key or NULL. */
+static const char *unknown_key(json_t *obj, const char *const *allowed)
+{
+	const char *key;
+	json_t *val;
+
+	json_object_foreach(obj, key, val) {
+		int ok = 0;
+		for (const char *const *a = allowed; *a; a++)
+			ok |= strcmp(*a, key) == 0;
+		if (!ok)
+			return key;
+	}
+	return NULL;
+}
+
+/* Reads an optional integer in [lo, hi]; returns 0, or -EINVAL with @err filled. */
+static int get_int(json_t *obj, const char *key, long lo, long hi, long *v, const char *where,
+		   char *err, size_t errlen)
+{
+	json_t *j = json_object_get(obj, key);
+
+	if (!j)
+		return 0;
+	if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > hi) {
+		snprintf(err, errlen, "%s%s: must be an integer in [%ld, %ld]", where, key, lo, hi);
+		return -EINVAL;
+	}
+	*v = (long)json_integer_value(j);
+	return 0;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned b[6];
+	char tail;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *origin, char *err,
+		      size_t errlen)
+{
+	char where[64];
+	json_t *j;
+	const char *bad;
+	struct in_addr addr;
+
+	snprintf(where, sizeof(where), "hosts[%d].", idx);
+	if (!json_is_object(jh)) {
+		snprintf(err, errlen, "%s: hosts[%d]: must be an object", origin, idx);
+		return -EINVAL;
+	}
+	if ((bad = unknown_key(jh, host_keys))) {
+		snprintf(err, errlen, "%s: %s%s: unknown key", origin, where, bad);
+		return -EINVAL;
+	}
+	j = json_object_get(jh, "name");
+	if (!json_is_string(j) || json_string_length(j) == 0 || json_string_length(j) >= CLUSTER_NAME_MAX) {
+		snprintf(err, errlen, "%s: %sname: required string of 1..%d characters", origin, where,
+			 CLUSTER_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	strcpy(h->name, json_string_value(j));
+	j = json_object_get(jh, "ip");
+	if (!json_is_string(j) || inet_pton(AF_INET, json_string_value(j), &addr) != 1) {
+		snprintf(err, errlen, "%s: %sip: required IPv4 address string", origin, where);
+		return -EINVAL;
+	}
+	h->ip = addr.s_addr;
+	j = json_object_get(jh, "mac");
+	if (j) {
+		if (!json_is_string(j) || parse_mac(json_string_value(j), h->mac) != 0) {
+			snprintf(err, errlen, "%s: %smac: must look like 02:00:0a:4d:00:0a", origin, where);
+			return -EINVAL;
+		}
+	} else {
+		h->mac[0] = 0x02;
+		h->mac[1] = 0x00;
+		memcpy(&h->mac[2], &h->ip, 4);
+	}
+	h->up_gbps = h->down_gbps = 10.0;
+	for (int d = 0; d < 2; d++) {
+		const char *key = d ? "down_gbps" : "up_gbps";
+		double *dst = d ? &h->down_gbps : &h->up_gbps;
+		j = json_object_get(jh, key);
+		if (!j)
+			continue;
+		if (!json_is_number(j) || json_number_value(j) <= 0 || json_number_value(j) > 400) {
+			snprintf(err, errlen, "%s: %s%s: must be a number in (0, 400] Gbit/s", origin, where, key);
+			return -EINVAL;
+		}
+		*dst = json_number_value(j);
+	}
+	j = json_object_get(jh, "roles");
+	if (j) {
+		size_t i;
+		json_t *r;
+		if (!json_is_array(j)) {
+			snprintf(err, errlen, "%s: %sroles: must be an array of role names", origin, where);
+			return -EINVAL;
+		}
+		json_array_foreach(j, i, r) {
+			unsigned bit = 0;
+			for (size_t k = 0; k < sizeof(role_names) / sizeof(role_names[0]); k++)
+				if (json_is_string(r) && strcmp(json_string_value(r), role_names[k].name) == 0)
+					bit = role_names[k].bit;
+			if (!bit) {
+				snprintf(err, errlen, "%s: %sroles[%zu]: unknown role (worker, server, replica, "
+					 "aggregator, scheduler)", origin, where, i);
+				return -EINVAL;
+			}
+			h->roles |= bit;
+		}
+	}
+	return 0;
+}
+
+int cluster_parse(const char *text, const char *origin, struct cluster *out, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *root, *hosts, *j;
+	const char *bad;
+	long v;
+	int rc = -EINVAL;
+
+	memset(out, 0, sizeof(*out));
+	root = json_loads(text, 0, &jerr);
+	if (!root) {
+		snprintf(err, errlen, "%s: line %d: malformed JSON: %s", origin, jerr.line, jerr.text);
+		return -EINVAL;
+	}
+	if (!json_is_object(root)) {
+		snprintf(err, errlen, "%s: the document must be a JSON object", origin);
+		goto out;
+	}
+	if ((bad = unknown_key(root, cluster_keys))) {
+		snprintf(err, errlen, "%s: %s: unknown key", origin, bad);
+		goto out;
+	}
+	j = json_object_get(root, "name");
+	snprintf(out->name, sizeof(out->name), "%s", json_is_string(j) ? json_string_value(j) : "cluster");
+	out->mtu = 1500;
+	out->prefix_len = 24;
+	out->udp_port = 47000;
+	v = out->mtu;
+	if (get_int(root, "mtu", 576, 9000, &v, "", err, errlen))
+		goto prefix_err;
+	out->mtu = (int)v;
+	v = out->prefix_len;
+	if (get_int(root, "prefix_len", 8, 30, &v, "", err, errlen))
+		goto prefix_err;
+	out->prefix_len = (int)v;
+	v = out->udp_port;
+	if (get_int(root, "udp_port", 1, 65535, &v, "", err, errlen))
+		goto prefix_err;
+	out->udp_port = (uint16_t)v;
+
+	hosts = json_object_get(root, "hosts");
+	if (!json_is_array(hosts) || json_array_size(hosts) == 0) {
+		snprintf(err, errlen, "%s: hosts: required non-empty array", origin);
+		goto out;
+	}
+	out->n_hosts = (int)json_array_size(hosts);
+	out->hosts = calloc((size_t)out->n_hosts, sizeof(*out->hosts));
+	if (!out->hosts) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "%s: out of memory", origin);
+		goto out;
+	}
+	for (int i = 0; i < out->n_hosts; i++) {
+		if (parse_host(json_array_get(hosts, (size_t)i), i, &out->hosts[i], origin, err, errlen))
+			goto out;
+		for (int k = 0; k < i; k++) {
+			if (strcmp(out->hosts[k].name, out->hosts[i].name) == 0 ||
+			    out->hosts[k].ip == out->hosts[i].ip) {
+				snprintf(err, errlen, "%s: hosts[%d]: name or ip repeats hosts[%d]", origin, i, k);
+				goto out;
+			}
+		}
+	}
+	rc = 0;
+	goto out;
+prefix_err:
+	{
+		char tmp[256];
+		snprintf(tmp, sizeof(tmp), "%s", err);
+		snprintf(err, errlen, "%s: %s", origin, tmp);
+	}
+out:
+	json_decref(root);
+	if (rc)
+		cluster_free(out);
+	return rc;
+}
+
+int cluster_load(const char *path, struct cluster *out, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, 0, &jerr);
+	char *text;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!root) {
+		FILE *f = fopen(path, "r");
+		if (!f) {
+			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+			return -ENOENT;
+		}
+		fclose(f);
+		snprintf(err, errlen, "%s: line %d: malformed JSON: %s", path, jerr.line, jerr.text);
+		return -EINVAL;
+	}
+	text = json_dumps(root, 0);
+	json_decref(root);
+	if (!text)
+		return -ENOMEM;
+	rc = cluster_parse(text, path, out, err, errlen);
+	free(text);
+	return rc;
+}
+
+int cluster_find(const struct cluster *c, const char *name)
+{
+	for (int i = 0; i < c->n_hosts; i++)
+		if (strcmp(c->hosts[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int cluster_find_ip(const struct cluster *c, uint32_t ip)
+{
+	for (int i = 0; i < c->n_hosts; i++)
+		if (c->hosts[i].ip == ip)
+			return i;
+	return -1;
+}
+
+void cluster_free(struct cluster *c)
+{
+	free(c->hosts);
+	memset(c, 0, sizeof(*c));
+}

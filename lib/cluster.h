@@ -1,0 +1,62 @@
+/* cluster.h - the cluster config (hosts, addresses, link capacities) shared by every process. */
+#ifndef MLF_CLUSTER_H
+#define MLF_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLUSTER_NAME_MAX 32 /* longest host / cluster name, including the NUL */
+
+/** Roles a host may have (bit mask). */
+enum cluster_role {
+	CLUSTER_ROLE_WORKER = 1 << 0,
+	CLUSTER_ROLE_SERVER = 1 << 1,
+	CLUSTER_ROLE_REPLICA = 1 << 2,
+	CLUSTER_ROLE_AGGREGATOR = 1 << 3,
+	CLUSTER_ROLE_SCHEDULER = 1 << 4,
+};
+
+/** One host of the cluster. */
+struct cluster_host {
+	char name[CLUSTER_NAME_MAX];
+	uint32_t ip;        /* IPv4 address, network byte order */
+	uint8_t mac[6];     /* Ethernet address of its NIC (default 02:00:<ip bytes>) */
+	double up_gbps;     /* uplink capacity host -> switch, Gbit/s */
+	double down_gbps;   /* downlink capacity switch -> host, Gbit/s */
+	unsigned roles;     /* enum cluster_role bits */
+};
+
+/** A parsed cluster config (docs/cluster-config.md). */
+struct cluster {
+	char name[CLUSTER_NAME_MAX];
+	int mtu;            /* IP MTU of every link, bytes (576..9000, default 1500) */
+	int prefix_len;     /* subnet prefix length of the host addresses (default 24) */
+	uint16_t udp_port;  /* UDP port of the dataplane wire protocol (default 47000) */
+	int n_hosts;
+	struct cluster_host *hosts;
+};
+
+/**
+ * cluster_parse - parse a cluster config from JSON text.
+ * @text:   the JSON document.
+ * @origin: name used in error messages (usually the file name).
+ * @out:    filled on success; free with cluster_free().
+ * @err:    on error, one line naming the file and key, e.g. `c.json: hosts[2].ip: not an IPv4 address`.
+ * Returns 0, or -EINVAL for a malformed/invalid document (unknown keys, duplicate names or
+ * addresses, out-of-range values), -ENOMEM.
+ */
+int cluster_parse(const char *text, const char *origin, struct cluster *out, char *err, size_t errlen);
+
+/** cluster_load - cluster_parse() of a file; -ENOENT/-EIO (with @err naming the file) if unreadable. */
+int cluster_load(const char *path, struct cluster *out, char *err, size_t errlen);
+
+/** cluster_find - index of the host named @name, or -1 when there is none. */
+int cluster_find(const struct cluster *c, const char *name);
+
+/** cluster_find_ip - index of the host with address @ip (network order), or -1. */
+int cluster_find_ip(const struct cluster *c, uint32_t ip);
+
+/** cluster_free - release what cluster_parse() allocated; safe on a zeroed struct. */
+void cluster_free(struct cluster *c);
+
+#endif

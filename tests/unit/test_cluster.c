@@ -1,0 +1,97 @@
+/* test_cluster.c - Check tests of the cluster config parser (lib/cluster.c). */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+
+#include "cluster.h"
+
+static const char *good =
+	"{\"name\":\"t\",\"mtu\":9000,\"hosts\":["
+	"{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"up_gbps\":2.5,\"roles\":[\"worker\",\"aggregator\"]},"
+	"{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"mac\":\"02:aa:bb:cc:dd:ee\"}]}";
+
+START_TEST(parses_valid_config)
+{
+	struct cluster c;
+	char err[256] = "";
+
+	ck_assert_int_eq(cluster_parse(good, "good.json", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.n_hosts, 2);
+	ck_assert_int_eq(c.mtu, 9000);
+	ck_assert_int_eq(c.udp_port, 47000);
+	ck_assert_double_eq(c.hosts[0].up_gbps, 2.5);
+	ck_assert_double_eq(c.hosts[0].down_gbps, 10.0);
+	ck_assert_uint_eq(c.hosts[0].roles, CLUSTER_ROLE_WORKER | CLUSTER_ROLE_AGGREGATOR);
+	ck_assert_uint_eq(c.hosts[0].ip, inet_addr("10.0.0.1"));
+	/* default MAC derives from the address: 02:00:0a:00:00:01 */
+	ck_assert_uint_eq(c.hosts[0].mac[0], 0x02);
+	ck_assert_uint_eq(c.hosts[0].mac[5], 0x01);
+	ck_assert_uint_eq(c.hosts[1].mac[1], 0xaa);
+	ck_assert_int_eq(cluster_find(&c, "b"), 1);
+	ck_assert_int_eq(cluster_find(&c, "zz"), -1);
+	ck_assert_int_eq(cluster_find_ip(&c, inet_addr("10.0.0.2")), 1);
+	cluster_free(&c);
+}
+END_TEST
+
+/* Each bad document must be rejected with an error line that names the offending key. */
+static const struct { const char *doc, *must_name; } bad_docs[] = {
+	{ "{\"hosts\":[", "malformed JSON" },
+	{ "[]", "object" },
+	{ "{\"hosts\":[]}", "hosts" },
+	{ "{\"hostz\":[]}", "hostz" },
+	{ "{\"mtu\":100000,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "mtu" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.300\"}]}", "hosts[0].ip" },
+	{ "{\"hosts\":[{\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"up_gbps\":-1}]}", "hosts[0].up_gbps" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"mac\":\"zz\"}]}", "hosts[0].mac" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"chef\"]}]}", "hosts[0].roles[0]" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"colour\":1}]}", "hosts[0].colour" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"},{\"name\":\"a\",\"ip\":\"10.0.0.2\"}]}", "hosts[1]" },
+};
+
+START_TEST(rejects_bad_config)
+{
+	struct cluster c;
+	char err[256] = "";
+
+	ck_assert_int_eq(cluster_parse(bad_docs[_i].doc, "bad.json", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, bad_docs[_i].must_name) != NULL, "error '%s' does not name '%s'", err,
+		      bad_docs[_i].must_name);
+	ck_assert_msg(strncmp(err, "bad.json", 8) == 0, "error '%s' does not name the file", err);
+	ck_assert_ptr_null(strchr(err, '\n'));
+	ck_assert_ptr_null(c.hosts);
+}
+END_TEST
+
+START_TEST(load_names_missing_file)
+{
+	struct cluster c;
+	char err[256] = "";
+
+	ck_assert_int_eq(cluster_load("/nonexistent/c.json", &c, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/c.json"));
+	ck_assert_int_eq(cluster_load("conf/cluster-mini.json", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.n_hosts, 6);
+	cluster_free(&c);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cluster");
+	TCase *tc = tcase_create("parse");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, parses_valid_config);
+	tcase_add_loop_test(tc, rejects_bad_config, 0, sizeof(bad_docs) / sizeof(bad_docs[0]));
+	tcase_add_test(tc, load_names_missing_file);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
