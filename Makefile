@@ -12,7 +12,7 @@ BUILD   := build
 CC      ?= gcc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP -Iinclude -Ilib -Ischeduler
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP -Iinclude -Ilib -Ischeduler -Itests/unit
 LDLIBS  += -lm
 
 define need_pkg

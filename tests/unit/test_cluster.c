@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ck_run.h"
 #include "cluster.h"
 
 static const char *good =
@@ -82,16 +83,10 @@ int main(void)
 {
 	Suite *s = suite_create("cluster");
 	TCase *tc = tcase_create("parse");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, parses_valid_config);
 	tcase_add_loop_test(tc, rejects_bad_config, 0, sizeof(bad_docs) / sizeof(bad_docs[0]));
 	tcase_add_test(tc, load_names_missing_file);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

@@ -8,6 +8,7 @@
 
 #include <zlib.h>
 
+#include "ck_run.h"
 #include "idx.h"
 #include "mlp.h"
 #include "vec.h"
@@ -182,8 +183,6 @@ int main(void)
 {
 	Suite *s = suite_create("learn");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, vec_kernels_match_scalar);
@@ -192,9 +191,5 @@ int main(void)
 	tcase_add_test(tc, mlp_gradient_matches_finite_differences);
 	tcase_add_test(tc, mlp_learns_fashion_mnist);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }
