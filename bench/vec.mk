@@ -1,0 +1,8 @@
+# bench/vec.mk - `make bench-vec`: aggregation kernel throughput against memcpy.
+BENCHES += bench-vec
+PROGRAMS += $(BUILD)/bench-vec
+$(BUILD)/bench-vec: $(BUILD)/bench/bench_vec.o $(LIBMLF)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+.PHONY: bench-vec
+bench-vec: $(BUILD)/bench-vec
+	$(BUILD)/bench-vec
