@@ -16,7 +16,6 @@ $(LIBPLANIO): $(PLANIO_OBJS)
 
 EXTRA_CFLAGS_tests/unit += $(CHECK_CFLAGS) -Itests
 EXTRA_CFLAGS_tests += -Itests
-EXTRA_CFLAGS_bench += -Itests
 
 # Tests that need no planner: reader/writer, checker on hand-made plans, generator, FIFO.
 $(BUILD)/tests/test_planio: $(BUILD)/tests/unit/test_planio.o $(LIBPLANIO) $(LIBMLF)

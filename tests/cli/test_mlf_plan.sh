@@ -7,7 +7,6 @@ MLF_PLAN=${MLF_PLAN:-build/mlf-plan}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-pass() { :; }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # expect_bad STATUS 'stderr line' args... : exit status and exactly that one stderr line.
