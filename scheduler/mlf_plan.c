@@ -101,14 +101,16 @@ static void explain_links(FILE *f, const struct plan_batch *b, const struct plan
 	free(idx);
 }
 
+/* Commits with their versions; with @delays, each update's delay (version before - v(g)). */
 static void explain_commits(FILE *f, const struct plan_batch *b, const struct plan *p,
-			    const struct plan_commit *c, int n, const char *title)
+			    const struct plan_commit *c, int n, const char *title, int delays)
 {
 	char what[PLAN_NAME_MAX];
 
 	if (n == 0)
 		return;
-	fprintf(f, "%s (time s, what, version after, delay per update):\n", title);
+	fprintf(f, "%s (time s, what, version after%s):\n", title,
+		delays ? ", delay per update" : ", updates");
 	for (int i = 0; i < n; i++) {
 		const int *in = &c[i].carries;
 		int m = 1;
@@ -120,9 +122,12 @@ static void explain_commits(FILE *f, const struct plan_batch *b, const struct pl
 		fprintf(f, "  %-6s %.6f  %-8s v%-6lld", b->hosts[c[i].host].name, c[i].at_s,
 			planio_carry_name(b, c[i].kind, c[i].carries, what, sizeof(what)),
 			(long long)c[i].version);
-		for (int j = 0; j < m; j++)
-			fprintf(f, "%s%s delay %lld", j ? ", " : "  ", b->updates[in[j]].id,
-				(long long)(c[i].version - m - b->updates[in[j]].version));
+		for (int j = 0; j < m; j++) {
+			fprintf(f, "%s%s", j ? ", " : "  ", b->updates[in[j]].id);
+			if (delays)
+				fprintf(f, " delay %lld",
+					(long long)(c[i].version - m - b->updates[in[j]].version));
+		}
 		fprintf(f, "\n");
 	}
 }
@@ -157,8 +162,9 @@ static void explain(FILE *f, const struct plan_batch *b, const struct plan *p, c
 		fprintf(f, "\n");
 	}
 	explain_links(f, b, p);
-	explain_commits(f, b, p, p->commits, p->n_commits, "commits");
-	explain_commits(f, b, p, p->replica_commits, p->n_replica_commits, "replica commits");
+	explain_commits(f, b, p, p->commits, p->n_commits, "commits", 1);
+	explain_commits(f, b, p, p->replica_commits, p->n_replica_commits, "replica commits",
+			0);
 	if (b->replica >= 0) {
 		explain_list(f, b, "punted", p->punted, p->n_punted);
 		fprintf(f, "divergence bound: %.6g (div_max %.6g)\n", p->divergence_bound,

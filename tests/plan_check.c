@@ -421,8 +421,10 @@ static enum plan_check_result check_commit_times(struct ctx *c, const struct pla
 	for (int i = 0; i < n; i++) {
 		double in = arrival(p, k[i].host, k[i].kind, k[i].carries, purpose);
 
+		/* With a sharded model an aggregate carries one shard to every server. */
 		if (k[i].kind == PLAN_CARRY_AGGREGATE &&
-		    (p->aggregates[k[i].carries].target != k[i].host ||
+		    ((p->aggregates[k[i].carries].target != k[i].host &&
+		      !(purpose == PLAN_PURPOSE_SERVER && c->b->n_servers > 1)) ||
 		     p->aggregates[k[i].carries].purpose != purpose))
 			return fail(c, PLAN_CHECK_ORDER, "aggregate a%d committed at %s, not its "
 				    "target", k[i].carries, host(c, k[i].host));
