@@ -371,30 +371,63 @@ static int read_host_list(struct reader *rd, const json_t *top, const char *key,
 	return 0;
 }
 
-static int read_hosts(struct reader *rd, const json_t *top)
+/*
+ * One array of objects of the batch ("hosts", "updates", ...): each element is checked against
+ * @tab into a zeroed slot of @size bytes; @init sets defaults before, @finish checks what the
+ * table cannot (references, duplicates) after. *@n counts the elements read so far, so that
+ * planio_batch_free() sees what a failed read allocated.
+ */
+struct array_spec {
+	const char *key;
+	int nonempty;     /* an empty or missing array is an error */
+	size_t size;
+	const struct field *tab;
+	int ntab;
+	void (*init)(struct reader *rd, void *elem);
+	int (*finish)(struct reader *rd, const char *path, const json_t *obj, void *elem, int i);
+};
+
+static int read_array(struct reader *rd, const json_t *top, const struct array_spec *as,
+		      void **out, int *n)
 {
-	struct plan_batch *b = rd->b;
 	json_t *arr, *e;
 	char path[64];
 	size_t i;
-	int rc = get_array(rd, "", top, "hosts", &arr);
+	int rc = get_array(rd, "", top, as->key, &arr);
 
 	if (rc)
 		return rc;
-	if (json_array_size(arr) == 0)
-		return fail(rd, "", "hosts", "must list at least one host");
-	b->hosts = alloc_array(json_array_size(arr), sizeof(*b->hosts));
-	if (!b->hosts)
+	if (as->nonempty && json_array_size(arr) == 0)
+		return fail(rd, "", as->key, "must not be empty");
+	if (!arr)
+		return 0;
+	*out = alloc_array(json_array_size(arr), as->size);
+	if (!*out)
 		return -ENOMEM;
 	json_array_foreach(arr, i, e) {
-		snprintf(path, sizeof(path), "hosts[%zu]", i);
-		rc = read_object(rd, path, e, host_fields, NFIELDS(host_fields), &b->hosts[i]);
+		void *elem = (char *)*out + i * as->size;
+
+		snprintf(path, sizeof(path), "%s[%zu]", as->key, i);
+		*n = (int)i + 1;
+		if (as->init)
+			as->init(rd, elem);
+		rc = read_object(rd, path, e, as->tab, as->ntab, elem);
+		if (!rc && as->finish)
+			rc = as->finish(rd, path, e, elem, (int)i);
 		if (rc)
 			return rc;
-		if (host_index(b, b->hosts[i].name) >= 0)
-			return fail(rd, path, "name", "duplicate host \"%s\"", b->hosts[i].name);
-		b->n_hosts = (int)i + 1;
 	}
+	return 0;
+}
+
+static int finish_host(struct reader *rd, const char *path, const json_t *obj, void *elem,
+		       int i)
+{
+	const struct plan_host *h = elem;
+
+	/* host_index() finds the first host of that name: an earlier one means a duplicate. */
+	if (host_index(rd->b, h->name) != i)
+		return fail(rd, path, "name", "duplicate host \"%s\"", h->name);
 	return 0;
 }
 
@@ -420,31 +453,10 @@ static int read_link(struct reader *rd, const char *path, const json_t *v,
 	return 0;
 }
 
-static int read_changes(struct reader *rd, const json_t *top)
+static int finish_change(struct reader *rd, const char *path, const json_t *obj, void *elem,
+			 int i)
 {
-	struct plan_batch *b = rd->b;
-	json_t *arr, *e;
-	char path[64];
-	size_t i;
-	int rc = get_array(rd, "", top, "capacity_changes", &arr);
-
-	if (rc || !arr)
-		return rc;
-	b->changes = alloc_array(json_array_size(arr), sizeof(*b->changes));
-	if (!b->changes)
-		return -ENOMEM;
-	json_array_foreach(arr, i, e) {
-		snprintf(path, sizeof(path), "capacity_changes[%zu]", i);
-		rc = read_object(rd, path, e, change_fields, NFIELDS(change_fields),
-				 &b->changes[i]);
-		if (rc)
-			return rc;
-		rc = read_link(rd, path, json_object_get(e, "link"), &b->changes[i]);
-		if (rc)
-			return rc;
-		b->n_changes = (int)i + 1;
-	}
-	return 0;
+	return read_link(rd, path, json_object_get(obj, "link"), elem);
 }
 
 /* The "shards" of update @u at @path: exactly one shard per server. */
@@ -507,80 +519,66 @@ static int read_shards(struct reader *rd, const char *upath, const json_t *uobj,
 	return 0;
 }
 
-static int read_updates(struct reader *rd, const json_t *top)
+static void init_update(struct reader *rd, void *elem)
+{
+	struct plan_update *u = elem;
+
+	u->version = rd->b->v_init;
+	u->ready_s = rd->b->now_s;
+}
+
+static int finish_update(struct reader *rd, const char *path, const json_t *obj, void *elem,
+			 int i)
 {
 	struct plan_batch *b = rd->b;
-	json_t *arr, *e;
-	char path[64];
-	size_t i;
-	int rc = get_array(rd, "", top, "updates", &arr);
+	struct plan_update *u = elem;
+	int rc = read_shards(rd, path, obj, u);
 
 	if (rc)
 		return rc;
-	b->updates = alloc_array(json_array_size(arr), sizeof(*b->updates));
-	if (!b->updates)
-		return -ENOMEM;
-	json_array_foreach(arr, i, e) {
-		struct plan_update *u = &b->updates[i];
-
-		snprintf(path, sizeof(path), "updates[%zu]", i);
-		u->version = b->v_init;
-		u->ready_s = b->now_s;
-		b->n_updates = (int)i + 1; /* so planio_batch_free() sees its shards */
-		rc = read_object(rd, path, e, update_fields, NFIELDS(update_fields), u);
-		if (rc)
-			return rc;
-		rc = read_shards(rd, path, e, u);
-		if (rc)
-			return rc;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(b->updates[j].id, u->id) == 0)
-				return fail(rd, path, "id", "duplicate update id \"%s\"", u->id);
-		if (is_server(b, u->worker))
-			return fail(rd, path, "worker", "host \"%s\" is a server",
-				    b->hosts[u->worker].name);
-		if (u->worker == b->replica)
-			return fail(rd, path, "worker", "host \"%s\" is the replica",
-				    b->hosts[u->worker].name);
-		if (u->replica_only && b->replica < 0)
-			return fail(rd, path, "replica_only", "the batch has no replica");
-	}
+	for (int j = 0; j < i; j++)
+		if (strcmp(b->updates[j].id, u->id) == 0)
+			return fail(rd, path, "id", "duplicate update id \"%s\"", u->id);
+	if (is_server(b, u->worker))
+		return fail(rd, path, "worker", "host \"%s\" is a server", b->hosts[u->worker].name);
+	if (u->worker == b->replica)
+		return fail(rd, path, "worker", "host \"%s\" is the replica",
+			    b->hosts[u->worker].name);
+	if (u->replica_only && b->replica < 0)
+		return fail(rd, path, "replica_only", "the batch has no replica");
 	return 0;
 }
 
-static int read_pulls(struct reader *rd, const json_t *top)
+static void init_pull(struct reader *rd, void *elem)
 {
-	struct plan_batch *b = rd->b;
-	json_t *arr, *e;
-	char path[64];
-	size_t i;
-	int rc = get_array(rd, "", top, "pulls", &arr);
+	((struct plan_pull *)elem)->ready_s = rd->b->now_s;
+}
 
-	if (rc || !arr)
-		return rc;
-	b->pulls = alloc_array(json_array_size(arr), sizeof(*b->pulls));
-	if (!b->pulls)
-		return -ENOMEM;
-	json_array_foreach(arr, i, e) {
-		struct plan_pull *p = &b->pulls[i];
+static int finish_pull(struct reader *rd, const char *path, const json_t *obj, void *elem, int i)
+{
+	const struct plan_batch *b = rd->b;
+	const struct plan_pull *p = elem;
 
-		snprintf(path, sizeof(path), "pulls[%zu]", i);
-		p->ready_s = b->now_s;
-		rc = read_object(rd, path, e, pull_fields, NFIELDS(pull_fields), p);
-		if (rc)
-			return rc;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(b->pulls[j].id, p->id) == 0)
-				return fail(rd, path, "id", "duplicate pull id \"%s\"", p->id);
-		if (is_server(b, p->worker))
-			return fail(rd, path, "worker", "host \"%s\" is a server",
-				    b->hosts[p->worker].name);
-		b->n_pulls = (int)i + 1;
-	}
-	if (b->n_pulls > 0 && b->model_bytes == 0)
-		return fail(rd, "", "model_bytes", "missing required field (the batch has pulls)");
+	for (int j = 0; j < i; j++)
+		if (strcmp(b->pulls[j].id, p->id) == 0)
+			return fail(rd, path, "id", "duplicate pull id \"%s\"", p->id);
+	if (is_server(b, p->worker))
+		return fail(rd, path, "worker", "host \"%s\" is a server", b->hosts[p->worker].name);
 	return 0;
 }
+
+#define ARRAY(k, nonempty, type, tab, init, finish) \
+	{ k, nonempty, sizeof(type), tab, NFIELDS(tab), init, finish }
+
+static const struct array_spec hosts_spec =
+	ARRAY("hosts", 1, struct plan_host, host_fields, NULL, finish_host);
+static const struct array_spec changes_spec =
+	ARRAY("capacity_changes", 0, struct plan_capacity_change, change_fields, NULL,
+	      finish_change);
+static const struct array_spec updates_spec =
+	ARRAY("updates", 0, struct plan_update, update_fields, init_update, finish_update);
+static const struct array_spec pulls_spec =
+	ARRAY("pulls", 0, struct plan_pull, pull_fields, init_pull, finish_pull);
 
 static int read_mode(struct reader *rd, const json_t *top)
 {
@@ -603,7 +601,7 @@ static int read_mode(struct reader *rd, const json_t *top)
 static int read_batch(struct reader *rd, const json_t *top)
 {
 	struct plan_batch *b = rd->b;
-	int n, rc;
+	int rc;
 
 	if (!json_is_object(top))
 		return fail(rd, "", "batch", "expected an object, got %s", json_kind(top));
@@ -616,9 +614,9 @@ static int read_batch(struct reader *rd, const json_t *top)
 	rc = read_object(rd, "", top, batch_fields, NFIELDS(batch_fields), b);
 	if (rc)
 		return rc;
-	rc = read_hosts(rd, top);
+	rc = read_array(rd, top, &hosts_spec, (void **)&b->hosts, &b->n_hosts);
 	if (!rc)
-		rc = read_changes(rd, top);
+		rc = read_array(rd, top, &changes_spec, (void **)&b->changes, &b->n_changes);
 	if (!rc)
 		rc = read_host_list(rd, top, "servers", 1, 0, -1, NULL, &b->n_servers, &b->servers);
 	if (rc)
@@ -644,13 +642,14 @@ static int read_batch(struct reader *rd, const json_t *top)
 		rc = read_host_list(rd, top, "distributors", 0, 1, -1, NULL, &b->n_distributors,
 				    &b->distributors);
 	if (!rc)
-		rc = read_updates(rd, top);
+		rc = read_array(rd, top, &updates_spec, (void **)&b->updates, &b->n_updates);
 	if (!rc)
-		rc = read_pulls(rd, top);
+		rc = read_array(rd, top, &pulls_spec, (void **)&b->pulls, &b->n_pulls);
 	if (rc)
 		return rc;
-	n = b->n_updates;
-	if (n == 0 && b->n_pulls == 0)
+	if (b->n_pulls > 0 && b->model_bytes == 0)
+		return fail(rd, "", "model_bytes", "missing required field (the batch has pulls)");
+	if (b->n_updates == 0 && b->n_pulls == 0)
 		return fail(rd, "", "updates", "the batch has neither updates nor pulls");
 	return 0;
 }

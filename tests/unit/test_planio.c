@@ -169,7 +169,7 @@ static const struct bad_case {
 	{ "replica_lag", "-2", "replica_lag: must be >= 0, got -2" },
 	{ "colour", "1", "colour: unknown key" },
 	{ "hosts", "{}", "hosts: expected an array, got an object" },
-	{ "hosts", "[]", "hosts: must list at least one host" },
+	{ "hosts", "[]", "hosts: must not be empty" },
 	{ "hosts[0]", "7", "hosts[0]: expected an object, got an integer" },
 	{ "hosts[0].name", NULL, "hosts[0].name: missing required field" },
 	{ "hosts[0].name", "\"\"", "hosts[0].name: must not be empty" },
