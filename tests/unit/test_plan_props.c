@@ -143,6 +143,53 @@ START_TEST(test_medium_batches)
 }
 END_TEST
 
+/*
+ * The checker must also reject real plans once they are broken: each seed's FAST plan is
+ * corrupted in four ways (order swapped, bytes changed, a commit before its bytes arrive, an
+ * update lost) and every corruption must be reported as the right invariant.
+ */
+START_TEST(test_checker_rejects_mutated_plans)
+{
+	struct gen_params gp;
+	struct plan_batch b;
+	struct plan p;
+	char msg[512];
+	int tmp;
+	double at;
+	uint64_t bytes;
+
+	gen_params_default(&gp, 4 + _i % 9, 5000 + (uint64_t)_i);
+	gp.variant = (enum gen_variant)(_i % 4);
+	ck_assert_int_eq(gen_batch(&gp, &b), 0);
+	ck_assert_int_eq(plan_compute(&b, PLAN_IMPL_FAST, &p), 0);
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+
+	if (p.n_order >= 2) {
+		tmp = p.order[0], p.order[0] = p.order[p.n_order - 1], p.order[p.n_order - 1] = tmp;
+		ck_assert_int_ne(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+		tmp = p.order[0], p.order[0] = p.order[p.n_order - 1], p.order[p.n_order - 1] = tmp;
+	}
+	bytes = p.transfers[0].bytes;
+	p.transfers[0].bytes = bytes * 2;
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_BYTES);
+	p.transfers[0].bytes = bytes;
+	if (p.n_commits > 0) {
+		at = p.commits[0].at_s;
+		p.commits[0].at_s = b.now_s - 1.0;
+		ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_CAUSALITY);
+		p.commits[0].at_s = at;
+	}
+	if (p.n_order > 0) {
+		p.n_order--;
+		ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_STRUCTURE);
+		p.n_order++;
+	}
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+	plan_free(&p);
+	planio_batch_free(&b);
+}
+END_TEST
+
 static Suite *props_suite(void)
 {
 	Suite *s = suite_create("plan_props");
@@ -152,6 +199,7 @@ static Suite *props_suite(void)
 	tcase_add_loop_test(tc, test_random_batches, 0, N_RANDOM_BATCHES);
 	tcase_add_test(tc, test_conf_examples);
 	tcase_add_loop_test(tc, test_medium_batches, 0, 4);
+	tcase_add_loop_test(tc, test_checker_rejects_mutated_plans, 0, 40);
 	suite_add_tcase(s, tc);
 	return s;
 }
