@@ -389,6 +389,26 @@ static enum plan_check_result check_causality(struct ctx *c)
 	return PLAN_CHECK_OK;
 }
 
+/* Every pull is answered: a model copy reaches the worker that asked, after it asked. */
+static enum plan_check_result check_pulls(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+
+	for (int q = 0; q < b->n_pulls; q++) {
+		int answered = 0;
+
+		for (int i = 0; i < p->n_transfers && !answered; i++)
+			answered = p->transfers[i].kind == PLAN_CARRY_MODEL &&
+				   p->transfers[i].dst == b->pulls[q].worker &&
+				   p->transfers[i].end_s >= b->pulls[q].ready_s;
+		if (!answered)
+			return fail(c, PLAN_CHECK_CAUSALITY, "pull %s: no model copy reaches %s",
+				    b->pulls[q].id, host(c, b->pulls[q].worker));
+	}
+	return PLAN_CHECK_OK;
+}
+
 /* ---- invariants 3 and 4: commit order, versions, delay ---- */
 
 /* Number of updates a commit applies and, through @first, the update list it stands for. */
@@ -586,7 +606,7 @@ enum plan_check_result plan_check(const struct plan_batch *batch, const struct p
 	struct ctx c = { .b = batch, .p = plan, .msg = msg, .msglen = msglen };
 	enum plan_check_result (*const steps[])(struct ctx *) = {
 		check_indexes, check_partition, check_transfer_bytes, check_capacity,
-		check_causality, check_server_commits, check_replica,
+		check_causality, check_pulls, check_server_commits, check_replica,
 	};
 	enum plan_check_result r = PLAN_CHECK_OK;
 

@@ -25,7 +25,8 @@ enum plan_check_result {
 				* bad rate steps, drops in sync mode */
 	PLAN_CHECK_CAPACITY,   /* 1: a link carries more than its capacity at some instant */
 	PLAN_CHECK_CAUSALITY,  /* 2: aggregate sent before its inputs arrived; a transfer before
-				* ready_s / now_s; a commit before its bytes arrived */
+				* ready_s / now_s; a commit before its bytes arrived; a
+				* pull that no model copy answers */
 	PLAN_CHECK_DELAY,      /* 3: a committed update's delay exceeds tau_max (async) */
 	PLAN_CHECK_ORDER,      /* 4: server commits not in `order`, versions not consecutive */
 	PLAN_CHECK_BYTES,      /* rate integral != bytes, or a transfer of the wrong size */

@@ -145,8 +145,8 @@ END_TEST
 
 /*
  * The checker must also reject real plans once they are broken: each seed's FAST plan is
- * corrupted in four ways (order swapped, bytes changed, a commit before its bytes arrive, an
- * update lost) and every corruption must be reported as the right invariant.
+ * corrupted in five ways (order swapped, bytes changed, a commit before its bytes arrive, an
+ * update lost, a pull unanswered) and every corruption must be reported as the right invariant.
  */
 START_TEST(test_checker_rejects_mutated_plans)
 {
@@ -183,6 +183,12 @@ START_TEST(test_checker_rejects_mutated_plans)
 		p.n_order--;
 		ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_STRUCTURE);
 		p.n_order++;
+	}
+	if (b.n_pulls > 0) {
+		tmp = b.pulls[0].worker;
+		b.pulls[0].worker = b.servers[0]; /* a host no model copy is sent to */
+		ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_CAUSALITY);
+		b.pulls[0].worker = tmp;
 	}
 	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
 	plan_free(&p);
