@@ -236,6 +236,103 @@ START_TEST(test_bad_input_names_field)
 }
 END_TEST
 
+/* Every required field of the base batch, deleted, is named as missing. */
+static const char *const required_paths[] = {
+	"hosts", "servers", "updates", "tau_max", "v_init", "div_max", "hosts[2].name",
+	"hosts[2].up_gbps", "hosts[2].down_gbps", "capacity_changes[0].link",
+	"capacity_changes[0].at_s", "capacity_changes[0].gbps", "updates[1].id",
+	"updates[1].worker", "updates[1].bytes", "updates[1].version", "pulls[0].id",
+	"pulls[0].worker",
+};
+
+START_TEST(test_each_required_field_missing)
+{
+	char *doc = mutate(required_paths[_i], NULL), want[128];
+	struct plan_batch b;
+	char err[PLANIO_ERR_MAX];
+
+	ck_assert_int_eq(planio_read_string(doc, &b, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s: missing required field", required_paths[_i]);
+	ck_assert_str_eq(err, want);
+	free(doc);
+}
+END_TEST
+
+/* Every optional field of the base batch may be left out. */
+static const char *const optional_paths[] = {
+	"mode", "now_s", "capacity_changes", "aggregators", "momentum", "history_norm",
+	"replica_lag", "updates[0].norm", "updates[0].ready_s", "updates[2].replica_only",
+	"pulls[0].ready_s", "distributors", "replica_aggregators",
+};
+
+START_TEST(test_each_optional_field_missing)
+{
+	char *doc = mutate(optional_paths[_i], NULL);
+	struct plan_batch b;
+	char err[PLANIO_ERR_MAX];
+
+	ck_assert_msg(planio_read_string(doc, &b, err, sizeof(err)) == 0, "%s: %s",
+		      optional_paths[_i], err);
+	planio_batch_free(&b);
+	free(doc);
+}
+END_TEST
+
+/* Collect the path of every value in @v (objects and arrays included) below @prefix. */
+static int collect_paths(const json_t *v, const char *prefix, char paths[][96], int n, int max)
+{
+	const char *key;
+	json_t *e;
+	size_t i;
+
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, key, e) {
+			if (n >= max)
+				break;
+			snprintf(paths[n], 96, "%s%s%s", prefix, *prefix ? "." : "", key);
+			n = collect_paths(e, paths[n], paths, n + 1, max);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, e) {
+			if (n >= max)
+				break;
+			snprintf(paths[n], 96, "%s[%zu]", prefix, i);
+			n = collect_paths(e, paths[n], paths, n + 1, max);
+		}
+	}
+	return n;
+}
+
+/* Every value of the base batch replaced by one of the wrong JSON type is an error naming it. */
+START_TEST(test_each_field_ill_typed)
+{
+	static char paths[256][96];
+	json_t *doc = json_loads(base_batch, 0, NULL);
+	int n = collect_paths(doc, "", paths, 0, 256);
+
+	ck_assert_int_gt(n, 60);
+	for (int i = 0; i < n; i++) {
+		json_t *parent, *v;
+		char last[64], *text, err[PLANIO_ERR_MAX], prefix[100];
+		size_t idx;
+		int is_index, rc;
+		struct plan_batch b;
+
+		/* The value now at that path, to pick a type it is not. */
+		parent = walk(doc, paths[i], last, &idx, &is_index);
+		v = is_index ? json_array_get(parent, idx) : json_object_get(parent, last);
+		text = mutate(paths[i], json_is_string(v) ? "[7]" : "\"x\"");
+		rc = planio_read_string(text, &b, err, sizeof(err));
+		free(text);
+		ck_assert_msg(rc == -EINVAL, "%s: wrong type accepted", paths[i]);
+		snprintf(prefix, sizeof(prefix), "%.95s: ", paths[i]);
+		ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0, "%s: error '%s'",
+			      paths[i], err);
+	}
+	json_decref(doc);
+}
+END_TEST
+
 START_TEST(test_malformed_json)
 {
 	struct plan_batch b;
@@ -432,6 +529,11 @@ static Suite *planio_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_loop_test(tc, test_bad_input_names_field, 0,
 			    (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
+	tcase_add_loop_test(tc, test_each_required_field_missing, 0,
+			    (int)(sizeof(required_paths) / sizeof(required_paths[0])));
+	tcase_add_loop_test(tc, test_each_optional_field_missing, 0,
+			    (int)(sizeof(optional_paths) / sizeof(optional_paths[0])));
+	tcase_add_test(tc, test_each_field_ill_typed);
 	tcase_add_test(tc, test_malformed_json);
 	tcase_add_test(tc, test_sharded_updates);
 	tcase_add_test(tc, test_read_file_errors);
