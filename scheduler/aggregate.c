@@ -31,7 +31,7 @@ static void model_job(const struct planwork *pw, int src, int dst, double t0,
 
 static int push_item(struct aggregate_result *res, const struct aggregate_item *it)
 {
-	if (planwork_grow((void **)&res->items, &res->cap_items, res->n_items + 1,
+	if (vec_grow((void **)&res->items, &res->cap_items, res->n_items + 1,
 			  sizeof(*res->items)))
 		return -ENOMEM;
 	res->items[res->n_items++] = *it;
@@ -89,35 +89,47 @@ static double send_direct(struct planwork *pw, struct netstate *net, const struc
 	return send_item(pw, net, &job, &tag, &it, res);
 }
 
+/*
+ * The job of an aggregate of the @cnt updates @inputs at @host: same-size dense updates sum
+ * to one as large as the largest input (per leg).
+ */
+static void aggregate_job(struct planwork *pw, int host, int dst, const int *inputs, int cnt,
+			  double t0, struct planwork_job *job)
+{
+	struct planwork_job in;
+	int i, j;
+
+	memset(job, 0, sizeof(*job));
+	job->src = host;
+	job->dst = dst;
+	job->t0_s = t0;
+	for (i = 0; i < cnt; i++) {
+		planwork_update_job(pw, inputs[i], dst, &in);
+		for (j = 0; j < pw->n_legs; j++)
+			if (in.bytes[j] > job->bytes[j])
+				job->bytes[j] = in.bytes[j];
+	}
+}
+
 /* Send the aggregate of list[from, from+cnt) from aggregator @host; returns its arrival. */
 static double send_aggregate(struct planwork *pw, struct netstate *net, const struct spec *sp,
 			     int host, int from, int cnt, double inputs_end,
 			     struct aggregate_result *res)
 {
 	struct plan *o = pw->out;
-	struct planwork_job job, in;
+	struct planwork_job job;
 	struct planwork_tag tag;
 	struct aggregate_item it = { 0 };
-	int i, j;
 
-	memset(&job, 0, sizeof(job));
-	job.src = host;
-	job.dst = sp->dst;
 	/* The aggregate leaves only once every input has arrived (plan.md invariant 2). */
-	job.t0_s = planwork_max(inputs_end, pw->b->now_s);
-	for (i = from; i < from + cnt; i++) {
-		planwork_update_job(pw, sp->list[i], sp->dst, &in);
-		/* Same-size dense updates: the aggregate is as large as its largest input. */
-		for (j = 0; j < pw->n_legs; j++)
-			if (in.bytes[j] > job.bytes[j])
-				job.bytes[j] = in.bytes[j];
-	}
+	aggregate_job(pw, host, sp->dst, sp->list + from, cnt,
+		      planwork_max(inputs_end, pw->b->now_s), &job);
 	it.kind = PLAN_CARRY_AGGREGATE;
 	it.count = cnt;
 	if (res) {
 		struct plan_aggregate *a;
 
-		if (planwork_grow((void **)&o->aggregates, &pw->cap_aggregates,
+		if (vec_grow((void **)&o->aggregates, &pw->cap_aggregates,
 				  o->n_aggregates + 1, sizeof(*o->aggregates)))
 			return NOMEM;
 		a = &o->aggregates[o->n_aggregates];
@@ -410,27 +422,10 @@ void aggregate_result_free(struct aggregate_result *res)
 	memset(res, 0, sizeof(*res));
 }
 
-/* Pulls in shortest-transfer-first order from the server (ties: lowest pull index). */
-struct pull_key {
-	double te;
-	int p;
-};
-
-static int cmp_pull(const void *a, const void *b)
-{
-	const struct pull_key *x = a, *y = b;
-
-	if (x->te < y->te)
-		return -1;
-	if (x->te > y->te)
-		return 1;
-	return x->p - y->p;
-}
-
 int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *dists, int k)
 {
 	const struct plan_batch *b = pw->b;
-	struct pull_key *keys;
+	struct vec_key *keys;
 	int *list, i, best_n, rc;
 	struct spec sp = { 1, NULL, b->n_pulls, -1, PLAN_PURPOSE_MODEL, dists, k };
 
@@ -447,12 +442,13 @@ int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *d
 		struct planwork_job job;
 
 		model_job(pw, b->servers[0], b->pulls[i].worker, b->pulls[i].ready_s, &job);
-		keys[i].te = netstate_tend(net, job.src, job.dst, job.t0_s, job.bytes[0], NULL);
-		keys[i].p = i;
+		/* Pulls in shortest-transfer-first order from the server (ties: pull index). */
+		keys[i].v = netstate_tend(net, job.src, job.dst, job.t0_s, job.bytes[0], NULL);
+		keys[i].i = i;
 	}
-	qsort(keys, (size_t)b->n_pulls, sizeof(*keys), cmp_pull);
+	vec_sort_keys(keys, b->n_pulls);
 	for (i = 0; i < b->n_pulls; i++)
-		list[i] = keys[i].p;
+		list[i] = keys[i].i;
 	sp.list = list;
 	rc = best_case(pw, net, &sp, &best_n);
 	if (!rc && best_n >= 0)
@@ -476,7 +472,7 @@ int aggregate_commits(struct planwork *pw, const struct aggregate_result *res, i
 		int legs = host < 0 ? pw->n_legs : 1;
 
 		v += it->count;
-		if (planwork_grow((void **)arr, cap, *n + legs, sizeof(**arr)))
+		if (vec_grow((void **)arr, cap, *n + legs, sizeof(**arr)))
 			return -ENOMEM;
 		for (j = 0; j < legs; j++) {
 			struct plan_commit *c = &(*arr)[(*n)++];
@@ -513,8 +509,6 @@ void aggregate_item_job(struct planwork *pw, const struct aggregate_item *it, in
 			struct planwork_job *job)
 {
 	const struct plan_aggregate *a;
-	struct planwork_job in;
-	int i, j;
 
 	if (it->kind == PLAN_CARRY_UPDATE) {
 		planwork_update_job(pw, it->carries, dst, job);
@@ -522,14 +516,5 @@ void aggregate_item_job(struct planwork *pw, const struct aggregate_item *it, in
 		return;
 	}
 	a = &pw->out->aggregates[it->carries];
-	memset(job, 0, sizeof(*job));
-	job->src = a->host;
-	job->dst = dst;
-	job->t0_s = it->t0_s;
-	for (i = 0; i < a->n_inputs; i++) {
-		planwork_update_job(pw, a->inputs[i], dst, &in);
-		for (j = 0; j < pw->n_legs; j++)
-			if (in.bytes[j] > job->bytes[j])
-				job->bytes[j] = in.bytes[j];
-	}
+	aggregate_job(pw, a->host, dst, a->inputs, a->n_inputs, it->t0_s, job);
 }

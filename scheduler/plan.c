@@ -11,6 +11,7 @@
 #include "order.h"
 #include "planwork.h"
 #include "replicate.h"
+#include "vec.h"
 
 static int host_ok(const struct plan_batch *b, int h)
 {
@@ -104,25 +105,9 @@ static int batch_ok(const struct plan_batch *b, struct planwork *pw)
 }
 
 /* Aggregators by the smaller of their link capacities at now_s, largest first (ties: list). */
-struct agg_key {
-	double gbps;
-	int pos, host;
-};
-
-static int cmp_agg(const void *a, const void *b)
-{
-	const struct agg_key *x = a, *y = b;
-
-	if (x->gbps > y->gbps)
-		return -1;
-	if (x->gbps < y->gbps)
-		return 1;
-	return x->pos - y->pos;
-}
-
 static int *sorted_hosts(const struct plan_batch *b, const int *v, int n)
 {
-	struct agg_key *k = malloc(((size_t)n + 1) * sizeof(*k));
+	struct vec_key *k = malloc(((size_t)n + 1) * sizeof(*k));
 	int *out = malloc(((size_t)n + 1) * sizeof(*out));
 	int i;
 
@@ -134,37 +119,20 @@ static int *sorted_hosts(const struct plan_batch *b, const int *v, int n)
 	for (i = 0; i < n; i++) {
 		const struct plan_host *h = &b->hosts[v[i]];
 
-		k[i].gbps = h->up_gbps < h->down_gbps ? h->up_gbps : h->down_gbps;
-		k[i].pos = i;
-		k[i].host = v[i];
+		k[i].v = -(h->up_gbps < h->down_gbps ? h->up_gbps : h->down_gbps);
+		k[i].i = i;
 	}
-	qsort(k, (size_t)n, sizeof(*k), cmp_agg);
+	vec_sort_keys(k, n);
 	for (i = 0; i < n; i++)
-		out[i] = k[i].host;
+		out[i] = v[k[i].i];
 	free(k);
 	return out;
-}
-
-struct commit_key {
-	double at;
-	int idx;
-};
-
-static int cmp_commit(const void *a, const void *b)
-{
-	const struct commit_key *x = a, *y = b;
-
-	if (x->at < y->at)
-		return -1;
-	if (x->at > y->at)
-		return 1;
-	return x->idx - y->idx;
 }
 
 /* Commits of several shard servers interleave: sort them by time (stable). */
 static int sort_commits(struct plan *o)
 {
-	struct commit_key *k;
+	struct vec_key *k;
 	struct plan_commit *c;
 	int i;
 
@@ -178,12 +146,12 @@ static int sort_commits(struct plan *o)
 		return -ENOMEM;
 	}
 	for (i = 0; i < o->n_commits; i++) {
-		k[i].at = o->commits[i].at_s;
-		k[i].idx = i;
+		k[i].v = o->commits[i].at_s;
+		k[i].i = i;
 	}
-	qsort(k, (size_t)o->n_commits, sizeof(*k), cmp_commit);
+	vec_sort_keys(k, o->n_commits);
 	for (i = 0; i < o->n_commits; i++)
-		c[i] = o->commits[k[i].idx];
+		c[i] = o->commits[k[i].i];
 	memcpy(o->commits, c, (size_t)o->n_commits * sizeof(*c));
 	free(k);
 	free(c);

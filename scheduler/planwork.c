@@ -6,24 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int planwork_grow(void **p, int *cap, int need, size_t elem)
-{
-	int ncap;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, (size_t)ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 void planwork_update_job(const struct planwork *pw, int u, int dst, struct planwork_job *job)
 {
 	const struct plan_update *up = &pw->b->updates[u];
@@ -66,7 +48,7 @@ int planwork_add_transfer(struct planwork *pw, const struct planwork_tag *tag, i
 	struct plan *o = pw->out;
 	struct plan_transfer *t;
 
-	if (planwork_grow((void **)&o->transfers, &pw->cap_transfers, o->n_transfers + 1,
+	if (vec_grow((void **)&o->transfers, &pw->cap_transfers, o->n_transfers + 1,
 			  sizeof(*o->transfers)))
 		return -ENOMEM;
 	t = &o->transfers[o->n_transfers];

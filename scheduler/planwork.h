@@ -6,6 +6,7 @@
 
 #include "netstate.h"
 #include "plan.h"
+#include "vec.h"
 
 /*
  * A "job" is everything one update, aggregate or model copy sends at once: one leg per shard
@@ -43,9 +44,6 @@ struct planwork {
 	int cap_commits, cap_replica_commits, cap_punted;
 	struct netstate_profile prof;    /* scratch profile */
 };
-
-/** planwork_grow - make room for @need elements in *@p (capacity *@cap). 0 or -ENOMEM. */
-int planwork_grow(void **p, int *cap, int need, size_t elem);
 
 /**
  * planwork_update_job - fill @job with update @u's legs (bytes per shard, or its bytes),
