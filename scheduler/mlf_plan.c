@@ -162,7 +162,8 @@ static void explain(FILE *f, const struct plan_batch *b, const struct plan *p, c
 		fprintf(f, "\n");
 	}
 	explain_links(f, b, p);
-	explain_commits(f, b, p, p->commits, p->n_commits, "commits", 1);
+	explain_commits(f, b, p, p->commits, p->n_commits, "commits",
+			b->mode == PLAN_ASYNC);
 	explain_commits(f, b, p, p->replica_commits, p->n_replica_commits, "replica commits",
 			0);
 	if (b->replica >= 0) {
