@@ -151,6 +151,43 @@ static double send_aggregate(struct planwork *pw, struct netstate *net, const st
 }
 
 /*
+ * A lower bound on when the last aggregate of a case can reach the target, once updates
+ * list[from..n) remain for the aggregators hosts[aid..k): every byte of an update not computed
+ * on one of those hosts crosses one of their downlinks after now_s, never faster than the sum
+ * of their largest capacities. The margin keeps rounding from ever pruning a case that would
+ * win (SIMPLE does not prune at all).
+ */
+static double groups_bound(const struct planwork *pw, const struct spec *sp, int from, int aid)
+{
+	double bytes = 0.0, cap = 0.0;
+	int i, j;
+
+	for (i = aid; i < sp->k; i++) {
+		for (j = aid; j < i && sp->hosts[j] != sp->hosts[i]; j++)
+			;
+		if (j == i) /* each host once */
+			cap += pw->max_down_gbps[sp->hosts[i]];
+	}
+	for (i = from; i < sp->n; i++) {
+		const struct plan_update *u = &pw->b->updates[sp->list[i]];
+
+		for (j = aid; j < sp->k && sp->hosts[j] != u->worker; j++)
+			;
+		if (j < sp->k)
+			continue;
+		if (u->n_shards == 0)
+			bytes += (double)u->bytes;
+		for (j = 0; j < u->n_shards; j++)
+			bytes += (double)u->shards[j].bytes;
+	}
+	if (bytes == 0.0)
+		return pw->b->now_s;
+	if (!(cap > 0.0))
+		return INFINITY;
+	return pw->b->now_s + bytes * 8.0 / (cap * 1e9) * (1.0 - 1e-9);
+}
+
+/*
  * DetAgg lines 8-18 of Alg. 3 for the updates list[from..n): group after group through the
  * aggregators; @tmax is when the target is busy until after the direct ones. Returns when the
  * last byte reaches the target, INFINITY for an infeasible case or one that cannot beat
@@ -171,6 +208,8 @@ static double groups_update(struct planwork *pw, struct netstate *net, const str
 
 		if (sp->k == 0)
 			return INFINITY; /* no aggregator: only the all-direct case exists */
+		if (gcnt == 0 && prune < INFINITY && groups_bound(pw, sp, i, aid) >= prune)
+			return INFINITY;
 		planwork_update_job(pw, sp->list[i], sp->hosts[aid], &job);
 		te = planwork_job_tend(pw, net, &job);
 		if (te < 0.0)
@@ -202,6 +241,9 @@ static double groups_update(struct planwork *pw, struct netstate *net, const str
 		if (te < 0.0)
 			return NOMEM;
 		gend = planwork_max(gend, te);
+		/* The group's aggregate cannot reach the target before its inputs are in. */
+		if (gend >= prune)
+			return INFINITY;
 		gcnt++;
 		i++;
 	}
@@ -290,87 +332,142 @@ static double run_groups(struct planwork *pw, struct netstate *net, const struct
 	return groups_update(pw, net, sp, from, tmax, prune, res);
 }
 
+/* The best case so far: its cost and n. */
+struct best {
+	double cost;
+	int n;
+};
+
 /*
- * Evaluate every case n = 0..|list| of Alg. 3 and return the best n (-1: none can finish).
- * SIMPLE: each case on a fresh copy of the network. FAST: one network; the first n direct
- * transfers are shared by all later cases (case n+1 = case n's prefix plus one reservation),
- * the group part is undone after each case, and a case stops as soon as it cannot beat the
- * best so far. Since the time the target is busy until only grows with n, the enumeration
- * stops once the direct prefix alone is no better than the best case. Both pick the same n.
+ * The pruning threshold for case @n: it wins only with a smaller cost, or an equal cost and a
+ * smaller n (SIMPLE keeps the first of equal cases). Every bound test is "bound >= prune".
  */
+static double prune_for(const struct best *bs, int n)
+{
+	return n < bs->n ? nextafter(bs->cost, INFINITY) : bs->cost;
+}
+
+static void consider(struct best *bs, int n, double cost)
+{
+	if (cost < bs->cost || (cost == bs->cost && cost < INFINITY && n < bs->n)) {
+		bs->cost = cost;
+		bs->n = n;
+	}
+}
+
+/* SIMPLE: every case on a fresh copy of the network, no pruning. */
+static int best_case_simple(struct planwork *pw, struct netstate *net, const struct spec *sp,
+			    struct best *bs)
+{
+	int n;
+
+	for (n = 0; n <= sp->n; n++) {
+		struct netstate tmp;
+		double tmax = pw->b->now_s, cost = 0.0;
+		int i;
+
+		if (netstate_copy(&tmp, net))
+			return -ENOMEM;
+		for (i = 0; i < n && cost != INFINITY; i++) {
+			double e = send_direct(pw, &tmp, sp, i, 0, NULL);
+
+			if (e < 0.0) {
+				netstate_free(&tmp);
+				return -ENOMEM;
+			}
+			if (e == INFINITY)
+				cost = INFINITY;
+			tmax = planwork_max(tmax, e);
+		}
+		if (cost != INFINITY)
+			cost = run_groups(pw, &tmp, sp, n, tmax, INFINITY, 0, NULL);
+		netstate_free(&tmp);
+		if (cost < 0.0)
+			return -ENOMEM;
+		consider(bs, n, cost);
+	}
+	return 0;
+}
+
+/*
+ * FAST: one network with an undo log. Pass 1 reserves the direct prefix once, remembering the
+ * state P_n after the first n direct transfers and t_max of each; a coarse sample of cases,
+ * visited from large n to small by rolling back to P_n, gives a good first best. Pass 2
+ * enumerates every case in order: case n+1 is case n's prefix plus one reservation, the group
+ * part is undone after each case, and a case stops as soon as a bound shows it cannot win
+ * (see prune_for). Because t_max only grows with n, pass 2 stops once the prefix alone
+ * cannot win. Pruning never discards a case SIMPLE would pick, so both choose the same n.
+ */
+static int best_case_fast(struct planwork *pw, struct netstate *net, const struct spec *sp,
+			  struct best *bs)
+{
+	struct netstate_mark m0 = netstate_mark(net), *marks;
+	double *tm, tmax = pw->b->now_s, cost, e;
+	int n, neff = sp->n, step, rc = -ENOMEM;
+
+	marks = malloc(((size_t)sp->n + 1) * sizeof(*marks));
+	tm = malloc(((size_t)sp->n + 1) * sizeof(*tm));
+	if (!marks || !tm)
+		goto out;
+	for (n = 0; n <= sp->n; n++) {
+		marks[n] = netstate_mark(net);
+		tm[n] = tmax;
+		if (n == sp->n)
+			break;
+		e = send_direct(pw, net, sp, n, 0, NULL);
+		if (e < 0.0)
+			goto out;
+		if (e == INFINITY) {
+			neff = n; /* cases with more direct transfers never finish */
+			break;
+		}
+		tmax = planwork_max(tmax, e);
+	}
+	step = neff / 16 > 1 ? neff / 16 : 1;
+	for (n = neff; n >= 0; n -= step) {
+		netstate_undo(net, marks[n]);
+		cost = run_groups(pw, net, sp, n, tm[n], prune_for(bs, n), 0, NULL);
+		netstate_undo(net, marks[n]);
+		if (cost < 0.0)
+			goto out;
+		consider(bs, n, cost);
+	}
+	netstate_undo(net, m0);
+	for (n = 0; n <= neff; n++) {
+		struct netstate_mark m;
+		double prune = prune_for(bs, n);
+
+		if (n > bs->n && tm[n] >= prune)
+			break;
+		if (n != bs->n && tm[n] < prune) {
+			m = netstate_mark(net);
+			cost = run_groups(pw, net, sp, n, tm[n], prune, 0, NULL);
+			netstate_undo(net, m);
+			if (cost < 0.0)
+				goto out;
+			consider(bs, n, cost);
+		}
+		if (n < neff && send_direct(pw, net, sp, n, 0, NULL) < 0.0)
+			goto out;
+	}
+	rc = 0;
+out:
+	netstate_undo(net, m0);
+	free(marks);
+	free(tm);
+	return rc;
+}
+
+/* The best case of Alg. 3 (-1 in *best_n when none can finish). 0 or -ENOMEM. */
 static int best_case(struct planwork *pw, struct netstate *net, const struct spec *sp,
 		     int *best_n)
 {
-	double best = INFINITY;
-	int n;
+	struct best bs = { INFINITY, -1 };
+	int rc = pw->impl == PLAN_IMPL_SIMPLE ? best_case_simple(pw, net, sp, &bs)
+					      : best_case_fast(pw, net, sp, &bs);
 
-	*best_n = -1;
-	if (pw->impl == PLAN_IMPL_SIMPLE) {
-		for (n = 0; n <= sp->n; n++) {
-			struct netstate tmp;
-			double tmax = pw->b->now_s, cost = 0.0;
-			int i;
-
-			if (netstate_copy(&tmp, net))
-				return -ENOMEM;
-			for (i = 0; i < n && cost != INFINITY; i++) {
-				double e = send_direct(pw, &tmp, sp, i, 0, NULL);
-
-				if (e < 0.0) {
-					netstate_free(&tmp);
-					return -ENOMEM;
-				}
-				if (e == INFINITY)
-					cost = INFINITY;
-				tmax = planwork_max(tmax, e);
-			}
-			if (cost != INFINITY)
-				cost = run_groups(pw, &tmp, sp, n, tmax, INFINITY, 0, NULL);
-			netstate_free(&tmp);
-			if (cost < 0.0)
-				return -ENOMEM;
-			if (cost < best) {
-				best = cost;
-				*best_n = n;
-			}
-		}
-		return 0;
-	} else {
-		struct netstate_mark m0 = netstate_mark(net);
-		double tmax = pw->b->now_s;
-
-		for (n = 0; n <= sp->n; n++) {
-			struct netstate_mark m;
-			double cost;
-
-			if (tmax >= best)
-				break;
-			m = netstate_mark(net);
-			cost = run_groups(pw, net, sp, n, tmax, best, 0, NULL);
-			netstate_undo(net, m);
-			if (cost < 0.0) {
-				netstate_undo(net, m0);
-				return -ENOMEM;
-			}
-			if (cost < best) {
-				best = cost;
-				*best_n = n;
-			}
-			if (n < sp->n) {
-				double e = send_direct(pw, net, sp, n, 0, NULL);
-
-				if (e < 0.0) {
-					netstate_undo(net, m0);
-					return -ENOMEM;
-				}
-				if (e == INFINITY)
-					break;
-				tmax = planwork_max(tmax, e);
-			}
-		}
-		netstate_undo(net, m0);
-		return 0;
-	}
+	*best_n = bs.n;
+	return rc;
 }
 
 /* Reserve and record case @n on @net. */

@@ -158,6 +158,22 @@ static int sort_commits(struct plan *o)
 	return 0;
 }
 
+/* Per host, the largest capacity its downlink has at any time (for pruning bounds). */
+static double *max_down(const struct plan_batch *b)
+{
+	double *m = malloc(((size_t)b->n_hosts + 1) * sizeof(*m));
+	int i;
+
+	if (!m)
+		return NULL;
+	for (i = 0; i < b->n_hosts; i++)
+		m[i] = b->hosts[i].down_gbps;
+	for (i = 0; i < b->n_changes; i++)
+		if (b->changes[i].dir == PLAN_DOWN && b->changes[i].gbps > m[b->changes[i].host])
+			m[b->changes[i].host] = b->changes[i].gbps;
+	return m;
+}
+
 int plan_compute(const struct plan_batch *b, enum plan_impl impl, struct plan *out)
 {
 	struct planwork pw;
@@ -175,10 +191,11 @@ int plan_compute(const struct plan_batch *b, enum plan_impl impl, struct plan *o
 	rc = netstate_init(&net, b);
 	if (rc)
 		return rc;
+	pw.max_down_gbps = max_down(b);
 	aggs = sorted_hosts(b, b->aggregators, b->n_aggregators);
 	raggs = sorted_hosts(b, b->replica_aggregators, b->n_replica_aggregators);
 	dists = sorted_hosts(b, b->distributors, b->n_distributors);
-	if (!aggs || !raggs || !dists) {
+	if (!aggs || !raggs || !dists || !pw.max_down_gbps) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -211,6 +228,7 @@ out:
 	free(aggs);
 	free(raggs);
 	free(dists);
+	free(pw.max_down_gbps);
 	if (rc)
 		plan_free(out);
 	return rc;

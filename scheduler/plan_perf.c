@@ -43,12 +43,15 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: plan-perf [--sizes 10,100,500,1000] [--reps N] [--seed S] [--simple]\n"
-		"                 [--aggregators K] [--div-max D] [--no-replica]\n"
+		"                 [--aggregators K] [--div-max D] [--no-replica] [--fine]\n"
+		"                 [--tau-max T]\n"
 		"Times plan_compute() (the whole plan: order, aggregation, replication) on random\n"
 		"batches shaped like the paper's §7.4 benchmark: |U| updates, |U|/2 workers,\n"
 		"deadlines Uniform(1, 2|U|), a congestion-free core, K aggregators (default 4),\n"
 		"2 replica aggregators and a replica. Prints the best of N runs (default 3) of\n"
-		"the FAST planner and, with --simple, the SIMPLE one and whether the plans match.\n");
+		"the FAST planner and, with --simple, the SIMPLE one and whether the plans match.\n"
+		"--fine: capacities to the Mbit/s, 1..20 MB updates ready within 10 ms, 3 capacity\n"
+		"changes and |U|/10 carried replica copies. --tau-max: delay bound (default |U|).\n");
 }
 
 int main(int argc, char **argv)
@@ -59,10 +62,11 @@ int main(int argc, char **argv)
 		{ "aggregators", required_argument, NULL, 'k' },
 		{ "div-max", required_argument, NULL, 'd' },
 		{ "no-replica", no_argument, NULL, 'n' }, { "help", no_argument, NULL, 'h' },
+		{ "fine", no_argument, NULL, 'f' }, { "tau-max", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 }
 	};
 	char sizes[256] = "10,100,500,1000", *tok, *save = NULL;
-	int reps = 3, simple = 0, k = 4, replica = 1, c;
+	int reps = 3, simple = 0, k = 4, replica = 1, fine = 0, tau = 0, c;
 	unsigned seed = 1;
 	double div_max = 2.0;
 
@@ -88,6 +92,12 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			replica = 0;
+			break;
+		case 'f':
+			fine = 1;
+			break;
+		case 't':
+			tau = atoi(optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -115,6 +125,12 @@ int main(int argc, char **argv)
 		go.div_max = div_max;
 		go.seed = seed;
 		go.mode = PLAN_ASYNC;
+		go.fine = fine;
+		go.tau_max = tau;
+		if (fine) {
+			go.n_changes = 3;
+			go.n_replica_only = replica ? n / 10 : 0;
+		}
 		if (n < 1 || plangen_batch(&go, &b)) {
 			fprintf(stderr, "plan-perf: bad size '%s' (need >= %d updates)\n", tok, 2 * k);
 			return 2;

@@ -18,6 +18,14 @@ static double unif(uint64_t *s, double lo, double hi)
 	return lo + (hi - lo) * (double)((x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
+/* A link capacity: whole Gbit/s in [1, 10], or with @fine to the Mbit/s. */
+static double gbps(uint64_t *s, int fine)
+{
+	if (fine)
+		return (double)(int64_t)(unif(s, 1.0, 10.0) * 1000.0) / 1000.0;
+	return (double)(int)unif(s, 1.0, 11.0);
+}
+
 static int *host_list(int n, int first)
 {
 	int *v = calloc((size_t)n + 1, sizeof(*v));
@@ -37,7 +45,7 @@ int plangen_batch(const struct plangen_opts *o, struct plan_batch *b)
 	int i, j, first_srv = n_workers, rep = n_workers + n_srv;
 
 	memset(b, 0, sizeof(*b));
-	if (o->n_updates < 0 || o->n_aggregators > n_workers ||
+	if (o->n_updates < 0 || o->n_changes < 0 || o->n_replica_only < 0 || o->n_aggregators > n_workers ||
 	    o->n_replica_aggregators > n_workers || o->n_distributors > n_workers ||
 	    n_srv > PLAN_NAME_MAX)
 		return -EINVAL;
@@ -54,12 +62,14 @@ int plangen_batch(const struct plangen_opts *o, struct plan_batch *b)
 	b->replica_aggregators = host_list(o->n_replica_aggregators, 0);
 	b->n_distributors = o->n_distributors;
 	b->distributors = host_list(o->n_distributors, n_workers / 2);
-	b->n_updates = o->n_updates;
-	b->updates = calloc((size_t)o->n_updates + 1, sizeof(*b->updates));
+	b->n_updates = o->n_updates + (o->replica ? o->n_replica_only : 0);
+	b->updates = calloc((size_t)b->n_updates + 1, sizeof(*b->updates));
+	b->n_changes = o->n_changes;
+	b->changes = calloc((size_t)o->n_changes + 1, sizeof(*b->changes));
 	b->n_pulls = o->n_pulls;
 	b->pulls = calloc((size_t)o->n_pulls + 1, sizeof(*b->pulls));
 	if (!b->hosts || !b->servers || !b->aggregators || !b->replica_aggregators ||
-	    !b->distributors || !b->updates || !b->pulls) {
+	    !b->distributors || !b->updates || !b->pulls || !b->changes) {
 		plangen_free(b);
 		return -ENOMEM;
 	}
@@ -68,26 +78,37 @@ int plangen_batch(const struct plangen_opts *o, struct plan_batch *b)
 
 		snprintf(h->name, sizeof(h->name), i < n_workers ? "w%d" : i < rep ? "ps%d" : "rep",
 			 i < n_workers ? i : i - first_srv);
-		h->up_gbps = i < n_workers ? (double)(int)unif(&s, 1.0, 11.0) : 10.0;
-		h->down_gbps = i < n_workers ? (double)(int)unif(&s, 1.0, 11.0) : 10.0;
+		h->up_gbps = i < n_workers ? gbps(&s, o->fine) : 10.0;
+		h->down_gbps = i < n_workers ? gbps(&s, o->fine) : 10.0;
 	}
-	b->tau_max = o->n_updates;
+	for (i = 0; i < o->n_changes; i++) {
+		b->changes[i].host = (int)unif(&s, 0.0, (double)b->n_hosts);
+		b->changes[i].dir = unif(&s, 0.0, 1.0) < 0.5 ? PLAN_UP : PLAN_DOWN;
+		b->changes[i].at_s = unif(&s, 0.0, 0.5);
+		b->changes[i].gbps = gbps(&s, 1);
+	}
+	b->replica_lag = o->replica ? o->n_replica_only : 0;
+	b->tau_max = o->tau_max > 0 ? o->tau_max : o->n_updates;
 	b->v_init = 1000000;
 	b->momentum = 0.9;
 	b->div_max = o->div_max;
 	b->history_norm = 0.5;
 	b->model_bytes = 32000000;
-	for (i = 0; i < o->n_updates; i++) {
+	for (i = 0; i < b->n_updates; i++) {
 		struct plan_update *u = &b->updates[i];
 		int64_t dl = 1 + (int64_t)unif(&s, 0.0, 2.0 * o->n_updates);
-		uint64_t bytes = (uint64_t)unif(&s, 1e6, 64e6);
+		uint64_t bytes = (uint64_t)unif(&s, 1e6, o->fine ? 20e6 : 64e6);
 
 		snprintf(u->id, sizeof(u->id), "u%d", i);
 		u->worker = i % n_workers;
 		u->version = dl - b->tau_max + b->v_init;
 		u->norm = unif(&s, 0.1, 1.0);
-		u->ready_s = unif(&s, 0.0, 1.0) < 0.25 ? unif(&s, 0.0, 0.05) : 0.0;
+		if (o->fine)
+			u->ready_s = unif(&s, 0.0, 0.01);
+		else
+			u->ready_s = unif(&s, 0.0, 1.0) < 0.25 ? unif(&s, 0.0, 0.05) : 0.0;
 		u->bytes = bytes;
+		u->replica_only = i >= o->n_updates;
 		if (n_srv > 1) {
 			u->n_shards = n_srv;
 			u->shards = calloc((size_t)n_srv, sizeof(*u->shards));

@@ -16,6 +16,11 @@ struct plangen_opts {
 	enum plan_mode mode;
 	double div_max;       /* with a replica */
 	unsigned seed;
+	int64_t tau_max;      /* 0: |U| */
+	int n_changes;        /* random capacity steps on random links within [0, 0.5 s] */
+	int n_replica_only;   /* carried replica copies (with a replica), added after |U| */
+	int fine;             /* 1: capacities Uniform(1, 10) to 1 Mbit/s, sizes 1..20 MB,
+			       * ready within 10 ms (the planner-io generator's shape) */
 };
 
 /**
@@ -23,7 +28,8 @@ struct plangen_opts {
  * links of Uniform(1, 10) Gbit/s, servers and replica at 10 Gbit/s, a congestion-free core,
  * updates of Uniform(1, 64) MB round-robin over the workers, deadlines Uniform(1, 2|U|)
  * (tau_max = |U|, versions set so that eq. 9 gives the drawn deadline), norms Uniform(0.1, 1),
- * a quarter of the updates ready up to 50 ms late. Deterministic for a seed.
+ * a quarter of the updates ready up to 50 ms late (see plangen_opts.fine for the other
+ * shape). Deterministic for a seed.
  * Returns 0, -EINVAL for a nonsensical option, or -ENOMEM. Free with plangen_free().
  */
 int plangen_batch(const struct plangen_opts *o, struct plan_batch *b);

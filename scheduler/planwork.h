@@ -43,6 +43,7 @@ struct planwork {
 	int cap_order, cap_dropped, cap_aggregates, cap_transfers;
 	int cap_commits, cap_replica_commits, cap_punted;
 	struct netstate_profile prof;    /* scratch profile */
+	double *max_down_gbps;           /* per host: the largest capacity its downlink ever has */
 };
 
 /**

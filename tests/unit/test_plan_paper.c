@@ -836,9 +836,14 @@ START_TEST(test_fast_equals_simple)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		for (seed = 1; seed <= 3; seed++) {
-			struct plangen_opts o = { cases[i].n, cases[i].k, cases[i].kr, cases[i].rep,
-						  cases[i].srv, cases[i].pulls, cases[i].dists,
-						  cases[i].mode, cases[i].div, seed };
+			struct plangen_opts o = {
+				.n_updates = cases[i].n, .n_aggregators = cases[i].k,
+				.n_replica_aggregators = cases[i].kr, .replica = cases[i].rep,
+				.n_servers = cases[i].srv, .n_pulls = cases[i].pulls,
+				.n_distributors = cases[i].dists, .mode = cases[i].mode,
+				.div_max = cases[i].div, .seed = seed, .fine = (int)(seed % 2),
+				.n_changes = (int)seed, .n_replica_only = cases[i].rep ? 2 : 0,
+			};
 			struct plan_batch b;
 			struct plan p;
 
