@@ -70,6 +70,8 @@ expect_bad 2 'updates[3].id: duplicate update id "u0"' --in "$tmp/dup.json"
 jq '.updates[0].bytes = -1' conf/plan-fig1.json >"$tmp/neg.json"
 expect_bad 2 'updates[0].bytes: must be > 0 bytes, got -1' --in "$tmp/neg.json"
 expect_bad 1 'nope.json: No such file or directory' --in "$tmp/nope.json"
+expect_bad 1 "$tmp/no/dir/plan.json: No such file or directory" --in conf/plan-fig1.json \
+  --out "$tmp/no/dir/plan.json"
 expect_bad 2 '--impl: expected fast or simple, got "quick"' --impl quick --in conf/plan-fig1.json
 expect_bad 2 'unexpected argument "conf/plan-fig1.json"' conf/plan-fig1.json
 "$MLF_PLAN" <"$tmp/host.json" >/dev/null 2>"$tmp/err"
