@@ -278,7 +278,7 @@ static double groups_model(struct planwork *pw, struct netstate *net, const stru
 		return INFINITY;
 	while (i < sp->n) {
 		struct netstate_mark m = netstate_mark(net);
-		int tr0 = pw->out->n_transfers, d, gcnt = 0;
+		int tr0 = pw->out->n_transfers, d, gcnt = 0, own = -1;
 		struct planwork_job job;
 		struct planwork_tag tag = { PLAN_CARRY_MODEL, sp->list[i], PLAN_PURPOSE_MODEL };
 		double a_d, gmax = b->now_s;
@@ -306,6 +306,8 @@ static double groups_model(struct planwork *pw, struct netstate *net, const stru
 			te = planwork_job_reserve(pw, net, &job, record ? &tag : NULL, NULL);
 			if (te < 0.0)
 				return NOMEM;
+			if (p->worker == d)
+				own = sp->list[i];
 			gmax = planwork_max(gmax, te);
 			gcnt++;
 			i++;
@@ -314,6 +316,10 @@ static double groups_model(struct planwork *pw, struct netstate *net, const stru
 			netstate_undo(net, m);
 			truncate_transfers(pw->out, tr0);
 		} else {
+			/* A distributor that pulled too: its own copy answers its pull. */
+			if (record && own >= 0 && pw->out->n_transfers > tr0 &&
+			    pw->out->transfers[tr0].dst == d)
+				pw->out->transfers[tr0].carries = own;
 			tmax = planwork_max(tmax, gmax);
 			if (tmax >= prune)
 				return INFINITY;

@@ -47,7 +47,8 @@ int aggregate_plan(struct planwork *pw, struct netstate *net, const int *list, i
  * than every earlier delivery; the case whose last delivery ends first wins (ties: smallest n).
  * Pulls are taken in shortest-transfer-first order from the server. Transfers have purpose
  * PLAN_PURPOSE_MODEL, kind PLAN_CARRY_MODEL (carries = the pull answered; the copy sent to a
- * distributor carries its group's first pull). Returns 0 or -ENOMEM.
+ * distributor carries the distributor's own pull when it pulled too, else its group's first
+ * pull). Returns 0 or -ENOMEM.
  */
 int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *dists, int k);
 

@@ -211,7 +211,8 @@ int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_r
 			goto out;
 		}
 	}
-	rc = add_replica_commits(pw, &rres, nf, c, cum, b->v_init - L);
+	/* The replica's version at batch start: replica_lag updates behind the server. */
+	rc = add_replica_commits(pw, &rres, nf, c, cum, b->v_init - b->replica_lag);
 	if (rc)
 		goto out;
 	if (n - p > 0) {

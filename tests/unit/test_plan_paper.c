@@ -667,6 +667,7 @@ START_TEST(test_replica_punting)
 	tb_update(&t, 1 + 2, GBIT, t.b.v_init + 2);
 	t.b.v_init = c.v_init;
 	t.b.history_norm = c.history_norm;
+	t.b.replica_lag = c.replica_lag;
 	plan_free(&p);
 	plan_both(&t.b, &p);
 	ck_assert_int_eq(p.n_order, 1);
@@ -850,6 +851,12 @@ START_TEST(test_fast_equals_simple)
 			ck_assert_int_eq(plangen_batch(&o, &b), 0);
 			plan_both(&b, &p);
 			plan_free(&p);
+			if (b.replica >= 0) {
+				/* A slow replica: punting and delaying the last server transfer. */
+				b.hosts[b.replica].down_gbps = 0.02 + 0.05 * seed;
+				plan_both(&b, &p);
+				plan_free(&p);
+			}
 			plangen_free(&b);
 		}
 }
