@@ -320,6 +320,24 @@ static double arrival(const struct plan *p, int dst, enum plan_carry_kind kind, 
 	return at;
 }
 
+/*
+ * Earliest start of a model copy to @dst carrying pull @q: a copy to a distributor serves the
+ * pulls of its tree (the first pull of the batch), a copy to any other host serves @q itself.
+ */
+static double model_ready(const struct plan_batch *b, int dst, int q)
+{
+	double first = INFINITY;
+
+	for (int i = 0; i < b->n_distributors; i++)
+		if (b->distributors[i] == dst) {
+			for (int k = 0; k < b->n_pulls; k++)
+				if (b->pulls[k].ready_s < first)
+					first = b->pulls[k].ready_s;
+			return first;
+		}
+	return b->pulls[q].ready_s;
+}
+
 static enum plan_check_result check_causality(struct ctx *c)
 {
 	const struct plan_batch *b = c->b;
@@ -340,10 +358,11 @@ static enum plan_check_result check_causality(struct ctx *c)
 			return fail(c, PLAN_CHECK_CAUSALITY, "transfer t%d of %s starts at %.9g s "
 				    "before ready_s %.9g s", i, uid(c, t->carries), t->start_s,
 				    b->updates[t->carries].ready_s);
-		if (t->kind == PLAN_CARRY_MODEL && t->dst == b->pulls[t->carries].worker &&
-		    t->start_s < b->pulls[t->carries].ready_s - tol)
-			return fail(c, PLAN_CHECK_CAUSALITY, "model transfer t%d starts before pull "
-				    "%s was made", i, b->pulls[t->carries].id);
+		if (t->kind == PLAN_CARRY_MODEL &&
+		    t->start_s < model_ready(b, t->dst, t->carries) - tol)
+			return fail(c, PLAN_CHECK_CAUSALITY, "model transfer t%d to %s starts at %.9g "
+				    "s before the pull it serves was made", i, host(c, t->dst),
+				    t->start_s);
 		if (t->kind == PLAN_CARRY_AGGREGATE) {
 			const struct plan_aggregate *a = &p->aggregates[t->carries];
 
