@@ -66,6 +66,34 @@ static void assert_plans_equal(const struct plan *a, const struct plan *b)
 #undef SAME_INTS
 }
 
+/* The first top-level key of the plan documents where @x and @y differ, into @msg ("" if none). */
+static void first_difference(const struct plan_batch *b, const struct plan *x,
+			     const struct plan *y, char *msg, size_t len)
+{
+	json_t *jx = planio_plan_to_json(b, x), *jy = planio_plan_to_json(b, y), *v;
+	const char *key;
+
+	msg[0] = '\0';
+	ck_assert_ptr_nonnull(jx);
+	ck_assert_ptr_nonnull(jy);
+	json_object_del(jx, "plan_ms");
+	json_object_del(jy, "plan_ms");
+	json_object_foreach(jx, key, v) {
+		if (!json_equal(v, json_object_get(jy, key))) {
+			char *a = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(6));
+			char *c = json_dumps(json_object_get(jy, key), JSON_COMPACT |
+					     JSON_REAL_PRECISION(6));
+
+			snprintf(msg, len, "%s: FAST %.150s, SIMPLE %.150s", key, a, c);
+			free(a);
+			free(c);
+			break;
+		}
+	}
+	json_decref(jx);
+	json_decref(jy);
+}
+
 /* Plan @b with both implementations, check the FAST plan, and compare the two. */
 static void plan_check_both(const struct plan_batch *b, const char *what)
 {
@@ -78,6 +106,8 @@ static void plan_check_both(const struct plan_batch *b, const char *what)
 	ck_assert_msg(r == PLAN_CHECK_OK, "%s: %s", what, msg);
 	ck_assert_int_eq(plan_check_delay_violations(b, &fast), 0);
 	ck_assert_msg(plan_compute(b, PLAN_IMPL_SIMPLE, &simple) == 0, "%s: SIMPLE failed", what);
+	first_difference(b, &fast, &simple, msg, sizeof(msg));
+	ck_assert_msg(msg[0] == '\0', "%s: FAST and SIMPLE plans differ: %s", what, msg);
 	assert_plans_equal(&fast, &simple);
 	plan_free(&fast);
 	plan_free(&simple);
