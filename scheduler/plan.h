@@ -193,8 +193,14 @@ enum plan_impl {
  * @batch: the input; not modified. Must be valid (planio validates documents).
  * @impl:  PLAN_IMPL_FAST or PLAN_IMPL_SIMPLE; both return identical plans.
  * @out:   zeroed by the call, then filled; free with plan_free().
- * Returns 0, -EINVAL when the batch is inconsistent (e.g. an index out of range, no server),
- * or -ENOMEM.
+ * Returns 0, -EINVAL when the batch is inconsistent (e.g. an index out of range, no server,
+ * a negative capacity, a replica_only update without a replica, a sharded model whose updates
+ * do not all have the same shard layout, pulls without model_bytes) or when the divergence
+ * bound needs replica copies that can never arrive (a zero-capacity path to the replica),
+ * or -ENOMEM. On error @out is left zeroed.
+ * Conventions (docs/planner.md): the replica misses exactly the batch's replica_only updates
+ * (replica_lag of them, their versions count from v_init - replica_lag), and history_norm is
+ * the history at the last state common to server and replica (plan_carry_next() keeps both).
  */
 int plan_compute(const struct plan_batch *batch, enum plan_impl impl, struct plan *out);
 
