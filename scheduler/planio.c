@@ -459,6 +459,11 @@ static int finish_change(struct reader *rd, const char *path, const json_t *obj,
 	return read_link(rd, path, json_object_get(obj, "link"), elem);
 }
 
+static int shard_cmp(const void *a, const void *b)
+{
+	return ((const struct plan_shard *)a)->server - ((const struct plan_shard *)b)->server;
+}
+
 /* The "shards" of update @u at @path: exactly one shard per server. */
 static int read_shards(struct reader *rd, const char *upath, const json_t *uobj,
 		       struct plan_update *u)
@@ -516,6 +521,8 @@ static int read_shards(struct reader *rd, const char *upath, const json_t *uobj,
 	if (u->n_shards != b->n_servers)
 		return fail(rd, upath, "shards", "has %d shards, the model has %d servers",
 			    u->n_shards, b->n_servers);
+	/* One shard per server, so ordering them by server gives every update the same layout. */
+	qsort(u->shards, (size_t)u->n_shards, sizeof(*u->shards), shard_cmp);
 	return 0;
 }
 

@@ -24,7 +24,8 @@
  * planio_read_string - parse and validate one batch document.
  * @json:   NUL-terminated JSON text.
  * @out:    zeroed, then filled; every array is malloc'ed, release with planio_batch_free()
- *          (also safe after a failed read: @out is left zeroed).
+ *          (also safe after a failed read: @out is left zeroed). An update's shards are
+ *          sorted by server index (slot i is for servers[i]), whatever their order in @json.
  * @err:    receives ONE line (no newline) naming the field path and the problem, e.g.
  *          `updates[3].worker: unknown host "w9"`, or `line 4 column 7: ...` for JSON syntax.
  * @errlen: size of @err (PLANIO_ERR_MAX is always enough).

@@ -56,6 +56,12 @@ awk -v e="$end" 'BEGIN { exit !(e > 6.999 && e < 7.001) }' || fail "fig4: g ends
 [ "$("$MLF_PLAN" --in conf/plan-fig1.json | jq -r '.order[0]')" = j ] || fail "fig1: j not first"
 "$MLF_PLAN" --in conf/plan-example.json --explain | grep -q "^commits" || fail "example: no commits"
 
+# Shards may be listed in any order: the plan is the same.
+jq '.updates[1].shards |= reverse' conf/plan-sharded.json >"$tmp/rev.json"
+[ "$("$MLF_PLAN" --in "$tmp/rev.json" | jq -S 'del(.plan_ms)')" = \
+  "$("$MLF_PLAN" --in conf/plan-sharded.json | jq -S 'del(.plan_ms)')" ] \
+  || fail "sharded: shard order changes the plan"
+
 # Bad input: exit 2 and one line naming the field; missing files exit 1.
 printf '{"hosts": [' >"$tmp/trunc.json"
 expect_bad 2 "trunc.json: line 1 column" --in "$tmp/trunc.json"

@@ -362,8 +362,10 @@ START_TEST(test_sharded_updates)
 
 	ck_assert_msg(planio_read_string(doc, &b, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_int_eq(b.updates[0].n_shards, 2);
-	ck_assert_int_eq(b.updates[0].shards[0].server, 1);
-	ck_assert_uint_eq(b.updates[0].shards[1].bytes, 7);
+	ck_assert_int_eq(b.updates[0].shards[0].server, 0); /* sorted by server */
+	ck_assert_uint_eq(b.updates[0].shards[0].bytes, 7);
+	ck_assert_int_eq(b.updates[0].shards[1].server, 1);
+	ck_assert_uint_eq(b.updates[0].shards[1].bytes, 5);
 	ck_assert_uint_eq(b.updates[0].bytes, 12);
 	planio_batch_free(&b);
 
