@@ -108,7 +108,8 @@ struct row_result {
 	int identical, check_failures, violations, fifo_violations, dropped;
 };
 
-static int run_row(int n, int seeds, int with_simple, struct row_result *r)
+static int run_row(int n, enum gen_variant variant, int seeds, int with_simple,
+		   struct row_result *r)
 {
 	double *tf = calloc((size_t)seeds, sizeof(double));
 	double *ts = calloc((size_t)seeds, sizeof(double));
@@ -129,6 +130,7 @@ static int run_row(int n, int seeds, int with_simple, struct row_result *r)
 		double t0;
 
 		gen_params_default(&gp, n, 424242 + (uint64_t)s);
+		gp.variant = variant;
 		if (gen_batch(&gp, &b))
 			return -ENOMEM;
 		t0 = now_ms();
@@ -170,6 +172,29 @@ static int run_row(int n, int seeds, int with_simple, struct row_result *r)
 	return 0;
 }
 
+/* The other batch kinds at |U| = 100: time, FAST == SIMPLE and the checker. Returns 1 if bad. */
+static int run_variants(int seeds, int with_simple, int max_n)
+{
+	static const char *const names[] = { "async", "sync", "sharded", "pulls" };
+	int bad = 0;
+
+	if (max_n < 100)
+		return 0;
+	printf("variants at |U| = 100:\n%8s %9s %9s %9s %5s %4s %7s\n", "variant", "fast_ms",
+	       "simple_ms", "identical", "check", "viol", "dropped");
+	for (int v = GEN_SYNC; v <= GEN_PULLS; v++) {
+		struct row_result r;
+
+		if (run_row(100, (enum gen_variant)v, seeds, with_simple, &r))
+			return 1;
+		printf("%8s %9.3f %9.3f %9s %5s %4d %7d\n", names[v], r.fast_ms, r.simple_ms,
+		       with_simple ? (r.identical ? "yes" : "NO") : "-",
+		       r.check_failures ? "FAIL" : "ok", r.violations, r.dropped);
+		bad |= r.check_failures || r.violations || !r.identical;
+	}
+	return bad;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -177,7 +202,9 @@ static void usage(FILE *f)
 		"Times plan_compute (FAST and SIMPLE) on the paper's §7.4 workload for |U| = 10, 100,\n"
 		"500, 1000 (median over N seeded batches, default 7), checks every\n"
 		"plan with the independent checker, and compares the mean server commit time with the\n"
-		"FIFO fair-share baseline. Runs on one core (pinned).\n"
+		"FIFO fair-share baseline; then the sync, sharded and pull variants at |U| = 100.\n"
+		"Runs on one core (pinned). Exit status 1 if a check, the delay bound, FAST ==\n"
+		"SIMPLE or a target fails.\n"
 		"  --seeds N        batches per |U| (default 7)\n"
 		"  --max-updates N  skip rows with |U| > N\n"
 		"  --no-simple      time FAST only\n");
@@ -222,7 +249,7 @@ int main(int argc, char **argv)
 
 		if (n > max_n)
 			continue;
-		if (run_row(n, k, with_simple, &r)) {
+		if (run_row(n, GEN_ASYNC, k, with_simple, &r)) {
 			fprintf(stderr, "bench-plan: |U| %d failed\n", n);
 			return 1;
 		}
@@ -239,6 +266,7 @@ int main(int argc, char **argv)
 		bad |= r.check_failures || r.violations || !r.identical ||
 		       (rows[i].target_ms > 0 && r.fast_ms > rows[i].target_ms);
 	}
+	bad |= run_variants(seeds, with_simple, max_n);
 	printf("columns: median plan_compute ms (FAST, SIMPLE); paper §7.4 ms; target for FAST;\n"
 	       "FAST == SIMPLE plans; checker verdict; delay-bound violations of MLfabric plans\n"
 	       "(must be 0); updates dropped (all batches); batches; mean server commit time in s\n"
