@@ -254,7 +254,12 @@ static int shrt_dline(struct planwork *pw, struct netstate *net, struct cands *c
 			return best;
 		}
 	}
-	if (pw->impl == PLAN_IMPL_SIMPLE)
+	/*
+	 * The lazy bounds need t_en to only grow as reservations are added. That holds for one
+	 * leg, not for a sharded job (eq. 18): its legs are reserved one after the other, and a
+	 * later first leg can leave an earlier slot to the second. Sharded batches scan.
+	 */
+	if (pw->impl == PLAN_IMPL_SIMPLE || pw->n_legs > 1)
 		return shortest_simple(pw, net, cs, te);
 	return shortest_fast(pw, net, cs, te);
 }
