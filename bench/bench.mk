@@ -5,7 +5,6 @@ BENCH_PLAN_DEPS := $(BUILD)/bench/bench_plan.o $(BUILD)/tests/plan_check.o \
 		   $(BUILD)/tests/gen_batch.o $(BUILD)/libplanio.a $(BUILD)/libplan.a $(LIBMLF)
 EXTRA_CFLAGS_bench += -Itests
 
-ifneq ($(wildcard scheduler/module.mk),)
 $(BUILD)/bench-plan: $(BENCH_PLAN_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
@@ -14,4 +13,3 @@ BENCHES += bench-plan
 .PHONY: bench-plan
 bench-plan: $(BUILD)/bench-plan
 	$(BUILD)/bench-plan
-endif

@@ -2,8 +2,8 @@
 # batch generator and FIFO baseline, their tests and `make run`.
 #
 # libplanio.a holds the JSON reader/writer (jansson) and the FIFO fair-share baseline, so the
-# planning library build/libplan.a (scheduler/module.mk) stays I/O-free. Targets that need
-# plan_compute() are only defined once scheduler/module.mk (the planning library) exists.
+# planning library build/libplan.a (scheduler/module.mk, read after this file: hence the
+# literal path below) stays I/O-free.
 
 LIBPLANIO := $(BUILD)/libplanio.a
 PLANIO_OBJS := $(BUILD)/scheduler/planio.o $(BUILD)/scheduler/fifo.o
@@ -29,16 +29,13 @@ $(BUILD)/tests/test_plan_check: $(BUILD)/tests/unit/test_plan_check.o $(PLANTEST
 
 UNIT_TESTS += $(BUILD)/tests/test_planio $(BUILD)/tests/test_plan_check
 
-ifneq ($(wildcard scheduler/module.mk),)
-LIBPLAN := $(BUILD)/libplan.a
-
-$(BUILD)/mlf-plan: $(BUILD)/scheduler/mlf_plan.o $(LIBPLANIO) $(LIBPLAN) $(LIBMLF)
+$(BUILD)/mlf-plan: $(BUILD)/scheduler/mlf_plan.o $(LIBPLANIO) $(BUILD)/libplan.a $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
 # Property tests over seeded random batches, and every conf/plan-*.json through the checker.
 $(BUILD)/tests/test_plan_props: $(BUILD)/tests/unit/test_plan_props.o $(PLANTEST_OBJS) \
-		$(LIBPLANIO) $(LIBPLAN) $(LIBMLF)
+		$(LIBPLANIO) $(BUILD)/libplan.a $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
 
@@ -52,4 +49,3 @@ UNIT_TESTS += $(BUILD)/tests/test_plan_props $(BUILD)/tests/test_mlf_plan
 
 run: $(BUILD)/mlf-plan
 	$(BUILD)/mlf-plan --in conf/plan-example.json --explain
-endif
