@@ -193,12 +193,53 @@ enum plan_impl {
  * @batch: the input; not modified. Must be valid (planio validates documents).
  * @impl:  PLAN_IMPL_FAST or PLAN_IMPL_SIMPLE; both return identical plans.
  * @out:   zeroed by the call, then filled; free with plan_free().
- * Returns 0, -EINVAL when the batch is inconsistent (e.g. an index out of range, no server),
- * or -ENOMEM.
+ * Returns 0, -EINVAL when the batch is inconsistent (e.g. an index out of range, no server,
+ * a negative capacity, a replica_only update without a replica, a sharded model whose updates
+ * do not all have the same shard layout, pulls without model_bytes) or when the divergence
+ * bound needs replica copies that can never arrive (a zero-capacity path to the replica),
+ * or -ENOMEM. On error @out is left zeroed.
+ * Conventions (docs/planner.md): the replica misses exactly the batch's replica_only updates
+ * (replica_lag of them, their versions count from v_init - replica_lag), and history_norm is
+ * the history at the last state common to server and replica (plan_carry_next() keeps both).
  */
 int plan_compute(const struct plan_batch *batch, enum plan_impl impl, struct plan *out);
 
 /** plan_free - release every array of @plan and zero it. Safe on a zeroed plan. */
 void plan_free(struct plan *plan);
+
+/**
+ * plan_equal - 1 when @a and @b hold the same plan (every array element and every time equal
+ * bit for bit, plan_ms ignored), else 0. Used to check that FAST and SIMPLE agree.
+ */
+int plan_equal(const struct plan *a, const struct plan *b);
+
+/**
+ * What the next batch inherits from a plan (§5.3): the scheduler daemon copies these fields
+ * into its next struct plan_batch.
+ */
+struct plan_carry {
+	int n_carried;
+	int *carried;           /* update indexes (of the planned batch) whose replica copy was
+				 * punted: send them again with replica_only = 1 */
+	int64_t replica_lag;    /* updates the replica misses after this batch (= n_carried) */
+	double history_norm;    /* bound on ||h|| at the last state common to server and replica
+				 * (the replica's state after this batch), for eq. 7 / 11 */
+	int64_t v_init;         /* server version after this batch's commits */
+};
+
+/**
+ * plan_carry_next - from @batch and the @plan computed for it, the fields of the next batch.
+ * The history bound follows the momentum recursion with the triangle inequality:
+ * ||h_p|| <= gamma^p ||h0|| + sum gamma^(p-l) ||u_l|| over the updates the replica applied
+ * (the carried copies first, then the order). Without a replica, over everything committed.
+ * Note: in this planner, batch.history_norm always means the history at the state common to
+ * server and replica, and the replica misses exactly the batch's replica_only updates.
+ * Returns 0 or -ENOMEM; free @out with plan_carry_free().
+ */
+int plan_carry_next(const struct plan_batch *batch, const struct plan *plan,
+		    struct plan_carry *out);
+
+/** plan_carry_free - release @carry's array and zero it. */
+void plan_carry_free(struct plan_carry *carry);
 
 #endif

@@ -1,0 +1,662 @@
+/* plan_check.c - independent checker of plan invariants: link capacity sweep, causality, delay, order. */
+#include "plan_check.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Written from docs/plan-format.md alone: nothing here is shared with the planner, so a bug in
+ * the planner's residual-bandwidth bookkeeping cannot hide itself. Each check returns the first
+ * violation with a message naming the invariant, the item and the numbers involved.
+ */
+
+struct ctx {
+	const struct plan_batch *b;
+	const struct plan *p;
+	char *msg;
+	size_t msglen;
+};
+
+static enum plan_check_result fail(struct ctx *c, enum plan_check_result r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum plan_check_result fail(struct ctx *c, enum plan_check_result r, const char *fmt, ...)
+{
+	char body[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(body, sizeof(body), fmt, ap);
+	va_end(ap);
+	snprintf(c->msg, c->msglen, "%s: %s", plan_check_name(r), body);
+	return r;
+}
+
+const char *plan_check_name(enum plan_check_result r)
+{
+	static const char *const names[] = {
+		"ok", "structure", "invariant 1 (link capacity)",
+		"invariant 2 (causality)", "invariant 3 (delay bound)",
+		"invariant 4 (commit order)", "bytes", "replica", "divergence",
+	};
+
+	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "unknown";
+}
+
+static const char *host(const struct ctx *c, int h)
+{
+	return c->b->hosts[h].name;
+}
+
+static const char *uid(const struct ctx *c, int u)
+{
+	return c->b->updates[u].id;
+}
+
+static double bytes_per_s(double gbps)
+{
+	return gbps * 1e9 / 8.0;
+}
+
+/* ---- structure ---- */
+
+static int in_range(int x, int n)
+{
+	return x >= 0 && x < n;
+}
+
+static enum plan_check_result check_indexes(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+
+	for (int i = 0; i < p->n_order; i++)
+		if (!in_range(p->order[i], b->n_updates))
+			return fail(c, PLAN_CHECK_STRUCTURE, "order[%d] = %d out of range", i,
+				    p->order[i]);
+	for (int i = 0; i < p->n_dropped; i++)
+		if (!in_range(p->dropped[i], b->n_updates))
+			return fail(c, PLAN_CHECK_STRUCTURE, "dropped[%d] out of range", i);
+	for (int i = 0; i < p->n_punted; i++)
+		if (!in_range(p->punted[i], b->n_updates))
+			return fail(c, PLAN_CHECK_STRUCTURE, "punted[%d] out of range", i);
+	for (int i = 0; i < p->n_aggregates; i++) {
+		const struct plan_aggregate *a = &p->aggregates[i];
+
+		if (!in_range(a->host, b->n_hosts) || !in_range(a->target, b->n_hosts) ||
+		    a->n_inputs < 1)
+			return fail(c, PLAN_CHECK_STRUCTURE, "aggregate a%d: bad host, target or "
+				    "no inputs", i);
+		for (int j = 0; j < a->n_inputs; j++)
+			if (!in_range(a->inputs[j], b->n_updates))
+				return fail(c, PLAN_CHECK_STRUCTURE, "aggregate a%d input %d out "
+					    "of range", i, j);
+	}
+	for (int i = 0; i < p->n_transfers; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+		int lim = t->kind == PLAN_CARRY_UPDATE ? b->n_updates :
+			  t->kind == PLAN_CARRY_AGGREGATE ? p->n_aggregates :
+			  t->kind == PLAN_CARRY_MODEL ? b->n_pulls : 0;
+
+		if (!in_range(t->carries, lim) || !in_range(t->src, b->n_hosts) ||
+		    !in_range(t->dst, b->n_hosts))
+			return fail(c, PLAN_CHECK_STRUCTURE, "transfer t%d: carries/src/dst out of "
+				    "range", i);
+		if (t->shard >= 0 && (t->kind == PLAN_CARRY_MODEL || t->shard >= b->n_servers))
+			return fail(c, PLAN_CHECK_STRUCTURE, "transfer t%d: shard %d invalid", i,
+				    t->shard);
+	}
+	for (int i = 0; i < p->n_commits + p->n_replica_commits; i++) {
+		const struct plan_commit *k = i < p->n_commits ? &p->commits[i] :
+					      &p->replica_commits[i - p->n_commits];
+		int lim = k->kind == PLAN_CARRY_UPDATE ? b->n_updates :
+			  k->kind == PLAN_CARRY_AGGREGATE ? p->n_aggregates : 0;
+
+		if (!in_range(k->carries, lim) || !in_range(k->host, b->n_hosts))
+			return fail(c, PLAN_CHECK_STRUCTURE, "commit %d: carries/host out of range",
+				    i);
+	}
+	return PLAN_CHECK_OK;
+}
+
+/* Every batch update is in exactly one of order/dropped (replica-only copies in neither). */
+static enum plan_check_result check_partition(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+	int *seen = calloc((size_t)b->n_updates + 1, sizeof(int));
+	enum plan_check_result r = PLAN_CHECK_OK;
+
+	for (int i = 0; i < p->n_order + p->n_dropped && !r; i++) {
+		int u = i < p->n_order ? p->order[i] : p->dropped[i - p->n_order];
+
+		if (b->updates[u].replica_only)
+			r = fail(c, PLAN_CHECK_STRUCTURE, "replica-only update %s listed in %s",
+				 uid(c, u), i < p->n_order ? "order" : "dropped");
+		else if (seen[u]++)
+			r = fail(c, PLAN_CHECK_STRUCTURE, "update %s listed twice in order/dropped",
+				 uid(c, u));
+	}
+	for (int u = 0; u < b->n_updates && !r; u++)
+		if (!b->updates[u].replica_only && !seen[u])
+			r = fail(c, PLAN_CHECK_STRUCTURE, "update %s is in neither order nor "
+				 "dropped", uid(c, u));
+	if (!r && b->mode == PLAN_SYNC && p->n_dropped > 0)
+		r = fail(c, PLAN_CHECK_STRUCTURE, "sync mode drops no update, %s dropped",
+			 uid(c, p->dropped[0]));
+	free(seen);
+	return r;
+}
+
+/* Rate steps well formed and their integral equal to the bytes carried. */
+static enum plan_check_result check_transfer_bytes(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+
+	for (int i = 0; i < c->p->n_transfers; i++) {
+		const struct plan_transfer *t = &c->p->transfers[i];
+		long double sent = 0;
+		uint64_t want = 0;
+
+		if (t->n_rate < 1 || !(t->end_s >= t->start_s) ||
+		    fabs(t->rate[0].from_s - t->start_s) > PLAN_CHECK_TIME_TOL)
+			return fail(c, PLAN_CHECK_STRUCTURE, "transfer t%d: rate must start at "
+				    "start_s and end_s >= start_s", i);
+		for (int j = 0; j < t->n_rate; j++) {
+			double to = j + 1 < t->n_rate ? t->rate[j + 1].from_s : t->end_s;
+
+			if (!(t->rate[j].gbps >= 0) || !isfinite(t->rate[j].gbps) ||
+			    to < t->rate[j].from_s - PLAN_CHECK_TIME_TOL)
+				return fail(c, PLAN_CHECK_STRUCTURE, "transfer t%d: rate step %d "
+					    "negative or out of time order", i, j);
+			sent += (long double)bytes_per_s(t->rate[j].gbps) * (to - t->rate[j].from_s);
+		}
+		if (fabsl(sent - (long double)t->bytes) > PLAN_CHECK_BYTES_TOL * t->bytes + 1)
+			return fail(c, PLAN_CHECK_BYTES, "transfer t%d: rate integral %.0Lf bytes, "
+				    "carries %llu", i, sent, (unsigned long long)t->bytes);
+		if (t->kind == PLAN_CARRY_UPDATE) {
+			const struct plan_update *u = &b->updates[t->carries];
+
+			want = t->shard >= 0 && u->n_shards > 0 ? u->shards[t->shard].bytes
+								 : u->bytes;
+		} else if (t->kind == PLAN_CARRY_MODEL) {
+			want = b->model_bytes;
+		}
+		if (want && t->bytes != want)
+			return fail(c, PLAN_CHECK_BYTES, "transfer t%d carries %llu bytes, its "
+				    "payload has %llu", i, (unsigned long long)t->bytes,
+				    (unsigned long long)want);
+	}
+	return PLAN_CHECK_OK;
+}
+
+/* ---- invariant 1: per-link capacity sweep ---- */
+
+struct event {
+	double t;
+	double delta;   /* rate change (Gbit/s) when !is_cap */
+	double cap;     /* new capacity when is_cap */
+	int is_cap;
+	int seq;        /* capacity changes: later entries win at equal times */
+};
+
+static int event_cmp(const void *a, const void *b)
+{
+	const struct event *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->seq - y->seq;
+}
+
+static int add_event(struct event **ev, int *n, int *cap, struct event e)
+{
+	if (*n == *cap) {
+		int ncap = *cap ? *cap * 2 : 64;
+		struct event *ne = realloc(*ev, (size_t)ncap * sizeof(*ne));
+
+		if (!ne)
+			return -1;
+		*ev = ne;
+		*cap = ncap;
+	}
+	e.seq = *n;
+	(*ev)[(*n)++] = e;
+	return 0;
+}
+
+/* Sweep one link: capacity step function vs the sum of the rates of its transfers. */
+static enum plan_check_result sweep_link(struct ctx *c, int h, enum plan_link_dir dir,
+					 struct event **ev, int *evcap)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+	double cap0 = dir == PLAN_UP ? b->hosts[h].up_gbps : b->hosts[h].down_gbps;
+	long double load = 0;
+	double cap = cap0;
+	int n = 0, users = 0;
+
+	for (int i = 0; i < b->n_changes; i++) {
+		const struct plan_capacity_change *ch = &b->changes[i];
+
+		if (ch->host == h && ch->dir == dir &&
+		    add_event(ev, &n, evcap, (struct event){ .t = ch->at_s, .cap = ch->gbps,
+							    .is_cap = 1 }))
+			return fail(c, PLAN_CHECK_STRUCTURE, "out of memory");
+	}
+	for (int i = 0; i < p->n_transfers; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+
+		if (t->src == t->dst || (dir == PLAN_UP ? t->src : t->dst) != h)
+			continue;
+		users++;
+		for (int j = 0; j < t->n_rate; j++) {
+			double to = j + 1 < t->n_rate ? t->rate[j + 1].from_s : t->end_s;
+
+			if (add_event(ev, &n, evcap, (struct event){ .t = t->rate[j].from_s,
+								    .delta = t->rate[j].gbps }) ||
+			    add_event(ev, &n, evcap, (struct event){ .t = to,
+								    .delta = -t->rate[j].gbps }))
+				return fail(c, PLAN_CHECK_STRUCTURE, "out of memory");
+		}
+	}
+	if (users == 0)
+		return PLAN_CHECK_OK;
+	qsort(*ev, (size_t)n, sizeof(**ev), event_cmp);
+	for (int i = 0; i < n;) {
+		double t = (*ev)[i].t, next;
+
+		for (; i < n && (*ev)[i].t == t; i++) {
+			if ((*ev)[i].is_cap)
+				cap = (*ev)[i].cap;
+			else
+				load += (*ev)[i].delta;
+		}
+		next = i < n ? (*ev)[i].t : INFINITY;
+		/* Overlaps shorter than the time tolerance are rounding slivers, not reservations. */
+		if (load > cap * (1 + PLAN_CHECK_RATE_TOL) + PLAN_CHECK_RATE_TOL &&
+		    next - t > PLAN_CHECK_TIME_TOL) {
+			char link[PLAN_NAME_MAX + 8];
+
+			snprintf(link, sizeof(link), "%s.%s", host(c, h), dir == PLAN_UP ? "up" : "down");
+			return fail(c, PLAN_CHECK_CAPACITY, "%s at t=%.9g s: %.9Lg Gbit/s reserved "
+				    "> %.9g Gbit/s capacity", link, t, load, cap);
+		}
+	}
+	return PLAN_CHECK_OK;
+}
+
+static enum plan_check_result check_capacity(struct ctx *c)
+{
+	struct event *ev = NULL;
+	int evcap = 0;
+	enum plan_check_result r = PLAN_CHECK_OK;
+
+	for (int h = 0; h < c->b->n_hosts && !r; h++)
+		for (int d = PLAN_UP; d <= PLAN_DOWN && !r; d++)
+			r = sweep_link(c, h, (enum plan_link_dir)d, &ev, &evcap);
+	free(ev);
+	return r;
+}
+
+/* ---- invariant 2: causality ---- */
+
+/* Latest end of the transfers of @purpose into @dst carrying (@kind, @carries); -INF if none. */
+static double arrival(const struct plan *p, int dst, enum plan_carry_kind kind, int carries,
+		      enum plan_purpose purpose)
+{
+	double at = -INFINITY;
+
+	for (int i = 0; i < p->n_transfers; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+
+		if (t->dst == dst && t->kind == kind && t->carries == carries &&
+		    t->purpose == purpose && t->end_s > at)
+			at = t->end_s;
+	}
+	return at;
+}
+
+/*
+ * Earliest start of a model copy to @dst carrying pull @q: a copy to a distributor serves the
+ * pulls of its tree (the first pull of the batch), a copy to any other host serves @q itself.
+ */
+static double model_ready(const struct plan_batch *b, int dst, int q)
+{
+	double first = INFINITY;
+
+	for (int i = 0; i < b->n_distributors; i++)
+		if (b->distributors[i] == dst) {
+			for (int k = 0; k < b->n_pulls; k++)
+				if (b->pulls[k].ready_s < first)
+					first = b->pulls[k].ready_s;
+			return first;
+		}
+	return b->pulls[q].ready_s;
+}
+
+static enum plan_check_result check_causality(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+	const double tol = PLAN_CHECK_TIME_TOL;
+
+	for (int i = 0; i < p->n_transfers; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+
+		if (t->start_s < b->now_s - tol)
+			return fail(c, PLAN_CHECK_CAUSALITY, "transfer t%d starts at %.9g s before "
+				    "now_s %.9g s", i, t->start_s, b->now_s);
+		if (t->kind == PLAN_CARRY_UPDATE && t->src != b->updates[t->carries].worker)
+			return fail(c, PLAN_CHECK_CAUSALITY, "transfer t%d sends %s from %s, computed "
+				    "at %s", i, uid(c, t->carries), host(c, t->src),
+				    host(c, b->updates[t->carries].worker));
+		if (t->kind == PLAN_CARRY_UPDATE && t->start_s < b->updates[t->carries].ready_s - tol)
+			return fail(c, PLAN_CHECK_CAUSALITY, "transfer t%d of %s starts at %.9g s "
+				    "before ready_s %.9g s", i, uid(c, t->carries), t->start_s,
+				    b->updates[t->carries].ready_s);
+		if (t->kind == PLAN_CARRY_MODEL &&
+		    t->start_s < model_ready(b, t->dst, t->carries) - tol)
+			return fail(c, PLAN_CHECK_CAUSALITY, "model transfer t%d to %s starts at %.9g "
+				    "s before the pull it serves was made", i, host(c, t->dst),
+				    t->start_s);
+		if (t->kind == PLAN_CARRY_AGGREGATE) {
+			const struct plan_aggregate *a = &p->aggregates[t->carries];
+
+			if (t->src != a->host)
+				return fail(c, PLAN_CHECK_CAUSALITY, "transfer t%d sends aggregate "
+					    "a%d from %s, formed at %s", i, t->carries,
+					    host(c, t->src), host(c, a->host));
+			for (int j = 0; j < a->n_inputs; j++) {
+				int u = a->inputs[j];
+				double in;
+
+				if (b->updates[u].worker == a->host)
+					continue;
+				in = arrival(p, a->host, PLAN_CARRY_UPDATE, u, a->purpose);
+				if (in == -INFINITY)
+					return fail(c, PLAN_CHECK_CAUSALITY, "input %s of aggregate "
+						    "a%d never reaches %s", uid(c, u), t->carries,
+						    host(c, a->host));
+				if (t->start_s < in - tol)
+					return fail(c, PLAN_CHECK_CAUSALITY, "aggregate a%d leaves %s "
+						    "at %.9g s before input %s arrives at %.9g s",
+						    t->carries, host(c, a->host), t->start_s,
+						    uid(c, u), in);
+			}
+		}
+		if (t->kind == PLAN_CARRY_MODEL) {
+			int from_server = 0;
+			double in = INFINITY;
+
+			for (int s = 0; s < b->n_servers; s++)
+				from_server |= b->servers[s] == t->src;
+			for (int k = 0; k < p->n_transfers && !from_server; k++) {
+				const struct plan_transfer *o = &p->transfers[k];
+
+				if (o->kind == PLAN_CARRY_MODEL && o->dst == t->src && o->end_s < in)
+					in = o->end_s;
+			}
+			if (!from_server && t->start_s < in - tol)
+				return fail(c, PLAN_CHECK_CAUSALITY, "model transfer t%d leaves %s "
+					    "before a model copy reached it", i, host(c, t->src));
+		}
+	}
+	return PLAN_CHECK_OK;
+}
+
+/*
+ * Every pull is answered: a model copy reaches the worker that asked. (A distributor that pulls
+ * may keep the copy it relays, even when that copy reached it before it asked: all pulls of a
+ * batch get the same model.)
+ */
+static enum plan_check_result check_pulls(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+
+	for (int q = 0; q < b->n_pulls; q++) {
+		int answered = 0;
+
+		for (int i = 0; i < p->n_transfers && !answered; i++)
+			answered = p->transfers[i].kind == PLAN_CARRY_MODEL &&
+				   p->transfers[i].dst == b->pulls[q].worker;
+		if (!answered)
+			return fail(c, PLAN_CHECK_CAUSALITY, "pull %s: no model copy reaches %s",
+				    b->pulls[q].id, host(c, b->pulls[q].worker));
+	}
+	return PLAN_CHECK_OK;
+}
+
+/* ---- invariants 3 and 4: commit order, versions, delay ---- */
+
+/* Number of updates a commit applies and, through @first, the update list it stands for. */
+static int commit_updates(const struct plan *p, const struct plan_commit *k, const int **first)
+{
+	static int single;
+
+	if (k->kind == PLAN_CARRY_AGGREGATE) {
+		*first = p->aggregates[k->carries].inputs;
+		return p->aggregates[k->carries].n_inputs;
+	}
+	single = k->carries;
+	*first = &single;
+	return 1;
+}
+
+static int server_slot(const struct plan_batch *b, int h)
+{
+	for (int s = 0; s < b->n_servers; s++)
+		if (b->servers[s] == h)
+			return s;
+	return -1;
+}
+
+static enum plan_check_result check_commit_times(struct ctx *c, const struct plan_commit *k,
+						 int n, enum plan_purpose purpose)
+{
+	const struct plan *p = c->p;
+
+	for (int i = 0; i < n; i++) {
+		double in = arrival(p, k[i].host, k[i].kind, k[i].carries, purpose);
+
+		/* With a sharded model an aggregate carries one shard to every server. */
+		if (k[i].kind == PLAN_CARRY_AGGREGATE &&
+		    ((p->aggregates[k[i].carries].target != k[i].host &&
+		      !(purpose == PLAN_PURPOSE_SERVER && c->b->n_servers > 1)) ||
+		     p->aggregates[k[i].carries].purpose != purpose))
+			return fail(c, PLAN_CHECK_ORDER, "aggregate a%d committed at %s, not its "
+				    "target", k[i].carries, host(c, k[i].host));
+		if (in == -INFINITY)
+			return fail(c, PLAN_CHECK_CAUSALITY, "commit %d at %s: no transfer "
+				    "delivers it there", i, host(c, k[i].host));
+		if (k[i].at_s < in - PLAN_CHECK_TIME_TOL)
+			return fail(c, PLAN_CHECK_CAUSALITY, "commit %d at %s at %.9g s before its "
+				    "bytes arrive at %.9g s", i, host(c, k[i].host), k[i].at_s, in);
+	}
+	return PLAN_CHECK_OK;
+}
+
+static enum plan_check_result check_server_commits(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+	enum plan_check_result r = check_commit_times(c, p->commits, p->n_commits,
+						      PLAN_PURPOSE_SERVER);
+
+	for (int i = 0; i < p->n_commits && !r; i++)
+		if (server_slot(b, p->commits[i].host) < 0)
+			r = fail(c, PLAN_CHECK_ORDER, "commit %d at %s, not a server", i,
+				 host(c, p->commits[i].host));
+	for (int s = 0; s < b->n_servers && !r; s++) {
+		int srv = b->servers[s], pos = 0;
+		int64_t version = b->v_init;
+		double last = -INFINITY;
+
+		for (int i = 0; i < p->n_commits; i++) {
+			const struct plan_commit *k = &p->commits[i];
+			const int *in;
+			int m;
+
+			if (k->host != srv)
+				continue;
+			if (k->at_s < last)
+				return fail(c, PLAN_CHECK_ORDER, "commits at %s not in time order "
+					    "(commit %d at %.9g s)", host(c, srv), i, k->at_s);
+			last = k->at_s;
+			m = commit_updates(p, k, &in);
+			for (int j = 0; j < m; j++, pos++) {
+				if (pos >= p->n_order || p->order[pos] != in[j])
+					return fail(c, PLAN_CHECK_ORDER, "%s commits %s at position "
+						    "%d, order has %s", host(c, srv), uid(c, in[j]),
+						    pos, pos < p->n_order ? uid(c, p->order[pos])
+									  : "nothing");
+				if (b->mode == PLAN_ASYNC &&
+				    version - b->updates[in[j]].version > b->tau_max)
+					return fail(c, PLAN_CHECK_DELAY, "%s applied at version "
+						    "%lld, computed from %lld: delay %lld > tau_max "
+						    "%lld", uid(c, in[j]), (long long)version,
+						    (long long)b->updates[in[j]].version,
+						    (long long)(version - b->updates[in[j]].version),
+						    (long long)b->tau_max);
+			}
+			version += m;
+			if (k->version != version)
+				return fail(c, PLAN_CHECK_ORDER, "commit %d at %s has version %lld, "
+					    "expected %lld", i, host(c, srv), (long long)k->version,
+					    (long long)version);
+		}
+		if (pos != p->n_order)
+			return fail(c, PLAN_CHECK_ORDER, "%s commits %d updates, order has %d",
+				    host(c, srv), pos, p->n_order);
+	}
+	return r;
+}
+
+/* ---- replica ---- */
+
+static enum plan_check_result check_replica(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+	int *state, pos = 0;   /* state[u]: 1 replicated, 2 punted */
+	int64_t version = b->v_init - b->replica_lag;
+	double last = -INFINITY;
+	enum plan_check_result r = PLAN_CHECK_OK;
+
+	if (b->replica < 0) {
+		if (p->n_replica_commits || p->n_punted)
+			return fail(c, PLAN_CHECK_REPLICA, "replica commits or punted updates "
+				    "without a replica");
+		return PLAN_CHECK_OK;
+	}
+	if (!(p->divergence_bound >= 0) ||
+	    p->divergence_bound > b->div_max * (1 + 1e-9) + 1e-12)
+		return fail(c, PLAN_CHECK_DIVERGENCE, "divergence_bound %.9g > div_max %.9g",
+			    p->divergence_bound, b->div_max);
+	r = check_commit_times(c, p->replica_commits, p->n_replica_commits,
+			       PLAN_PURPOSE_REPLICA);
+	if (r)
+		return r;
+	state = calloc((size_t)b->n_updates + 1, sizeof(int));
+	for (int i = 0; i < p->n_replica_commits && !r; i++) {
+		const struct plan_commit *k = &p->replica_commits[i];
+		const int *in;
+		int m = commit_updates(p, k, &in);
+
+		if (k->host != b->replica) {
+			r = fail(c, PLAN_CHECK_REPLICA, "replica commit %d at %s, not the replica",
+				 i, host(c, k->host));
+			break;
+		}
+		if (k->at_s < last) {
+			r = fail(c, PLAN_CHECK_REPLICA, "replica commits not in time order");
+			break;
+		}
+		last = k->at_s;
+		for (int j = 0; j < m && !r; j++) {
+			int u = in[j];
+
+			if (state[u])
+				r = fail(c, PLAN_CHECK_REPLICA, "%s committed twice at the replica",
+					 uid(c, u));
+			else if (b->updates[u].replica_only && pos > 0)
+				r = fail(c, PLAN_CHECK_REPLICA, "carried replica-only %s after "
+					 "updates of this batch", uid(c, u));
+			else if (!b->updates[u].replica_only &&
+				 (pos >= p->n_order || p->order[pos++] != u))
+				r = fail(c, PLAN_CHECK_REPLICA, "replica commits %s, not a prefix "
+					 "of order", uid(c, u));
+			state[u] = 1;
+		}
+		version += m;
+		if (!r && k->version != version)
+			r = fail(c, PLAN_CHECK_REPLICA, "replica commit %d has version %lld, "
+				 "expected %lld", i, (long long)k->version, (long long)version);
+	}
+	for (int i = 0; i < p->n_punted && !r; i++) {
+		int u = p->punted[i];
+		int in_order = 0;
+
+		for (int j = 0; j < p->n_order; j++)
+			in_order |= p->order[j] == u;
+		if (state[u])
+			r = fail(c, PLAN_CHECK_REPLICA, "%s both replicated and punted", uid(c, u));
+		else if (!in_order && !b->updates[u].replica_only)
+			r = fail(c, PLAN_CHECK_REPLICA, "punted %s is not committed at the server",
+				 uid(c, u));
+		state[u] = 2;
+	}
+	for (int i = 0; i < p->n_order && !r; i++)
+		if (!state[p->order[i]])
+			r = fail(c, PLAN_CHECK_REPLICA, "%s neither replicated nor punted",
+				 uid(c, p->order[i]));
+	for (int u = 0; u < b->n_updates && !r; u++)
+		if (b->updates[u].replica_only && !state[u])
+			r = fail(c, PLAN_CHECK_REPLICA, "replica-only %s neither replicated nor "
+				 "punted", uid(c, u));
+	free(state);
+	return r;
+}
+
+enum plan_check_result plan_check(const struct plan_batch *batch, const struct plan *plan,
+				  char *msg, size_t msglen)
+{
+	struct ctx c = { .b = batch, .p = plan, .msg = msg, .msglen = msglen };
+	enum plan_check_result (*const steps[])(struct ctx *) = {
+		check_indexes, check_partition, check_transfer_bytes, check_capacity,
+		check_causality, check_pulls, check_server_commits, check_replica,
+	};
+	enum plan_check_result r = PLAN_CHECK_OK;
+
+	if (msglen)
+		msg[0] = '\0';
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && !r; i++)
+		r = steps[i](&c);
+	return r;
+}
+
+int plan_check_delay_violations(const struct plan_batch *b, const struct plan *p)
+{
+	int64_t version = b->v_init;
+	int count = 0;
+
+	if (b->mode != PLAN_ASYNC || b->n_servers < 1)
+		return 0;
+	for (int i = 0; i < p->n_commits; i++) {
+		const struct plan_commit *k = &p->commits[i];
+		const int *in;
+		int m;
+
+		if (k->host != b->servers[0])
+			continue;
+		m = commit_updates(p, k, &in);
+		for (int j = 0; j < m; j++)
+			count += version - b->updates[in[j]].version > b->tau_max;
+		version += m;
+	}
+	return count;
+}

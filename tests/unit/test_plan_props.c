@@ -1,0 +1,252 @@
+/* test_plan_props.c - property tests: random batches and conf examples planned and checked, FAST == SIMPLE. */
+#include <check.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_batch.h"
+#include "plan_check.h"
+#include "planio.h"
+
+#define N_RANDOM_BATCHES 300
+
+static void assert_commits_equal(const struct plan_commit *x, const struct plan_commit *y,
+				 int nx, int ny)
+{
+	ck_assert_int_eq(nx, ny);
+	for (int i = 0; i < nx; i++) {
+		ck_assert_int_eq(x[i].host, y[i].host);
+		ck_assert_int_eq(x[i].kind, y[i].kind);
+		ck_assert_int_eq(x[i].carries, y[i].carries);
+		ck_assert_double_eq(x[i].at_s, y[i].at_s);
+		ck_assert_int_eq(x[i].version, y[i].version);
+	}
+}
+
+/* Assert that two plans are identical, field by field (times and rates bit-exact). */
+static void assert_plans_equal(const struct plan *a, const struct plan *b)
+{
+#define SAME_INTS(n, arr) do { \
+		ck_assert_int_eq(a->n, b->n); \
+		if (a->n) ck_assert_mem_eq(a->arr, b->arr, sizeof(int) * (size_t)a->n); \
+	} while (0)
+	SAME_INTS(n_order, order);
+	SAME_INTS(n_dropped, dropped);
+	SAME_INTS(n_punted, punted);
+	ck_assert_int_eq(a->n_aggregates, b->n_aggregates);
+	for (int i = 0; i < a->n_aggregates; i++) {
+		const struct plan_aggregate *x = &a->aggregates[i], *y = &b->aggregates[i];
+
+		ck_assert_int_eq(x->host, y->host);
+		ck_assert_int_eq(x->target, y->target);
+		ck_assert_int_eq(x->purpose, y->purpose);
+		ck_assert_int_eq(x->n_inputs, y->n_inputs);
+		ck_assert_mem_eq(x->inputs, y->inputs, sizeof(int) * (size_t)x->n_inputs);
+	}
+	ck_assert_int_eq(a->n_transfers, b->n_transfers);
+	for (int i = 0; i < a->n_transfers; i++) {
+		const struct plan_transfer *x = &a->transfers[i], *y = &b->transfers[i];
+
+		ck_assert_int_eq(x->kind, y->kind);
+		ck_assert_int_eq(x->carries, y->carries);
+		ck_assert_int_eq(x->shard, y->shard);
+		ck_assert_int_eq(x->src, y->src);
+		ck_assert_int_eq(x->dst, y->dst);
+		ck_assert_uint_eq(x->bytes, y->bytes);
+		ck_assert_int_eq(x->purpose, y->purpose);
+		ck_assert_double_eq(x->start_s, y->start_s);
+		ck_assert_double_eq(x->end_s, y->end_s);
+		ck_assert_int_eq(x->n_rate, y->n_rate);
+		ck_assert_mem_eq(x->rate, y->rate, sizeof(*x->rate) * (size_t)x->n_rate);
+	}
+	assert_commits_equal(a->commits, b->commits, a->n_commits, b->n_commits);
+	assert_commits_equal(a->replica_commits, b->replica_commits, a->n_replica_commits,
+			     b->n_replica_commits);
+	ck_assert_double_eq(a->divergence_bound, b->divergence_bound);
+#undef SAME_INTS
+}
+
+/* The first top-level key of the plan documents where @x and @y differ, into @msg ("" if none). */
+static void first_difference(const struct plan_batch *b, const struct plan *x,
+			     const struct plan *y, char *msg, size_t len)
+{
+	json_t *jx = planio_plan_to_json(b, x), *jy = planio_plan_to_json(b, y), *v;
+	const char *key;
+
+	msg[0] = '\0';
+	ck_assert_ptr_nonnull(jx);
+	ck_assert_ptr_nonnull(jy);
+	json_object_del(jx, "plan_ms");
+	json_object_del(jy, "plan_ms");
+	json_object_foreach(jx, key, v) {
+		if (!json_equal(v, json_object_get(jy, key))) {
+			char *a = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(6));
+			char *c = json_dumps(json_object_get(jy, key), JSON_COMPACT |
+					     JSON_REAL_PRECISION(6));
+
+			snprintf(msg, len, "%s: FAST %.150s, SIMPLE %.150s", key, a, c);
+			free(a);
+			free(c);
+			break;
+		}
+	}
+	json_decref(jx);
+	json_decref(jy);
+}
+
+/* Plan @b with both implementations, check the FAST plan, and compare the two. */
+static void plan_check_both(const struct plan_batch *b, const char *what)
+{
+	struct plan fast, simple;
+	char msg[512];
+	enum plan_check_result r;
+
+	ck_assert_msg(plan_compute(b, PLAN_IMPL_FAST, &fast) == 0, "%s: FAST failed", what);
+	r = plan_check(b, &fast, msg, sizeof(msg));
+	ck_assert_msg(r == PLAN_CHECK_OK, "%s: %s", what, msg);
+	ck_assert_int_eq(plan_check_delay_violations(b, &fast), 0);
+	ck_assert_msg(plan_compute(b, PLAN_IMPL_SIMPLE, &simple) == 0, "%s: SIMPLE failed", what);
+	first_difference(b, &fast, &simple, msg, sizeof(msg));
+	ck_assert_msg(msg[0] == '\0', "%s: FAST and SIMPLE plans differ: %s", what, msg);
+	assert_plans_equal(&fast, &simple);
+	plan_free(&fast);
+	plan_free(&simple);
+}
+
+/* Seed i: variant i % 4, 1..12 updates, replica on two seeds of three, 0..3 capacity steps. */
+START_TEST(test_random_batches)
+{
+	struct gen_params gp;
+	struct plan_batch b;
+	char what[64];
+
+	gen_params_default(&gp, 1 + _i % 12, (uint64_t)_i);
+	gp.variant = (enum gen_variant)(_i % 4);
+	gp.with_replica = _i % 3 != 0;
+	gp.n_replica_only = _i % 5 == 0 ? 2 : 0;
+	gp.n_capacity_changes = _i % 4;
+	gp.n_aggregators = _i % 3;
+	ck_assert_int_eq(gen_batch(&gp, &b), 0);
+	snprintf(what, sizeof(what), "seed %d (variant %d, %d updates)", _i, gp.variant,
+		 gp.n_updates);
+	plan_check_both(&b, what);
+	planio_batch_free(&b);
+}
+END_TEST
+
+/* Every shipped example (conf/plan-*.json, or $MLF_CONF_DIR) plans to a plan that checks. */
+START_TEST(test_conf_examples)
+{
+	const char *dir = getenv("MLF_CONF_DIR") ? getenv("MLF_CONF_DIR") : "conf";
+	char pattern[512], err[PLANIO_ERR_MAX];
+	glob_t g;
+
+	snprintf(pattern, sizeof(pattern), "%s/plan-*.json", dir);
+	ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
+	ck_assert_uint_ge(g.gl_pathc, 9);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct plan_batch b;
+
+		ck_assert_msg(planio_read_file(g.gl_pathv[i], &b, err, sizeof(err)) == 0, "%s",
+			      err);
+		plan_check_both(&b, g.gl_pathv[i]);
+		planio_batch_free(&b);
+	}
+	globfree(&g);
+}
+END_TEST
+
+/* A medium batch of each variant, closer to the benchmark's sizes. */
+START_TEST(test_medium_batches)
+{
+	struct gen_params gp;
+	struct plan_batch b;
+	char what[64];
+
+	gen_params_default(&gp, 60, 1000 + (uint64_t)_i);
+	gp.variant = (enum gen_variant)_i;
+	gp.n_replica_only = 3;
+	ck_assert_int_eq(gen_batch(&gp, &b), 0);
+	snprintf(what, sizeof(what), "medium variant %d", _i);
+	plan_check_both(&b, what);
+	planio_batch_free(&b);
+}
+END_TEST
+
+/*
+ * The checker must also reject real plans once they are broken: each seed's FAST plan is
+ * corrupted in five ways (order swapped, bytes changed, a commit before its bytes arrive, an
+ * update lost, a pull unanswered) and every corruption must be reported as the right invariant.
+ */
+START_TEST(test_checker_rejects_mutated_plans)
+{
+	struct gen_params gp;
+	struct plan_batch b;
+	struct plan p;
+	char msg[512];
+	int tmp;
+	double at;
+	uint64_t bytes;
+
+	gen_params_default(&gp, 4 + _i % 9, 5000 + (uint64_t)_i);
+	gp.variant = (enum gen_variant)(_i % 4);
+	ck_assert_int_eq(gen_batch(&gp, &b), 0);
+	ck_assert_int_eq(plan_compute(&b, PLAN_IMPL_FAST, &p), 0);
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+
+	if (p.n_order >= 2) {
+		tmp = p.order[0], p.order[0] = p.order[p.n_order - 1], p.order[p.n_order - 1] = tmp;
+		ck_assert_int_ne(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+		tmp = p.order[0], p.order[0] = p.order[p.n_order - 1], p.order[p.n_order - 1] = tmp;
+	}
+	bytes = p.transfers[0].bytes;
+	p.transfers[0].bytes = bytes * 2;
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_BYTES);
+	p.transfers[0].bytes = bytes;
+	if (p.n_commits > 0) {
+		at = p.commits[0].at_s;
+		p.commits[0].at_s = b.now_s - 1.0;
+		ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_CAUSALITY);
+		p.commits[0].at_s = at;
+	}
+	if (p.n_order > 0) {
+		p.n_order--;
+		ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_STRUCTURE);
+		p.n_order++;
+	}
+	if (b.n_pulls > 0) {
+		tmp = b.pulls[0].worker;
+		b.pulls[0].worker = b.servers[0]; /* a host no model copy is sent to */
+		ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_CAUSALITY);
+		b.pulls[0].worker = tmp;
+	}
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+	plan_free(&p);
+	planio_batch_free(&b);
+}
+END_TEST
+
+static Suite *props_suite(void)
+{
+	Suite *s = suite_create("plan_props");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_random_batches, 0, N_RANDOM_BATCHES);
+	tcase_add_test(tc, test_conf_examples);
+	tcase_add_loop_test(tc, test_medium_batches, 0, 4);
+	tcase_add_loop_test(tc, test_checker_rejects_mutated_plans, 0, 40);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(props_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
