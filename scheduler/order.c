@@ -23,6 +23,7 @@ struct cands {
 	int *heap;          /* update indexes, heap-ordered by (lb, index); NULL in SIMPLE */
 	int *hpos;          /* position of each update in heap, -1 when absent */
 	int hn;
+	int refreshed;      /* t_en refreshes of the last ShrtUp */
 };
 
 static int key_less(double ta, int a, double tb, int b)
@@ -45,13 +46,8 @@ static void heap_swap(struct cands *cs, int i, int j)
 	cs->hpos[cs->heap[j]] = j;
 }
 
-/* Restore the heap order around position @i after its key changed. */
-static void heap_fix(struct cands *cs, int i)
+static void heap_down(struct cands *cs, int i)
 {
-	while (i > 0 && heap_less(cs, i, (i - 1) / 2)) {
-		heap_swap(cs, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
 	for (;;) {
 		int l = 2 * i + 1, r = l + 1, m = i;
 
@@ -64,6 +60,16 @@ static void heap_fix(struct cands *cs, int i)
 		heap_swap(cs, i, m);
 		i = m;
 	}
+}
+
+/* Restore the heap order around position @i after its key changed. */
+static void heap_fix(struct cands *cs, int i)
+{
+	while (i > 0 && heap_less(cs, i, (i - 1) / 2)) {
+		heap_swap(cs, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	heap_down(cs, i);
 }
 
 static void heap_remove(struct cands *cs, int u)
@@ -112,6 +118,7 @@ static void cands_copy(struct cands *d, const struct cands *s, int nb)
 {
 	d->n = s->n;
 	d->hn = s->hn;
+	d->refreshed = s->refreshed;
 	memcpy(d->c, s->c, (size_t)s->n * sizeof(*d->c));
 	memcpy(d->lb, s->lb, (size_t)nb * sizeof(*d->lb));
 	memcpy(d->lbver, s->lbver, (size_t)nb * sizeof(*d->lbver));
@@ -178,6 +185,29 @@ static int shortest_fast(struct planwork *pw, struct netstate *net, struct cands
 	stale = malloc(((size_t)cs->hn + 1) * sizeof(*stale));
 	if (!stack || !stale)
 		goto out;
+	if (cs->refreshed > cs->hn / 2) {
+		/*
+		 * Last time most bounds were stale (every candidate shares the server's downlink):
+		 * refresh them all at once and rebuild the heap, instead of one sift each.
+		 */
+		int i;
+
+		for (i = 0; i < cs->hn; i++) {
+			int u = cs->heap[i];
+			double t;
+
+			if (cs->lbver[u] == ver)
+				continue;
+			t = upd_tend(pw, net, u);
+			if (t < 0.0)
+				goto out;
+			cs->lb[u] = t;
+			cs->lbver[u] = ver;
+		}
+		for (i = cs->hn / 2 - 1; i >= 0; i--)
+			heap_down(cs, i);
+	}
+	cs->refreshed = 0;
 	for (;;) {
 		int top, sp = 0, ns = 0, i;
 		double thr;
@@ -190,6 +220,7 @@ static int shortest_fast(struct planwork *pw, struct netstate *net, struct cands
 		if (cs->lbver[top] != ver) {
 			if (refresh(pw, net, cs, top))
 				goto out;
+			cs->refreshed++;
 			continue;
 		}
 		thr = cs->lb[top] + 1e-9 * (1.0 + fabs(cs->lb[top]));
@@ -209,6 +240,7 @@ static int shortest_fast(struct planwork *pw, struct netstate *net, struct cands
 		for (i = 0; i < ns; i++)
 			if (refresh(pw, net, cs, stale[i]))
 				goto out;
+		cs->refreshed += ns;
 		if (ns == 0) {
 			*te_out = cs->lb[top];
 			rc = top;
