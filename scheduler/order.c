@@ -155,10 +155,31 @@ static int shortest_simple(struct planwork *pw, struct netstate *net, const stru
 	return best;
 }
 
-/* Recompute the t_en bound of the update at heap position @i on the current network. */
+/*
+ * A lower bound on update @u's t_en on this network and every later one: its t_en for one
+ * leg; for a sharded update the latest of its legs' t_en each alone on the network (each leg,
+ * reserved after the others, can only end later).
+ */
+static double upd_bound(struct planwork *pw, struct netstate *net, int u)
+{
+	struct planwork_job job;
+	double t = -INFINITY;
+	int j;
+
+	if (pw->n_legs == 1)
+		return upd_tend(pw, net, u);
+	planwork_update_job(pw, u, -1, &job);
+	for (j = 0; j < pw->n_legs; j++)
+		if (job.bytes[j] > 0)
+			t = planwork_max(t, netstate_tend(net, job.src, planwork_leg_dst(pw, &job, j),
+							  job.t0_s, job.bytes[j], NULL));
+	return t == -INFINITY ? job.t0_s : t;
+}
+
+/* Recompute the t_en bound of update @u on the current network. */
 static int refresh(struct planwork *pw, struct netstate *net, struct cands *cs, int u)
 {
-	double t = upd_tend(pw, net, u);
+	double t = upd_bound(pw, net, u);
 
 	if (t < 0.0)
 		return -ENOMEM;
@@ -254,6 +275,56 @@ out:
 }
 
 /*
+ * ShrtUp, lazy, for sharded updates. Their t_en itself is not monotone (eq. 18: the legs are
+ * reserved one after the other, and a later first leg can leave an earlier slot to the
+ * second), so the heap holds upd_bound() values instead. Candidates are taken off the heap in
+ * bound order and their exact t_en computed, until the smallest remaining (fresh) bound is
+ * beyond the best exact t_en by more than a rounding margin; then they go back.
+ */
+static int shortest_fast_legs(struct planwork *pw, struct netstate *net, struct cands *cs,
+			      double *te_out)
+{
+	uint64_t ver = net->version;
+	int *popped = malloc(((size_t)cs->hn + 1) * sizeof(*popped));
+	int np = 0, best = -1, rc = -ENOMEM, i;
+	double bt = INFINITY;
+
+	if (!popped)
+		return -ENOMEM;
+	while (cs->hn > 0) {
+		int top = cs->heap[0];
+		double t;
+
+		if (cs->lbver[top] != ver) {
+			if (refresh(pw, net, cs, top))
+				goto out;
+			continue;
+		}
+		if (best >= 0 && cs->lb[top] > bt + 1e-9 * (1.0 + fabs(bt)))
+			break;
+		heap_remove(cs, top);
+		popped[np++] = top;
+		t = upd_tend(pw, net, top);
+		if (t < 0.0)
+			goto out;
+		if (best < 0 || key_less(t, top, bt, best)) {
+			best = top;
+			bt = t;
+		}
+	}
+	*te_out = bt;
+	rc = best;
+out:
+	for (i = 0; i < np; i++) {
+		cs->hpos[popped[i]] = cs->hn;
+		cs->heap[cs->hn++] = popped[i];
+		heap_fix(cs, cs->hn - 1);
+	}
+	free(popped);
+	return rc;
+}
+
+/*
  * ShrtDline of Alg. 2 for commit position @pos: an update whose deadline is @pos if there is
  * one (several: the one with the smallest t_en, ties lowest index), else ShrtUp.
  * *forced tells which. Returns the update index, -1 when there is no candidate, or -ENOMEM.
@@ -286,13 +357,10 @@ static int shrt_dline(struct planwork *pw, struct netstate *net, struct cands *c
 			return best;
 		}
 	}
-	/*
-	 * The lazy bounds need t_en to only grow as reservations are added. That holds for one
-	 * leg, not for a sharded job (eq. 18): its legs are reserved one after the other, and a
-	 * later first leg can leave an earlier slot to the second. Sharded batches scan.
-	 */
-	if (pw->impl == PLAN_IMPL_SIMPLE || pw->n_legs > 1)
+	if (pw->impl == PLAN_IMPL_SIMPLE)
 		return shortest_simple(pw, net, cs, te);
+	if (pw->n_legs > 1)
+		return shortest_fast_legs(pw, net, cs, te);
 	return shortest_fast(pw, net, cs, te);
 }
 
