@@ -297,6 +297,7 @@ static int reserve_link(struct netstate *ns, int link, const struct netstate_pro
 	i1 = step_at(l, prof->end_s) + 2; /* exclusive, with one step after for coalescing */
 	if (i1 > l->n)
 		i1 = l->n;
+	/* New steps <= old steps in the window + profile steps + start + end. */
 	cap = 2 * (i1 - i0) + 2 * prof->n + 4;
 	nw = malloc((size_t)cap * sizeof(*nw));
 	if (!nw)
@@ -337,8 +338,6 @@ static int reserve_link(struct netstate *ns, int link, const struct netstate_pro
 		} else {
 			t = nt_prof;
 		}
-		if (n_new + 2 > cap)
-			break; /* cannot happen: cap counts every boundary */
 	}
 	/* The step after the window (if any) keeps its rate: merge if equal. */
 	if (i1 < l->n && n_new > 0 && nw[n_new - 1].gbps == l->s[i1].gbps &&

@@ -23,6 +23,7 @@ struct cands {
 	int *heap;          /* update indexes, heap-ordered by (lb, index); NULL in SIMPLE */
 	int *hpos;          /* position of each update in heap, -1 when absent */
 	int hn;
+	int refreshed;      /* t_en refreshes of the last ShrtUp */
 };
 
 static int key_less(double ta, int a, double tb, int b)
@@ -45,13 +46,8 @@ static void heap_swap(struct cands *cs, int i, int j)
 	cs->hpos[cs->heap[j]] = j;
 }
 
-/* Restore the heap order around position @i after its key changed. */
-static void heap_fix(struct cands *cs, int i)
+static void heap_down(struct cands *cs, int i)
 {
-	while (i > 0 && heap_less(cs, i, (i - 1) / 2)) {
-		heap_swap(cs, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
 	for (;;) {
 		int l = 2 * i + 1, r = l + 1, m = i;
 
@@ -64,6 +60,16 @@ static void heap_fix(struct cands *cs, int i)
 		heap_swap(cs, i, m);
 		i = m;
 	}
+}
+
+/* Restore the heap order around position @i after its key changed. */
+static void heap_fix(struct cands *cs, int i)
+{
+	while (i > 0 && heap_less(cs, i, (i - 1) / 2)) {
+		heap_swap(cs, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	heap_down(cs, i);
 }
 
 static void heap_remove(struct cands *cs, int u)
@@ -112,6 +118,7 @@ static void cands_copy(struct cands *d, const struct cands *s, int nb)
 {
 	d->n = s->n;
 	d->hn = s->hn;
+	d->refreshed = s->refreshed;
 	memcpy(d->c, s->c, (size_t)s->n * sizeof(*d->c));
 	memcpy(d->lb, s->lb, (size_t)nb * sizeof(*d->lb));
 	memcpy(d->lbver, s->lbver, (size_t)nb * sizeof(*d->lbver));
@@ -148,10 +155,31 @@ static int shortest_simple(struct planwork *pw, struct netstate *net, const stru
 	return best;
 }
 
-/* Recompute the t_en bound of the update at heap position @i on the current network. */
+/*
+ * A lower bound on update @u's t_en on this network and every later one: its t_en for one
+ * leg; for a sharded update the latest of its legs' t_en each alone on the network (each leg,
+ * reserved after the others, can only end later).
+ */
+static double upd_bound(struct planwork *pw, struct netstate *net, int u)
+{
+	struct planwork_job job;
+	double t = -INFINITY;
+	int j;
+
+	if (pw->n_legs == 1)
+		return upd_tend(pw, net, u);
+	planwork_update_job(pw, u, -1, &job);
+	for (j = 0; j < pw->n_legs; j++)
+		if (job.bytes[j] > 0)
+			t = planwork_max(t, netstate_tend(net, job.src, planwork_leg_dst(pw, &job, j),
+							  job.t0_s, job.bytes[j], NULL));
+	return t == -INFINITY ? job.t0_s : t;
+}
+
+/* Recompute the t_en bound of update @u on the current network. */
 static int refresh(struct planwork *pw, struct netstate *net, struct cands *cs, int u)
 {
-	double t = upd_tend(pw, net, u);
+	double t = upd_bound(pw, net, u);
 
 	if (t < 0.0)
 		return -ENOMEM;
@@ -178,6 +206,29 @@ static int shortest_fast(struct planwork *pw, struct netstate *net, struct cands
 	stale = malloc(((size_t)cs->hn + 1) * sizeof(*stale));
 	if (!stack || !stale)
 		goto out;
+	if (cs->refreshed > cs->hn / 2) {
+		/*
+		 * Last time most bounds were stale (every candidate shares the server's downlink):
+		 * refresh them all at once and rebuild the heap, instead of one sift each.
+		 */
+		int i;
+
+		for (i = 0; i < cs->hn; i++) {
+			int u = cs->heap[i];
+			double t;
+
+			if (cs->lbver[u] == ver)
+				continue;
+			t = upd_tend(pw, net, u);
+			if (t < 0.0)
+				goto out;
+			cs->lb[u] = t;
+			cs->lbver[u] = ver;
+		}
+		for (i = cs->hn / 2 - 1; i >= 0; i--)
+			heap_down(cs, i);
+	}
+	cs->refreshed = 0;
 	for (;;) {
 		int top, sp = 0, ns = 0, i;
 		double thr;
@@ -190,6 +241,7 @@ static int shortest_fast(struct planwork *pw, struct netstate *net, struct cands
 		if (cs->lbver[top] != ver) {
 			if (refresh(pw, net, cs, top))
 				goto out;
+			cs->refreshed++;
 			continue;
 		}
 		thr = cs->lb[top] + 1e-9 * (1.0 + fabs(cs->lb[top]));
@@ -209,6 +261,7 @@ static int shortest_fast(struct planwork *pw, struct netstate *net, struct cands
 		for (i = 0; i < ns; i++)
 			if (refresh(pw, net, cs, stale[i]))
 				goto out;
+		cs->refreshed += ns;
 		if (ns == 0) {
 			*te_out = cs->lb[top];
 			rc = top;
@@ -218,6 +271,56 @@ static int shortest_fast(struct planwork *pw, struct netstate *net, struct cands
 out:
 	free(stack);
 	free(stale);
+	return rc;
+}
+
+/*
+ * ShrtUp, lazy, for sharded updates. Their t_en itself is not monotone (eq. 18: the legs are
+ * reserved one after the other, and a later first leg can leave an earlier slot to the
+ * second), so the heap holds upd_bound() values instead. Candidates are taken off the heap in
+ * bound order and their exact t_en computed, until the smallest remaining (fresh) bound is
+ * beyond the best exact t_en by more than a rounding margin; then they go back.
+ */
+static int shortest_fast_legs(struct planwork *pw, struct netstate *net, struct cands *cs,
+			      double *te_out)
+{
+	uint64_t ver = net->version;
+	int *popped = malloc(((size_t)cs->hn + 1) * sizeof(*popped));
+	int np = 0, best = -1, rc = -ENOMEM, i;
+	double bt = INFINITY;
+
+	if (!popped)
+		return -ENOMEM;
+	while (cs->hn > 0) {
+		int top = cs->heap[0];
+		double t;
+
+		if (cs->lbver[top] != ver) {
+			if (refresh(pw, net, cs, top))
+				goto out;
+			continue;
+		}
+		if (best >= 0 && cs->lb[top] > bt + 1e-9 * (1.0 + fabs(bt)))
+			break;
+		heap_remove(cs, top);
+		popped[np++] = top;
+		t = upd_tend(pw, net, top);
+		if (t < 0.0)
+			goto out;
+		if (best < 0 || key_less(t, top, bt, best)) {
+			best = top;
+			bt = t;
+		}
+	}
+	*te_out = bt;
+	rc = best;
+out:
+	for (i = 0; i < np; i++) {
+		cs->hpos[popped[i]] = cs->hn;
+		cs->heap[cs->hn++] = popped[i];
+		heap_fix(cs, cs->hn - 1);
+	}
+	free(popped);
 	return rc;
 }
 
@@ -254,13 +357,10 @@ static int shrt_dline(struct planwork *pw, struct netstate *net, struct cands *c
 			return best;
 		}
 	}
-	/*
-	 * The lazy bounds need t_en to only grow as reservations are added. That holds for one
-	 * leg, not for a sharded job (eq. 18): its legs are reserved one after the other, and a
-	 * later first leg can leave an earlier slot to the second. Sharded batches scan.
-	 */
-	if (pw->impl == PLAN_IMPL_SIMPLE || pw->n_legs > 1)
+	if (pw->impl == PLAN_IMPL_SIMPLE)
 		return shortest_simple(pw, net, cs, te);
+	if (pw->n_legs > 1)
+		return shortest_fast_legs(pw, net, cs, te);
 	return shortest_fast(pw, net, cs, te);
 }
 

@@ -259,6 +259,21 @@ START_TEST(test_fig4_tend)
 	ck_assert_double_eq_tol(netstate_gbps_at(&ns, netstate_down(s), 3.0), 1.0, 1e-12);
 	/* A second identical transfer only gets capacity after 7: 240 Mbit at 80 Mbit/s. */
 	ck_assert_double_eq_tol(netstate_tend(&ns, w, s, 0.0, 30 * MB, NULL), 10.0, 1e-9);
+	/* The same through plan_compute: one transfer whose rate follows the residual. */
+	{
+		struct plan p;
+
+		t.servers[t.b.n_servers++] = s;
+		tb_update(&t, w, 30 * MB, t.b.v_init);
+		plan_both(&t.b, &p);
+		ck_assert_int_eq(p.n_transfers, 1);
+		ck_assert_double_eq_tol(p.transfers[0].end_s, 7.0, 1e-9);
+		ck_assert_int_eq(p.transfers[0].n_rate, 3);
+		ck_assert_double_eq_tol(p.transfers[0].rate[0].gbps, 0.04, 1e-12);
+		ck_assert_double_eq_tol(p.transfers[0].rate[2].gbps, 0.08, 1e-12);
+		ck_assert_double_eq_tol(p.commits[0].at_s, 7.0, 1e-9);
+		plan_free(&p);
+	}
 	/* It never finishes when the residual stays 0 forever. */
 	tb_change(&t, w, PLAN_UP, 9.0, 0.0);
 	netstate_free(&ns);
@@ -709,6 +724,15 @@ START_TEST(test_replica_delays_last)
 	ck_assert_int_eq(p.n_replica_commits, 2);
 	ck_assert_double_eq(p.divergence_bound, 0.0);
 	ck_assert(p.commits[1].at_s >= p.replica_commits[1].at_s);
+	{
+		struct plan_carry c;
+
+		/* The replica applied both: ||h_2|| <= g (g 0.5 + 1) + 1. */
+		ck_assert_int_eq(plan_carry_next(&t.b, &p, &c), 0);
+		ck_assert_int_eq(c.n_carried, 0);
+		ck_assert_double_eq_tol(c.history_norm, 0.9 * (0.9 * 0.5 + 1.0) + 1.0, 1e-12);
+		plan_carry_free(&c);
+	}
 	plan_free(&p);
 }
 END_TEST
@@ -795,6 +819,10 @@ START_TEST(test_distribution)
 	}
 	t.dists[t.b.n_distributors++] = tb_host(&t, "d1", 4, 4);
 	t.dists[t.b.n_distributors++] = tb_host(&t, "d2", 4, 4);
+	/* d2 pulls too: the copy it receives as a distributor answers its own pull. */
+	t.pulls[t.b.n_pulls].worker = t.dists[1];
+	snprintf(t.pulls[t.b.n_pulls].id, PLAN_NAME_MAX, "pd2");
+	t.b.n_pulls++;
 	plan_both(&t.b, &p);
 	for (i = 0; i < p.n_transfers; i++) {
 		const struct plan_transfer *tr = &p.transfers[i];
