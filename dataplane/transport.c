@@ -20,7 +20,8 @@
 #define SACK_GAP_NS 50000        /* after a hole appears, SACK at most this often */
 #define SACK_IDLE_NS 200000      /* SACK pending news at least this often */
 #define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
-#define PACE_BURST_S 500e-6      /* pacing credit cap in seconds of the current rate */
+#define PACE_BURST_S 2e-3        /* pacing credit cap in seconds of the current rate: rides out a
+                                  * descheduled loop on a shared core without a long burst */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
 
 static struct {
@@ -238,8 +239,11 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 	struct wire_addr a;
 
 	if (x->state == XFER_WAITING) {
-		if (dp.clk.tsc < x->start_tsc)
+		/* the wall clock decides: the TSC rate estimate drifts ~0.1% over long waits */
+		if (dp.clk.real_ns < x->start_ns)
 			return 0;
+		x->start_tsc = dp.clk.tsc;
+		pacer_restart(&x->pacer, dp.clk.tsc);
 		x->state = XFER_ACTIVE;
 		x->sack.last_ack_ns = dp.clk.mono_ns;
 	}
