@@ -23,6 +23,8 @@
 #define PACE_BURST_S 2e-3        /* pacing credit cap in seconds of the current rate: rides out a
                                   * descheduled loop on a shared core without a long burst */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
+#define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
+                                  * af_packet ring (framecnt=4096) of the receiver */
 
 static struct {
 	struct xfer_tx **tx;
@@ -295,11 +297,18 @@ unsigned transport_tx(void)
 	unsigned sent = 0;
 
 	tbucket_refill(&tp.shaper, dp.clk.tsc);
+	int active = transport_active();
+	/* the window shares the receivers' rx rings between concurrent transfers */
+	uint64_t window = RX_RING_SEGS / (uint64_t)(active > 0 ? active : 1);
+
+	if (window < 64)
+		window = 64;
 	for (int k = 0; k < tp.ntx; k++) {
 		int i = (tp.rr + k) % tp.ntx, rc;
 		unsigned room = portio_tx_room();
 		if (room == 0)
 			break;
+		tp.tx[i]->sack.prm.window = window;
 		rc = tx_one(tp.tx[i], room < PORTIO_BURST ? room : PORTIO_BURST);
 		if (rc < 0)
 			break;
