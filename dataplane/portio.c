@@ -78,6 +78,17 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 		rte_mempool_free(pio.pool);
 		room = room * 2 > UINT16_MAX - RTE_PKTMBUF_HEADROOM ? UINT16_MAX - RTE_PKTMBUF_HEADROOM : room * 2;
 	}
+	/* a real NIC needs the config's MTU (jumbo frames); af_packet follows the interface */
+	if (rc == 0 && (rc = rte_eth_dev_set_mtu(port, (uint16_t)mtu)) < 0) {
+		uint16_t cur = 0;
+		rte_eth_dev_get_mtu(port, &cur);
+		if (cur < mtu) {
+			snprintf(err, errlen, "port %u: cannot set MTU %d (it is %u): %s", port, mtu, cur,
+				 strerror(-rc));
+			return rc;
+		}
+		rc = 0;
+	}
 	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) < 0) {
 		snprintf(err, errlen, "cannot set up queues of port %u: %s", port, strerror(-rc));
 		return rc;

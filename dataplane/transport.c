@@ -22,6 +22,7 @@
 #define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
 #define PACE_BURST_S 2e-3        /* pacing credit cap in seconds of the current rate: rides out a
                                   * descheduled loop on a shared core without a long burst */
+#define SHAPER_MIN_DEPTH 65536.0  /* bytes */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
 #define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
                                   * af_packet ring (framecnt=4096) of the receiver */
@@ -51,16 +52,21 @@ int transport_init(int max_xfers)
 		return -ENOMEM;
 	tp.seg = wire_seg_payload(dp.cluster.mtu);
 	tp.next_id = 1;
-	tbucket_init(&tp.shaper, 0, 64 * 1024, dp.hz, dp.clk.tsc);
+	tbucket_init(&tp.shaper, 0, SHAPER_MIN_DEPTH, dp.hz, dp.clk.tsc);
 	return 0;
 }
 
 void transport_set_shaper(double gbps)
 {
+	double depth = gbps * 1e9 / 8 * PACE_BURST_S;
+
+	/* like the pacer: deep enough to ride out a loop descheduled on a shared core */
+	tp.shaper.burst = depth > SHAPER_MIN_DEPTH ? depth : SHAPER_MIN_DEPTH;
 	tbucket_set_rate(&tp.shaper, gbps, dp.clk.tsc);
-	log_info("shaper: egress %s", gbps > 0 ? "limited" : "unlimited");
 	if (gbps > 0)
-		log_info("shaper: %.3f Gbit/s", gbps);
+		log_info("shaper: egress limited to %.3f Gbit/s, depth %.0f bytes", gbps, tp.shaper.burst);
+	else
+		log_info("shaper: egress unlimited");
 }
 
 double transport_shaper_gbps(void)
