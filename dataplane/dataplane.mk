@@ -23,7 +23,7 @@ $(BUILD)/mlf-xfer: $(BUILD)/dataplane/mlf_xfer.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
-DP_TESTS := test_dp_wire test_dp_pacer test_dp_sack test_dp_fault test_dp_order
+DP_TESTS := test_dp_wire test_dp_pacer test_dp_sack test_dp_fault test_dp_order test_dp_appmsg
 UNIT_TESTS += $(DP_TESTS:%=$(BUILD)/tests/%)
 
 $(BUILD)/tests/test_dp_%: $(BUILD)/tests/unit/test_dp_%.o $(DP_CORE_OBJS) $(LIBMLF)
