@@ -9,6 +9,7 @@
 #include <rte_mbuf.h>
 
 #include "dp.h"
+#include "log.h"
 
 #define TXQ_CAP 256
 #define HOLD_CAP 1024
@@ -78,16 +79,15 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 		rte_mempool_free(pio.pool);
 		room = room * 2 > UINT16_MAX - RTE_PKTMBUF_HEADROOM ? UINT16_MAX - RTE_PKTMBUF_HEADROOM : room * 2;
 	}
-	/* a real NIC needs the config's MTU (jumbo frames); af_packet follows the interface */
-	if (rc == 0 && (rc = rte_eth_dev_set_mtu(port, (uint16_t)mtu)) < 0) {
-		uint16_t cur = 0;
-		rte_eth_dev_get_mtu(port, &cur);
-		if (cur < mtu) {
-			snprintf(err, errlen, "port %u: cannot set MTU %d (it is %u): %s", port, mtu, cur,
-				 strerror(-rc));
-			return rc;
-		}
-		rc = 0;
+	/*
+	 * A real NIC needs the config's MTU (jumbo frames). net_af_packet refuses (it reports a
+	 * 1518-byte maximum) and follows the kernel interface's MTU instead: only warn.
+	 */
+	if (rc == 0) {
+		int mrc = rte_eth_dev_set_mtu(port, (uint16_t)mtu);
+		if (mrc < 0)
+			log_warn("port %u: cannot set MTU %d (%s); frames of that size need the NIC or "
+				 "interface MTU set to it", port, mtu, strerror(-mrc));
 	}
 	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) < 0) {
 		snprintf(err, errlen, "cannot set up queues of port %u: %s", port, strerror(-rc));

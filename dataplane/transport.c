@@ -38,6 +38,24 @@ static struct {
 	struct xfer_rx *rx_hint; /* last receive lookup */
 } tp;
 
+/*
+ * Prefault [*done, upto) of a shared mapping in POPULATE_CHUNK steps ahead of the copy cursor:
+ * one madvise per 4 MB instead of a page fault per 4 KB page (a quarter of the receiver's CPU
+ * at MTU 9000 went to faults). Mappings stay correct without it (plain faults) if it fails.
+ */
+#define POPULATE_CHUNK (4u << 20)
+static void populate(uint8_t *base, uint64_t size, uint64_t *done, uint64_t upto, int advice)
+{
+	while (*done < upto && *done < size) {
+		uint64_t n = size - *done < POPULATE_CHUNK ? size - *done : POPULATE_CHUNK;
+		if (madvise(base + *done, n, advice) < 0) { /* *done stays a multiple of the chunk */
+			*done = size; /* not supported: fall back to page faults */
+			return;
+		}
+		*done += n;
+	}
+}
+
 static uint32_t frame_len(uint32_t payload)
 {
 	return WIRE_HDRS_LEN + payload;
@@ -267,6 +285,7 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		uint8_t *p;
 		int retx = 0;
 		int64_t s;
+		uint64_t moff;
 
 		if (!pacer_allow(&x->pacer, full))
 			break;
@@ -286,6 +305,9 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		p = portio_tx_alloc((uint16_t)frame_len(h.len), &f);
 		if (!p)
 			return -1; /* the segment counts as sent; loss recovery resends it */
+		moff = (uint64_t)(x->data - (const uint8_t *)x->map) + h.offset + h.len;
+		if (moff > x->populated)
+			populate(x->map, x->map_len, &x->populated, moff, MADV_POPULATE_READ);
 		memcpy(p + WIRE_HDRS_LEN, x->data + h.offset, h.len);
 		wire_encode(p, &a, &h);
 		portio_tx_send(f, dp.clk.tsc);
@@ -471,6 +493,8 @@ static void on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 	if (rc == 0)
 		dp.cnt.rx_data_dup++;
 	else {
+		if (h->offset + h->len > x->populated)
+			populate(x->data, x->bytes, &x->populated, h->offset + h->len, MADV_POPULATE_WRITE);
 		memcpy(x->data + h->offset, body, h->len);
 		x->frames++;
 	}
