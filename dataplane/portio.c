@@ -122,7 +122,7 @@ static void hold(struct held *q, unsigned *n, struct rte_mbuf *m, uint64_t at, i
 static int apply(const struct fault_dir *d, struct rte_mbuf *m, int rx, uint64_t now, struct held *q,
 		 unsigned *nq)
 {
-	uint64_t hz = rte_get_tsc_hz();
+	uint64_t hz = (uint64_t)dp.hz;
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 	int now_too;
 
@@ -179,7 +179,8 @@ unsigned portio_rx(const uint8_t **data, uint16_t *len, struct rte_mbuf **out, u
 
 	if (pio.nhold_rx)
 		n = release(pio.hold_rx, &pio.nhold_rx, out, PORTIO_BURST, now_tsc);
-	got = rte_eth_rx_burst(pio.port, 0, in, PORTIO_BURST);
+	/* each received frame may become two (duplication): keep within 2 * PORTIO_BURST */
+	got = rte_eth_rx_burst(pio.port, 0, in, (uint16_t)((2 * PORTIO_BURST - n) / 2));
 	for (unsigned i = 0; i < got; i++) {
 		int copies = 1;
 		dp.cnt.rx_frames++;
