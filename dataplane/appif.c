@@ -17,7 +17,7 @@
 #include "appmsg.h"
 #include "dp.h"
 #include "log.h"
-#include "order.h"
+#include "delivery.h"
 
 #define MAX_CLIENTS 64
 #define MAX_CHANS 64
@@ -43,7 +43,7 @@ static struct {
 	int listener[MAX_CHANS];  /* client index per channel, -1 = none */
 	struct delivery pend[MAX_PENDING];
 	int npend;
-	struct order_list order[MAX_CHANS];
+	struct delivery_list order[MAX_CHANS];
 } ai = { .lfd = -1 };
 
 int appif_init(const char *path, char *err, size_t errlen)
@@ -141,7 +141,7 @@ static void deliver(void)
 		for (int i = 0; i < ai.npend; i++) {
 			struct delivery *d = &ai.pend[i];
 			int c = ai.listener[d->msg.chan % MAX_CHANS], rc;
-			if (c < 0 || ai.cl[c].fd < 0 || !order_may_deliver(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id))
+			if (c < 0 || ai.cl[c].fd < 0 || !delivery_may_deliver(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id))
 				continue;
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
 			if (rc == -EAGAIN)
@@ -149,7 +149,7 @@ static void deliver(void)
 			if (rc < 0)
 				log_warn("delivery of transfer %llx to app %d failed: %s",
 					 (unsigned long long)d->msg.id, c, strerror(-rc));
-			order_mark_done(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id);
+			delivery_mark_done(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id);
 			if (d->fd >= 0)
 				close(d->fd);
 			ai.pend[i--] = ai.pend[--ai.npend];
@@ -254,7 +254,7 @@ static void serve(int c)
 				error_to(c, "ORDER: %s", m.chan >= MAX_CHANS ? "channel out of range" : "too many ids");
 				break;
 			}
-			if (order_add(&ai.order[m.chan], m.u.ids, m.n, m.flags & 1) < 0)
+			if (delivery_add(&ai.order[m.chan], m.u.ids, m.n, m.flags & 1) < 0)
 				error_to(c, "ORDER: %s", "out of memory");
 			deliver();
 			break;
@@ -336,7 +336,7 @@ void appif_close(void)
 		if (ai.pend[i].fd >= 0)
 			close(ai.pend[i].fd);
 	for (int i = 0; i < MAX_CHANS; i++)
-		order_free(&ai.order[i]);
+		delivery_free(&ai.order[i]);
 	ai.npend = 0;
 	if (ai.lfd >= 0) {
 		close(ai.lfd);

@@ -1,10 +1,10 @@
-/* order.c - commit-order bookkeeping: hold early arrivals until their predecessors are handed over. */
-#include "order.h"
+/* delivery.c - commit-order bookkeeping: hold early arrivals until their predecessors are handed over. */
+#include "delivery.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-int order_add(struct order_list *o, const uint64_t *ids, int n, int replace)
+int delivery_add(struct delivery_list *o, const uint64_t *ids, int n, int replace)
 {
 	int base = replace ? 0 : o->n;
 
@@ -29,7 +29,7 @@ int order_add(struct order_list *o, const uint64_t *ids, int n, int replace)
 	return 0;
 }
 
-static int position(const struct order_list *o, uint64_t id)
+static int position(const struct delivery_list *o, uint64_t id)
 {
 	for (int i = 0; i < o->n; i++)
 		if (o->ids[i] == id)
@@ -37,7 +37,7 @@ static int position(const struct order_list *o, uint64_t id)
 	return -1;
 }
 
-int order_may_deliver(const struct order_list *o, uint64_t id)
+int delivery_may_deliver(const struct delivery_list *o, uint64_t id)
 {
 	int pos = position(o, id);
 
@@ -47,7 +47,7 @@ int order_may_deliver(const struct order_list *o, uint64_t id)
 	return 1;
 }
 
-void order_mark_done(struct order_list *o, uint64_t id)
+void delivery_mark_done(struct delivery_list *o, uint64_t id)
 {
 	int pos = position(o, id);
 
@@ -55,7 +55,7 @@ void order_mark_done(struct order_list *o, uint64_t id)
 		o->done[pos] = 1;
 }
 
-void order_free(struct order_list *o)
+void delivery_free(struct delivery_list *o)
 {
 	free(o->ids);
 	free(o->done);
