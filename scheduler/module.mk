@@ -2,7 +2,7 @@
 # and the plan-perf timing driver.
 
 LIBPLAN_SRCS := scheduler/netstate.c scheduler/planwork.c scheduler/order.c \
-		scheduler/aggregate.c scheduler/replicate.c scheduler/plan.c scheduler/plangen.c scheduler/vec.c
+		scheduler/aggregate.c scheduler/replicate.c scheduler/plan.c scheduler/plangen.c scheduler/arr.c
 LIBPLAN := $(BUILD)/libplan.a
 
 $(LIBPLAN): $(LIBPLAN_SRCS:%.c=$(BUILD)/%.o)

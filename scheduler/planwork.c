@@ -48,7 +48,7 @@ int planwork_add_transfer(struct planwork *pw, const struct planwork_tag *tag, i
 	struct plan *o = pw->out;
 	struct plan_transfer *t;
 
-	if (vec_grow((void **)&o->transfers, &pw->cap_transfers, o->n_transfers + 1,
+	if (arr_grow((void **)&o->transfers, &pw->cap_transfers, o->n_transfers + 1,
 			  sizeof(*o->transfers)))
 		return -ENOMEM;
 	t = &o->transfers[o->n_transfers];

@@ -6,7 +6,7 @@
 
 #include "netstate.h"
 #include "plan.h"
-#include "vec.h"
+#include "arr.h"
 
 /*
  * A "job" is everything one update, aggregate or model copy sends at once: one leg per shard
