@@ -35,7 +35,7 @@ struct fixture {
 	struct plan_batch b;
 	struct plan p;
 	int order[3], inputs[2], punted[2];
-	struct plan_rate_step rate[5][1];
+	struct plan_rate_step rate[5][1], lead[2];
 	struct plan_aggregate ag;
 	struct plan_transfer tr[5];
 	struct plan_commit cm[2], rcm[1];
@@ -176,6 +176,14 @@ static enum plan_check_result corrupt(struct fixture *f, int which, const char *
 		f->p.dropped = &f->order[2];
 		f->p.n_dropped = 1;
 		f->p.n_order = 2;
+		return PLAN_CHECK_STRUCTURE;
+	case 16:
+		*what = "replica copy t4 starts with a zero-rate step (waits from 0.0 to 0.1)";
+		f->lead[0] = (struct plan_rate_step){ 0.0, 0.0 };
+		f->lead[1] = (struct plan_rate_step){ 0.1, 10.0 };
+		f->tr[4].rate = f->lead;
+		f->tr[4].n_rate = 2;
+		f->tr[4].start_s = 0.0;
 		return PLAN_CHECK_STRUCTURE;
 	default:
 		*what = "u0 sent from the wrong host";
@@ -357,7 +365,7 @@ static Suite *check_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_valid_plan_passes);
-	tcase_add_loop_test(tc, test_checker_catches_corruption, 0, 17);
+	tcase_add_loop_test(tc, test_checker_catches_corruption, 0, 18);
 	tcase_add_test(tc, test_delay_violations_counted);
 	tcase_add_test(tc, test_generator_valid_and_seeded);
 	tcase_add_test(tc, test_generator_rejects_bad_params);
