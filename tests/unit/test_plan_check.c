@@ -245,7 +245,7 @@ START_TEST(test_generator_valid_and_seeded)
 			char err[PLANIO_ERR_MAX], *ta, *tb, *tc;
 
 			gen_params_default(&gp, n, 7);
-			gp.variant = variants[v];
+			gen_params_variant(&gp, variants[v]);
 			gp.n_replica_only = 2;
 			ck_assert_int_eq(gen_batch(&gp, &a), 0);
 			ck_assert_int_eq(gen_batch(&gp, &b), 0);
@@ -289,6 +289,51 @@ START_TEST(test_generator_rejects_bad_params)
 	gen_params_default(&gp, 10, 1);
 	gp.min_gbps = 20;
 	ck_assert_int_eq(gen_batch(&gp, &b), -EINVAL);
+	gen_params_default(&gp, 10, 1);
+	gp.n_servers = 0;
+	ck_assert_int_eq(gen_batch(&gp, &b), -EINVAL);
+	gp.n_servers = GEN_MAX_SERVERS + 1;
+	ck_assert_int_eq(gen_batch(&gp, &b), -EINVAL);
+}
+END_TEST
+
+/* The paper's §7.4 shape: whole Gbit/s, 10 Gbit/s servers, tau_max |U|, some updates late. */
+START_TEST(test_generator_paper_shape)
+{
+	struct gen_params gp;
+	struct plan_batch b;
+	int late = 0;
+
+	gen_params_paper(&gp, 80, 3);
+	gp.n_servers = 2;
+	gp.n_pulls = 5;
+	gp.n_distributors = 3;
+	ck_assert_int_eq(gen_batch(&gp, &b), 0);
+	ck_assert_int_eq(b.tau_max, 80);
+	ck_assert_int_eq(b.n_servers, 2);
+	ck_assert_int_eq(b.n_pulls, 5);
+	ck_assert_int_eq(b.n_distributors, 3);
+	ck_assert_int_eq(b.n_changes, 0);
+	ck_assert_double_eq(b.div_max, 2.0);
+	for (int h = 0; h < b.n_hosts; h++) {
+		const struct plan_host *ho = &b.hosts[h];
+
+		ck_assert_double_eq(ho->up_gbps, round(ho->up_gbps));
+		ck_assert(ho->up_gbps >= 1 && ho->up_gbps <= 10);
+		ck_assert(ho->down_gbps >= 1 && ho->down_gbps <= 10);
+		if (h >= 40)
+			ck_assert_double_eq(ho->down_gbps, 10.0);
+	}
+	for (int i = 0; i < b.n_updates; i++) {
+		ck_assert_int_eq(b.updates[i].n_shards, 2);
+		ck_assert(b.updates[i].bytes <= 64000000 + 2);
+		ck_assert(b.updates[i].ready_s <= 0.05);
+		late += b.updates[i].ready_s > 0;
+	}
+	/* A quarter of 80 are late: far from none and from all. */
+	ck_assert_int_ge(late, 8);
+	ck_assert_int_le(late, 35);
+	planio_batch_free(&b);
 }
 END_TEST
 
@@ -369,6 +414,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_delay_violations_counted);
 	tcase_add_test(tc, test_generator_valid_and_seeded);
 	tcase_add_test(tc, test_generator_rejects_bad_params);
+	tcase_add_test(tc, test_generator_paper_shape);
 	tcase_add_test(tc, test_fifo_fair_share);
 	tcase_add_test(tc, test_fifo_capacity_step_and_ready);
 	suite_add_tcase(s, tc);

@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_batch.h"
 #include "netstate.h"
 #include "plan.h"
-#include "plangen.h"
+#include "planio.h"
 #include "replicate.h"
 
 #define MB 1000000ULL
@@ -865,18 +866,26 @@ START_TEST(test_fast_equals_simple)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		for (seed = 1; seed <= 3; seed++) {
-			struct plangen_opts o = {
-				.n_updates = cases[i].n, .n_aggregators = cases[i].k,
-				.n_replica_aggregators = cases[i].kr, .replica = cases[i].rep,
-				.n_servers = cases[i].srv, .n_pulls = cases[i].pulls,
-				.n_distributors = cases[i].dists, .mode = cases[i].mode,
-				.div_max = cases[i].div, .seed = seed, .fine = (int)(seed % 2),
-				.n_changes = (int)seed, .n_replica_only = cases[i].rep ? 2 : 0,
-			};
+			struct gen_params o;
 			struct plan_batch b;
 			struct plan p;
 
-			ck_assert_int_eq(plangen_batch(&o, &b), 0);
+			/* Odd seeds: the fine shape; even seeds: the paper's §7.4 shape. */
+			if (seed % 2)
+				gen_params_default(&o, cases[i].n, seed);
+			else
+				gen_params_paper(&o, cases[i].n, seed);
+			o.n_aggregators = cases[i].k;
+			o.n_replica_aggregators = cases[i].kr;
+			o.with_replica = cases[i].rep;
+			o.n_servers = cases[i].srv;
+			o.n_pulls = cases[i].pulls;
+			o.n_distributors = cases[i].dists;
+			o.mode = cases[i].mode;
+			o.div_max = cases[i].div;
+			o.n_capacity_changes = (int)seed;
+			o.n_replica_only = 2;
+			ck_assert_int_eq(gen_batch(&o, &b), 0);
 			plan_both(&b, &p);
 			plan_free(&p);
 			if (b.replica >= 0) {
@@ -885,7 +894,7 @@ START_TEST(test_fast_equals_simple)
 				plan_both(&b, &p);
 				plan_free(&p);
 			}
-			plangen_free(&b);
+			planio_batch_free(&b);
 		}
 }
 END_TEST

@@ -121,13 +121,13 @@ START_TEST(test_random_batches)
 	char what[64];
 
 	gen_params_default(&gp, 1 + _i % 12, (uint64_t)_i);
-	gp.variant = (enum gen_variant)(_i % 4);
+	gen_params_variant(&gp, (enum gen_variant)(_i % 4));
 	gp.with_replica = _i % 3 != 0;
 	gp.n_replica_only = _i % 5 == 0 ? 2 : 0;
 	gp.n_capacity_changes = _i % 4;
 	gp.n_aggregators = _i % 3;
 	ck_assert_int_eq(gen_batch(&gp, &b), 0);
-	snprintf(what, sizeof(what), "seed %d (variant %d, %d updates)", _i, gp.variant,
+	snprintf(what, sizeof(what), "seed %d (variant %d, %d updates)", _i, _i % 4,
 		 gp.n_updates);
 	plan_check_both(&b, what);
 	planio_batch_free(&b);
@@ -164,7 +164,7 @@ START_TEST(test_medium_batches)
 	char what[64];
 
 	gen_params_default(&gp, 60, 1000 + (uint64_t)_i);
-	gp.variant = (enum gen_variant)_i;
+	gen_params_variant(&gp, (enum gen_variant)_i);
 	gp.n_replica_only = 3;
 	ck_assert_int_eq(gen_batch(&gp, &b), 0);
 	snprintf(what, sizeof(what), "medium variant %d", _i);
@@ -189,7 +189,7 @@ START_TEST(test_checker_rejects_mutated_plans)
 	uint64_t bytes;
 
 	gen_params_default(&gp, 4 + _i % 9, 5000 + (uint64_t)_i);
-	gp.variant = (enum gen_variant)(_i % 4);
+	gen_params_variant(&gp, (enum gen_variant)(_i % 4));
 	ck_assert_int_eq(gen_batch(&gp, &b), 0);
 	ck_assert_int_eq(plan_compute(&b, PLAN_IMPL_FAST, &p), 0);
 	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
