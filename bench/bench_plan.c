@@ -124,21 +124,6 @@ static double fifo_mean_over(const struct plan_batch *b, const struct fifo_resul
 	return n ? sum / n : 0;
 }
 
-/* Plans equal up to plan_ms: compared through their JSON documents. */
-static int same_plan(const struct plan_batch *b, struct plan *x, struct plan *y)
-{
-	json_t *jx, *jy;
-	int same;
-
-	x->plan_ms = y->plan_ms = 0;
-	jx = planio_plan_to_json(b, x);
-	jy = planio_plan_to_json(b, y);
-	same = jx && jy && json_equal(jx, jy);
-	json_decref(jx);
-	json_decref(jy);
-	return same;
-}
-
 struct row_result {
 	double fast_ms, simple_ms, mlf_commit_s, fifo_commit_s, fifo_same_s;
 	int identical, check_failures, violations, fifo_violations, dropped;
@@ -183,7 +168,7 @@ static int run_row(const struct bench_opts *o, int n, enum gen_variant variant, 
 				return -EINVAL;
 			}
 			ts[s] = now_ms() - t0;
-			r->identical &= same_plan(&b, &pf, &ps);
+			r->identical &= plan_equal(&pf, &ps);
 			plan_free(&ps);
 		}
 		if (plan_check(&b, &pf, msg, sizeof(msg)) != PLAN_CHECK_OK) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ck_run.h"
 #include "fifo.h"
 #include "gen_batch.h"
 #include "plan_check.h"
@@ -423,11 +424,5 @@ static Suite *check_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(check_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(check_suite()) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
