@@ -1,8 +1,8 @@
 # bench/bench.mk - benchmarks: `make bench-plan` (planner time and commit times vs FIFO).
 # Fragments are read in name order, so this one names scheduler/mlf-plan.mk's outputs literally.
 
-BENCH_PLAN_DEPS := $(BUILD)/bench/bench_plan.o $(BUILD)/tests/plan_check.o \
-		   $(BUILD)/tests/gen_batch.o $(BUILD)/libplanio.a $(BUILD)/libplan.a $(LIBMLF)
+BENCH_PLAN_DEPS := $(BUILD)/bench/bench_plan.o $(BUILD)/libplantest.a $(BUILD)/libplanio.a \
+		   $(BUILD)/libplan.a $(LIBMLF)
 EXTRA_CFLAGS_bench += -Itests
 
 $(BUILD)/bench-plan: $(BENCH_PLAN_DEPS)
@@ -13,3 +13,4 @@ BENCHES += bench-plan
 .PHONY: bench-plan
 bench-plan: $(BUILD)/bench-plan
 	$(BUILD)/bench-plan
+PROGRAMS += $(BUILD)/bench-plan

@@ -31,7 +31,7 @@ static void model_job(const struct planwork *pw, int src, int dst, double t0,
 
 static int push_item(struct aggregate_result *res, const struct aggregate_item *it)
 {
-	if (vec_grow((void **)&res->items, &res->cap_items, res->n_items + 1,
+	if (arr_grow((void **)&res->items, &res->cap_items, res->n_items + 1,
 			  sizeof(*res->items)))
 		return -ENOMEM;
 	res->items[res->n_items++] = *it;
@@ -129,7 +129,7 @@ static double send_aggregate(struct planwork *pw, struct netstate *net, const st
 	if (res) {
 		struct plan_aggregate *a;
 
-		if (vec_grow((void **)&o->aggregates, &pw->cap_aggregates,
+		if (arr_grow((void **)&o->aggregates, &pw->cap_aggregates,
 				  o->n_aggregates + 1, sizeof(*o->aggregates)))
 			return NOMEM;
 		a = &o->aggregates[o->n_aggregates];
@@ -528,7 +528,7 @@ void aggregate_result_free(struct aggregate_result *res)
 int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *dists, int k)
 {
 	const struct plan_batch *b = pw->b;
-	struct vec_key *keys;
+	struct arr_key *keys;
 	int *list, i, best_n, rc;
 	struct spec sp = { 1, NULL, b->n_pulls, -1, PLAN_PURPOSE_MODEL, dists, k };
 
@@ -549,7 +549,7 @@ int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *d
 		keys[i].v = netstate_tend(net, job.src, job.dst, job.t0_s, job.bytes[0], NULL);
 		keys[i].i = i;
 	}
-	vec_sort_keys(keys, b->n_pulls);
+	arr_sort_keys(keys, b->n_pulls);
 	for (i = 0; i < b->n_pulls; i++)
 		list[i] = keys[i].i;
 	sp.list = list;
@@ -575,7 +575,7 @@ int aggregate_commits(struct planwork *pw, const struct aggregate_result *res, i
 		int legs = host < 0 ? pw->n_legs : 1;
 
 		v += it->count;
-		if (vec_grow((void **)arr, cap, *n + legs, sizeof(**arr)))
+		if (arr_grow((void **)arr, cap, *n + legs, sizeof(**arr)))
 			return -ENOMEM;
 		for (j = 0; j < legs; j++) {
 			struct plan_commit *c = &(*arr)[(*n)++];

@@ -1,5 +1,5 @@
-# scheduler/mlf-plan.mk - planner I/O (libplanio.a), the mlf-plan program, the planner checker,
-# batch generator and FIFO baseline, their tests and `make run`.
+# scheduler/mlf-plan.mk - planner I/O (libplanio.a), the mlf-plan program, the planner test
+# support (libplantest.a: checker and batch generator), the FIFO baseline, tests, `make run`.
 #
 # libplanio.a holds the JSON reader/writer (jansson) and the FIFO fair-share baseline, so the
 # planning library build/libplan.a (scheduler/module.mk, read after this file: hence the
@@ -7,10 +7,15 @@
 
 LIBPLANIO := $(BUILD)/libplanio.a
 PLANIO_OBJS := $(BUILD)/scheduler/planio.o $(BUILD)/scheduler/fifo.o
-# Test support shared by the unit tests and the benchmark: independent checker, batch generator.
-PLANTEST_OBJS := $(BUILD)/tests/plan_check.o $(BUILD)/tests/gen_batch.o
+# Test support shared by the unit tests and the benchmark (never in libplan.a): independent
+# checker, seeded batch generator. Its users also link libplanio.a (batches are freed there).
+LIBPLANTEST := $(BUILD)/libplantest.a
 
 $(LIBPLANIO): $(PLANIO_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(LIBPLANTEST): $(BUILD)/tests/plan_check.o $(BUILD)/tests/gen_batch.o
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
 
@@ -22,7 +27,7 @@ $(BUILD)/tests/test_planio: $(BUILD)/tests/unit/test_planio.o $(LIBPLANIO) $(LIB
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_plan_check: $(BUILD)/tests/unit/test_plan_check.o $(PLANTEST_OBJS) \
+$(BUILD)/tests/test_plan_check: $(BUILD)/tests/unit/test_plan_check.o $(LIBPLANTEST) \
 		$(LIBPLANIO) $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
@@ -34,7 +39,7 @@ $(BUILD)/mlf-plan: $(BUILD)/scheduler/mlf_plan.o $(LIBPLANIO) $(BUILD)/libplan.a
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
 # Property tests over seeded random batches, and every conf/plan-*.json through the checker.
-$(BUILD)/tests/test_plan_props: $(BUILD)/tests/unit/test_plan_props.o $(PLANTEST_OBJS) \
+$(BUILD)/tests/test_plan_props: $(BUILD)/tests/unit/test_plan_props.o $(LIBPLANTEST) \
 		$(LIBPLANIO) $(BUILD)/libplan.a $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)

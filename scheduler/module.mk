@@ -1,8 +1,8 @@
-# scheduler/module.mk - the planning library build/libplan.a (pure C, no I/O), its Check tests
-# and the plan-perf timing driver.
+# scheduler/module.mk - the planning library build/libplan.a (pure C, no I/O) and its paper
+# tests. Read after scheduler/mlf-plan.mk, which defines $(LIBPLANIO) and $(LIBPLANTEST).
 
 LIBPLAN_SRCS := scheduler/netstate.c scheduler/planwork.c scheduler/order.c \
-		scheduler/aggregate.c scheduler/replicate.c scheduler/plan.c scheduler/plangen.c scheduler/vec.c
+		scheduler/aggregate.c scheduler/replicate.c scheduler/plan.c scheduler/arr.c
 LIBPLAN := $(BUILD)/libplan.a
 
 $(LIBPLAN): $(LIBPLAN_SRCS:%.c=$(BUILD)/%.o)
@@ -11,19 +11,10 @@ $(LIBPLAN): $(LIBPLAN_SRCS:%.c=$(BUILD)/%.o)
 
 EXTRA_CFLAGS_tests/unit += $(CHECK_CFLAGS)
 
-$(BUILD)/tests/test_plan_paper: $(BUILD)/tests/unit/test_plan_paper.o $(LIBPLAN) $(LIBMLF)
+$(BUILD)/tests/test_plan_paper: $(BUILD)/tests/unit/test_plan_paper.o $(LIBPLANTEST) \
+		$(LIBPLANIO) $(LIBPLAN) $(LIBMLF)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
 
-# Timing driver (not a test): plan_compute on the §7.4 workload, FAST and SIMPLE.
-$(BUILD)/plan-perf: $(BUILD)/scheduler/plan_perf.o $(LIBPLAN) $(LIBMLF)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-
-PROGRAMS += $(LIBPLAN) $(BUILD)/plan-perf
+PROGRAMS += $(LIBPLAN)
 UNIT_TESTS += $(BUILD)/tests/test_plan_paper
-BENCHES += bench-plan-perf
-
-.PHONY: bench-plan-perf
-bench-plan-perf: $(BUILD)/plan-perf
-	$(BUILD)/plan-perf

@@ -1,6 +1,6 @@
 /* netstate.c - residual link bandwidth step functions: t_en, NetUp, undo log (paper fig. 4). */
 #include "netstate.h"
-#include "vec.h"
+#include "arr.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,7 +21,7 @@ static int link_set_from(struct netstate_link *l, double at_s, double gbps)
 	while (i > 0 && l->s[i - 1].from_s >= at_s)
 		i--;
 	/* Later changes override: the step function is rebuilt from a sorted change list. */
-	if (vec_grow((void **)&l->s, &l->cap, i + 1, sizeof(*l->s)))
+	if (arr_grow((void **)&l->s, &l->cap, i + 1, sizeof(*l->s)))
 		return -ENOMEM;
 	l->n = i;
 	if (i > 0 && l->s[i - 1].gbps == gbps)
@@ -149,7 +149,7 @@ static int splice(struct netstate *ns, int link, int pos, int n_old,
 	struct netstate_link *l = &ns->links[link];
 	struct netstate_undo *u;
 
-	if (vec_grow((void **)&ns->undo, &ns->cap_undo, ns->n_undo + 1, sizeof(*ns->undo)))
+	if (arr_grow((void **)&ns->undo, &ns->cap_undo, ns->n_undo + 1, sizeof(*ns->undo)))
 		return -ENOMEM;
 	if (ns->n_saved + (size_t)n_old > ns->cap_saved) {
 		size_t nc = ns->cap_saved ? ns->cap_saved : 64;
@@ -163,7 +163,7 @@ static int splice(struct netstate *ns, int link, int pos, int n_old,
 		ns->saved = np;
 		ns->cap_saved = nc;
 	}
-	if (vec_grow((void **)&l->s, &l->cap, l->n - n_old + n_new, sizeof(*l->s)))
+	if (arr_grow((void **)&l->s, &l->cap, l->n - n_old + n_new, sizeof(*l->s)))
 		return -ENOMEM;
 	u = &ns->undo[ns->n_undo++];
 	u->link = link;
@@ -223,7 +223,7 @@ static int prof_push(struct netstate_profile *p, double from, double gbps)
 {
 	if (p->n > 0 && p->steps[p->n - 1].gbps == gbps)
 		return 0;
-	if (vec_grow((void **)&p->steps, &p->cap, p->n + 1, sizeof(*p->steps)))
+	if (arr_grow((void **)&p->steps, &p->cap, p->n + 1, sizeof(*p->steps)))
 		return -ENOMEM;
 	p->steps[p->n].from_s = from;
 	p->steps[p->n].gbps = gbps;

@@ -366,7 +366,7 @@ static int shrt_dline(struct planwork *pw, struct netstate *net, struct cands *c
 
 static int push_int(int **a, int *n, int *cap, int v)
 {
-	if (vec_grow((void **)a, cap, *n + 1, sizeof(**a)))
+	if (arr_grow((void **)a, cap, *n + 1, sizeof(**a)))
 		return -ENOMEM;
 	(*a)[(*n)++] = v;
 	return 0;

@@ -11,7 +11,7 @@
 #include "order.h"
 #include "planwork.h"
 #include "replicate.h"
-#include "vec.h"
+#include "arr.h"
 
 static int host_ok(const struct plan_batch *b, int h)
 {
@@ -107,7 +107,7 @@ static int batch_ok(const struct plan_batch *b, struct planwork *pw)
 /* Aggregators by the smaller of their link capacities at now_s, largest first (ties: list). */
 static int *sorted_hosts(const struct plan_batch *b, const int *v, int n)
 {
-	struct vec_key *k = malloc(((size_t)n + 1) * sizeof(*k));
+	struct arr_key *k = malloc(((size_t)n + 1) * sizeof(*k));
 	int *out = malloc(((size_t)n + 1) * sizeof(*out));
 	int i;
 
@@ -122,7 +122,7 @@ static int *sorted_hosts(const struct plan_batch *b, const int *v, int n)
 		k[i].v = -(h->up_gbps < h->down_gbps ? h->up_gbps : h->down_gbps);
 		k[i].i = i;
 	}
-	vec_sort_keys(k, n);
+	arr_sort_keys(k, n);
 	for (i = 0; i < n; i++)
 		out[i] = v[k[i].i];
 	free(k);
@@ -132,7 +132,7 @@ static int *sorted_hosts(const struct plan_batch *b, const int *v, int n)
 /* Commits of several shard servers interleave: sort them by time (stable). */
 static int sort_commits(struct plan *o)
 {
-	struct vec_key *k;
+	struct arr_key *k;
 	struct plan_commit *c;
 	int i;
 
@@ -149,7 +149,7 @@ static int sort_commits(struct plan *o)
 		k[i].v = o->commits[i].at_s;
 		k[i].i = i;
 	}
-	vec_sort_keys(k, o->n_commits);
+	arr_sort_keys(k, o->n_commits);
 	for (i = 0; i < o->n_commits; i++)
 		c[i] = o->commits[k[i].i];
 	memcpy(o->commits, c, (size_t)o->n_commits * sizeof(*c));

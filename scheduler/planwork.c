@@ -47,8 +47,12 @@ int planwork_add_transfer(struct planwork *pw, const struct planwork_tag *tag, i
 {
 	struct plan *o = pw->out;
 	struct plan_transfer *t;
+	int z = 0;
 
-	if (vec_grow((void **)&o->transfers, &pw->cap_transfers, o->n_transfers + 1,
+	/* The transfer starts at its first non-zero rate (the dataplane starts it at start_s). */
+	while (z + 1 < prof->n && prof->steps[z].gbps <= 0.0)
+		z++;
+	if (arr_grow((void **)&o->transfers, &pw->cap_transfers, o->n_transfers + 1,
 			  sizeof(*o->transfers)))
 		return -ENOMEM;
 	t = &o->transfers[o->n_transfers];
@@ -60,15 +64,15 @@ int planwork_add_transfer(struct planwork *pw, const struct planwork_tag *tag, i
 	t->dst = dst;
 	t->bytes = bytes;
 	t->purpose = tag->purpose;
-	t->start_s = prof->start_s;
+	t->start_s = z > 0 ? prof->steps[z].from_s : prof->start_s;
 	t->end_s = prof->end_s;
 	if (prof->n > 0) {
-		t->rate = malloc((size_t)prof->n * sizeof(*t->rate));
+		t->rate = malloc((size_t)(prof->n - z) * sizeof(*t->rate));
 		if (!t->rate)
 			return -ENOMEM;
-		memcpy(t->rate, prof->steps, (size_t)prof->n * sizeof(*t->rate));
+		memcpy(t->rate, prof->steps + z, (size_t)(prof->n - z) * sizeof(*t->rate));
 	}
-	t->n_rate = prof->n;
+	t->n_rate = prof->n - z;
 	o->n_transfers++;
 	return 0;
 }

@@ -6,7 +6,7 @@
 
 #include "netstate.h"
 #include "plan.h"
-#include "vec.h"
+#include "arr.h"
 
 /*
  * A "job" is everything one update, aggregate or model copy sends at once: one leg per shard
@@ -73,7 +73,12 @@ double planwork_job_reserve(struct planwork *pw, struct netstate *net,
 /** planwork_leg_dst - destination host of leg @j of @job. */
 int planwork_leg_dst(const struct planwork *pw, const struct planwork_job *job, int j);
 
-/** planwork_add_transfer - append a transfer with profile @prof. Returns 0 or -ENOMEM. */
+/**
+ * planwork_add_transfer - append a transfer with profile @prof (the one NetUp reserved, fig. 4)
+ * to the plan. Leading zero-rate steps (e.g. a replica copy waiting for the server's transfer
+ * on the same uplink) are left out: the transfer's start_s is its first non-zero rate step.
+ * Returns 0 or -ENOMEM.
+ */
 int planwork_add_transfer(struct planwork *pw, const struct planwork_tag *tag, int shard,
 			  int src, int dst, uint64_t bytes, const struct netstate_profile *prof);
 

@@ -85,7 +85,7 @@ static int add_replica_commits(struct planwork *pw, const struct aggregate_resul
 	struct plan *o = pw->out;
 	int i;
 
-	if (vec_grow((void **)&o->replica_commits, &pw->cap_replica_commits, nf,
+	if (arr_grow((void **)&o->replica_commits, &pw->cap_replica_commits, nf,
 			  sizeof(*o->replica_commits)))
 		return -ENOMEM;
 	for (i = 0; i < nf; i++) {

@@ -39,19 +39,60 @@ void gen_params_default(struct gen_params *p, int n_updates, uint64_t seed)
 
 	memset(p, 0, sizeof(*p));
 	p->n_updates = n_updates;
-	p->variant = GEN_ASYNC;
+	p->mode = PLAN_ASYNC;
+	p->n_servers = 1;
 	p->n_aggregators = workers / 2 < 4 ? workers / 2 : 4;
 	p->with_replica = 1;
 	p->n_replica_aggregators = workers - p->n_aggregators < 2 ? workers - p->n_aggregators : 2;
 	p->n_capacity_changes = 3;
+	p->div_max = -1.0;
 	p->min_gbps = 1.0;
 	p->max_gbps = 10.0;
+	p->gbps_step = 0.001;
 	p->min_bytes = 1000000;
 	p->max_bytes = 20000000;
+	p->late_fraction = 1.0;
 	p->max_ready_s = 0.01;
 	p->tau_max = 30;
 	p->v_init = 1000;
 	p->seed = seed;
+}
+
+void gen_params_paper(struct gen_params *p, int n_updates, uint64_t seed)
+{
+	gen_params_default(p, n_updates, seed);
+	p->n_capacity_changes = 0;
+	p->div_max = 2.0;
+	p->gbps_step = 1.0;
+	p->server_gbps = 10.0;
+	p->max_bytes = 64000000;
+	p->late_fraction = 0.25;
+	p->max_ready_s = 0.05;
+	p->tau_max = n_updates;
+}
+
+void gen_params_variant(struct gen_params *p, enum gen_variant v)
+{
+	int workers = p->n_updates / 2 > 2 ? p->n_updates / 2 : 2;
+
+	p->mode = v == GEN_SYNC ? PLAN_SYNC : PLAN_ASYNC;
+	p->n_servers = v == GEN_SHARDED ? 3 : 1;
+	p->n_pulls = v == GEN_PULLS ? workers / 2 + 1 : 0;
+	p->n_distributors = v == GEN_PULLS ? 2 : 0;
+}
+
+/* A link capacity: Uniform(lo, hi) rounded to @p's gbps_step, at least one step. */
+static double capacity(uint64_t *s, const struct gen_params *p, double lo, double hi)
+{
+	double g = uniform(s, lo, hi, p->gbps_step);
+
+	return g < p->gbps_step ? p->gbps_step : g;
+}
+
+/* A server or replica link: server_gbps, or Uniform(max/2, max). */
+static double server_capacity(uint64_t *s, const struct gen_params *p)
+{
+	return p->server_gbps > 0 ? p->server_gbps : capacity(s, p, p->max_gbps / 2, p->max_gbps);
 }
 
 static int add_host(struct plan_batch *b, const char *name, double up, double down)
@@ -76,18 +117,20 @@ static int *pick(const int *perm, int *next, int n)
 int gen_batch(const struct gen_params *p, struct plan_batch *b)
 {
 	uint64_t s = p->seed * 0x2545f4914f6cdd1dull + 1;
-	int n = p->n_updates, sync = p->variant == GEN_SYNC;
+	int n = p->n_updates, sync = p->mode == PLAN_SYNC;
 	int workers = sync ? n : (n / 2 > 2 ? n / 2 : 2);
-	int n_servers = p->variant == GEN_SHARDED ? 3 : 1;
+	int n_servers = p->n_servers;
 	int replica = p->with_replica;
 	int n_ro = replica ? p->n_replica_only : 0;
 	int total = n + n_ro, next = 0, *perm, n_agg, n_ragg;
 	char name[PLAN_NAME_MAX];
 
 	memset(b, 0, sizeof(*b));
-	if (n < 1 || p->min_gbps > p->max_gbps || p->min_gbps <= 0 ||
-	    p->min_bytes > p->max_bytes || p->min_bytes == 0 || p->n_aggregators < 0 ||
-	    p->n_replica_aggregators < 0)
+	if (n < 1 || p->min_gbps > p->max_gbps || p->min_gbps <= 0 || !(p->gbps_step > 0) ||
+	    p->server_gbps < 0 || p->min_bytes > p->max_bytes || p->min_bytes == 0 ||
+	    p->n_aggregators < 0 || p->n_replica_aggregators < 0 || p->n_replica_only < 0 ||
+	    p->n_capacity_changes < 0 || p->n_pulls < 0 || p->n_distributors < 0 ||
+	    n_servers < 1 || n_servers > GEN_MAX_SERVERS)
 		return -EINVAL;
 	/* Roles are distinct workers: fewer when the batch has few workers (e.g. small sync). */
 	n_agg = p->n_aggregators < workers ? p->n_aggregators : workers;
@@ -104,22 +147,20 @@ int gen_batch(const struct gen_params *p, struct plan_batch *b)
 
 	for (int w = 0; w < workers; w++) {
 		snprintf(name, sizeof(name), "w%d", w);
-		add_host(b, name, uniform(&s, p->min_gbps, p->max_gbps, 0.001),
-			 uniform(&s, p->min_gbps, p->max_gbps, 0.001));
+		add_host(b, name, capacity(&s, p, p->min_gbps, p->max_gbps),
+			 capacity(&s, p, p->min_gbps, p->max_gbps));
 	}
 	for (int i = 0; i < n_servers; i++) {
 		if (n_servers == 1)
 			snprintf(name, sizeof(name), "ps");
 		else
 			snprintf(name, sizeof(name), "ps%d", i);
-		b->servers[i] = add_host(b, name, uniform(&s, p->max_gbps / 2, p->max_gbps, 0.001),
-					 uniform(&s, p->max_gbps / 2, p->max_gbps, 0.001));
+		b->servers[i] = add_host(b, name, server_capacity(&s, p), server_capacity(&s, p));
 	}
 	b->n_servers = n_servers;
 	b->replica = -1;
 	if (replica)
-		b->replica = add_host(b, "rep", uniform(&s, p->max_gbps / 2, p->max_gbps, 0.001),
-				      uniform(&s, p->max_gbps / 2, p->max_gbps, 0.001));
+		b->replica = add_host(b, "rep", server_capacity(&s, p), server_capacity(&s, p));
 
 	/* Roles on distinct workers drawn by a seeded shuffle. */
 	for (int w = 0; w < workers; w++)
@@ -145,7 +186,7 @@ int gen_batch(const struct gen_params *p, struct plan_batch *b)
 		c->host = (int)uniform_int(&s, 0, b->n_hosts - 1);
 		c->dir = (enum plan_link_dir)uniform_int(&s, 0, 1);
 		c->at_s = uniform(&s, 0.0, 0.5, 1e-6);
-		c->gbps = uniform(&s, p->min_gbps, p->max_gbps, 0.001);
+		c->gbps = capacity(&s, p, p->min_gbps, p->max_gbps);
 	}
 
 	b->tau_max = p->tau_max;
@@ -153,7 +194,10 @@ int gen_batch(const struct gen_params *p, struct plan_batch *b)
 	b->momentum = 0.9;
 	if (replica) {
 		/* Sometimes tight (0 = replica must keep up), usually loose enough to punt. */
-		b->div_max = uniform_int(&s, 0, 4) == 0 ? 0.0 : uniform(&s, 0.5, 5.0, 0.001);
+		if (p->div_max >= 0)
+			b->div_max = p->div_max;
+		else
+			b->div_max = uniform_int(&s, 0, 4) == 0 ? 0.0 : uniform(&s, 0.5, 5.0, 0.001);
 		b->history_norm = uniform(&s, 0.0, 1.0, 0.001);
 		b->replica_lag = n_ro;
 	}
@@ -165,7 +209,8 @@ int gen_batch(const struct gen_params *p, struct plan_batch *b)
 		u->worker = i % workers;
 		u->version = sync ? p->v_init : dl - p->tau_max + p->v_init;
 		u->norm = uniform(&s, 0.01, 1.0, 0.001);
-		u->ready_s = uniform(&s, 0.0, p->max_ready_s, 1e-6);
+		if (p->late_fraction >= 1.0 || uniform(&s, 0.0, 1.0, 1e-9) < p->late_fraction)
+			u->ready_s = uniform(&s, 0.0, p->max_ready_s, 1e-6);
 		u->replica_only = i >= n;
 		if (n_servers == 1) {
 			u->bytes = (uint64_t)uniform_int(&s, (int64_t)p->min_bytes,
@@ -185,13 +230,14 @@ int gen_batch(const struct gen_params *p, struct plan_batch *b)
 		b->n_updates = i + 1;
 	}
 
-	if (p->variant == GEN_PULLS) {
-		int np = workers / 2 + 1;
+	if (p->n_pulls > 0) {
+		int np = p->n_pulls;
 
 		b->model_bytes = (uint64_t)uniform_int(&s, (int64_t)p->min_bytes,
 						       (int64_t)p->max_bytes);
 		b->pulls = calloc((size_t)np, sizeof(*b->pulls));
-		b->n_distributors = workers - next < 2 ? workers - next : 2;
+		b->n_distributors = workers - next < p->n_distributors ? workers - next
+								       : p->n_distributors;
 		b->distributors = pick(perm, &next, b->n_distributors);
 		if (!b->pulls || !b->distributors)
 			goto nomem;

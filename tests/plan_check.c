@@ -165,6 +165,11 @@ static enum plan_check_result check_transfer_bytes(struct ctx *c)
 		    fabs(t->rate[0].from_s - t->start_s) > PLAN_CHECK_TIME_TOL)
 			return fail(c, PLAN_CHECK_STRUCTURE, "transfer t%d: rate must start at "
 				    "start_s and end_s >= start_s", i);
+		/* The dataplane starts a transfer at start_s: it must send from then on. */
+		if (!(t->rate[0].gbps > 0))
+			return fail(c, PLAN_CHECK_STRUCTURE, "transfer t%d: first rate step is "
+				    "%g Gbit/s, must be > 0 (start_s is when sending begins)", i,
+				    t->rate[0].gbps);
 		for (int j = 0; j < t->n_rate; j++) {
 			double to = j + 1 < t->n_rate ? t->rate[j + 1].from_s : t->end_s;
 

@@ -22,7 +22,8 @@
 enum plan_check_result {
 	PLAN_CHECK_OK = 0,
 	PLAN_CHECK_STRUCTURE,  /* index out of range, update not in exactly one of order/dropped,
-				* bad rate steps, drops in sync mode */
+				* bad rate steps (a first step must be > 0 Gbit/s at start_s),
+				* drops in sync mode */
 	PLAN_CHECK_CAPACITY,   /* 1: a link carries more than its capacity at some instant */
 	PLAN_CHECK_CAUSALITY,  /* 2: aggregate sent before its inputs arrived; a transfer before
 				* ready_s / now_s; a commit before its bytes arrived; a

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ck_run.h"
 #include "fifo.h"
 #include "gen_batch.h"
 #include "plan_check.h"
@@ -35,7 +36,7 @@ struct fixture {
 	struct plan_batch b;
 	struct plan p;
 	int order[3], inputs[2], punted[2];
-	struct plan_rate_step rate[5][1];
+	struct plan_rate_step rate[5][1], lead[2];
 	struct plan_aggregate ag;
 	struct plan_transfer tr[5];
 	struct plan_commit cm[2], rcm[1];
@@ -177,6 +178,14 @@ static enum plan_check_result corrupt(struct fixture *f, int which, const char *
 		f->p.n_dropped = 1;
 		f->p.n_order = 2;
 		return PLAN_CHECK_STRUCTURE;
+	case 16:
+		*what = "replica copy t4 starts with a zero-rate step (waits from 0.0 to 0.1)";
+		f->lead[0] = (struct plan_rate_step){ 0.0, 0.0 };
+		f->lead[1] = (struct plan_rate_step){ 0.1, 10.0 };
+		f->tr[4].rate = f->lead;
+		f->tr[4].n_rate = 2;
+		f->tr[4].start_s = 0.0;
+		return PLAN_CHECK_STRUCTURE;
 	default:
 		*what = "u0 sent from the wrong host";
 		f->tr[0].src = 3;
@@ -237,7 +246,7 @@ START_TEST(test_generator_valid_and_seeded)
 			char err[PLANIO_ERR_MAX], *ta, *tb, *tc;
 
 			gen_params_default(&gp, n, 7);
-			gp.variant = variants[v];
+			gen_params_variant(&gp, variants[v]);
 			gp.n_replica_only = 2;
 			ck_assert_int_eq(gen_batch(&gp, &a), 0);
 			ck_assert_int_eq(gen_batch(&gp, &b), 0);
@@ -281,6 +290,51 @@ START_TEST(test_generator_rejects_bad_params)
 	gen_params_default(&gp, 10, 1);
 	gp.min_gbps = 20;
 	ck_assert_int_eq(gen_batch(&gp, &b), -EINVAL);
+	gen_params_default(&gp, 10, 1);
+	gp.n_servers = 0;
+	ck_assert_int_eq(gen_batch(&gp, &b), -EINVAL);
+	gp.n_servers = GEN_MAX_SERVERS + 1;
+	ck_assert_int_eq(gen_batch(&gp, &b), -EINVAL);
+}
+END_TEST
+
+/* The paper's §7.4 shape: whole Gbit/s, 10 Gbit/s servers, tau_max |U|, some updates late. */
+START_TEST(test_generator_paper_shape)
+{
+	struct gen_params gp;
+	struct plan_batch b;
+	int late = 0;
+
+	gen_params_paper(&gp, 80, 3);
+	gp.n_servers = 2;
+	gp.n_pulls = 5;
+	gp.n_distributors = 3;
+	ck_assert_int_eq(gen_batch(&gp, &b), 0);
+	ck_assert_int_eq(b.tau_max, 80);
+	ck_assert_int_eq(b.n_servers, 2);
+	ck_assert_int_eq(b.n_pulls, 5);
+	ck_assert_int_eq(b.n_distributors, 3);
+	ck_assert_int_eq(b.n_changes, 0);
+	ck_assert_double_eq(b.div_max, 2.0);
+	for (int h = 0; h < b.n_hosts; h++) {
+		const struct plan_host *ho = &b.hosts[h];
+
+		ck_assert_double_eq(ho->up_gbps, round(ho->up_gbps));
+		ck_assert(ho->up_gbps >= 1 && ho->up_gbps <= 10);
+		ck_assert(ho->down_gbps >= 1 && ho->down_gbps <= 10);
+		if (h >= 40)
+			ck_assert_double_eq(ho->down_gbps, 10.0);
+	}
+	for (int i = 0; i < b.n_updates; i++) {
+		ck_assert_int_eq(b.updates[i].n_shards, 2);
+		ck_assert(b.updates[i].bytes <= 64000000 + 2);
+		ck_assert(b.updates[i].ready_s <= 0.05);
+		late += b.updates[i].ready_s > 0;
+	}
+	/* A quarter of 80 are late: far from none and from all. */
+	ck_assert_int_ge(late, 8);
+	ck_assert_int_le(late, 35);
+	planio_batch_free(&b);
 }
 END_TEST
 
@@ -357,10 +411,11 @@ static Suite *check_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_valid_plan_passes);
-	tcase_add_loop_test(tc, test_checker_catches_corruption, 0, 17);
+	tcase_add_loop_test(tc, test_checker_catches_corruption, 0, 18);
 	tcase_add_test(tc, test_delay_violations_counted);
 	tcase_add_test(tc, test_generator_valid_and_seeded);
 	tcase_add_test(tc, test_generator_rejects_bad_params);
+	tcase_add_test(tc, test_generator_paper_shape);
 	tcase_add_test(tc, test_fifo_fair_share);
 	tcase_add_test(tc, test_fifo_capacity_step_and_ready);
 	suite_add_tcase(s, tc);
@@ -369,11 +424,5 @@ static Suite *check_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(check_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(check_suite()) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_batch.h"
+#include "ck_run.h"
 #include "netstate.h"
 #include "plan.h"
-#include "plangen.h"
+#include "plan_check.h"
+#include "planio.h"
 #include "replicate.h"
 
 #define MB 1000000ULL
@@ -75,142 +78,12 @@ static void tb_change(struct tb *t, int host, enum plan_link_dir dir, double at,
 	c->gbps = gbps;
 }
 
-/* ---------- an independent invariant check (plan.md "What must always hold") ---------- */
-
-static double capacity_at(const struct plan_batch *b, int host, enum plan_link_dir dir, double t)
-{
-	double c = dir == PLAN_UP ? b->hosts[host].up_gbps : b->hosts[host].down_gbps, at = -INFINITY;
-	int i;
-
-	for (i = 0; i < b->n_changes; i++) {
-		const struct plan_capacity_change *ch = &b->changes[i];
-
-		if (ch->host == host && ch->dir == dir && ch->at_s <= t && ch->at_s >= at) {
-			c = ch->gbps;
-			at = ch->at_s;
-		}
-	}
-	return c;
-}
-
-static double rate_at(const struct plan_transfer *tr, double t)
-{
-	double r = 0.0;
-	int i;
-
-	if (t < tr->start_s || t >= tr->end_s)
-		return 0.0;
-	for (i = 0; i < tr->n_rate && tr->rate[i].from_s <= t; i++)
-		r = tr->rate[i].gbps;
-	return r;
-}
-
-static int uses(const struct plan_transfer *tr, int host, enum plan_link_dir dir)
-{
-	return tr->src != tr->dst && (dir == PLAN_UP ? tr->src == host : tr->dst == host);
-}
-
-/* Invariant 1 at every rate or capacity boundary of every link. */
-static void check_capacity(const struct plan_batch *b, const struct plan *p)
-{
-	int h, d, i, j, k;
-
-	for (h = 0; h < b->n_hosts; h++)
-		for (d = 0; d < 2; d++) {
-			for (i = 0; i < p->n_transfers; i++) {
-				const struct plan_transfer *tr = &p->transfers[i];
-
-				if (!uses(tr, h, d))
-					continue;
-				for (k = 0; k < tr->n_rate; k++) {
-					double t = tr->rate[k].from_s, sum = 0.0;
-
-					for (j = 0; j < p->n_transfers; j++)
-						if (uses(&p->transfers[j], h, d))
-							sum += rate_at(&p->transfers[j], t);
-					ck_assert_msg(sum <= capacity_at(b, h, d, t) + 1e-6,
-						      "link %s.%s over capacity at %g: %g > %g",
-						      b->hosts[h].name, d ? "down" : "up", t, sum,
-						      capacity_at(b, h, d, t));
-				}
-			}
-		}
-}
-
+/* The independent checker (tests/plan_check.c): every invariant of plan-format.md. */
 static void check_plan(const struct plan_batch *b, const struct plan *p)
 {
-	int *seen = calloc((size_t)b->n_updates + 1, sizeof(int));
-	int i, j, k, pos;
+	char msg[512];
 
-	ck_assert_ptr_nonnull(seen);
-	for (i = 0; i < p->n_order; i++)
-		seen[p->order[i]]++;
-	for (i = 0; i < p->n_dropped; i++)
-		seen[p->dropped[i]]++;
-	for (i = 0; i < b->n_updates; i++)
-		ck_assert_int_eq(seen[i], b->updates[i].replica_only ? 0 : 1);
-	free(seen);
-	check_capacity(b, p);
-	for (i = 0; i < p->n_transfers; i++) {
-		const struct plan_transfer *tr = &p->transfers[i];
-		double sum = 0.0;
-
-		ck_assert(tr->start_s >= b->now_s - 1e-12);
-		for (k = 0; k < tr->n_rate; k++) {
-			double to = k + 1 < tr->n_rate ? tr->rate[k + 1].from_s : tr->end_s;
-
-			sum += tr->rate[k].gbps * 1e9 / 8.0 * (to - tr->rate[k].from_s);
-		}
-		ck_assert_msg(fabs(sum - (double)tr->bytes) <= 1e-6 * (double)tr->bytes + 1.0,
-			      "transfer %d integral %g != %llu bytes", i, sum,
-			      (unsigned long long)tr->bytes);
-		if (tr->kind == PLAN_CARRY_UPDATE)
-			ck_assert(tr->start_s >= b->updates[tr->carries].ready_s - 1e-12);
-		/* Invariant 2: an aggregate leaves after its inputs reached the aggregator. */
-		if (tr->kind == PLAN_CARRY_AGGREGATE) {
-			const struct plan_aggregate *a = &p->aggregates[tr->carries];
-
-			for (j = 0; j < p->n_transfers; j++) {
-				const struct plan_transfer *in = &p->transfers[j];
-
-				for (k = 0; k < a->n_inputs; k++)
-					if (in->kind == PLAN_CARRY_UPDATE && in->carries == a->inputs[k] &&
-					    in->dst == a->host && in->purpose == a->purpose)
-						ck_assert(in->end_s <= tr->start_s + 1e-12);
-			}
-		}
-	}
-	/* Invariants 3 and 4 at the first server: commits follow the order, delays bounded. */
-	pos = 0;
-	for (i = 0; i < p->n_commits; i++) {
-		const struct plan_commit *c = &p->commits[i];
-		int64_t before;
-
-		if (c->host != b->servers[0])
-			continue;
-		before = b->v_init + pos;
-		if (c->kind == PLAN_CARRY_UPDATE) {
-			ck_assert_int_eq(c->carries, p->order[pos]);
-			if (b->mode == PLAN_ASYNC)
-				ck_assert(before - b->updates[c->carries].version <= b->tau_max);
-			pos++;
-		} else {
-			const struct plan_aggregate *a = &p->aggregates[c->carries];
-
-			for (k = 0; k < a->n_inputs; k++) {
-				ck_assert_int_eq(a->inputs[k], p->order[pos + k]);
-				if (b->mode == PLAN_ASYNC)
-					ck_assert(before - b->updates[a->inputs[k]].version <= b->tau_max);
-			}
-			pos += a->n_inputs;
-		}
-		ck_assert_int_eq(c->version, b->v_init + pos);
-		if (i > 0)
-			ck_assert(c->at_s >= p->commits[i - 1].at_s);
-	}
-	ck_assert_int_eq(pos, p->n_order);
-	if (b->replica >= 0)
-		ck_assert(p->divergence_bound <= b->div_max);
+	ck_assert_msg(plan_check(b, p, msg, sizeof(msg)) == PLAN_CHECK_OK, "%s", msg);
 }
 
 /* plan_compute with both implementations: identical plans, invariants hold. */
@@ -865,18 +738,26 @@ START_TEST(test_fast_equals_simple)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		for (seed = 1; seed <= 3; seed++) {
-			struct plangen_opts o = {
-				.n_updates = cases[i].n, .n_aggregators = cases[i].k,
-				.n_replica_aggregators = cases[i].kr, .replica = cases[i].rep,
-				.n_servers = cases[i].srv, .n_pulls = cases[i].pulls,
-				.n_distributors = cases[i].dists, .mode = cases[i].mode,
-				.div_max = cases[i].div, .seed = seed, .fine = (int)(seed % 2),
-				.n_changes = (int)seed, .n_replica_only = cases[i].rep ? 2 : 0,
-			};
+			struct gen_params o;
 			struct plan_batch b;
 			struct plan p;
 
-			ck_assert_int_eq(plangen_batch(&o, &b), 0);
+			/* Odd seeds: the fine shape; even seeds: the paper's §7.4 shape. */
+			if (seed % 2)
+				gen_params_default(&o, cases[i].n, seed);
+			else
+				gen_params_paper(&o, cases[i].n, seed);
+			o.n_aggregators = cases[i].k;
+			o.n_replica_aggregators = cases[i].kr;
+			o.with_replica = cases[i].rep;
+			o.n_servers = cases[i].srv;
+			o.n_pulls = cases[i].pulls;
+			o.n_distributors = cases[i].dists;
+			o.mode = cases[i].mode;
+			o.div_max = cases[i].div;
+			o.n_capacity_changes = (int)seed;
+			o.n_replica_only = 2;
+			ck_assert_int_eq(gen_batch(&o, &b), 0);
 			plan_both(&b, &p);
 			plan_free(&p);
 			if (b.replica >= 0) {
@@ -885,7 +766,7 @@ START_TEST(test_fast_equals_simple)
 				plan_both(&b, &p);
 				plan_free(&p);
 			}
-			plangen_free(&b);
+			planio_batch_free(&b);
 		}
 }
 END_TEST
@@ -940,11 +821,5 @@ static Suite *plan_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(plan_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(plan_suite()) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ck_run.h"
 #include "planio.h"
 
 /* A valid batch using every field of docs/plan-format.md. */
@@ -547,11 +548,5 @@ static Suite *planio_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(planio_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(planio_suite()) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

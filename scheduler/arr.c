@@ -1,10 +1,10 @@
-/* vec.c - growable arrays and deterministic (value, index) sorting for the planner. */
-#include "vec.h"
+/* arr.c - growable arrays and deterministic (value, index) sorting for the planner. */
+#include "arr.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-int vec_grow(void **p, int *cap, int need, size_t elem)
+int arr_grow(void **p, int *cap, int need, size_t elem)
 {
 	int ncap;
 	void *np;
@@ -24,7 +24,7 @@ int vec_grow(void **p, int *cap, int need, size_t elem)
 
 static int cmp_key(const void *a, const void *b)
 {
-	const struct vec_key *x = a, *y = b;
+	const struct arr_key *x = a, *y = b;
 
 	if (x->v < y->v)
 		return -1;
@@ -33,7 +33,7 @@ static int cmp_key(const void *a, const void *b)
 	return (x->i > y->i) - (x->i < y->i);
 }
 
-void vec_sort_keys(struct vec_key *k, int n)
+void arr_sort_keys(struct arr_key *k, int n)
 {
 	if (n > 1)
 		qsort(k, (size_t)n, sizeof(*k), cmp_key);
