@@ -1,0 +1,49 @@
+# tests/integration/lib.sh - shared helpers of the testbed integration tests (sourced, not run).
+# Every test sets CLUSTER (a conf/*.json) and calls tb_begin; the EXIT trap tears the testbed
+# down even when an assertion fails. Assertions print what was expected and what was measured.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TB="$ROOT/build/mlf-testbed"
+XFER="$ROOT/build/mlf-xfer"
+TEST_NAME="$(basename "$0" .sh)"
+WORK=""
+
+tb_cleanup() {
+	local rc=$?
+	[ -n "${CLUSTER:-}" ] && "$TB" down "$CLUSTER" >/dev/null 2>&1 || true
+	[ -n "$WORK" ] && rm -rf "$WORK"
+	if [ $rc -ne 0 ]; then echo "FAIL $TEST_NAME (exit $rc)"; fi
+	exit $rc
+}
+
+fail() { echo "FAIL $TEST_NAME: $*" >&2; exit 1; }
+ok() { echo "ok   $TEST_NAME: $*"; }
+
+# tb_begin [up-args]: bring the cluster up (fresh), make a work directory.
+tb_begin() {
+	[ "$(id -u)" = 0 ] || { echo "SKIP $TEST_NAME: needs root"; exit 0; }
+	trap tb_cleanup EXIT
+	WORK="$(mktemp -d /tmp/mlf-"$TEST_NAME".XXXXXX)"
+	"$TB" up "$CLUSTER" "$@" >/dev/null 2>"$WORK/up.log" || { cat "$WORK/up.log" >&2; fail "mlf-testbed up $CLUSTER"; }
+}
+
+# cluster_name FILE: the "name" of a cluster config.
+cluster_name() { sed -n 's/^ *"name" *: *"\([^"]*\)".*/\1/p' "$1" | head -1; }
+
+# rx_bytes HOST: bytes received by HOST's eth0 (measured outside any process under test).
+rx_bytes() { "$TB" exec "$CLUSTER" "$1" cat /sys/class/net/eth0/statistics/rx_bytes; }
+
+# within PCT MEASURED TARGET: true when |MEASURED/TARGET - 1| <= PCT/100.
+within() { awk -v p="$1" -v m="$2" -v t="$3" 'BEGIN { e = m / t - 1; if (e < 0) e = -e; exit !(e <= p / 100) }'; }
+
+# dp_start HOST [ARGS...]: start HOST's dataplane through the testbed; sets DP_PID_<HOST>.
+dp_start() {
+	local host=$1; shift
+	local pid
+	pid="$("$TB" dataplane "$CLUSTER" "$host" --log "$WORK/dp-$host.log" -- "$@")" ||
+		fail "dataplane of $host did not start (log $WORK/dp-$host.log)"
+	eval "DP_PID_$host=$pid"
+}
+
+# sock HOST: the default application socket of HOST's dataplane.
+sock() { echo "/run/mlfabric/$(cluster_name "$CLUSTER")-$1.sock"; }

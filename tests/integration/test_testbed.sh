@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# test_testbed.sh - mlf-testbed builds conf/cluster-pair.json: a reaches b, a 1 Gbit/s downlink
+# tbf shapes kernel TCP to within 2%, re-up and down leave exactly the expected namespaces.
+. "$(dirname "$0")/lib.sh"
+CLUSTER="$ROOT/conf/cluster-pair.json"
+tb_begin
+
+"$TB" status "$CLUSTER" >"$WORK/status" || { cat "$WORK/status"; fail "status after up reports a missing part"; }
+grep -q "^b .*UP .*10Gbit .*10Gbit" "$WORK/status" || { cat "$WORK/status"; fail "status does not show b up with 10 Gbit/s links"; }
+
+# reachability a -> b, and the addresses/MACs from the config
+if command -v ping >/dev/null; then
+	"$TB" exec "$CLUSTER" a ping -c 3 -i 0.2 -W 1 10.78.0.2 >/dev/null || fail "a cannot ping b"
+else
+	"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
+	sleep 0.3
+	"$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -t 0.5 >/dev/null || fail "a cannot reach b (iperf3)"
+fi
+mac=$("$TB" exec "$CLUSTER" b cat /sys/class/net/eth0/address)
+[ "$mac" = "02:00:0a:4e:00:02" ] || fail "b's eth0 MAC is $mac, expected the config default 02:00:0a:4e:00:02"
+ok "a reaches b; b has its configured MAC"
+
+# a 1 Gbit/s tbf on b's downlink shapes TCP a -> b (iperf3 receiver goodput)
+"$TB" shape "$CLUSTER" b down 1 2>/dev/null
+"$TB" status "$CLUSTER" | grep -q "^b .*1Gbit *$\|^b .* 1Gbit " || fail "status does not show b's 1 Gbit/s downlink"
+"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
+sleep 0.3
+# -O 1: leave out slow start and the tbf's initial burst
+"$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -t 3 -O 1 -J >"$WORK/iperf.json" || fail "iperf3 a -> b failed"
+gbps=$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json")
+# tbf counts whole L2 frames: 1448 bytes of TCP payload per 1514-byte frame (MTU 1500, timestamps)
+within 2 "$gbps" "$(awk 'BEGIN { print 1448 / 1514 }')" ||
+	fail "downlink shaped to 1 Gbit/s gave TCP goodput $gbps Gbit/s (expected 0.956 +-2%)"
+ok "1 Gbit/s downlink tbf: TCP goodput $gbps Gbit/s"
+
+# removing the shaping lets TCP run well above 1 Gbit/s
+"$TB" shape "$CLUSTER" b down 0 2>/dev/null
+"$TB" status "$CLUSTER" | grep -q "^b .*10Gbit *-" || fail "shape 0 did not remove b's downlink tbf"
+
+# up on an up cluster re-creates it cleanly; down removes every namespace and is idempotent
+"$TB" up "$CLUSTER" 2>/dev/null || fail "second up failed"
+"$TB" status "$CLUSTER" >/dev/null || fail "status after re-up reports a missing part"
+"$TB" exec "$CLUSTER" a sleep 300 &
+sleep 0.3
+"$TB" down "$CLUSTER" 2>/dev/null || fail "down failed"
+left=$(ip netns list | grep -c '^pair-' || true)
+[ "$left" = 0 ] || fail "down left $left pair-* namespaces: $(ip netns list | grep '^pair-')"
+"$TB" down "$CLUSTER" 2>/dev/null || fail "second down (nothing to do) failed"
+if "$TB" status "$CLUSTER" >/dev/null 2>&1; then fail "status after down should report missing parts"; fi
+ok "re-up, down (killing a process left in pair-a) and a second down"
+
+# bad input is rejected with a message naming the problem
+echo '{"name":"bad","hosts":[{"name":"x","ip":"10.79.0.300"}]}' >"$WORK/bad.json"
+if "$TB" up "$WORK/bad.json" 2>"$WORK/err"; then fail "up accepted an invalid address"; fi
+grep -q "ip" "$WORK/err" || fail "error for a bad address does not name the key: $(cat "$WORK/err")"
+if "$TB" exec "$CLUSTER" zz true 2>"$WORK/err"; then fail "exec on an unknown host succeeded"; fi
+grep -q "zz" "$WORK/err" || fail "error for an unknown host does not name it"
+ok "bad config and unknown host rejected with clear errors"

@@ -1,0 +1,17 @@
+# tools/testbed.mk - mlf-testbed (emulated cluster of network namespaces) and its tests.
+TESTBED_OBJS := $(BUILD)/tools/tbcmd.o $(BUILD)/tools/tbrun.o
+
+PROGRAMS    += $(BUILD)/mlf-testbed
+UNIT_TESTS  += $(BUILD)/tests/test_tbcmd
+INTEG_TESTS += tests/integration/test_testbed.sh
+
+$(BUILD)/mlf-testbed: $(BUILD)/tools/mlf_testbed.o $(TESTBED_OBJS) $(LIBMLF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/test_tbcmd: $(BUILD)/tests/unit/test_tbcmd.o $(BUILD)/tools/tbcmd.o $(LIBMLF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
+
+EXTRA_CFLAGS_tools += -Itools
+EXTRA_CFLAGS_tests/unit += -Itools
