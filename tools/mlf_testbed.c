@@ -50,6 +50,9 @@ static const char usage[] =
 	"                                 (default log " RUN_DIR "/<cluster>-<host>.log, core =\n"
 	"                                 host index mod online cores, timeout 30 s; binary: next to\n"
 	"                                 mlf-testbed or $MLF_DATAPLANE)\n"
+	"  eal-args CLUSTER HOST [--core N]\n"
+	"                                 print the EAL arguments a DPDK program of HOST uses in the\n"
+	"                                 testbed (one per line), e.g. for bench/mlf-txloop\n"
 	"options: -v  verbose (log each command), -h/--help  this text\n";
 
 /* Builds "ip -n NS WORDS..." from a NULL-terminated word list and printf-style last words. */
@@ -581,6 +584,38 @@ static int cmd_dataplane(const struct cluster *c, const char *cluster_path, int 
 	return 1;
 }
 
+static int cmd_eal_args(const struct cluster *c, int argc, char **argv)
+{
+	struct tbcmd_argv a;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int idx, core;
+	char *end = NULL;
+
+	if (argc != 1 && !(argc == 3 && !strcmp(argv[1], "--core"))) {
+		log_err("eal-args: need HOST [--core N]");
+		return 2;
+	}
+	idx = cluster_find(c, argv[0]);
+	if (idx < 0) {
+		log_err("unknown host '%s' (cluster %s has %d hosts)", argv[0], c->name, c->n_hosts);
+		return 1;
+	}
+	core = (int)(idx % (cpus > 0 ? cpus : 1));
+	if (argc == 3) {
+		core = (int)strtol(argv[2], &end, 10);
+		if (*end || core < 0 || core >= cpus) {
+			log_err("eal-args: --core %s: must be a core number in [0, %ld)", argv[2], cpus);
+			return 2;
+		}
+	}
+	tbcmd_init(&a);
+	if (tbcmd_eal_args(&a, c->name, argv[0], c->mtu, core))
+		return 1;
+	for (int i = 0; i < a.n; i++)
+		printf("%s\n", a.v[i]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct cluster c = { 0 };
@@ -636,10 +671,12 @@ int main(int argc, char **argv)
 		rc = cmd_exec(&c, argc - argi, argv + argi);
 	} else if (!strcmp(cmd, "shape")) {
 		rc = cmd_shape(&c, argc - argi, argv + argi);
+	} else if (!strcmp(cmd, "eal-args")) {
+		rc = cmd_eal_args(&c, argc - argi, argv + argi);
 	} else if (!strcmp(cmd, "dataplane")) {
 		rc = cmd_dataplane(&c, path, argc - argi, argv + argi);
 	} else {
-		log_err("unknown command '%s' (up, down, status, exec, shape, dataplane; see --help)", cmd);
+		log_err("unknown command '%s' (up, down, status, exec, shape, dataplane, eal-args; see --help)", cmd);
 		rc = 2;
 	}
 	cluster_free(&c);
