@@ -15,3 +15,8 @@ $(BUILD)/tests/test_tbcmd: $(BUILD)/tests/unit/test_tbcmd.o $(BUILD)/tools/tbcmd
 
 EXTRA_CFLAGS_tools += -Itools
 EXTRA_CFLAGS_tests/unit += -Itools
+
+PROGRAMS += $(BUILD)/mlf-rxrate
+$(BUILD)/mlf-rxrate: $(BUILD)/tools/mlf_rxrate.o $(LIBMLF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
