@@ -3,7 +3,9 @@ TESTBED_OBJS := $(BUILD)/tools/tbcmd.o $(BUILD)/tools/tbrun.o
 
 PROGRAMS    += $(BUILD)/mlf-testbed
 UNIT_TESTS  += $(BUILD)/tests/test_tbcmd
-INTEG_TESTS += tests/integration/test_testbed.sh
+INTEG_TESTS += tests/integration/test_testbed.sh tests/integration/test_dp_transfer.sh \
+               tests/integration/test_dp_rates.sh tests/integration/test_dp_start.sh \
+               tests/integration/test_dp_concurrent.sh tests/integration/test_dp_kill.sh
 
 $(BUILD)/mlf-testbed: $(BUILD)/tools/mlf_testbed.o $(TESTBED_OBJS) $(LIBMLF)
 	@mkdir -p $(@D)

@@ -10,6 +10,9 @@ WORK=""
 
 tb_cleanup() {
 	local rc=$?
+	if [ $rc -ne 0 ] && [ -n "$WORK" ]; then
+		for f in "$WORK"/dp-*.log; do [ -f "$f" ] && { echo "--- tail of $f"; tail -5 "$f"; }; done >&2
+	fi
 	[ -n "${CLUSTER:-}" ] && "$TB" down "$CLUSTER" >/dev/null 2>&1 || true
 	[ -n "$WORK" ] && rm -rf "$WORK"
 	if [ $rc -ne 0 ]; then echo "FAIL $TEST_NAME (exit $rc)"; fi
@@ -23,7 +26,7 @@ ok() { echo "ok   $TEST_NAME: $*"; }
 tb_begin() {
 	[ "$(id -u)" = 0 ] || { echo "SKIP $TEST_NAME: needs root"; exit 0; }
 	trap tb_cleanup EXIT
-	WORK="$(mktemp -d /tmp/mlf-"$TEST_NAME".XXXXXX)"
+	WORK="$(mktemp -d /dev/shm/mlf-"$TEST_NAME".XXXXXX)"
 	"$TB" up "$CLUSTER" "$@" >/dev/null 2>"$WORK/up.log" || { cat "$WORK/up.log" >&2; fail "mlf-testbed up $CLUSTER"; }
 }
 
@@ -47,3 +50,26 @@ dp_start() {
 
 # sock HOST: the default application socket of HOST's dataplane.
 sock() { echo "/run/mlfabric/$(cluster_name "$CLUSTER")-$1.sock"; }
+
+# need_dataplane: skip (exit 0 with a SKIP line) when the dataplane is not built yet.
+need_dataplane() {
+	[ -x "$ROOT/build/mlf-dataplane" ] && [ -x "$XFER" ] ||
+		{ echo "SKIP $TEST_NAME: build/mlf-dataplane or build/mlf-xfer not built"; exit 0; }
+}
+
+# field LINE KEY: the value of key=value in an mlf-xfer / mlf-rxrate output line.
+field() { sed -n "s/.*[[:space:]]$2=\([^[:space:]]*\).*/\1/p" <<<" $1" | head -1; }
+
+# rxrate_start HOST OUT [ARGS]: measure HOST's receive rate in the background into OUT.
+rxrate_start() {
+	local host=$1 out=$2; shift 2
+	"$TB" exec "$CLUSTER" "$host" "$ROOT/build/mlf-rxrate" "$@" >"$out" &
+	RXRATE_PID=$!
+	sleep 0.1
+}
+
+# random_file PATH MB: MB MiB of random bytes.
+random_file() { head -c "$(($2 * 1024 * 1024))" /dev/urandom >"$1"; }
+
+# now_ns: CLOCK_REALTIME in nanoseconds.
+now_ns() { date +%s%N; }

@@ -37,6 +37,13 @@ ok "1 Gbit/s downlink tbf: TCP goodput $gbps Gbit/s"
 "$TB" shape "$CLUSTER" b down 0 2>/dev/null
 "$TB" status "$CLUSTER" | grep -q "^b .*10Gbit *-" || fail "shape 0 did not remove b's downlink tbf"
 
+# a dataplane that dies before creating its socket is reported naming the host and its log
+if MLF_DATAPLANE=/bin/false "$TB" dataplane "$CLUSTER" a --log "$WORK/dp.log" >/dev/null 2>"$WORK/err"; then
+	fail "dataplane start reported success for a program that exits at once"
+fi
+grep -q "host a: .*exited .*$WORK/dp.log" "$WORK/err" || fail "dataplane start error does not name host and log: $(cat "$WORK/err")"
+ok "a dataplane dying at start is reported with its host and log"
+
 # up on an up cluster re-creates it cleanly; down removes every namespace and is idempotent
 "$TB" up "$CLUSTER" 2>/dev/null || fail "second up failed"
 "$TB" status "$CLUSTER" >/dev/null || fail "status after re-up reports a missing part"
