@@ -1,0 +1,81 @@
+/* pacer.c - byte-credit pacing: credit grows with the scheduled rate, each frame spends its size. */
+#include "pacer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+int pacer_init(struct pacer *p, uint64_t start, double hz, const struct pacer_step *steps, int n,
+	       double burst_s, double min_burst)
+{
+	memset(p, 0, sizeof(*p));
+	if (n < 0 || n > PACER_MAX_STEPS || !(hz > 0))
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		if (!(steps[i].gbps >= 0) || isinf(steps[i].gbps) || (i && steps[i].at_ns <= steps[i - 1].at_ns))
+			return -EINVAL;
+		p->step_at[i] = start + (uint64_t)((double)steps[i].at_ns * hz / 1e9);
+		p->step_bpt[i] = steps[i].gbps * 1e9 / 8.0 / hz;
+	}
+	p->start = start;
+	p->last = start;
+	p->n_steps = n;
+	p->cur = -1; /* before the first step: rate 0 */
+	p->burst_ticks = burst_s * hz;
+	p->min_burst = min_burst;
+	return 0;
+}
+
+static double rate_of(const struct pacer *p, int i)
+{
+	return i < 0 ? 0.0 : p->step_bpt[i];
+}
+
+void pacer_advance(struct pacer *p, uint64_t now)
+{
+	double cap;
+
+	if (now > p->now)
+		p->now = now;
+	if (p->n_steps == 0 || now <= p->last)
+		return;
+	/* integrate the step function over [last, now] */
+	while (p->cur + 1 < p->n_steps && p->step_at[p->cur + 1] <= now) {
+		uint64_t edge = p->step_at[p->cur + 1];
+		if (edge > p->last) {
+			p->credit += rate_of(p, p->cur) * (double)(edge - p->last);
+			p->last = edge;
+		}
+		p->cur++;
+	}
+	p->credit += rate_of(p, p->cur) * (double)(now - p->last);
+	p->last = now;
+	cap = rate_of(p, p->cur) * p->burst_ticks;
+	if (cap < p->min_burst)
+		cap = p->min_burst;
+	if (p->credit > cap)
+		p->credit = cap;
+}
+
+int pacer_allow(struct pacer *p, double bytes)
+{
+	if (p->now < p->start)
+		return 0;
+	if (p->n_steps == 0)
+		return 1;
+	if (p->credit < bytes)
+		return 0;
+	p->credit -= bytes;
+	return 1;
+}
+
+double pacer_gbps_at(const struct pacer *p, uint64_t now, double hz)
+{
+	double g = 0;
+
+	if (p->n_steps == 0)
+		return now >= p->start ? -1.0 : 0.0;
+	for (int i = 0; i < p->n_steps && p->step_at[i] <= now; i++)
+		g = p->step_bpt[i] * hz * 8.0 / 1e9;
+	return g;
+}

@@ -1,0 +1,56 @@
+/* pacer.h - per-transfer byte-credit pacing along a piecewise-constant rate schedule (TSC ticks). */
+#ifndef MLF_PACER_H
+#define MLF_PACER_H
+
+#include <stdint.h>
+
+#define PACER_MAX_STEPS 16
+
+/** One step of a rate schedule: from @at_ns after the start, send at @gbps (0 = pause). */
+struct pacer_step {
+	uint64_t at_ns; /* offset from the transfer's start time, nanoseconds */
+	double gbps;    /* rate in Gbit/s of L2 frame bytes (Ethernet header included) */
+};
+
+/**
+ * Pacing state of one transfer. Time is in ticks of a free-running counter (the TSC in the
+ * dataplane), converted once at init; credit is in bytes. A transfer with no steps is unpaced.
+ */
+struct pacer {
+	uint64_t start;         /* tick at which the schedule starts */
+	uint64_t last;          /* tick up to which credit has been accrued */
+	uint64_t now;           /* latest tick passed to pacer_advance() */
+	int n_steps, cur;       /* number of steps, index of the step active at `last` */
+	uint64_t step_at[PACER_MAX_STEPS];  /* absolute tick where step i begins */
+	double step_bpt[PACER_MAX_STEPS];   /* bytes per tick of step i */
+	double credit;          /* bytes that may be sent now */
+	double burst_ticks;     /* credit is capped at this many ticks worth of the current rate */
+	double min_burst;       /* ... but never below this many bytes (one or two frames) */
+};
+
+/**
+ * pacer_init - set up pacing for a transfer starting at tick @start.
+ * @hz:        ticks per second (rte_get_tsc_hz() in the dataplane).
+ * @steps/@n:  the rate schedule, offsets strictly increasing, first offset usually 0 (before it
+ *             the rate is 0); n = 0 means unpaced (pacer_allow always true after start).
+ * @burst_s:   cap of accumulated credit in seconds of the current rate (e.g. 500e-6), so a
+ *             late loop iteration does not release an unbounded burst.
+ * @min_burst: lower bound of that cap in bytes (at least one frame).
+ * Returns 0, or -EINVAL (too many steps, offsets not increasing, negative or NaN rate).
+ */
+int pacer_init(struct pacer *p, uint64_t start, double hz, const struct pacer_step *steps, int n,
+	       double burst_s, double min_burst);
+
+/** pacer_advance - accrue credit up to tick @now along the schedule (no-op before the start). */
+void pacer_advance(struct pacer *p, uint64_t now);
+
+/**
+ * pacer_allow - may a frame of @bytes go now? Returns 1 and consumes the credit, or 0.
+ * Call pacer_advance() first. Before the start tick always 0; unpaced transfers always 1 after it.
+ */
+int pacer_allow(struct pacer *p, double bytes);
+
+/** pacer_gbps_at - the commanded rate (Gbit/s) at tick @now; -1 when unpaced, 0 before start. */
+double pacer_gbps_at(const struct pacer *p, uint64_t now, double hz);
+
+#endif

@@ -1,0 +1,222 @@
+/* sack.c - selective acknowledgement: which segments to (re)send, which arrived, SACK bitmaps. */
+#include "sack.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline int bit_get(const uint64_t *b, uint64_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
+static inline void bit_set(uint64_t *b, uint64_t i) { b[i >> 6] |= 1ULL << (i & 63); }
+
+/* First index >= @from and < @to whose bit is clear, or @to. */
+static uint64_t first_clear(const uint64_t *b, uint64_t from, uint64_t to)
+{
+	while (from < to) {
+		uint64_t w = ~b[from >> 6] >> (from & 63);
+		if (w) {
+			uint64_t i = from + (uint64_t)__builtin_ctzll(w);
+			return i < to ? i : to;
+		}
+		from = (from | 63) + 1;
+	}
+	return to;
+}
+
+uint32_t sack_seg_len(uint64_t total, uint32_t seg, uint64_t i)
+{
+	uint64_t off = i * seg;
+	return off + seg <= total ? seg : (uint32_t)(total - off);
+}
+
+int sack_tx_init(struct sack_tx *s, uint64_t total, uint32_t seg, uint64_t now_ns)
+{
+	memset(s, 0, sizeof(*s));
+	if (total == 0 || seg == 0)
+		return -EINVAL;
+	s->total = total;
+	s->seg = seg;
+	s->nseg = (total + seg - 1) / seg;
+	s->acked = calloc((s->nseg + 63) / 64 + 1, sizeof(uint64_t));
+	s->sent_us = calloc(s->nseg, sizeof(uint32_t));
+	if (!s->acked || !s->sent_us) {
+		sack_tx_free(s);
+		return -ENOMEM;
+	}
+	s->t0 = now_ns;
+	s->last_ack_ns = s->last_progress_ns = now_ns;
+	s->prm.min_age_ns = 5000000;
+	s->prm.reorder_segs = 64;
+	s->prm.tail_ns = 10000000;
+	return 0;
+}
+
+void sack_tx_free(struct sack_tx *s)
+{
+	free(s->acked);
+	free(s->sent_us);
+	s->acked = NULL;
+	s->sent_us = NULL;
+}
+
+static uint32_t stamp(const struct sack_tx *s, uint64_t now_ns)
+{
+	return (uint32_t)((now_ns - s->t0) / 1000) + 1;
+}
+
+int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
+{
+	uint32_t now_us = stamp(s, now_ns), age_us = (uint32_t)(s->prm.min_age_ns / 1000);
+	int budget = 512; /* bounded work per call; the scan resumes next time */
+
+	if (s->done)
+		return -1;
+	if (s->rscan < s->cum)
+		s->rscan = s->cum;
+	while (s->rscan < s->rlimit && budget-- > 0) {
+		uint64_t i = first_clear(s->acked, s->rscan, s->rlimit);
+		if (i >= s->rlimit || i >= s->next_new) {
+			s->rscan = s->rlimit;
+			break;
+		}
+		s->rscan = i + 1;
+		if (s->sent_us[i] && now_us - s->sent_us[i] >= age_us) {
+			s->sent_us[i] = now_us;
+			s->retransmits++;
+			*retx = 1;
+			return (int64_t)i;
+		}
+	}
+	if (s->next_new < s->nseg) {
+		*retx = 0;
+		s->sent_us[s->next_new] = now_us;
+		return (int64_t)s->next_new++;
+	}
+	return -1;
+}
+
+int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes, int done,
+		    uint64_t now_ns)
+{
+	uint64_t before = s->n_acked;
+
+	if (cum > s->nseg || (done && cum != s->nseg))
+		return -EINVAL;
+	s->last_ack_ns = now_ns;
+	for (uint64_t i = s->cum; i < cum; i++) {
+		if (!bit_get(s->acked, i)) {
+			bit_set(s->acked, i);
+			s->n_acked++;
+		}
+	}
+	for (size_t k = 0; k < nbytes; k++) {
+		if (!bitmap[k])
+			continue;
+		for (int b = 0; b < 8; b++) {
+			uint64_t i = cum + k * 8 + (uint64_t)b;
+			if (!(bitmap[k] >> b & 1))
+				continue;
+			if (i >= s->nseg)
+				return -EINVAL;
+			if (!bit_get(s->acked, i)) {
+				bit_set(s->acked, i);
+				s->n_acked++;
+			}
+			if (i + 1 > s->highest)
+				s->highest = i + 1;
+		}
+	}
+	if (cum > s->highest)
+		s->highest = cum;
+	s->cum = first_clear(s->acked, s->cum > cum ? s->cum : cum, s->nseg);
+	if (s->n_acked > before)
+		s->last_progress_ns = now_ns;
+	/* holes well below the highest arrival are lost: scan them (again) from the bottom */
+	if (s->highest > s->prm.reorder_segs && s->highest - s->prm.reorder_segs > s->cum) {
+		uint64_t lim = s->highest - s->prm.reorder_segs;
+		if (lim > s->rlimit || s->rscan >= s->rlimit) {
+			s->rlimit = lim > s->rlimit ? lim : s->rlimit;
+			s->rscan = s->cum;
+		}
+	}
+	if (done || s->n_acked == s->nseg)
+		s->done = 1;
+	return (int)(s->n_acked - before);
+}
+
+int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns)
+{
+	if (s->done)
+		return 1;
+	if (s->next_new > 0 && now_ns - s->last_ack_ns > timeout_ns)
+		return -ETIMEDOUT;
+	/* tail loss: all sent once, no progress -> every hole is a candidate */
+	if (s->next_new == s->nseg && now_ns - s->last_progress_ns > s->prm.tail_ns) {
+		s->rlimit = s->nseg;
+		s->rscan = s->cum;
+		s->last_progress_ns = now_ns;
+	}
+	return 0;
+}
+
+int sack_rx_init(struct sack_rx *r, uint64_t total, uint32_t seg)
+{
+	memset(r, 0, sizeof(*r));
+	if (total == 0 || seg == 0)
+		return -EINVAL;
+	r->total = total;
+	r->seg = seg;
+	r->nseg = (total + seg - 1) / seg;
+	r->got = calloc((r->nseg + 63) / 64 + 1, sizeof(uint64_t));
+	return r->got ? 0 : -ENOMEM;
+}
+
+void sack_rx_free(struct sack_rx *r)
+{
+	free(r->got);
+	r->got = NULL;
+}
+
+int sack_rx_on_data(struct sack_rx *r, uint64_t offset, uint32_t len)
+{
+	uint64_t i = offset / r->seg;
+
+	if (offset % r->seg || i >= r->nseg || len != sack_seg_len(r->total, r->seg, i))
+		return -EINVAL;
+	if (bit_get(r->got, i)) {
+		r->dups++;
+		return 0;
+	}
+	bit_set(r->got, i);
+	r->n_got++;
+	r->since_sack++;
+	if (i > r->cum)
+		r->gap = 1;
+	if (i + 1 > r->highest)
+		r->highest = i + 1;
+	if (i == r->cum)
+		r->cum = first_clear(r->got, r->cum, r->nseg);
+	return 1;
+}
+
+size_t sack_rx_build(struct sack_rx *r, uint64_t *cum, uint8_t *bitmap, size_t max)
+{
+	size_t n = 0;
+
+	*cum = r->cum;
+	r->since_sack = 0;
+	r->gap = 0;
+	if (r->highest > r->cum) {
+		n = (size_t)((r->highest - r->cum + 7) / 8);
+		if (n > max)
+			n = max;
+	}
+	for (size_t k = 0; k < n; k++) {
+		uint64_t p = r->cum + 8 * k, w = p >> 6;
+		unsigned sh = p & 63;
+		uint64_t v = r->got[w] >> sh;
+		if (sh > 56) /* the bitmap has one spare word at the end */
+			v |= r->got[w + 1] << (64 - sh);
+		bitmap[k] = (uint8_t)v;
+	}
+	return n;
+}

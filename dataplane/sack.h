@@ -1,0 +1,116 @@
+/* sack.h - selective-acknowledgement state machines: sender retransmission and receiver reassembly. */
+#ifndef MLF_SACK_H
+#define MLF_SACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A transfer of `total` bytes is cut into segments of `seg` bytes (the last may be shorter);
+ * segment i covers bytes [i*seg, min((i+1)*seg, total)). Times are nanoseconds of one monotonic
+ * clock chosen by the caller.
+ */
+
+/** Tunables of the sender side (defaults in sack_tx_init, override after init). */
+struct sack_tx_params {
+	uint64_t min_age_ns;   /* a segment is resent only if its last copy left this long ago */
+	uint64_t reorder_segs; /* holes this close below the highest acked segment are not yet lost */
+	uint64_t tail_ns;      /* with everything sent and no ack progress this long, resend holes */
+};
+
+/** Sender state of one transfer. */
+struct sack_tx {
+	uint64_t total, nseg;
+	uint32_t seg;
+	uint64_t *acked;        /* bitmap, bit i = segment i acknowledged */
+	uint32_t *sent_us;      /* per segment: last send time in us since t0, plus 1 (0 = never) */
+	uint64_t t0;
+	uint64_t cum;           /* all segments below are acknowledged */
+	uint64_t next_new;      /* first segment never sent */
+	uint64_t highest;       /* one past the highest acknowledged segment */
+	uint64_t n_acked;
+	uint64_t rscan, rlimit; /* retransmission scan: candidates in [rscan, rlimit) */
+	uint64_t retransmits;   /* segments sent more than once */
+	uint64_t last_ack_ns;   /* last SACK from the peer (silence detection) */
+	uint64_t last_progress_ns; /* last time n_acked grew or a tail round started */
+	int done;               /* the peer reported every byte received */
+	struct sack_tx_params prm;
+};
+
+/**
+ * sack_tx_init - sender state for @total bytes (> 0) in segments of @seg bytes (> 0), at @now_ns.
+ * Returns 0, -EINVAL for a zero size, -ENOMEM.
+ */
+int sack_tx_init(struct sack_tx *s, uint64_t total, uint32_t seg, uint64_t now_ns);
+
+/** sack_tx_free - release the bitmaps; safe on a zeroed struct. */
+void sack_tx_free(struct sack_tx *s);
+
+/**
+ * sack_tx_next - choose the next segment to send at @now_ns and record it as sent.
+ * Lost segments (below the reorder window of the highest acknowledged one, or all holes after a
+ * tail timeout, and older than min_age) go before never-sent ones.
+ * @retx: set to 1 when the returned segment is a retransmission.
+ * Returns the segment index, or -1 when nothing should be sent now.
+ */
+int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx);
+
+/**
+ * sack_tx_on_sack - apply a SACK: all segments below @cum arrived, and bit i of @bitmap
+ * (@nbytes bytes, bit i = byte i/8 bit i%8) says segment cum+i arrived. @done: the peer has all.
+ * Returns the number of newly acknowledged segments, or -EINVAL when the SACK names segments
+ * beyond the transfer (ignored).
+ */
+int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes, int done,
+		    uint64_t now_ns);
+
+/**
+ * sack_tx_check - timers: start a tail-loss round when due, detect a silent peer.
+ * Returns 1 when the transfer is complete, -ETIMEDOUT when no SACK came for @timeout_ns while
+ * data is outstanding (the caller fails the transfer naming the peer), 0 otherwise.
+ */
+int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns);
+
+/** sack_seg_len - bytes of segment @i of a transfer of @total bytes cut in @seg-byte segments. */
+uint32_t sack_seg_len(uint64_t total, uint32_t seg, uint64_t i);
+
+/** Receiver (reassembly) state of one transfer. */
+struct sack_rx {
+	uint64_t total, nseg;
+	uint32_t seg;
+	uint64_t *got;      /* bitmap, bit i = segment i arrived */
+	uint64_t cum;       /* all segments below arrived */
+	uint64_t highest;   /* one past the highest segment that arrived */
+	uint64_t n_got;
+	uint64_t dups;      /* DATA frames of segments already held */
+	uint32_t since_sack; /* new segments since the last SACK was built */
+	int gap;            /* a segment arrived beyond a hole since the last SACK */
+};
+
+/** sack_rx_init - receiver state for @total bytes (> 0) in @seg-byte segments. 0, -EINVAL, -ENOMEM. */
+int sack_rx_init(struct sack_rx *r, uint64_t total, uint32_t seg);
+
+/** sack_rx_free - release the bitmap; safe on a zeroed struct. */
+void sack_rx_free(struct sack_rx *r);
+
+/**
+ * sack_rx_on_data - record DATA at byte @offset with @len bytes.
+ * Returns 1 when new (the caller copies the payload), 0 for a duplicate, -EINVAL when offset/len
+ * do not describe exactly one segment of this transfer.
+ */
+int sack_rx_on_data(struct sack_rx *r, uint64_t offset, uint32_t len);
+
+/** sack_rx_complete - 1 when every segment arrived. */
+static inline int sack_rx_complete(const struct sack_rx *r)
+{
+	return r->n_got == r->nseg;
+}
+
+/**
+ * sack_rx_build - build the SACK to send now: *@cum = cumulative segment count, bitmap of the
+ * segments after it (at most @max bytes, only as long as needed to reach the highest arrival).
+ * Resets since_sack and gap. Returns the bitmap length in bytes.
+ */
+size_t sack_rx_build(struct sack_rx *r, uint64_t *cum, uint8_t *bitmap, size_t max);
+
+#endif

@@ -1,0 +1,118 @@
+/* test_dp_pacer.c - Check tests of pacing arithmetic (pacer.c) and the egress token bucket (tbucket.c). */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+
+#include "pacer.h"
+#include "tbucket.h"
+#include "test_dp_main.h"
+
+#define HZ 1e9 /* one tick per nanosecond keeps the arithmetic readable */
+#define FRAME 1514.0
+
+/* Sends FRAME-sized frames as soon as credit allows between ticks [from, to) in 1 us steps. */
+static double run(struct pacer *p, uint64_t from, uint64_t to)
+{
+	double sent = 0;
+
+	for (uint64_t t = from; t < to; t += 1000) {
+		pacer_advance(p, t);
+		while (pacer_allow(p, FRAME))
+			sent += FRAME;
+	}
+	return sent;
+}
+
+START_TEST(follows_rate_steps)
+{
+	struct pacer p;
+	struct pacer_step steps[] = { { 0, 1.0 }, { 2000000, 2.5 }, { 4000000, 0.0 } };
+	double sent;
+
+	ck_assert_int_eq(pacer_init(&p, 1000000, HZ, steps, 3, 500e-6, 2 * FRAME), 0);
+	/* before the start: nothing at all */
+	ck_assert_double_eq(run(&p, 0, 1000000), 0);
+	/* 2 ms at 1 Gbit/s = 250000 bytes, within one frame */
+	sent = run(&p, 1000000, 3000000);
+	ck_assert_msg(fabs(sent - 250000) <= FRAME, "1 Gbit/s step sent %.0f bytes", sent);
+	/* 2 ms at 2.5 Gbit/s = 625000 bytes */
+	sent = run(&p, 3000000, 5000000);
+	ck_assert_msg(fabs(sent - 625000) <= 2 * FRAME, "2.5 Gbit/s step sent %.0f bytes", sent);
+	/* paused: at most the leftover credit of one frame */
+	sent = run(&p, 5000000, 8000000);
+	ck_assert_msg(sent <= FRAME, "paused step sent %.0f bytes", sent);
+	ck_assert_double_eq_tol(pacer_gbps_at(&p, 3500000, HZ), 2.5, 1e-9);
+	ck_assert_double_eq(pacer_gbps_at(&p, 500000, HZ), 0);
+}
+END_TEST
+
+START_TEST(burst_is_capped_after_a_stall)
+{
+	struct pacer p;
+	struct pacer_step step = { 0, 1.0 };
+	double sent = 0;
+
+	ck_assert_int_eq(pacer_init(&p, 0, HZ, &step, 1, 500e-6, 2 * FRAME), 0);
+	/* the loop stalls for 10 ms: credit must not exceed 500 us of 1 Gbit/s = 62500 bytes */
+	pacer_advance(&p, 10000000);
+	while (pacer_allow(&p, FRAME))
+		sent += FRAME;
+	ck_assert_msg(sent <= 62500 && sent >= 62500 - FRAME, "burst after stall %.0f bytes", sent);
+}
+END_TEST
+
+START_TEST(unpaced_and_invalid)
+{
+	struct pacer p;
+	struct pacer_step bad[] = { { 0, 1.0 }, { 0, 2.0 } }, neg = { 0, -1.0 };
+
+	ck_assert_int_eq(pacer_init(&p, 100, HZ, NULL, 0, 500e-6, FRAME), 0);
+	pacer_advance(&p, 50);
+	ck_assert_int_eq(pacer_allow(&p, FRAME), 0);
+	pacer_advance(&p, 100);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_int_eq(pacer_allow(&p, FRAME), 1);
+	ck_assert_int_eq(pacer_init(&p, 0, HZ, bad, 2, 500e-6, FRAME), -EINVAL);
+	ck_assert_int_eq(pacer_init(&p, 0, HZ, &neg, 1, 500e-6, FRAME), -EINVAL);
+	ck_assert_int_eq(pacer_init(&p, 0, HZ, bad, PACER_MAX_STEPS + 1, 500e-6, FRAME), -EINVAL);
+}
+END_TEST
+
+START_TEST(token_bucket_rate_and_runtime_change)
+{
+	struct tbucket tb;
+	double sent = 0;
+
+	tbucket_init(&tb, 1.0, 16384, HZ, 0);
+	/* 10 ms at 1 Gbit/s: 1.25 MB plus the initial depth */
+	for (uint64_t t = 0; t < 10000000; t += 1000) {
+		tbucket_refill(&tb, t);
+		while (tbucket_take(&tb, 1514))
+			sent += 1514;
+	}
+	ck_assert_msg(fabs(sent - (1250000 + 16384)) <= 2 * 1514, "1 Gbit/s bucket passed %.0f", sent);
+	ck_assert_uint_gt(tb.held, 0);
+	/* rate raised to 4 Gbit/s at run time: the next 10 ms pass 4x as much */
+	tbucket_set_rate(&tb, 4.0, 10000000);
+	sent = 0;
+	for (uint64_t t = 10000000; t < 20000000; t += 1000) {
+		tbucket_refill(&tb, t);
+		while (tbucket_take(&tb, 1514))
+			sent += 1514;
+	}
+	ck_assert_msg(fabs(sent - 5000000) <= 16384 + 2 * 1514, "4 Gbit/s bucket passed %.0f", sent);
+	/* forced frames go into debt and delay the following data */
+	tbucket_force(&tb, 100000);
+	ck_assert_int_eq(tbucket_take(&tb, 1514), 0);
+	/* off: everything passes */
+	tbucket_set_rate(&tb, 0, 20000000);
+	ck_assert_int_eq(tbucket_take(&tb, 1514), 1);
+}
+END_TEST
+
+int main(void)
+{
+	const TTest *tests[] = { follows_rate_steps, burst_is_capped_after_a_stall, unpaced_and_invalid,
+				 token_bucket_rate_and_runtime_change };
+	return test_dp_run("pacer", tests, 4);
+}

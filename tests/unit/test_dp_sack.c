@@ -1,0 +1,200 @@
+/* test_dp_sack.c - Check tests of the SACK state machines (sack.c): loss, duplicates, reordering, timeout. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault.h"
+#include "sack.h"
+#include "test_dp_main.h"
+
+#define SEG 1000
+#define MS 1000000ULL
+#define WIRE_SACK_BYTES 1024
+
+/*
+ * Simulated link in both directions with the given faults: each step of 10 us the sender emits up
+ * to 8 segments, frames take 100 us; reordered frames take 300 us. Returns the simulated time at
+ * which the sender learned completion, or 0 if it did not within @limit_ns.
+ */
+struct inflight { uint64_t at, seg; };
+
+static uint64_t simulate(uint64_t total, const struct fault_dir *fd, uint64_t limit_ns,
+			 struct sack_tx *tx, struct sack_rx *rx, uint8_t *dst, const uint8_t *src)
+{
+	static struct inflight q[1 << 16];
+	size_t nq = 0;
+	uint64_t rng = 99, now = 0, ack_due = 0;
+
+	ck_assert_int_eq(sack_tx_init(tx, total, SEG, 0), 0);
+	ck_assert_int_eq(sack_rx_init(rx, total, SEG), 0);
+	for (now = 0; now < limit_ns; now += 10000) {
+		int retx;
+		/* deliver due frames */
+		for (size_t i = 0; i < nq;) {
+			if (q[i].at > now) {
+				i++;
+				continue;
+			}
+			uint64_t s = q[i].seg;
+			uint32_t len = sack_seg_len(total, SEG, s);
+			q[i] = q[--nq];
+			if (sack_rx_on_data(rx, s * SEG, len) == 1)
+				memcpy(dst + s * SEG, src + s * SEG, len);
+		}
+		/* receiver acknowledges every 100 us (acks see the same drop rate) */
+		if (now >= ack_due) {
+			uint8_t bm[WIRE_SACK_BYTES];
+			uint64_t cum;
+			size_t n = sack_rx_build(rx, &cum, bm, sizeof(bm));
+			ack_due = now + 100000;
+			if (!(fd->drop > 0 && fault_rand(&rng) < fd->drop))
+				ck_assert_int_ge(sack_tx_on_sack(tx, cum, bm, n, sack_rx_complete(rx), now), 0);
+		}
+		if (sack_tx_check(tx, now, 3000 * MS) == 1)
+			return now;
+		for (int k = 0; k < 8 && nq + 2 < sizeof(q) / sizeof(q[0]); k++) {
+			int64_t s = sack_tx_next(tx, now, &retx);
+			if (s < 0)
+				break;
+			switch (fault_decide(fd, &rng)) {
+			case FAULT_DROP:
+				break;
+			case FAULT_DUP:
+				q[nq++] = (struct inflight){ now + 100000, (uint64_t)s };
+				q[nq++] = (struct inflight){ now + 120000, (uint64_t)s };
+				break;
+			case FAULT_REORDER:
+				q[nq++] = (struct inflight){ now + 300000, (uint64_t)s };
+				break;
+			default:
+				q[nq++] = (struct inflight){ now + 100000, (uint64_t)s };
+			}
+		}
+	}
+	return 0;
+}
+
+
+
+static void check_transfer(uint64_t total, struct fault_dir fd, int expect_retx)
+{
+	struct sack_tx tx;
+	struct sack_rx rx;
+	uint8_t *src = malloc(total), *dst = calloc(1, total);
+	uint64_t end;
+
+	for (uint64_t i = 0; i < total; i++)
+		src[i] = (uint8_t)(i * 2654435761u >> 13);
+	end = simulate(total, &fd, 2000 * MS, &tx, &rx, dst, src);
+	ck_assert_msg(end > 0, "transfer of %llu bytes did not complete (%llu/%llu segments)",
+		      (unsigned long long)total, (unsigned long long)rx.n_got, (unsigned long long)rx.nseg);
+	ck_assert(sack_rx_complete(&rx));
+	ck_assert_mem_eq(src, dst, total);
+	if (expect_retx)
+		ck_assert_uint_gt(tx.retransmits, 0);
+	else
+		ck_assert_uint_eq(tx.retransmits, 0);
+	if (fd.dup > 0)
+		ck_assert_uint_gt(rx.dups, 0);
+	sack_tx_free(&tx);
+	sack_rx_free(&rx);
+	free(src);
+	free(dst);
+}
+
+START_TEST(clean_link_no_retransmits)
+{
+	check_transfer(1234567, (struct fault_dir){ 0 }, 0);
+}
+END_TEST
+
+START_TEST(loss_dup_reorder_byte_exact)
+{
+	check_transfer(3000001, (struct fault_dir){ .drop = 0.01, .dup = 0.01, .reorder = 0.01 }, 1);
+}
+END_TEST
+
+START_TEST(heavy_loss_byte_exact)
+{
+	check_transfer(500000, (struct fault_dir){ .drop = 0.2 }, 1);
+}
+END_TEST
+
+START_TEST(tail_loss_recovered)
+{
+	struct sack_tx tx;
+	int retx;
+	uint64_t total = 10 * SEG, cum;
+	int64_t s;
+
+	ck_assert_int_eq(sack_tx_init(&tx, total, SEG, 0), 0);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+	ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), -1);
+	/* segments 0..7 acknowledged, the last two lost: no reorder evidence, only the tail timer */
+	cum = 8;
+	ck_assert_int_eq(sack_tx_on_sack(&tx, cum, NULL, 0, 0, 1 * MS), 8);
+	ck_assert_int_eq(sack_tx_next(&tx, 2 * MS, &retx), -1);
+	ck_assert_int_eq(sack_tx_check(&tx, 20 * MS, 3000 * MS), 0);
+	s = sack_tx_next(&tx, 20 * MS, &retx);
+	ck_assert_int_eq(s, 8);
+	ck_assert_int_eq(retx, 1);
+	ck_assert_int_eq(sack_tx_next(&tx, 20 * MS, &retx), 9);
+	ck_assert_int_eq(sack_tx_next(&tx, 20 * MS, &retx), -1);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 10, NULL, 0, 1, 21 * MS), 2);
+	ck_assert_int_eq(sack_tx_check(&tx, 22 * MS, 3000 * MS), 1);
+	sack_tx_free(&tx);
+}
+END_TEST
+
+START_TEST(silent_peer_times_out)
+{
+	struct sack_tx tx;
+	int retx;
+
+	ck_assert_int_eq(sack_tx_init(&tx, 5 * SEG, SEG, 0), 0);
+	/* nothing sent yet: no timeout however long the wait for the start time */
+	ck_assert_int_eq(sack_tx_check(&tx, 10000 * MS, 3000 * MS), 0);
+	tx.last_ack_ns = 10000 * MS;
+	ck_assert_int_ge(sack_tx_next(&tx, 10000 * MS, &retx), 0);
+	ck_assert_int_eq(sack_tx_check(&tx, 12000 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_check(&tx, 13001 * MS, 3000 * MS), -ETIMEDOUT);
+	sack_tx_free(&tx);
+}
+END_TEST
+
+START_TEST(receiver_rejects_and_reports)
+{
+	struct sack_rx rx;
+	uint8_t bm[16];
+	uint64_t cum;
+	size_t n;
+
+	ck_assert_int_eq(sack_rx_init(&rx, 10 * SEG + 5, SEG), 0);
+	ck_assert_int_eq(sack_rx_on_data(&rx, 500, SEG), -EINVAL);      /* not on a segment edge */
+	ck_assert_int_eq(sack_rx_on_data(&rx, 0, SEG - 1), -EINVAL);    /* short non-final segment */
+	ck_assert_int_eq(sack_rx_on_data(&rx, 11 * SEG, 5), -EINVAL);   /* beyond the end */
+	ck_assert_int_eq(sack_rx_on_data(&rx, 10 * SEG, 5), 1);         /* the short last one */
+	ck_assert_int_eq(sack_rx_on_data(&rx, 0, SEG), 1);
+	ck_assert_int_eq(sack_rx_on_data(&rx, 2 * SEG, SEG), 1);
+	ck_assert_int_eq(sack_rx_on_data(&rx, 2 * SEG, SEG), 0);        /* duplicate */
+	ck_assert_uint_eq(rx.dups, 1);
+	n = sack_rx_build(&rx, &cum, bm, sizeof(bm));
+	ck_assert_uint_eq(cum, 1);
+	/* bits relative to segment 1: segment 2 -> bit 1, segment 10 -> bit 9 */
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(bm[0], 0x02);
+	ck_assert_uint_eq(bm[1], 0x02);
+	ck_assert(!sack_rx_complete(&rx));
+	sack_rx_free(&rx);
+}
+END_TEST
+
+int main(void)
+{
+	const TTest *tests[] = { clean_link_no_retransmits, loss_dup_reorder_byte_exact,
+				 heavy_loss_byte_exact, tail_loss_recovered, silent_peer_times_out,
+				 receiver_rejects_and_reports };
+	return test_dp_run("sack", tests, 6);
+}
