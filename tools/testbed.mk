@@ -22,3 +22,10 @@ PROGRAMS += $(BUILD)/mlf-rxrate
 $(BUILD)/mlf-rxrate: $(BUILD)/tools/mlf_rxrate.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# tools/mlfabric.lua (Wireshark dissector) is checked against frames made by wire_encode().
+PROGRAMS    += $(BUILD)/tests/wire_pcap
+INTEG_TESTS += tests/integration/test_dissector.sh
+$(BUILD)/tests/wire_pcap: $(BUILD)/tests/integration/wire_pcap.o $(LIBMLF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
