@@ -73,3 +73,13 @@ random_file() { head -c "$(($2 * 1024 * 1024))" /dev/urandom >"$1"; }
 
 # now_ns: CLOCK_REALTIME in nanoseconds.
 now_ns() { date +%s%N; }
+
+# dp_pair_begin: the common start of a dataplane test on conf/cluster-pair.json: skip when the
+# dataplane is not built, bring the testbed up, start the dataplanes of a and b.
+dp_pair_begin() {
+	CLUSTER="$ROOT/conf/cluster-pair.json"
+	need_dataplane
+	tb_begin
+	dp_start a
+	dp_start b
+}

@@ -2,11 +2,7 @@
 # test_dp_kill.sh - killing the receiver's dataplane mid-transfer makes the sender report the
 # transfer failed, naming the silent peer, within its timeout (never a hang).
 . "$(dirname "$0")/lib.sh"
-CLUSTER="$ROOT/conf/cluster-pair.json"
-need_dataplane
-tb_begin
-dp_start a
-dp_start b
+dp_pair_begin
 
 timeout 30 "$XFER" recv --sock "$(sock b)" --count 1 --out /dev/null --timeout 20 >"$WORK/recv" 2>&1 &
 # 250 MB at 0.5 Gbit/s takes 4 s: the kill lands in the middle

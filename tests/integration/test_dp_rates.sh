@@ -2,11 +2,7 @@
 # test_dp_rates.sh - commanded rates 0.2, 1 and 2.5 Gbit/s, measured outside the dataplane from the
 # receiver's eth0 rx_bytes over the transfer (L2 bytes, as the pacer counts), within +-2%.
 . "$(dirname "$0")/lib.sh"
-CLUSTER="$ROOT/conf/cluster-pair.json"
-need_dataplane
-tb_begin
-dp_start a
-dp_start b
+dp_pair_begin
 
 for rate in 0.2 1 2.5; do
 	# about 1.2 s of traffic at the commanded rate

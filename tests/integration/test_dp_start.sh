@@ -2,11 +2,7 @@
 # test_dp_start.sh - the first data frame reaches the peer's interface within 1 ms of the commanded
 # CLOCK_REALTIME start (tcpdump timestamps on b's eth0; the namespaces share one clock).
 . "$(dirname "$0")/lib.sh"
-CLUSTER="$ROOT/conf/cluster-pair.json"
-need_dataplane
-tb_begin
-dp_start a
-dp_start b
+dp_pair_begin
 port=$(sed -n 's/.*"udp_port" *: *\([0-9]*\).*/\1/p' "$CLUSTER"); port=${port:-47000}
 
 for round in 1 2 3; do
