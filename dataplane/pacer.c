@@ -79,3 +79,9 @@ double pacer_gbps_at(const struct pacer *p, uint64_t now, double hz)
 		g = p->step_bpt[i] * hz * 8.0 / 1e9;
 	return g;
 }
+
+void pacer_refund(struct pacer *p, double bytes)
+{
+	if (p->n_steps > 0)
+		p->credit += bytes;
+}

@@ -50,6 +50,9 @@ void pacer_advance(struct pacer *p, uint64_t now);
  */
 int pacer_allow(struct pacer *p, double bytes);
 
+/** pacer_refund - give back @bytes taken by pacer_allow() for a frame that was not sent. */
+void pacer_refund(struct pacer *p, double bytes);
+
 /** pacer_gbps_at - the commanded rate (Gbit/s) at tick @now; -1 when unpaced, 0 before start. */
 double pacer_gbps_at(const struct pacer *p, uint64_t now, double hz);
 

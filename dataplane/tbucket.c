@@ -43,3 +43,10 @@ void tbucket_force(struct tbucket *tb, uint32_t bytes)
 		tb->tokens -= bytes;
 	tb->passed_bytes += bytes;
 }
+
+void tbucket_refund(struct tbucket *tb, uint32_t bytes)
+{
+	if (tb->gbps > 0)
+		tb->tokens += bytes;
+	tb->passed_bytes -= bytes;
+}

@@ -30,6 +30,9 @@ void tbucket_refill(struct tbucket *tb, uint64_t now);
 /** tbucket_take - 1 and spend @bytes if the bucket holds them (or the shaper is off), else 0. */
 int tbucket_take(struct tbucket *tb, uint32_t bytes);
 
+/** tbucket_refund - give back @bytes taken by tbucket_take() for a frame that was not sent. */
+void tbucket_refund(struct tbucket *tb, uint32_t bytes);
+
 /** tbucket_force - spend @bytes even into debt (acknowledgements must not wait behind data). */
 void tbucket_force(struct tbucket *tb, uint32_t bytes);
 

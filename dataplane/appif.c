@@ -1,0 +1,352 @@
+/* appif.c - serve local apps: SEND/LISTEN/ORDER requests, completion events, commit-order delivery. */
+#define _GNU_SOURCE
+#include "appif.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "appmsg.h"
+#include "dp.h"
+#include "log.h"
+
+#define MAX_CLIENTS 64
+#define MAX_CHANS 64
+#define MAX_PENDING 4096
+
+struct client {
+	int fd;           /* -1 when the slot is free */
+	uint32_t gen;
+};
+
+/* A finished incoming transfer waiting for its listener or its turn in the commit order. */
+struct delivery {
+	struct appmsg msg;
+	int fd;
+};
+
+/* The commit order of one channel: ids[0..n), done[i] once ids[i] was handed over. */
+struct order {
+	uint64_t *ids;
+	uint8_t *done;
+	int n, cap;
+};
+
+static struct {
+	int lfd;
+	char path[108];
+	struct client cl[MAX_CLIENTS];
+	int listener[MAX_CHANS];  /* client index per channel, -1 = none */
+	struct delivery pend[MAX_PENDING];
+	int npend;
+	struct order order[MAX_CHANS];
+} ai = { .lfd = -1 };
+
+int appif_init(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)], *slash;
+
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		ai.cl[i].fd = -1;
+	for (int i = 0; i < MAX_CHANS; i++)
+		ai.listener[i] = -1;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path '%s' too long", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	strcpy(dir, path);
+	if ((slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+	}
+	unlink(path);
+	ai.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ai.lfd < 0 || bind(ai.lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(ai.lfd, 64) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(e));
+		if (ai.lfd >= 0)
+			close(ai.lfd);
+		ai.lfd = -1;
+		return -e;
+	}
+	chmod(path, 0666);
+	strcpy(ai.path, path);
+	return 0;
+}
+
+static void reply(int c, struct appmsg *m)
+{
+	int rc;
+
+	if (c < 0 || ai.cl[c].fd < 0)
+		return;
+	rc = appmsg_send(ai.cl[c].fd, m, -1);
+	if (rc < 0) {
+		static double last;
+		if (log_ratelimited(&last, 1.0))
+			log_warn("app connection %d: cannot send event: %s", c, strerror(-rc));
+	}
+}
+
+static void error_to(int c, const char *fmt, const char *arg)
+{
+	struct appmsg m = { .type = APPMSG_ERROR, .status = -EINVAL };
+
+	snprintf(m.reason, sizeof(m.reason), fmt, arg);
+	log_warn("app connection %d: %s", c, m.reason);
+	reply(c, &m);
+}
+
+/* Index of @id in the order of @chan, or -1. */
+static int order_pos(const struct order *o, uint64_t id)
+{
+	for (int i = 0; i < o->n; i++)
+		if (o->ids[i] == id)
+			return i;
+	return -1;
+}
+
+/* May this delivery go now? Not in the order: yes; in it: when every earlier id is done. */
+static int turn_ok(const struct delivery *d)
+{
+	const struct order *o = &ai.order[d->msg.chan % MAX_CHANS];
+	int pos = order_pos(o, d->msg.id);
+
+	for (int i = 0; i < pos; i++)
+		if (!o->done[i])
+			return 0;
+	return 1;
+}
+
+/* Hands over every delivery whose listener exists and whose turn came; repeats until stable. */
+static void deliver(void)
+{
+	int progress = 1;
+
+	while (progress) {
+		progress = 0;
+		for (int i = 0; i < ai.npend; i++) {
+			struct delivery *d = &ai.pend[i];
+			int c = ai.listener[d->msg.chan % MAX_CHANS], pos, rc;
+			if (c < 0 || ai.cl[c].fd < 0 || !turn_ok(d))
+				continue;
+			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
+			if (rc == -EAGAIN)
+				return; /* the app is slow to read: try again next poll */
+			if (rc < 0)
+				log_warn("delivery of transfer %llx to app %d failed: %s",
+					 (unsigned long long)d->msg.id, c, strerror(-rc));
+			pos = order_pos(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id);
+			if (pos >= 0)
+				ai.order[d->msg.chan % MAX_CHANS].done[pos] = 1;
+			if (d->fd >= 0)
+				close(d->fd);
+			ai.pend[i--] = ai.pend[--ai.npend];
+			progress = 1;
+		}
+	}
+}
+
+void appif_rx_done(const struct xfer_rx *x, int status, const char *reason)
+{
+	struct delivery *d;
+
+	if (ai.npend >= MAX_PENDING) {
+		log_err("transfer %llx from %s dropped: %d deliveries already wait for listeners",
+			(unsigned long long)x->id, dp.cluster.hosts[x->peer].name, MAX_PENDING);
+		if (x->fd >= 0)
+			close(x->fd);
+		return;
+	}
+	d = &ai.pend[ai.npend++];
+	memset(d, 0, sizeof(*d));
+	d->msg.type = APPMSG_RX_DONE;
+	d->msg.status = status;
+	d->msg.id = x->id;
+	d->msg.bytes = x->bytes;
+	d->msg.chan = x->chan;
+	d->msg.end_ns = x->end_ns;
+	d->msg.frames = x->frames;
+	snprintf(d->msg.peer, sizeof(d->msg.peer), "%s", dp.cluster.hosts[x->peer].name);
+	snprintf(d->msg.reason, sizeof(d->msg.reason), "%s", reason ? reason : "");
+	d->fd = status == 0 ? x->fd : -1;
+	if (status && x->fd >= 0)
+		close(x->fd);
+	deliver();
+}
+
+void appif_tx_done(const struct xfer_tx *x, int status)
+{
+	struct appmsg m = { .type = APPMSG_TX_DONE, .status = status, .id = x->id, .bytes = x->bytes,
+			    .chan = x->chan, .first_tx_ns = x->first_tx_ns, .end_ns = x->end_ns,
+			    .retransmits = x->sack.retransmits, .frames = x->frames };
+
+	if (x->client < 0 || ai.cl[x->client].gen != x->client_gen)
+		return;
+	m.start_error_ns = x->first_tx_ns ? (int64_t)(x->first_tx_ns - x->start_ns) : 0;
+	snprintf(m.peer, sizeof(m.peer), "%s", dp.cluster.hosts[x->peer].name);
+	snprintf(m.reason, sizeof(m.reason), "%s", x->reason);
+	reply(x->client, &m);
+}
+
+static void order_add(uint16_t chan, const uint64_t *ids, int n, int replace)
+{
+	struct order *o = &ai.order[chan % MAX_CHANS];
+
+	if (replace)
+		o->n = 0;
+	if (o->n + n > o->cap) {
+		int cap = (o->n + n) * 2;
+		uint64_t *ni = realloc(o->ids, (size_t)cap * sizeof(*ni));
+		uint8_t *nd = ni ? realloc(o->done, (size_t)cap) : NULL;
+		if (ni)
+			o->ids = ni;
+		if (!ni || !nd) {
+			log_err("commit order of channel %u: out of memory", chan);
+			return;
+		}
+		o->done = nd;
+		o->cap = cap;
+	}
+	for (int i = 0; i < n; i++) {
+		o->ids[o->n] = ids[i];
+		o->done[o->n++] = 0;
+	}
+}
+
+static void drop_client(int c)
+{
+	close(ai.cl[c].fd);
+	ai.cl[c].fd = -1;
+	ai.cl[c].gen++;
+	for (int i = 0; i < MAX_CHANS; i++)
+		if (ai.listener[i] == c)
+			ai.listener[i] = -1;
+	transport_client_gone(c);
+}
+
+static void serve(int c)
+{
+	struct appmsg m;
+	int fd, rc;
+	char err[APPMSG_REASON_MAX];
+
+	while ((rc = appmsg_recv(ai.cl[c].fd, &m, &fd)) != -EAGAIN) {
+		if (rc <= 0) {
+			if (rc < 0)
+				log_warn("app connection %d: %s, closing it", c, strerror(-rc));
+			drop_client(c);
+			return;
+		}
+		switch (m.type) {
+		case APPMSG_SEND: {
+			struct appmsg r = { .type = APPMSG_ACCEPTED };
+			err[0] = '\0';
+			r.id = transport_submit(&m, fd, c, ai.cl[c].gen, err, sizeof(err));
+			if (!r.id) {
+				r.status = -EINVAL;
+				snprintf(r.reason, sizeof(r.reason), "%s", err);
+				log_warn("app connection %d: transfer refused: %s", c, err);
+			}
+			reply(c, &r);
+			fd = -1; /* consumed by transport_submit */
+			break;
+		}
+		case APPMSG_LISTEN:
+			if (m.chan >= MAX_CHANS) {
+				error_to(c, "LISTEN: channel out of range (max %s)", "63");
+				break;
+			}
+			ai.listener[m.chan] = c;
+			deliver();
+			break;
+		case APPMSG_ORDER:
+			if (m.chan >= MAX_CHANS || m.n > APPMSG_MAX_IDS) {
+				error_to(c, "ORDER: %s", m.chan >= MAX_CHANS ? "channel out of range" : "too many ids");
+				break;
+			}
+			order_add(m.chan, m.u.ids, m.n, m.flags & 1);
+			deliver();
+			break;
+		default:
+			error_to(c, "unknown request type%s", "");
+			break;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (ai.cl[c].fd < 0)
+			return;
+	}
+}
+
+int appif_poll(void)
+{
+	struct pollfd p[MAX_CLIENTS + 1];
+	int idx[MAX_CLIENTS + 1], n = 0, rc, work = 0;
+
+	p[n].fd = ai.lfd;
+	p[n].events = POLLIN;
+	idx[n++] = -1;
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (ai.cl[i].fd < 0)
+			continue;
+		p[n].fd = ai.cl[i].fd;
+		p[n].events = POLLIN;
+		idx[n++] = i;
+	}
+	rc = poll(p, (nfds_t)n, 0);
+	if (rc <= 0)
+		return ai.npend ? (deliver(), 0) : 0;
+	if (p[0].revents & POLLIN) {
+		int fd = accept4(ai.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), slot = -1;
+		for (int i = 0; fd >= 0 && i < MAX_CLIENTS && slot < 0; i++)
+			if (ai.cl[i].fd < 0)
+				slot = i;
+		if (fd >= 0 && slot < 0) {
+			log_warn("refusing app connection: %d apps already connected", MAX_CLIENTS);
+			close(fd);
+		} else if (fd >= 0) {
+			ai.cl[slot].fd = fd;
+			log_debug("app connection %d opened", slot);
+		}
+		work = 1;
+	}
+	for (int k = 1; k < n; k++) {
+		if (p[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+			serve(idx[k]);
+			work = 1;
+		}
+	}
+	if (ai.npend)
+		deliver();
+	return work;
+}
+
+void appif_close(void)
+{
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (ai.cl[i].fd >= 0)
+			close(ai.cl[i].fd);
+	for (int i = 0; i < ai.npend; i++)
+		if (ai.pend[i].fd >= 0)
+			close(ai.pend[i].fd);
+	for (int i = 0; i < MAX_CHANS; i++) {
+		free(ai.order[i].ids);
+		free(ai.order[i].done);
+	}
+	ai.npend = 0;
+	if (ai.lfd >= 0) {
+		close(ai.lfd);
+		unlink(ai.path);
+	}
+	ai.lfd = -1;
+}

@@ -1,0 +1,44 @@
+/* dp.h - private definitions of mlf-dataplane shared by its modules: config, clock, counters. */
+#ifndef MLF_DP_H
+#define MLF_DP_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "wire.h"
+
+/** Port and engine counters (monotonic; read by the monitor). */
+struct dp_counters {
+	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
+	uint64_t rx_reject[WIRE_ERR_MAX];  /* frames refused by wire_parse, per reason */
+	uint64_t rx_multiseg;              /* frames not in one mbuf (dropped) */
+	uint64_t rx_data, rx_data_dup, rx_sack, rx_abort, rx_stray; /* stray: unknown transfer */
+	uint64_t tx_data, tx_retx, tx_sack, tx_abort, tx_nobuf;
+	uint64_t fault_rx_drop, fault_rx_dup, fault_rx_reorder, fault_rx_delay;
+	uint64_t fault_tx_drop, fault_tx_dup, fault_tx_reorder, fault_tx_delay, fault_cut;
+	uint64_t xfer_tx_ok, xfer_tx_failed, xfer_rx_ok, xfer_rx_failed;
+};
+
+/** The clock sample of one loop iteration. */
+struct dp_clock {
+	uint64_t tsc;     /* rte_rdtsc() */
+	uint64_t mono_ns; /* tsc converted to ns (timeouts, SACK timers) */
+	uint64_t real_ns; /* CLOCK_REALTIME ns (commanded start times, reports) */
+};
+
+/** Dataplane-wide settings and state. */
+struct dp {
+	struct cluster cluster;
+	int me;                    /* index of this host in cluster.hosts */
+	uint8_t my_mac[6];         /* the port's MAC address */
+	double hz;                 /* TSC ticks per second */
+	uint64_t timeout_ns;       /* default peer-silence timeout */
+	int busy_poll;
+	struct dp_counters cnt;
+	struct dp_clock clk;
+};
+
+/** The one dataplane of this process (main.c). */
+extern struct dp dp;
+
+#endif

@@ -1,0 +1,275 @@
+/* main.c - mlf-dataplane: EAL and option parsing, ordered start-up, the run-to-completion loop. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+
+#include "appif.h"
+#include "dp.h"
+#include "log.h"
+#include "mlfabric.h"
+#include "monitor.h"
+#include "portio.h"
+#include "transport.h"
+
+#define MAX_XFERS 1024
+#define SLOW_PATH_NS 100000     /* timers, app socket and monitor every 100 us */
+#define MONITOR_NS 10000000     /* snapshot for telemetry every 10 ms */
+#define IDLE_SLEEP_MIN_NS 1000
+#define IDLE_SLEEP_MAX_NS 200000
+#define IDLE_SLEEP_ACTIVE_NS 20000 /* cap while transfers wait for their start time or pacing */
+
+struct dp dp;
+static volatile sig_atomic_t force_quit;
+
+static void on_signal(int sig)
+{
+	force_quit = sig;
+}
+
+static void usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+		"usage: %s [EAL ARGS] -- --cluster FILE --host NAME [options]\n"
+		"MLfabric dataplane: carries out transfers (paced, reliable, ordered) for local apps.\n"
+		"  --cluster FILE      cluster config (docs/cluster-config.md)\n"
+		"  --host NAME         this host's name in the config\n"
+		"  --sock PATH         app socket (default %s/<cluster>-<host>.sock)\n"
+		"  --port N            DPDK port id (default 0)\n"
+		"  --timeout S         peer silence that fails a transfer, seconds (default 3)\n"
+		"  --busy-poll         never sleep when idle (dedicated core)\n"
+		"  --fault SPEC        fault injection, e.g. rx_drop=0.01,dup=0.01,reorder=0.01,cut=b\n"
+		"  --shaper-gbps R     egress token bucket rate in Gbit/s (0 = off, default)\n"
+		"  -v, --verbose       debug logging\n"
+		"  -h, --help          this text\n"
+		"Testbed EAL args: --no-huge -m 512 --no-pci --file-prefix=<cluster>-<host> -l <core>\n"
+		"  --vdev=net_af_packet0,iface=eth0,qdisc_bypass=0,framecnt=4096,blocksz=2048,framesz=2048\n"
+		"Run-time control: dpdk-telemetry.py -f <file-prefix>, commands /mlfabric/stats,\n"
+		"  /mlfabric/faults[,SPEC], /mlfabric/shaper[,GBPS]. See docs/dataplane.md.\n",
+		prog, MLFABRIC_SOCK_DIR);
+}
+
+struct opts {
+	const char *cluster, *host, *sock, *fault;
+	double shaper, timeout;
+	unsigned port;
+};
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "cluster", required_argument, NULL, 'c' }, { "host", required_argument, NULL, 'H' },
+		{ "sock", required_argument, NULL, 's' },    { "port", required_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 't' }, { "busy-poll", no_argument, NULL, 'b' },
+		{ "fault", required_argument, NULL, 'f' },   { "shaper-gbps", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },       { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	char *end;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': o->cluster = optarg; break;
+		case 'H': o->host = optarg; break;
+		case 's': o->sock = optarg; break;
+		case 'f': o->fault = optarg; break;
+		case 'b': dp.busy_poll = 1; break;
+		case 'v': log_threshold = LOG_DEBUG; break;
+		case 'p':
+			o->port = (unsigned)strtoul(optarg, &end, 10);
+			if (*end || end == optarg) {
+				fprintf(stderr, "--port: '%s' is not a port number\n", optarg);
+				return -1;
+			}
+			break;
+		case 't':
+			o->timeout = strtod(optarg, &end);
+			if (*end || !(o->timeout > 0 && o->timeout <= 3600)) {
+				fprintf(stderr, "--timeout: '%s' must be seconds in (0, 3600]\n", optarg);
+				return -1;
+			}
+			break;
+		case 'r':
+			o->shaper = strtod(optarg, &end);
+			if (*end || !(o->shaper >= 0 && o->shaper <= 1000)) {
+				fprintf(stderr, "--shaper-gbps: '%s' must be Gbit/s in [0, 1000]\n", optarg);
+				return -1;
+			}
+			break;
+		case 'h': usage(stdout, argv[0]); exit(0);
+		default: return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!o->cluster || !o->host) {
+		fprintf(stderr, "--cluster and --host are required\n");
+		return -1;
+	}
+	return 0;
+}
+
+static void clock_sample(void)
+{
+	struct timespec ts;
+
+	dp.clk.tsc = rte_rdtsc();
+	dp.clk.mono_ns = (uint64_t)((double)dp.clk.tsc * 1e9 / dp.hz);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	dp.clk.real_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The kernel sees our UDP frames too (af_packet does not steal them) and would answer with ICMP
+ * port unreachable: hold the port with a socket that has a tiny buffer and is never read.
+ */
+static int hold_udp_port(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		log_warn("cannot bind kernel UDP port %u (%s): the kernel may answer our frames with "
+			 "ICMP port unreachable", port, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void idle_sleep(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
+	nanosleep(&ts, NULL);
+}
+
+static void run(void)
+{
+	const uint8_t *data[2 * PORTIO_BURST];
+	uint16_t len[2 * PORTIO_BURST];
+	struct rte_mbuf *frames[2 * PORTIO_BURST];
+	uint64_t last_slow = 0, last_mon = 0, sleep_ns = IDLE_SLEEP_MIN_NS;
+
+	while (!force_quit) {
+		int work = 0;
+		unsigned n;
+
+		clock_sample();
+		n = portio_rx(data, len, frames, dp.clk.tsc);
+		for (unsigned i = 0; i < n; i++)
+			transport_rx(data[i], len[i]);
+		portio_rx_free(frames, n);
+		work |= n > 0;
+		work |= transport_tx() > 0;
+		if (dp.clk.mono_ns - last_slow >= SLOW_PATH_NS) {
+			last_slow = dp.clk.mono_ns;
+			work |= transport_timers();
+			work |= appif_poll();
+			if (dp.clk.mono_ns - last_mon >= MONITOR_NS) {
+				last_mon = dp.clk.mono_ns;
+				monitor_step();
+			}
+		}
+		work |= portio_flush(dp.clk.tsc) > 0;
+		if (work || dp.busy_poll) {
+			sleep_ns = IDLE_SLEEP_MIN_NS;
+			continue;
+		}
+		idle_sleep(sleep_ns);
+		sleep_ns *= 2;
+		if (sleep_ns > (transport_active() ? IDLE_SLEEP_ACTIVE_NS : IDLE_SLEEP_MAX_NS))
+			sleep_ns = transport_active() ? IDLE_SLEEP_ACTIVE_NS : IDLE_SLEEP_MAX_NS;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .timeout = 3.0 };
+	struct fault_spec faults = { 0 };
+	char err[256], sock[256], comp[64];
+	int ret, udp_fd;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout, argv[0]);
+			return 0;
+		}
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0)
+		rte_exit(EXIT_FAILURE, "EAL initialisation failed: %s (see --help for testbed EAL args)\n",
+			 rte_strerror(rte_errno));
+	argc -= ret;
+	argv += ret;
+	argv[0] = "mlf-dataplane";
+	if (parse_opts(argc, argv, &o) < 0) {
+		usage(stderr, argv[0]);
+		rte_eal_cleanup();
+		return 2;
+	}
+	if (cluster_load(o.cluster, &dp.cluster, err, sizeof(err)) < 0)
+		rte_exit(EXIT_FAILURE, "%s\n", err);
+	dp.me = cluster_find(&dp.cluster, o.host);
+	if (dp.me < 0)
+		rte_exit(EXIT_FAILURE, "%s: no host named '%s'\n", o.cluster, o.host);
+	snprintf(comp, sizeof(comp), "dataplane[%s]", o.host);
+	log_component = comp;
+	if (o.fault && fault_parse(o.fault, &faults, err, sizeof(err)) < 0)
+		rte_exit(EXIT_FAILURE, "--fault: %s\n", err);
+	if (!o.sock) {
+		snprintf(sock, sizeof(sock), "%s/%s-%s.sock", MLFABRIC_SOCK_DIR, dp.cluster.name, o.host);
+		o.sock = sock;
+	}
+	dp.hz = (double)rte_get_tsc_hz();
+	dp.timeout_ns = (uint64_t)(o.timeout * 1e9);
+	prctl(PR_SET_TIMERSLACK, 1UL); /* idle sleeps of a few us must not become 50 us */
+	clock_sample();
+
+	if ((ret = portio_init((uint16_t)o.port, dp.cluster.mtu, dp.my_mac, err, sizeof(err))) < 0)
+		rte_exit(EXIT_FAILURE, "%s\n", err);
+	udp_fd = hold_udp_port(dp.cluster.udp_port);
+	if (transport_init(MAX_XFERS) < 0)
+		rte_exit(EXIT_FAILURE, "out of memory for transfer tables\n");
+	transport_set_shaper(o.shaper);
+	if (monitor_init(&faults, o.shaper) < 0)
+		rte_exit(EXIT_FAILURE, "cannot set up telemetry commands or faults\n");
+	if (appif_init(o.sock, err, sizeof(err)) < 0)
+		rte_exit(EXIT_FAILURE, "%s\n", err);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, app socket %s, %s",
+		 o.host, dp.cluster.name, dp.cluster.mtu, dp.cluster.udp_port,
+		 wire_seg_payload(dp.cluster.mtu), o.sock, dp.busy_poll ? "busy polling" : "idle back-off");
+
+	run();
+
+	log_info("signal %d: stopping, failing unfinished transfers", (int)force_quit);
+	clock_sample();
+	transport_shutdown();
+	appif_close();
+	portio_close();
+	if (udp_fd >= 0)
+		close(udp_fd);
+	cluster_free(&dp.cluster);
+	rte_eal_cleanup();
+	return 0;
+}

@@ -1,0 +1,23 @@
+/* monitor.h - DPDK telemetry commands /mlfabric/stats, /mlfabric/faults, /mlfabric/shaper. */
+#ifndef MLF_MONITOR_H
+#define MLF_MONITOR_H
+
+#include "fault.h"
+
+/**
+ * monitor_init - register the telemetry commands (served by DPDK's telemetry thread; the main
+ * loop publishes snapshots and applies changes). @faults: the spec in force at start.
+ * Returns 0 or -errno from rte_telemetry_register_cmd.
+ */
+int monitor_init(const struct fault_spec *faults, double shaper_gbps);
+
+/**
+ * monitor_step - called by the main loop every few ms: publish a fresh snapshot of counters,
+ * per-transfer figures and measured throughput; apply pending fault/shaper changes.
+ */
+void monitor_step(void);
+
+/** monitor_apply_faults - put @f in force now (also used for --fault at start). 0 or -EINVAL. */
+int monitor_apply_faults(const struct fault_spec *f, char *err, size_t errlen);
+
+#endif

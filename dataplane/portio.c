@@ -1,0 +1,240 @@
+/* portio.c - DPDK port set-up, rx/tx bursts, and the dataplane's own fault injection on both. */
+#include "portio.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "dp.h"
+
+#define TXQ_CAP 256
+#define HOLD_CAP 1024
+#define REORDER_US 200 /* a reordered frame is held this long, so later frames overtake it */
+
+struct held {
+	struct rte_mbuf *m;
+	uint64_t at; /* release tick */
+};
+
+static struct {
+	uint16_t port;
+	struct rte_mempool *pool;
+	struct rte_mbuf *txq[TXQ_CAP];
+	unsigned ntx;
+	struct held hold_rx[HOLD_CAP], hold_tx[HOLD_CAP];
+	unsigned nhold_rx, nhold_tx;
+	struct fault_spec faults;
+	int rx_faulty, tx_faulty;
+	uint32_t cut_ip;
+	uint64_t rng;
+} pio = { .rng = 0x9e3779b97f4a7c15ULL };
+
+int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen)
+{
+	struct rte_eth_conf conf;
+	struct rte_ether_addr ea;
+	unsigned room = (unsigned)(mtu + RTE_ETHER_HDR_LEN + 64);
+	int rc;
+
+	memset(&conf, 0, sizeof(conf));
+	if (!rte_eth_dev_is_valid_port(port)) {
+		snprintf(err, errlen, "no DPDK port %u (pass --vdev=net_af_packet0,iface=... or bind a NIC)", port);
+		return -ENODEV;
+	}
+	if (room < 2048)
+		room = 2048;
+	pio.port = port;
+	pio.pool = rte_pktmbuf_pool_create("mlf_mbufs", 8191, 256, 0,
+					   (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
+	if (!pio.pool) {
+		snprintf(err, errlen, "cannot create mbuf pool: %s", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) < 0 ||
+	    (rc = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL, pio.pool)) < 0 ||
+	    (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) < 0) {
+		snprintf(err, errlen, "cannot configure port %u: %s", port, strerror(-rc));
+		return rc;
+	}
+	if ((rc = rte_eth_dev_start(port)) < 0) {
+		snprintf(err, errlen, "cannot start port %u: %s", port, strerror(-rc));
+		return rc;
+	}
+	rte_eth_promiscuous_enable(port);
+	rte_eth_macaddr_get(port, &ea);
+	memcpy(mac, ea.addr_bytes, 6);
+	return 0;
+}
+
+void portio_set_faults(const struct fault_spec *f, uint32_t cut_ip)
+{
+	pio.faults = *f;
+	pio.cut_ip = cut_ip;
+	pio.rx_faulty = fault_active(&f->rx) || cut_ip;
+	pio.tx_faulty = fault_active(&f->tx) || cut_ip;
+}
+
+static void hold(struct held *q, unsigned *n, struct rte_mbuf *m, uint64_t at, int *sent_now)
+{
+	*sent_now = *n >= HOLD_CAP;
+	if (!*sent_now)
+		q[(*n)++] = (struct held){ m, at };
+}
+
+/* Applies faults to one frame; returns how many copies continue now (0, 1 or 2). */
+static int apply(const struct fault_dir *d, struct rte_mbuf *m, int rx, uint64_t now, struct held *q,
+		 unsigned *nq)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	int now_too;
+
+	if (pio.cut_ip && m->data_len >= WIRE_ETH_LEN + WIRE_IP_LEN &&
+	    memcmp(p + WIRE_ETH_LEN + (rx ? 12 : 16), &pio.cut_ip, 4) == 0) {
+		dp.cnt.fault_cut++;
+		rte_pktmbuf_free(m);
+		return 0;
+	}
+	switch (fault_decide(d, &pio.rng)) {
+	case FAULT_DROP:
+		(rx ? dp.cnt.fault_rx_drop++ : dp.cnt.fault_tx_drop++);
+		rte_pktmbuf_free(m);
+		return 0;
+	case FAULT_DUP:
+		(rx ? dp.cnt.fault_rx_dup++ : dp.cnt.fault_tx_dup++);
+		rte_mbuf_refcnt_update(m, 1);
+		return 2;
+	case FAULT_REORDER:
+		(rx ? dp.cnt.fault_rx_reorder++ : dp.cnt.fault_tx_reorder++);
+		hold(q, nq, m, now + hz * (REORDER_US + d->delay_us) / 1000000, &now_too);
+		return now_too;
+	default:
+		break;
+	}
+	if (d->delay_us) {
+		(rx ? dp.cnt.fault_rx_delay++ : dp.cnt.fault_tx_delay++);
+		hold(q, nq, m, now + hz * d->delay_us / 1000000, &now_too);
+		return now_too;
+	}
+	return 1;
+}
+
+/* Moves held frames due at @now to @out (at most @max); returns how many. */
+static unsigned release(struct held *q, unsigned *nq, struct rte_mbuf **out, unsigned max, uint64_t now)
+{
+	unsigned n = 0, i = 0;
+
+	while (i < *nq && n < max) {
+		if (q[i].at <= now) {
+			out[n++] = q[i].m;
+			q[i] = q[--(*nq)];
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+unsigned portio_rx(const uint8_t **data, uint16_t *len, struct rte_mbuf **out, uint64_t now_tsc)
+{
+	struct rte_mbuf *in[PORTIO_BURST];
+	unsigned n = 0, got;
+
+	if (pio.nhold_rx)
+		n = release(pio.hold_rx, &pio.nhold_rx, out, PORTIO_BURST, now_tsc);
+	got = rte_eth_rx_burst(pio.port, 0, in, PORTIO_BURST);
+	for (unsigned i = 0; i < got; i++) {
+		int copies = 1;
+		dp.cnt.rx_frames++;
+		dp.cnt.rx_bytes += in[i]->pkt_len;
+		if (in[i]->nb_segs != 1) {
+			dp.cnt.rx_multiseg++;
+			rte_pktmbuf_free(in[i]);
+			continue;
+		}
+		if (pio.rx_faulty)
+			copies = apply(&pio.faults.rx, in[i], 1, now_tsc, pio.hold_rx, &pio.nhold_rx);
+		while (copies-- > 0)
+			out[n++] = in[i];
+	}
+	for (unsigned i = 0; i < n; i++) {
+		data[i] = rte_pktmbuf_mtod(out[i], const uint8_t *);
+		len[i] = out[i]->data_len;
+	}
+	return n;
+}
+
+void portio_rx_free(struct rte_mbuf **m, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		rte_pktmbuf_free(m[i]);
+}
+
+unsigned portio_tx_room(void)
+{
+	return TXQ_CAP - pio.ntx > 2 ? TXQ_CAP - pio.ntx - 2 : 0;
+}
+
+uint8_t *portio_tx_alloc(uint16_t len, struct rte_mbuf **frame)
+{
+	struct rte_mbuf *m;
+	uint8_t *p;
+
+	if (portio_tx_room() == 0 || !(m = rte_pktmbuf_alloc(pio.pool))) {
+		dp.cnt.tx_nobuf++;
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, len);
+	if (!p) {
+		rte_pktmbuf_free(m);
+		dp.cnt.tx_nobuf++;
+		return NULL;
+	}
+	*frame = m;
+	return p;
+}
+
+void portio_tx_send(struct rte_mbuf *m, uint64_t now_tsc)
+{
+	int copies = 1;
+
+	if (pio.tx_faulty)
+		copies = apply(&pio.faults.tx, m, 0, now_tsc, pio.hold_tx, &pio.nhold_tx);
+	while (copies-- > 0)
+		pio.txq[pio.ntx++] = m;
+}
+
+unsigned portio_flush(uint64_t now_tsc)
+{
+	unsigned sent;
+
+	if (pio.nhold_tx)
+		pio.ntx += release(pio.hold_tx, &pio.nhold_tx, pio.txq + pio.ntx, TXQ_CAP - pio.ntx, now_tsc);
+	if (pio.ntx == 0)
+		return 0;
+	sent = rte_eth_tx_burst(pio.port, 0, pio.txq, (uint16_t)pio.ntx);
+	for (unsigned i = 0; i < sent; i++) {
+		dp.cnt.tx_frames++;
+		dp.cnt.tx_bytes += pio.txq[i]->pkt_len;
+	}
+	if (sent < pio.ntx)
+		memmove(pio.txq, pio.txq + sent, (pio.ntx - sent) * sizeof(pio.txq[0]));
+	pio.ntx -= sent;
+	return sent;
+}
+
+void portio_close(void)
+{
+	for (unsigned i = 0; i < pio.ntx; i++)
+		rte_pktmbuf_free(pio.txq[i]);
+	for (unsigned i = 0; i < pio.nhold_rx; i++)
+		rte_pktmbuf_free(pio.hold_rx[i].m);
+	for (unsigned i = 0; i < pio.nhold_tx; i++)
+		rte_pktmbuf_free(pio.hold_tx[i].m);
+	pio.ntx = pio.nhold_rx = pio.nhold_tx = 0;
+	rte_eth_dev_stop(pio.port);
+	rte_eth_dev_close(pio.port);
+}

@@ -1,0 +1,53 @@
+/* portio.h - the packet I/O wrapper of the dataplane: one DPDK port, rx/tx bursts, fault injection. */
+#ifndef MLF_PORTIO_H
+#define MLF_PORTIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fault.h"
+
+struct rte_mbuf;
+
+#define PORTIO_BURST 32
+
+/**
+ * portio_init - configure and start DPDK port @port (1 rx + 1 tx queue) with mbufs large
+ * enough for frames of IP MTU @mtu. Reads the port MAC into @mac.
+ * Returns 0, or -errno with @err naming the failing step (no port, mempool, configure, start).
+ */
+int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen);
+
+/** portio_set_faults - replace the fault spec; @cut_ip = address of the cut host (0 = none). */
+void portio_set_faults(const struct fault_spec *f, uint32_t cut_ip);
+
+/**
+ * portio_rx - receive up to PORTIO_BURST frames and apply rx faults (drop, duplicate, hold for
+ * reordering or delay, cut). @out must hold 2 * PORTIO_BURST entries (duplicates); each returned
+ * frame is given as data pointer and length and must be released with portio_rx_free().
+ * Returns the number of frames.
+ */
+unsigned portio_rx(const uint8_t **data, uint16_t *len, struct rte_mbuf **out, uint64_t now_tsc);
+
+/** portio_rx_free - release @n frames returned by portio_rx(). */
+void portio_rx_free(struct rte_mbuf **m, unsigned n);
+
+/**
+ * portio_tx_alloc - a frame buffer of @len bytes to fill; *@frame is the handle for
+ * portio_tx_send(). Returns NULL when no buffer or tx queue slot is free (try later).
+ */
+uint8_t *portio_tx_alloc(uint16_t len, struct rte_mbuf **frame);
+
+/** portio_tx_send - queue a filled frame for transmission, after tx faults. */
+void portio_tx_send(struct rte_mbuf *frame, uint64_t now_tsc);
+
+/** portio_tx_room - frames that can still be queued before the next flush. */
+unsigned portio_tx_room(void);
+
+/** portio_flush - hand queued and due held frames to the NIC. Returns frames sent. */
+unsigned portio_flush(uint64_t now_tsc);
+
+/** portio_close - drop held frames, stop and close the port. */
+void portio_close(void);
+
+#endif

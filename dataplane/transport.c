@@ -1,0 +1,637 @@
+/* transport.c - the transfer engine: pacing, segmentation, SACK/retransmission, reassembly, timeouts. */
+#define _GNU_SOURCE
+#include "transport.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "appif.h"
+#include "dp.h"
+#include "log.h"
+#include "portio.h"
+#include "tbucket.h"
+
+#define SACK_EVERY 16            /* new segments between SACKs */
+#define SACK_GAP_NS 50000        /* after a hole appears, SACK at most this often */
+#define SACK_IDLE_NS 200000      /* SACK pending news at least this often */
+#define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
+#define PACE_BURST_S 500e-6      /* pacing credit cap in seconds of the current rate */
+#define MAX_TRANSFER_BYTES (64ULL << 30)
+
+static struct {
+	struct xfer_tx **tx;
+	struct xfer_rx **rx;
+	int ntx, nrx, max;
+	int rr;                  /* round-robin position in tx */
+	uint64_t next_id;
+	struct tbucket shaper;
+	uint32_t seg;            /* payload bytes per DATA frame */
+	struct xfer_rx *rx_hint; /* last receive lookup */
+} tp;
+
+static uint32_t frame_len(uint32_t payload)
+{
+	return WIRE_HDRS_LEN + payload;
+}
+
+int transport_init(int max_xfers)
+{
+	tp.max = max_xfers;
+	tp.tx = calloc((size_t)max_xfers, sizeof(*tp.tx));
+	tp.rx = calloc((size_t)max_xfers, sizeof(*tp.rx));
+	if (!tp.tx || !tp.rx)
+		return -ENOMEM;
+	tp.seg = wire_seg_payload(dp.cluster.mtu);
+	tp.next_id = 1;
+	tbucket_init(&tp.shaper, 0, 64 * 1024, dp.hz, dp.clk.tsc);
+	return 0;
+}
+
+void transport_set_shaper(double gbps)
+{
+	tbucket_set_rate(&tp.shaper, gbps, dp.clk.tsc);
+	log_info("shaper: egress %s", gbps > 0 ? "limited" : "unlimited");
+	if (gbps > 0)
+		log_info("shaper: %.3f Gbit/s", gbps);
+}
+
+double transport_shaper_gbps(void)
+{
+	return tp.shaper.gbps;
+}
+
+static void addr_to(int peer, struct wire_addr *a)
+{
+	const struct cluster_host *me = &dp.cluster.hosts[dp.me], *h = &dp.cluster.hosts[peer];
+
+	memcpy(a->src_mac, dp.my_mac, 6);
+	memcpy(a->dst_mac, h->mac, 6);
+	a->src_ip = me->ip;
+	a->dst_ip = h->ip;
+	a->udp_port = dp.cluster.udp_port;
+}
+
+/* Sends a control frame (SACK or ABORT) now, charged to the shaper without waiting. */
+static int send_ctl(int peer, struct wire_hdr *h, const void *body)
+{
+	struct wire_addr a;
+	struct rte_mbuf *f;
+	uint8_t *p = portio_tx_alloc((uint16_t)frame_len(h->len), &f);
+
+	if (!p)
+		return -ENOBUFS;
+	addr_to(peer, &a);
+	if (h->len)
+		memcpy(p + WIRE_HDRS_LEN, body, h->len);
+	wire_encode(p, &a, h);
+	tbucket_force(&tp.shaper, frame_len(h->len));
+	portio_tx_send(f, dp.clk.tsc);
+	return 0;
+}
+
+static void send_abort(int peer, uint64_t id, const char *why)
+{
+	struct wire_hdr h = { .type = WIRE_ABORT, .id = id, .len = (uint32_t)strlen(why) };
+
+	if (send_ctl(peer, &h, why) == 0)
+		dp.cnt.tx_abort++;
+}
+
+static const char *host_name(int i)
+{
+	return dp.cluster.hosts[i].name;
+}
+
+/* ---- sender side ---- */
+
+static struct xfer_tx *find_tx(uint64_t id)
+{
+	for (int i = 0; i < tp.ntx; i++)
+		if (tp.tx[i]->id == id)
+			return tp.tx[i];
+	return NULL;
+}
+
+uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t gen, char *err,
+			  size_t errlen)
+{
+	struct pacer_step steps[PACER_MAX_STEPS];
+	struct xfer_tx *x;
+	struct stat st;
+	char name[APPMSG_NAME_MAX + 1];
+	int peer, rc;
+
+	memcpy(name, m->peer, APPMSG_NAME_MAX);
+	name[APPMSG_NAME_MAX] = '\0';
+	peer = cluster_find(&dp.cluster, name);
+	if (fd < 0) {
+		snprintf(err, errlen, "SEND without a buffer descriptor");
+		return 0;
+	}
+	if (peer < 0 || peer == dp.me) {
+		snprintf(err, errlen, peer < 0 ? "unknown destination host '%s'" :
+			 "destination '%s' is this host", name);
+		close(fd);
+		return 0;
+	}
+	if (m->bytes == 0 || m->bytes > MAX_TRANSFER_BYTES || m->n > PACER_MAX_STEPS ||
+	    fstat(fd, &st) < 0 || (uint64_t)st.st_size < m->offset + m->bytes) {
+		snprintf(err, errlen, "bad transfer to %s: %llu bytes at offset %llu, %u rate steps, "
+			 "buffer of %lld bytes", name, (unsigned long long)m->bytes,
+			 (unsigned long long)m->offset, m->n, (long long)st.st_size);
+		close(fd);
+		return 0;
+	}
+	if (tp.ntx >= tp.max || (m->id && find_tx(m->id))) {
+		snprintf(err, errlen, tp.ntx >= tp.max ? "too many transfers in flight (%d)" :
+			 "transfer id already in use", tp.max);
+		close(fd);
+		return 0;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		snprintf(err, errlen, "out of memory");
+		close(fd);
+		return 0;
+	}
+	x->map_len = m->offset + m->bytes;
+	x->map = mmap(NULL, x->map_len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (x->map == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map the app's buffer: %s", strerror(errno));
+		free(x);
+		return 0;
+	}
+	madvise(x->map, x->map_len, MADV_SEQUENTIAL);
+	x->data = (const uint8_t *)x->map + m->offset;
+	x->bytes = m->bytes;
+	x->peer = peer;
+	x->chan = m->chan;
+	x->client = client;
+	x->client_gen = gen;
+	x->timeout_ns = m->timeout_ns ? m->timeout_ns : dp.timeout_ns;
+	x->start_ns = m->start_ns ? m->start_ns : dp.clk.real_ns;
+	x->start_tsc = dp.clk.tsc;
+	if (x->start_ns > dp.clk.real_ns)
+		x->start_tsc += (uint64_t)((double)(x->start_ns - dp.clk.real_ns) * dp.hz / 1e9);
+	for (int i = 0; i < m->n; i++) {
+		steps[i].at_ns = m->u.steps[i].at_ns;
+		steps[i].gbps = m->u.steps[i].gbps;
+	}
+	rc = pacer_init(&x->pacer, x->start_tsc, dp.hz, steps, m->n, PACE_BURST_S, 2.0 * frame_len(tp.seg));
+	if (rc == 0)
+		rc = sack_tx_init(&x->sack, x->bytes, tp.seg, dp.clk.mono_ns);
+	if (rc) {
+		snprintf(err, errlen, rc == -EINVAL ? "bad rate schedule (offsets must increase, rates >= 0)" :
+			 "out of memory for transfer state");
+		munmap(x->map, x->map_len);
+		sack_tx_free(&x->sack);
+		free(x);
+		return 0;
+	}
+	x->id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | tp.next_id++;
+	tp.tx[tp.ntx++] = x;
+	log_info("xfer %llx: to %s, %llu bytes, start in %.3f ms, %d rate steps", (unsigned long long)x->id,
+		 name, (unsigned long long)x->bytes,
+		 x->start_ns > dp.clk.real_ns ? (double)(x->start_ns - dp.clk.real_ns) / 1e6 : 0.0, m->n);
+	return x->id;
+}
+
+static void finish_tx(struct xfer_tx *x, int status, const char *reason)
+{
+	x->state = status ? XFER_FAILED : XFER_DONE;
+	x->end_ns = dp.clk.real_ns;
+	snprintf(x->reason, sizeof(x->reason), "%s", reason ? reason : "");
+	if (status) {
+		dp.cnt.xfer_tx_failed++;
+		log_warn("xfer %llx to %s failed: %s", (unsigned long long)x->id, host_name(x->peer), x->reason);
+	} else {
+		dp.cnt.xfer_tx_ok++;
+		log_info("xfer %llx to %s complete: %llu bytes, %.3f Gbit/s, %llu retransmits",
+			 (unsigned long long)x->id, host_name(x->peer), (unsigned long long)x->bytes,
+			 x->bytes * 8.0 / (double)(x->end_ns - x->first_tx_ns + 1),
+			 (unsigned long long)x->sack.retransmits);
+	}
+	appif_tx_done(x, status);
+}
+
+static void free_tx(int i)
+{
+	struct xfer_tx *x = tp.tx[i];
+
+	munmap(x->map, x->map_len);
+	sack_tx_free(&x->sack);
+	free(x);
+	tp.tx[i] = tp.tx[--tp.ntx];
+}
+
+/* Sends what one transfer may send now; returns frames queued, -1 when the port is full. */
+static int tx_one(struct xfer_tx *x, unsigned budget)
+{
+	uint32_t full = frame_len(tp.seg);
+	int n = 0;
+	struct wire_addr a;
+
+	if (x->state == XFER_WAITING) {
+		if (dp.clk.tsc < x->start_tsc)
+			return 0;
+		x->state = XFER_ACTIVE;
+		x->sack.last_ack_ns = dp.clk.mono_ns;
+	}
+	if (x->state != XFER_ACTIVE)
+		return 0;
+	pacer_advance(&x->pacer, dp.clk.tsc);
+	addr_to(x->peer, &a);
+	while ((unsigned)n < budget) {
+		struct wire_hdr h = { .type = WIRE_DATA, .chan = x->chan, .seg = (uint16_t)tp.seg,
+				      .id = x->id, .total = x->bytes };
+		struct rte_mbuf *f;
+		uint8_t *p;
+		int retx = 0;
+		int64_t s;
+
+		if (!pacer_allow(&x->pacer, full))
+			break;
+		if (!tbucket_take(&tp.shaper, full)) {
+			pacer_refund(&x->pacer, full);
+			return -1;
+		}
+		s = sack_tx_next(&x->sack, dp.clk.mono_ns, &retx);
+		if (s < 0) {
+			pacer_refund(&x->pacer, full);
+			tbucket_refund(&tp.shaper, full);
+			break;
+		}
+		h.offset = (uint64_t)s * tp.seg;
+		h.len = sack_seg_len(x->bytes, tp.seg, (uint64_t)s);
+		h.flags = retx ? WIRE_F_RETX | WIRE_F_ACKREQ : 0;
+		p = portio_tx_alloc((uint16_t)frame_len(h.len), &f);
+		if (!p)
+			return -1; /* the segment counts as sent; loss recovery resends it */
+		memcpy(p + WIRE_HDRS_LEN, x->data + h.offset, h.len);
+		wire_encode(p, &a, &h);
+		portio_tx_send(f, dp.clk.tsc);
+		if (!x->first_tx_ns)
+			x->first_tx_ns = dp.clk.real_ns;
+		x->frames++;
+		dp.cnt.tx_data++;
+		dp.cnt.tx_retx += (uint64_t)retx;
+		n++;
+	}
+	return n;
+}
+
+unsigned transport_tx(void)
+{
+	unsigned sent = 0;
+
+	tbucket_refill(&tp.shaper, dp.clk.tsc);
+	for (int k = 0; k < tp.ntx; k++) {
+		int i = (tp.rr + k) % tp.ntx, rc;
+		unsigned room = portio_tx_room();
+		if (room == 0)
+			break;
+		rc = tx_one(tp.tx[i], room < PORTIO_BURST ? room : PORTIO_BURST);
+		if (rc < 0)
+			break;
+		sent += (unsigned)rc;
+	}
+	if (tp.ntx)
+		tp.rr = (tp.rr + 1) % tp.ntx;
+	return sent;
+}
+
+static void on_sack(int peer, const struct wire_hdr *h, const uint8_t *body)
+{
+	struct xfer_tx *x = find_tx(h->id);
+
+	dp.cnt.rx_sack++;
+	if (!x || x->peer != peer) {
+		dp.cnt.rx_stray++;
+		return;
+	}
+	if (x->state != XFER_ACTIVE)
+		return;
+	if (sack_tx_on_sack(&x->sack, h->offset, body, h->len, h->flags & WIRE_F_DONE, dp.clk.mono_ns) < 0)
+		dp.cnt.rx_reject[WIRE_ELEN]++;
+	if (x->sack.done)
+		finish_tx(x, 0, NULL);
+}
+
+/* ---- receiver side ---- */
+
+static struct xfer_rx *find_rx(int peer, uint64_t id)
+{
+	if (tp.rx_hint && tp.rx_hint->id == id && tp.rx_hint->peer == peer)
+		return tp.rx_hint;
+	for (int i = 0; i < tp.nrx; i++)
+		if (tp.rx[i]->id == id && tp.rx[i]->peer == peer)
+			return tp.rx_hint = tp.rx[i];
+	return NULL;
+}
+
+static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
+{
+	struct xfer_rx *x;
+
+	if (tp.nrx >= tp.max || h->total > MAX_TRANSFER_BYTES) {
+		static double last;
+		if (log_ratelimited(&last, 1.0))
+			log_warn("refusing transfer %llx from %s: %s", (unsigned long long)h->id,
+				 host_name(peer), tp.nrx >= tp.max ? "too many incoming transfers" : "too large");
+		send_abort(peer, h->id, "receiver refused the transfer (too many or too large)");
+		return NULL;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->fd = memfd_create("mlfabric-rx", MFD_CLOEXEC);
+	if (x->fd < 0 || ftruncate(x->fd, (off_t)h->total) < 0 ||
+	    (x->data = mmap(NULL, h->total, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd, 0)) == MAP_FAILED ||
+	    sack_rx_init(&x->sack, h->total, h->seg) < 0) {
+		log_err("transfer %llx from %s: cannot allocate %llu bytes of shared memory: %s",
+			(unsigned long long)h->id, host_name(peer), (unsigned long long)h->total, strerror(errno));
+		if (x->data && x->data != MAP_FAILED)
+			munmap(x->data, h->total);
+		if (x->fd >= 0)
+			close(x->fd);
+		free(x);
+		send_abort(peer, h->id, "receiver out of memory");
+		return NULL;
+	}
+	x->id = h->id;
+	x->peer = peer;
+	x->chan = h->chan;
+	x->bytes = h->total;
+	x->state = XFER_ACTIVE;
+	x->first_ns = x->last_data_ns = x->last_sack_ns = dp.clk.mono_ns;
+	tp.rx[tp.nrx++] = x;
+	log_info("xfer %llx: from %s, %llu bytes, channel %u", (unsigned long long)x->id, host_name(peer),
+		 (unsigned long long)x->bytes, x->chan);
+	return tp.rx_hint = x;
+}
+
+static void send_sack(struct xfer_rx *x)
+{
+	uint8_t bm[WIRE_SACK_MAX_BYTES];
+	uint64_t cum;
+	size_t n = sack_rx_build(&x->sack, &cum, bm, sizeof(bm));
+	struct wire_hdr h = { .type = WIRE_SACK, .id = x->id, .offset = cum, .len = (uint32_t)n,
+			      .total = x->bytes, .seg = (uint16_t)x->sack.seg };
+
+	if (sack_rx_complete(&x->sack))
+		h.flags |= WIRE_F_DONE;
+	if (send_ctl(x->peer, &h, bm) == 0)
+		dp.cnt.tx_sack++;
+	x->last_sack_ns = dp.clk.mono_ns;
+}
+
+static void finish_rx(struct xfer_rx *x, int status, const char *reason)
+{
+	x->state = status ? XFER_FAILED : XFER_DONE;
+	x->end_ns = dp.clk.real_ns;
+	x->linger_until_ns = dp.clk.mono_ns + LINGER_FACTOR * dp.timeout_ns;
+	munmap(x->data, x->bytes);
+	x->data = NULL;
+	if (status) {
+		dp.cnt.xfer_rx_failed++;
+		log_warn("xfer %llx from %s failed: %s", (unsigned long long)x->id, host_name(x->peer), reason);
+	} else {
+		dp.cnt.xfer_rx_ok++;
+		log_info("xfer %llx from %s complete: %llu bytes", (unsigned long long)x->id,
+			 host_name(x->peer), (unsigned long long)x->bytes);
+	}
+	appif_rx_done(x, status, reason); /* takes x->fd */
+	x->fd = -1;
+	sack_rx_free(&x->sack);
+}
+
+static void on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
+{
+	struct xfer_rx *x = find_rx(peer, h->id);
+	int rc;
+
+	dp.cnt.rx_data++;
+	if (!x) {
+		if (!(x = new_rx(peer, h)))
+			return;
+	}
+	if (x->state == XFER_DONE) {
+		/* our final SACK was lost: repeat it, at most once per 100 us */
+		dp.cnt.rx_data_dup++;
+		if (dp.clk.mono_ns - x->last_sack_ns > 100000) {
+			struct wire_hdr d = { .type = WIRE_SACK, .flags = WIRE_F_DONE, .id = x->id,
+					      .offset = (x->bytes + h->seg - 1) / h->seg, .total = x->bytes };
+			if (send_ctl(peer, &d, NULL) == 0)
+				dp.cnt.tx_sack++;
+			x->last_sack_ns = dp.clk.mono_ns;
+		}
+		return;
+	}
+	if (x->state == XFER_FAILED) {
+		send_abort(peer, h->id, "receiver already failed this transfer");
+		return;
+	}
+	if (h->total != x->bytes || h->seg != x->sack.seg) {
+		dp.cnt.rx_reject[WIRE_ELEN]++;
+		return;
+	}
+	x->last_data_ns = dp.clk.mono_ns;
+	rc = sack_rx_on_data(&x->sack, h->offset, h->len);
+	if (rc < 0) {
+		dp.cnt.rx_reject[WIRE_ELEN]++;
+		return;
+	}
+	if (rc == 0)
+		dp.cnt.rx_data_dup++;
+	else {
+		memcpy(x->data + h->offset, body, h->len);
+		x->frames++;
+	}
+	if (sack_rx_complete(&x->sack)) {
+		send_sack(x);
+		finish_rx(x, 0, NULL);
+	} else if (x->sack.since_sack >= SACK_EVERY || (h->flags & WIRE_F_ACKREQ) ||
+		   ((x->sack.gap || rc == 0) && dp.clk.mono_ns - x->last_sack_ns > SACK_GAP_NS)) {
+		send_sack(x);
+	}
+}
+
+static void on_abort(int peer, const struct wire_hdr *h, const uint8_t *body)
+{
+	char why[96], reason[APPMSG_REASON_MAX];
+	size_t n = h->len < sizeof(why) - 1 ? h->len : sizeof(why) - 1;
+	struct xfer_tx *t = find_tx(h->id);
+	struct xfer_rx *r = find_rx(peer, h->id);
+
+	dp.cnt.rx_abort++;
+	for (size_t i = 0; i < n; i++)
+		why[i] = body[i] >= 32 && body[i] < 127 ? (char)body[i] : '?';
+	why[n] = '\0';
+	snprintf(reason, sizeof(reason), "peer %s aborted: %s", host_name(peer), why);
+	if (t && t->peer == peer && (t->state == XFER_ACTIVE || t->state == XFER_WAITING))
+		finish_tx(t, -ECONNABORTED, reason);
+	if (r && r->state == XFER_ACTIVE)
+		finish_rx(r, -ECONNABORTED, reason);
+}
+
+void transport_rx(const uint8_t *frame, uint16_t len)
+{
+	struct wire_hdr h;
+	uint32_t src;
+	const uint8_t *body;
+	enum wire_err e = wire_parse(frame, len, dp.cluster.hosts[dp.me].ip, dp.cluster.udp_port, &h,
+				     &src, &body);
+	int peer;
+
+	if (e != WIRE_OK) {
+		dp.cnt.rx_reject[e]++;
+		return;
+	}
+	peer = cluster_find_ip(&dp.cluster, src);
+	if (peer < 0 || peer == dp.me) {
+		dp.cnt.rx_reject[WIRE_ENOTOURS]++;
+		return;
+	}
+	switch (h.type) {
+	case WIRE_DATA:
+		on_data(peer, &h, body);
+		break;
+	case WIRE_SACK:
+		on_sack(peer, &h, body);
+		break;
+	case WIRE_ABORT:
+		on_abort(peer, &h, body);
+		break;
+	}
+}
+
+/* ---- timers ---- */
+
+int transport_timers(void)
+{
+	int changed = 0;
+	char reason[APPMSG_REASON_MAX];
+
+	for (int i = 0; i < tp.ntx; i++) {
+		struct xfer_tx *x = tp.tx[i];
+		int rc;
+		if (x->state == XFER_ACTIVE) {
+			rc = sack_tx_check(&x->sack, dp.clk.mono_ns, x->timeout_ns);
+			if (rc == 1) {
+				finish_tx(x, 0, NULL);
+			} else if (rc == -ETIMEDOUT) {
+				snprintf(reason, sizeof(reason), "peer %s silent for %.1f s",
+					 host_name(x->peer), (double)x->timeout_ns / 1e9);
+				send_abort(x->peer, x->id, "sender timed out waiting for acknowledgements");
+				finish_tx(x, -ETIMEDOUT, reason);
+			}
+		}
+		if (x->state == XFER_DONE || x->state == XFER_FAILED) {
+			free_tx(i--);
+			changed = 1;
+		}
+	}
+	for (int i = 0; i < tp.nrx; i++) {
+		struct xfer_rx *x = tp.rx[i];
+		if (x->state == XFER_ACTIVE) {
+			if (dp.clk.mono_ns - x->last_data_ns > dp.timeout_ns) {
+				snprintf(reason, sizeof(reason), "peer %s silent for %.1f s",
+					 host_name(x->peer), (double)dp.timeout_ns / 1e9);
+				send_abort(x->peer, x->id, "receiver timed out waiting for data");
+				finish_rx(x, -ETIMEDOUT, reason);
+				changed = 1;
+			} else if (x->sack.since_sack > 0 && dp.clk.mono_ns - x->last_sack_ns > SACK_IDLE_NS) {
+				send_sack(x);
+			}
+		} else if (dp.clk.mono_ns > x->linger_until_ns) {
+			if (tp.rx_hint == x)
+				tp.rx_hint = NULL;
+			free(x);
+			tp.rx[i--] = tp.rx[--tp.nrx];
+			changed = 1;
+		}
+	}
+	return changed;
+}
+
+void transport_client_gone(int client)
+{
+	for (int i = 0; i < tp.ntx; i++) {
+		struct xfer_tx *x = tp.tx[i];
+		if (x->client != client)
+			continue;
+		x->client = -1;
+		if (x->state == XFER_WAITING || x->state == XFER_ACTIVE) {
+			send_abort(x->peer, x->id, "sending application went away");
+			finish_tx(x, -ECANCELED, "sending application went away");
+		}
+	}
+}
+
+void transport_shutdown(void)
+{
+	for (int i = 0; i < tp.ntx; i++) {
+		struct xfer_tx *x = tp.tx[i];
+		if (x->state == XFER_WAITING || x->state == XFER_ACTIVE) {
+			send_abort(x->peer, x->id, "sender dataplane shutting down");
+			finish_tx(x, -ECANCELED, "dataplane shutting down");
+		}
+	}
+	for (int i = 0; i < tp.nrx; i++) {
+		struct xfer_rx *x = tp.rx[i];
+		if (x->state == XFER_ACTIVE) {
+			send_abort(x->peer, x->id, "receiver dataplane shutting down");
+			finish_rx(x, -ECANCELED, "dataplane shutting down");
+		}
+	}
+	portio_flush(dp.clk.tsc);
+	while (tp.ntx)
+		free_tx(0);
+	for (int i = 0; i < tp.nrx; i++)
+		free(tp.rx[i]);
+	tp.nrx = 0;
+	free(tp.tx);
+	free(tp.rx);
+	tp.tx = NULL;
+	tp.rx = NULL;
+}
+
+int transport_active(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < tp.ntx; i++)
+		n += tp.tx[i]->state <= XFER_ACTIVE;
+	for (int i = 0; i < tp.nrx; i++)
+		n += tp.rx[i]->state == XFER_ACTIVE;
+	return n;
+}
+
+int transport_stats(struct transport_stat *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < tp.ntx && n < max; i++, n++) {
+		struct xfer_tx *x = tp.tx[i];
+		uint64_t acked = x->sack.n_acked * tp.seg;
+		out[n] = (struct transport_stat){ .id = x->id, .outgoing = 1, .peer = x->peer,
+			.state = x->state, .bytes = x->bytes, .done_bytes = acked < x->bytes ? acked : x->bytes,
+			.frames = x->frames, .retransmits = x->sack.retransmits,
+			.gbps_cmd = pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz) };
+	}
+	for (int i = 0; i < tp.nrx && n < max; i++, n++) {
+		struct xfer_rx *x = tp.rx[i];
+		uint64_t got = x->sack.n_got * x->sack.seg;
+		out[n] = (struct transport_stat){ .id = x->id, .outgoing = 0, .peer = x->peer,
+			.state = x->state, .bytes = x->bytes,
+			.done_bytes = x->state == XFER_DONE ? x->bytes : got < x->bytes ? got : x->bytes,
+			.frames = x->frames };
+	}
+	return n;
+}

@@ -1,0 +1,110 @@
+/* transport.h - transfers of the dataplane: paced segmentation, SACK reliability, reassembly, timeouts. */
+#ifndef MLF_TRANSPORT_H
+#define MLF_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "appmsg.h"
+#include "pacer.h"
+#include "sack.h"
+
+/** Life of a transfer. */
+enum xfer_state { XFER_WAITING = 0, XFER_ACTIVE, XFER_DONE, XFER_FAILED };
+
+/** An outgoing transfer (sender side). */
+struct xfer_tx {
+	uint64_t id;
+	int peer;             /* destination host index */
+	uint16_t chan;
+	int client;           /* appif connection that asked for it, -1 when it went away */
+	uint32_t client_gen;  /* generation of that connection slot */
+	void *map;            /* mapping of the app's buffer (read-only) */
+	size_t map_len;
+	const uint8_t *data;  /* first byte to send */
+	uint64_t bytes;
+	uint64_t start_tsc, start_ns; /* commanded start: TSC tick and CLOCK_REALTIME ns */
+	uint64_t first_tx_ns, end_ns;
+	uint64_t timeout_ns;
+	uint64_t frames;
+	enum xfer_state state;
+	struct pacer pacer;
+	struct sack_tx sack;
+	char reason[APPMSG_REASON_MAX];
+};
+
+/** An incoming transfer (receiver side), reassembled into a memfd. */
+struct xfer_rx {
+	uint64_t id;
+	int peer;              /* source host index */
+	uint16_t chan;
+	int fd;                /* memfd holding the bytes; handed to appif on completion */
+	uint8_t *data;
+	uint64_t bytes;
+	uint64_t first_ns, last_data_ns, last_sack_ns, end_ns, linger_until_ns;
+	uint64_t frames;
+	enum xfer_state state;
+	struct sack_rx sack;
+};
+
+/**
+ * transport_init - empty transfer tables. @max_xfers bounds concurrent outgoing and incoming
+ * transfers each. Returns 0 or -ENOMEM.
+ */
+int transport_init(int max_xfers);
+
+/**
+ * transport_submit - start an outgoing transfer from request @m (APPMSG_SEND) whose buffer is
+ * the memfd @fd (consumed), for appif client @client/@gen.
+ * Returns the new transfer's id, or 0 with @err saying why (unknown host, bad schedule,
+ * buffer too small, duplicate id, too many transfers).
+ */
+uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t gen, char *err,
+			  size_t errlen);
+
+/** transport_rx - handle one received frame (already counted by portio). */
+void transport_rx(const uint8_t *frame, uint16_t len);
+
+/**
+ * transport_tx - send what pacing, the shaper and the tx queue allow, round robin over the
+ * active transfers. Returns the number of frames queued.
+ */
+unsigned transport_tx(void);
+
+/**
+ * transport_timers - SACK timers, retransmission rounds, timeouts (failing transfers naming the
+ * silent peer), completions and cleanup. Returns 1 if anything changed.
+ */
+int transport_timers(void);
+
+/** transport_client_gone - abort the outgoing transfers of a disconnected app. */
+void transport_client_gone(int client);
+
+/**
+ * transport_shutdown - fail every unfinished transfer with -ECANCELED ("dataplane shutting
+ * down"), tell the peers (ABORT) and the apps, free everything.
+ */
+void transport_shutdown(void);
+
+/** transport_active - number of unfinished transfers (both directions); idle back-off uses it. */
+int transport_active(void);
+
+/** Per-transfer figures for the monitor. */
+struct transport_stat {
+	uint64_t id;
+	int outgoing, peer;
+	enum xfer_state state;
+	uint64_t bytes, done_bytes, frames, retransmits;
+	double gbps_cmd;
+};
+
+/** transport_stats - copy up to @max transfers' figures into @out; returns how many. */
+int transport_stats(struct transport_stat *out, int max);
+
+/** transport_set_shaper - port egress shaper rate in Gbit/s (0 = off). */
+void transport_set_shaper(double gbps);
+
+/** transport_shaper_gbps - the current shaper rate (0 = off). */
+double transport_shaper_gbps(void);
+
+#endif

@@ -1,0 +1,71 @@
+/* appmsg.h - messages between applications (libmlfabric) and the local dataplane over a Unix socket. */
+#ifndef MLF_APPMSG_H
+#define MLF_APPMSG_H
+
+#include <stdint.h>
+
+#define APPMSG_MAX_STEPS 16  /* rate steps per transfer */
+#define APPMSG_MAX_IDS 64    /* transfer ids per ORDER message (send several to append more) */
+#define APPMSG_NAME_MAX 32
+#define APPMSG_REASON_MAX 160
+
+/** Message types; the direction is in brackets. */
+enum appmsg_type {
+	APPMSG_SEND = 1,   /* [app -> dp] start a transfer; carries the buffer's memfd (SCM_RIGHTS) */
+	APPMSG_ACCEPTED,   /* [dp -> app] reply to SEND: status 0 and id, or status -errno and reason */
+	APPMSG_TX_DONE,    /* [dp -> app] a transfer this app sent completed (status 0) or failed */
+	APPMSG_LISTEN,     /* [app -> dp] deliver incoming transfers of channel `chan` to this app */
+	APPMSG_RX_DONE,    /* [dp -> app] an incoming transfer; status 0 carries its memfd */
+	APPMSG_ORDER,      /* [app -> dp] append ids to the commit order of channel `chan` */
+	APPMSG_ERROR,      /* [dp -> app] a request was refused (reason says why) */
+};
+
+/** One step of a rate schedule: from @at_ns after the start, @gbps Gbit/s (0 = pause). */
+struct appmsg_step {
+	uint64_t at_ns;
+	double gbps;
+};
+
+/**
+ * The one message struct of the protocol (fixed size, one SOCK_SEQPACKET datagram).
+ * Fields unused by a type are zero.
+ */
+struct appmsg {
+	uint32_t type;       /* enum appmsg_type */
+	int32_t status;      /* 0 or -errno (ACCEPTED, TX_DONE, RX_DONE, ERROR) */
+	uint64_t id;         /* transfer id (SEND: 0 = let the dataplane choose) */
+	uint64_t bytes;      /* SEND: bytes to send; DONE: bytes of the transfer */
+	uint64_t offset;     /* SEND: offset of the first byte in the buffer */
+	uint64_t start_ns;   /* SEND: CLOCK_REALTIME start in ns (0 = now) */
+	uint64_t timeout_ns; /* SEND: peer silence that fails the transfer (0 = dataplane default) */
+	uint64_t first_tx_ns;  /* TX_DONE: CLOCK_REALTIME when the first data frame left */
+	uint64_t end_ns;       /* DONE: CLOCK_REALTIME of completion or failure */
+	int64_t start_error_ns; /* TX_DONE: first_tx_ns - commanded start */
+	uint64_t retransmits;  /* TX_DONE: segments sent again */
+	uint64_t frames;       /* TX_DONE: data frames sent, RX_DONE: data frames received */
+	uint16_t chan;       /* application channel at the destination (SEND, LISTEN, ORDER, RX_DONE) */
+	uint16_t n;          /* SEND: rate steps (0 = unpaced); ORDER: ids */
+	uint32_t flags;      /* ORDER: 1 = replace the order instead of appending */
+	char peer[APPMSG_NAME_MAX];     /* SEND: destination host; DONE: the other end */
+	char reason[APPMSG_REASON_MAX]; /* failures: what went wrong, naming the peer */
+	union {
+		struct appmsg_step steps[APPMSG_MAX_STEPS];
+		uint64_t ids[APPMSG_MAX_IDS];
+	} u;
+};
+
+/**
+ * appmsg_send - send @m on the SOCK_SEQPACKET socket @sock, with file descriptor @fd attached
+ * (SCM_RIGHTS) when @fd >= 0. Blocks only as the socket does.
+ * Returns 0, -EAGAIN (non-blocking socket full), -EPIPE (peer gone), or another -errno.
+ */
+int appmsg_send(int sock, const struct appmsg *m, int fd);
+
+/**
+ * appmsg_recv - receive one message into @m; an attached descriptor goes to *@fd (else -1).
+ * Returns 1 for a message, 0 when the peer closed the connection, -EAGAIN when nothing is
+ * waiting on a non-blocking socket, -EPROTO for a message of the wrong size, other -errno.
+ */
+int appmsg_recv(int sock, struct appmsg *m, int *fd);
+
+#endif

@@ -1,0 +1,275 @@
+/* mlfabric.c - libmlfabric client: memfd buffers, Unix-socket requests, queued dataplane events. */
+#define _GNU_SOURCE
+#include "mlfabric.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+struct queued {
+	struct appmsg msg;
+	int fd;
+};
+
+struct mlfabric {
+	int sock;
+	struct queued *q; /* events that arrived while waiting for an ACCEPTED reply */
+	size_t nq, cap;
+};
+
+int mlfabric_buf_alloc(size_t size, struct mlfabric_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+	if (size == 0)
+		return -EINVAL;
+	b->fd = memfd_create("mlfabric-buf", MFD_CLOEXEC);
+	if (b->fd < 0)
+		return -errno;
+	if (ftruncate(b->fd, (off_t)size) < 0) {
+		int e = errno;
+		close(b->fd);
+		b->fd = -1;
+		return -e;
+	}
+	b->data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+	if (b->data == MAP_FAILED) {
+		int e = errno;
+		close(b->fd);
+		b->fd = -1;
+		b->data = NULL;
+		return -e;
+	}
+	b->size = size;
+	return 0;
+}
+
+void mlfabric_buf_free(struct mlfabric_buf *b)
+{
+	if (b->data)
+		munmap(b->data, b->size);
+	if (b->fd >= 0)
+		close(b->fd);
+	b->data = NULL;
+	b->fd = -1;
+}
+
+mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mlfabric_t *m;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path '%s' too long", path);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	strcpy(sa.sun_path, path);
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	m->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (m->sock < 0 || connect(m->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot connect to dataplane socket %s: %s (is mlf-dataplane running?)",
+			 path, strerror(e));
+		if (m->sock >= 0)
+			close(m->sock);
+		free(m);
+		errno = e;
+		return NULL;
+	}
+	return m;
+}
+
+void mlfabric_close(mlfabric_t *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nq; i++)
+		if (m->q[i].fd >= 0)
+			close(m->q[i].fd);
+	free(m->q);
+	close(m->sock);
+	free(m);
+}
+
+int mlfabric_fd(const mlfabric_t *m)
+{
+	return m->sock;
+}
+
+static int enqueue(mlfabric_t *m, const struct appmsg *msg, int fd)
+{
+	if (m->nq == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 16;
+		struct queued *q = realloc(m->q, cap * sizeof(*q));
+		if (!q)
+			return -ENOMEM;
+		m->q = q;
+		m->cap = cap;
+	}
+	m->q[m->nq].msg = *msg;
+	m->q[m->nq++].fd = fd;
+	return 0;
+}
+
+/* Blocking receive of one message; 1, or -EPIPE when the dataplane closed, -errno. */
+static int recv_one(mlfabric_t *m, struct appmsg *msg, int *fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = m->sock, .events = POLLIN };
+	int rc;
+
+	do
+		rc = poll(&p, 1, timeout_ms);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return -errno;
+	if (rc == 0)
+		return 0;
+	rc = appmsg_recv(m->sock, msg, fd);
+	return rc == 0 ? -EPIPE : rc;
+}
+
+int mlfabric_send(mlfabric_t *m, const struct mlfabric_send *req, uint64_t *id, char *err, size_t errlen)
+{
+	struct appmsg msg = { .type = APPMSG_SEND };
+	int rc, fd;
+
+	if (!req->buf || !req->dst || req->bytes == 0 || req->offset > req->buf->size ||
+	    req->bytes > req->buf->size - req->offset || req->n_steps < 0 ||
+	    req->n_steps > APPMSG_MAX_STEPS || strlen(req->dst) >= APPMSG_NAME_MAX) {
+		snprintf(err, errlen, "bad transfer request: %s",
+			 !req->buf || !req->dst ? "no buffer or destination" :
+			 req->bytes == 0 ? "zero bytes" :
+			 req->n_steps < 0 || req->n_steps > APPMSG_MAX_STEPS ? "too many rate steps" :
+			 req->offset > req->buf->size || req->bytes > req->buf->size - req->offset ?
+				 "range beyond the buffer" : "destination name too long");
+		return -EINVAL;
+	}
+	msg.id = req->id;
+	msg.bytes = req->bytes;
+	msg.offset = req->offset;
+	msg.start_ns = req->start_ns;
+	msg.timeout_ns = (uint64_t)(req->timeout_s * 1e9);
+	msg.chan = req->chan;
+	msg.n = (uint16_t)req->n_steps;
+	strcpy(msg.peer, req->dst);
+	for (int i = 0; i < req->n_steps; i++)
+		msg.u.steps[i] = req->steps[i];
+	rc = appmsg_send(m->sock, &msg, req->buf->fd);
+	if (rc < 0) {
+		snprintf(err, errlen, "dataplane socket: %s", strerror(-rc));
+		return rc;
+	}
+	for (;;) {
+		rc = recv_one(m, &msg, &fd, -1);
+		if (rc < 0) {
+			snprintf(err, errlen, "dataplane socket: %s", rc == -EPIPE ? "dataplane went away" : strerror(-rc));
+			return rc;
+		}
+		if (msg.type == APPMSG_ACCEPTED)
+			break;
+		if ((rc = enqueue(m, &msg, fd)) < 0) {
+			if (fd >= 0)
+				close(fd);
+			snprintf(err, errlen, "out of memory queueing events");
+			return rc;
+		}
+	}
+	if (msg.status < 0) {
+		snprintf(err, errlen, "%s", msg.reason);
+		return msg.status;
+	}
+	*id = msg.id;
+	return 0;
+}
+
+int mlfabric_listen(mlfabric_t *m, uint16_t chan)
+{
+	struct appmsg msg = { .type = APPMSG_LISTEN, .chan = chan };
+	return appmsg_send(m->sock, &msg, -1);
+}
+
+int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, int replace)
+{
+	int done = 0;
+
+	do {
+		struct appmsg msg = { .type = APPMSG_ORDER, .chan = chan, .flags = replace && done == 0 };
+		int k = n - done > APPMSG_MAX_IDS ? APPMSG_MAX_IDS : n - done, rc;
+		msg.n = (uint16_t)k;
+		memcpy(msg.u.ids, ids + done, (size_t)k * sizeof(uint64_t));
+		if ((rc = appmsg_send(m->sock, &msg, -1)) < 0)
+			return rc;
+		done += k;
+	} while (done < n);
+	return 0;
+}
+
+static void to_event(const struct appmsg *msg, int fd, struct mlfabric_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->buf.fd = -1;
+	ev->kind = msg->type == APPMSG_TX_DONE ? MLFABRIC_EV_SENT :
+		   msg->type == APPMSG_RX_DONE ? MLFABRIC_EV_RECEIVED : MLFABRIC_EV_ERROR;
+	ev->status = msg->status;
+	ev->id = msg->id;
+	ev->bytes = msg->bytes;
+	ev->chan = msg->chan;
+	memcpy(ev->peer, msg->peer, sizeof(ev->peer));
+	ev->peer[sizeof(ev->peer) - 1] = '\0';
+	memcpy(ev->reason, msg->reason, sizeof(ev->reason));
+	ev->reason[sizeof(ev->reason) - 1] = '\0';
+	ev->first_tx_ns = msg->first_tx_ns;
+	ev->end_ns = msg->end_ns;
+	ev->start_error_ns = msg->start_error_ns;
+	ev->retransmits = msg->retransmits;
+	ev->frames = msg->frames;
+	if (fd >= 0 && ev->kind == MLFABRIC_EV_RECEIVED && ev->status == 0 && msg->bytes > 0) {
+		void *p = mmap(NULL, msg->bytes, PROT_READ, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			ev->status = -errno;
+			snprintf(ev->reason, sizeof(ev->reason), "cannot map received buffer: %s",
+				 strerror(errno));
+			close(fd);
+			return;
+		}
+		ev->buf.data = p;
+		ev->buf.size = msg->bytes;
+		ev->buf.fd = fd;
+	} else if (fd >= 0) {
+		close(fd);
+	}
+}
+
+int mlfabric_poll(mlfabric_t *m, struct mlfabric_event *ev, int timeout_ms)
+{
+	struct appmsg msg;
+	int fd, rc;
+
+	if (m->nq > 0) {
+		to_event(&m->q[0].msg, m->q[0].fd, ev);
+		memmove(m->q, m->q + 1, (m->nq - 1) * sizeof(*m->q));
+		m->nq--;
+		return 1;
+	}
+	rc = recv_one(m, &msg, &fd, timeout_ms);
+	if (rc <= 0)
+		return rc;
+	to_event(&msg, fd, ev);
+	return 1;
+}
+
+void mlfabric_event_release(struct mlfabric_event *ev)
+{
+	mlfabric_buf_free(&ev->buf);
+}

@@ -1,0 +1,104 @@
+/* mlfabric.h - libmlfabric, the application side of the local dataplane: buffers, transfers, events. */
+#ifndef MLF_MLFABRIC_H
+#define MLF_MLFABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "appmsg.h"
+
+/** Default socket of the dataplane of host H in cluster C: /run/mlfabric/C-H.sock. */
+#define MLFABRIC_SOCK_DIR "/run/mlfabric"
+
+/** Opaque connection to the local dataplane. */
+typedef struct mlfabric mlfabric_t;
+
+/** A shared-memory buffer (memfd) the dataplane can map: updates, models, aggregates. */
+struct mlfabric_buf {
+	void *data;  /* mapped read-write in this process */
+	size_t size; /* bytes */
+	int fd;      /* the memfd, passed to the dataplane with every transfer */
+};
+
+/** A transfer request (paper Table 1's push/get are built on this in the next layer). */
+struct mlfabric_send {
+	const char *dst;                 /* destination host name (cluster config) */
+	const struct mlfabric_buf *buf;  /* source buffer */
+	uint64_t offset, bytes;          /* the bytes [offset, offset+bytes) of @buf are sent */
+	uint64_t start_ns;               /* CLOCK_REALTIME start in ns, 0 = as soon as possible */
+	uint64_t id;                     /* transfer id chosen by the caller (scheduler), 0 = auto */
+	uint16_t chan;                   /* application channel at the destination */
+	const struct appmsg_step *steps; /* rate schedule (offsets from start, Gbit/s), NULL = unpaced */
+	int n_steps;
+	double timeout_s;                /* peer silence that fails it (0 = dataplane default) */
+};
+
+/** What mlfabric_poll() returns. */
+enum mlfabric_ev_kind {
+	MLFABRIC_EV_SENT = 1, /* a transfer we sent ended (status 0 = byte-exact at the peer) */
+	MLFABRIC_EV_RECEIVED, /* an incoming transfer ended; on success @buf holds its bytes */
+	MLFABRIC_EV_ERROR,    /* the dataplane refused a LISTEN/ORDER request (reason) */
+};
+
+/** One completion or arrival. */
+struct mlfabric_event {
+	enum mlfabric_ev_kind kind;
+	int status;                  /* 0 or -errno (-ETIMEDOUT: peer silent, -ECANCELED: shutdown) */
+	uint64_t id, bytes;
+	uint16_t chan;
+	char peer[APPMSG_NAME_MAX];  /* destination (SENT) or source (RECEIVED) host */
+	char reason[APPMSG_REASON_MAX]; /* failure text naming the peer */
+	uint64_t first_tx_ns, end_ns;   /* CLOCK_REALTIME ns */
+	int64_t start_error_ns;         /* SENT: first data frame time minus commanded start */
+	uint64_t retransmits, frames;
+	struct mlfabric_buf buf;        /* RECEIVED ok: read-only mapping, release with mlfabric_event_release */
+};
+
+/**
+ * mlfabric_buf_alloc - create a shared-memory buffer of @size bytes (> 0), zero-filled.
+ * Returns 0, or -errno from memfd_create/ftruncate/mmap.
+ */
+int mlfabric_buf_alloc(size_t size, struct mlfabric_buf *b);
+
+/** mlfabric_buf_free - unmap and close; safe on a zeroed buffer. */
+void mlfabric_buf_free(struct mlfabric_buf *b);
+
+/**
+ * mlfabric_connect - connect to the dataplane listening on Unix socket @path.
+ * Returns a handle, or NULL with @err saying why (no dataplane at that path, permission).
+ */
+mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen);
+
+/** mlfabric_close - disconnect; the dataplane fails this app's unfinished transfers. */
+void mlfabric_close(mlfabric_t *m);
+
+/** mlfabric_fd - the socket, readable when an event is waiting (for poll/epoll loops). */
+int mlfabric_fd(const mlfabric_t *m);
+
+/**
+ * mlfabric_send - hand a transfer to the dataplane and wait for its acceptance (not completion).
+ * @id: set to the transfer id. Returns 0, or -errno with @err naming the problem (unknown host,
+ * bad schedule, buffer too small, duplicate id, dataplane gone).
+ */
+int mlfabric_send(mlfabric_t *m, const struct mlfabric_send *req, uint64_t *id, char *err, size_t errlen);
+
+/** mlfabric_listen - receive incoming transfers of channel @chan. 0 or -errno (dataplane gone). */
+int mlfabric_listen(mlfabric_t *m, uint16_t chan);
+
+/**
+ * mlfabric_commit_order - tell the dataplane the commit order of incoming transfers of @chan:
+ * ids in this order are handed over only after every earlier one of the list arrived or failed.
+ * @replace: 1 replaces the current order, 0 appends. Returns 0 or -errno.
+ */
+int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, int replace);
+
+/**
+ * mlfabric_poll - wait up to @timeout_ms (-1 = forever) for the next event.
+ * Returns 1 with @ev filled, 0 on timeout, -EPIPE when the dataplane went away, other -errno.
+ */
+int mlfabric_poll(mlfabric_t *m, struct mlfabric_event *ev, int timeout_ms);
+
+/** mlfabric_event_release - unmap a received buffer of @ev (no-op for other events). */
+void mlfabric_event_release(struct mlfabric_event *ev);
+
+#endif
