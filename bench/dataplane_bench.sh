@@ -41,10 +41,10 @@ TCK=$(getconf CLK_TCK)
 measure_txloop() {
 	local eal
 	mapfile -t eal < <("$TB" eal-args "$CLUSTER" a)
-	rxrate_start b "$WORK/rate" --timeout $((SECS + 20)) --quiet-ms 300
+	rxrate_start b "$WORK/rate"
 	"$TB" exec "$CLUSTER" a "$ROOT/build/mlf-txloop" "${eal[@]}" -- --cluster "$CLUSTER" --from a --to b \
 		--seconds "$SECS" >"$WORK/txloop" 2>"$WORK/txloop.err" || { cat "$WORK/txloop.err" >&2; return 1; }
-	wait "$RXRATE_PID" || true
+	rxrate_stop
 	field "$(cat "$WORK/rate")" gbps
 }
 
@@ -53,9 +53,9 @@ measure_iperf() {
 	local ip_b=$1
 	"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
 	sleep 0.3
-	rxrate_start b "$WORK/rate" --timeout $((SECS + 20)) --quiet-ms 300
+	rxrate_start b "$WORK/rate"
 	"$TB" exec "$CLUSTER" a iperf3 -c "$ip_b" -t "$SECS" -J >"$WORK/iperf.json"
-	wait "$RXRATE_PID" || true
+	rxrate_stop
 	echo "$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json") $(field "$(cat "$WORK/rate")" gbps)"
 }
 
@@ -82,11 +82,11 @@ measure_pacing() {
 	bytes=$(awk -v r="$rate" 'BEGIN { printf "%d", r * 1e9 / 8 * 1.5 }')
 	timeout 60 "$XFER" recv --sock "$(sock b)" --count 1 --out /dev/null --timeout 30 >/dev/null 2>&1 &
 	local rpid=$!
-	rxrate_start b "$WORK/rate" --timeout 30 --quiet-ms 200
+	rxrate_start b "$WORK/rate"
 	timeout 60 "$XFER" send --sock "$(sock a)" --to b --bytes "$bytes" --rate "$rate" --timeout 20 >"$WORK/send" 2>&1 ||
-		{ echo "paced transfer at $rate Gbit/s failed: $(cat "$WORK/send")" >&2; wait $rpid; return 1; }
+		{ echo "paced transfer at $rate Gbit/s failed: $(cat "$WORK/send")" >&2; rxrate_stop; wait $rpid; return 1; }
 	wait $rpid || true
-	wait "$RXRATE_PID" || true
+	rxrate_stop
 	field "$(cat "$WORK/rate")" gbps
 }
 

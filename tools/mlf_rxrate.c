@@ -12,7 +12,7 @@
 
 static const char usage[] =
 	"usage: mlf-rxrate [--iface IF] [--interval-ms MS] [--quiet-ms MS] [--timeout S] [--min-bytes N]\n"
-	"                  [--min-step N]\n"
+	"                  [--min-step N] [--trace FILE]\n"
 	"Samples /sys/class/net/IF/statistics/rx_bytes and rx_packets every MS (default 1) ms and\n"
 	"reports the receive rate over the active window: from the first sample that saw at least\n"
 	"--min-step (default 3000) new bytes, so stray ARP frames do not open the window, to the last\n"
@@ -20,6 +20,7 @@ static const char usage[] =
 	"(default 100000) arrived, or at --timeout (default 60 s). Prints one line:\n"
 	"  rxrate bytes=<L2 bytes> packets=<n> first_ns=<CLOCK_REALTIME ns> last_ns=<ns> seconds=<s>\n"
 	"         gbps=<L2 Gbit/s over the window>\n"
+	"--trace FILE writes every sample as: <realtime ns> <bytes since start> <packets since start>.\n"
 	"Bytes are L2 frame bytes including the 14-byte Ethernet header (what tbf and the dataplane's\n"
 	"pacer count). Run it in the receiver's namespace (mlf-testbed exec CLUSTER HOST mlf-rxrate).\n"
 	"Exit status 1 when fewer than --min-bytes arrived before the timeout.\n";
@@ -61,10 +62,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "iface", required_argument, NULL, 'i' },    { "interval-ms", required_argument, NULL, 'n' },
 		{ "quiet-ms", required_argument, NULL, 'q' }, { "timeout", required_argument, NULL, 't' },
-		{ "min-bytes", required_argument, NULL, 'm' }, { "min-step", required_argument, NULL, 's' }, { "help", no_argument, NULL, 'h' },
+		{ "min-bytes", required_argument, NULL, 'm' }, { "min-step", required_argument, NULL, 's' },
+		{ "trace", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *iface = "eth0";
+	FILE *trace = NULL;
 	double interval_ms = 1, quiet_ms = 300, timeout_s = 60;
 	uint64_t min_bytes = 100000, min_step = 3000, b0, p0, b, p, fb = 0, lb = 0, lp = 0, prev, t0, ft = 0, lt = 0;
 	char bpath[256], ppath[256];
@@ -75,7 +78,7 @@ int main(int argc, char **argv)
 		char *end = NULL;
 		double v = 0;
 
-		if (opt != 'i' && opt != 'h' && optarg) {
+		if (opt != 'i' && opt != 'h' && opt != 'r' && optarg) {
 			v = strtod(optarg, &end);
 			if (*end || v <= 0) {
 				log_err("option value '%s' must be a positive number (see --help)", optarg);
@@ -84,6 +87,13 @@ int main(int argc, char **argv)
 		}
 		switch (opt) {
 		case 'i': iface = optarg; break;
+		case 'r':
+			trace = fopen(optarg, "w");
+			if (!trace) {
+				log_err("--trace %s: %s", optarg, strerror(errno));
+				return 2;
+			}
+			break;
 		case 'n': interval_ms = v; break;
 		case 'q': quiet_ms = v; break;
 		case 't': timeout_s = v; break;
@@ -113,6 +123,9 @@ int main(int argc, char **argv)
 			log_err("interface %s: counters vanished", iface);
 			return 2;
 		}
+		if (trace)
+			fprintf(trace, "%llu %llu %llu\n", (unsigned long long)t, (unsigned long long)(b - b0),
+				(unsigned long long)(p - p0));
 		if (b - prev >= min_step) {
 			if (!active) {
 				active = 1;
@@ -129,6 +142,8 @@ int main(int argc, char **argv)
 		if ((double)(t - t0) >= timeout_s * 1e9)
 			break;
 	}
+	if (trace)
+		fclose(trace);
 	if (!active) {
 		printf("rxrate bytes=0 packets=0 first_ns=0 last_ns=0 seconds=0 gbps=0\n");
 		return 1;

@@ -43,8 +43,8 @@ within() { awk -v p="$1" -v m="$2" -v t="$3" 'BEGIN { e = m / t - 1; if (e < 0) 
 dp_start() {
 	local host=$1; shift
 	local pid
-	pid="$("$TB" dataplane "$CLUSTER" "$host" --log "$WORK/dp-$host.log" -- "$@")" ||
-		fail "dataplane of $host did not start (log $WORK/dp-$host.log)"
+	pid="$("$TB" dataplane "$CLUSTER" "$host" --log "$WORK/dp-$host.log" -- "$@" 2>"$WORK/dp-$host.start")" ||
+		fail "dataplane of $host did not start: $(cat "$WORK/dp-$host.start")"
 	eval "DP_PID_$host=$pid"
 }
 
@@ -60,12 +60,21 @@ need_dataplane() {
 # field LINE KEY: the value of key=value in an mlf-xfer / mlf-rxrate output line.
 field() { sed -n "s/.*[[:space:]]$2=\([^[:space:]]*\).*/\1/p" <<<" $1" | head -1; }
 
-# rxrate_start HOST OUT [ARGS]: measure HOST's receive rate in the background into OUT.
+# rxrate_start HOST OUT [ARGS]: measure HOST's receive rate in the background into OUT, until
+# rxrate_stop (the window then spans every frame of the transfer, stalls included).
 rxrate_start() {
 	local host=$1 out=$2; shift 2
-	"$TB" exec "$CLUSTER" "$host" "$ROOT/build/mlf-rxrate" "$@" >"$out" &
+	# mlf-testbed exec and ip netns exec both exec: the pid is mlf-rxrate's own
+	"$TB" exec "$CLUSTER" "$host" "$ROOT/build/mlf-rxrate" --quiet-ms 60000 --timeout 120 "$@" >"$out" &
 	RXRATE_PID=$!
 	sleep 0.1
+}
+
+# rxrate_stop: end the measurement started by rxrate_start (after the transfer completed).
+rxrate_stop() {
+	sleep 0.1
+	kill -INT "$RXRATE_PID" 2>/dev/null || true
+	wait "$RXRATE_PID" || true
 }
 
 # random_file PATH MB: MB MiB of random bytes.
