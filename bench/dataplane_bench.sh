@@ -96,6 +96,7 @@ pct() { awk -v m="$1" -v t="$2" 'BEGIN { if (m == "") print "n/a"; else printf "
 
 ROWS=()
 PACE=()
+NOTES=()
 for conf in pair pair9k; do
 	CLUSTER="$ROOT/conf/cluster-$conf.json"
 	mtu=$(sed -n 's/.*"mtu" *: *\([0-9]*\).*/\1/p' "$CLUSTER")
@@ -107,9 +108,13 @@ for conf in pair pair9k; do
 	read -r ip_good ip_l2 <<<"$(measure_iperf "$ip_b")"
 	echo "   iperf3 TCP: $ip_good Gbit/s goodput, $ip_l2 Gbit/s at b's rx counters" >&2
 	dp="" cpu="" retx="" p1="" p5=""
-	if [ $HAVE_DP = 1 ]; then
-		dp_start a
-		dp_start b
+	note=""
+	if [ $HAVE_DP = 1 ] && ! { DP_PID_a=$("$TB" dataplane "$CLUSTER" a --log "$WORK/dp-a.log" 2>"$WORK/dp.err") &&
+				    DP_PID_b=$("$TB" dataplane "$CLUSTER" b --log "$WORK/dp-b.log" 2>"$WORK/dp.err"); }; then
+		note="dataplane did not start at MTU $mtu: $(grep -v '^[0-9.]* INFO' "$WORK/dp.err" | grep -m1 -i 'error\|cause\|will not' || true)"
+		echo "   $note" >&2
+		NOTES+=("$note")
+	elif [ $HAVE_DP = 1 ]; then
 		read -r dp cpu retx <<<"$(measure_dp)" || true
 		echo "   dataplane: $dp Gbit/s byte-exact goodput, $cpu CPU s/GB, $retx retransmits" >&2
 		p1=$(measure_pacing 1) || true
@@ -139,6 +144,8 @@ done
 	printf '%s\n' "${PACE[@]}"
 	echo
 	echo "The tx loop's and the pacing figures are L2 frame bytes (Ethernet header included); the"
-	echo "dataplane's and iperf3's goodput are application payload bytes. n/a: the dataplane was not built."
+	echo "dataplane's and iperf3's goodput are application payload bytes. n/a: the dataplane was not built"
+	echo "or did not run (notes below)."
+	for n in "${NOTES[@]}"; do echo; echo "Note: $n"; done
 } >"$OUT"
 cat "$OUT"
