@@ -111,7 +111,8 @@ for conf in pair pair9k; do
 	note=""
 	if [ $HAVE_DP = 1 ] && ! { DP_PID_a=$("$TB" dataplane "$CLUSTER" a --log "$WORK/dp-a.log" 2>"$WORK/dp.err") &&
 				    DP_PID_b=$("$TB" dataplane "$CLUSTER" b --log "$WORK/dp-b.log" 2>"$WORK/dp.err"); }; then
-		note="dataplane did not start at MTU $mtu: $(grep -v '^[0-9.]* INFO' "$WORK/dp.err" | grep -m1 -i 'error\|cause\|will not' || true)"
+		why=$(grep -m1 -i 'will not\|cause' "$WORK/dp.err" || grep -m1 ERROR "$WORK/dp.err" || true)
+		note="dataplane did not start at MTU $mtu: ${why:-see its log}"
 		echo "   $note" >&2
 		NOTES+=("$note")
 	elif [ $HAVE_DP = 1 ]; then
