@@ -156,6 +156,29 @@ static int hold_udp_port(uint16_t port)
 	return fd;
 }
 
+/*
+ * rte_get_tsc_hz() can be off by ~0.1% in a VM, which would skew every commanded rate:
+ * measure the TSC against CLOCK_MONOTONIC over 100 ms instead.
+ */
+static double calibrate_tsc_hz(void)
+{
+	struct timespec a, b, nap = { 0, 100000000 };
+	uint64_t t0, t1;
+	double dt;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	t0 = rte_rdtsc();
+	nanosleep(&nap, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	t1 = rte_rdtsc();
+	dt = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+	if (dt <= 0 || t1 <= t0)
+		return (double)rte_get_tsc_hz();
+	log_debug("TSC %.0f Hz measured, DPDK says %llu", (double)(t1 - t0) / dt,
+		  (unsigned long long)rte_get_tsc_hz());
+	return (double)(t1 - t0) / dt;
+}
+
 static void idle_sleep(uint64_t ns)
 {
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
@@ -238,7 +261,7 @@ int main(int argc, char **argv)
 		snprintf(sock, sizeof(sock), "%s/%s-%s.sock", MLFABRIC_SOCK_DIR, dp.cluster.name, o.host);
 		o.sock = sock;
 	}
-	dp.hz = (double)rte_get_tsc_hz();
+	dp.hz = calibrate_tsc_hz();
 	dp.timeout_ns = (uint64_t)(o.timeout * 1e9);
 	prctl(PR_SET_TIMERSLACK, 1UL); /* idle sleeps of a few us must not become 50 us */
 	clock_sample();
@@ -256,6 +279,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	log_info("TSC at %.6f GHz (DPDK estimate %.6f)", dp.hz / 1e9, (double)rte_get_tsc_hz() / 1e9);
 	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, app socket %s, %s",
 		 o.host, dp.cluster.name, dp.cluster.mtu, dp.cluster.udp_port,
 		 wire_seg_payload(dp.cluster.mtu), o.sock, dp.busy_poll ? "busy polling" : "idle back-off");

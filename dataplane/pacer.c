@@ -85,3 +85,16 @@ void pacer_refund(struct pacer *p, double bytes)
 	if (p->n_steps > 0)
 		p->credit += bytes;
 }
+
+void pacer_restart(struct pacer *p, uint64_t start)
+{
+	int64_t d = (int64_t)(start - p->start);
+
+	for (int i = 0; i < p->n_steps; i++)
+		p->step_at[i] = (uint64_t)((int64_t)p->step_at[i] + d);
+	p->start = start;
+	p->last = start;
+	p->now = start;
+	p->cur = -1;
+	p->credit = p->min_burst / 2; /* the first frame leaves at the start, not one frame later */
+}

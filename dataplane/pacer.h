@@ -50,6 +50,12 @@ void pacer_advance(struct pacer *p, uint64_t now);
  */
 int pacer_allow(struct pacer *p, double bytes);
 
+/**
+ * pacer_restart - move the whole schedule so that it starts at tick @start (used when the start
+ * time is reached by the wall clock, which the TSC rate estimate only approximates).
+ */
+void pacer_restart(struct pacer *p, uint64_t start);
+
 /** pacer_refund - give back @bytes taken by pacer_allow() for a frame that was not sent. */
 void pacer_refund(struct pacer *p, double bytes);
 

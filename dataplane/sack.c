@@ -63,9 +63,28 @@ static uint32_t stamp(const struct sack_tx *s, uint64_t now_ns)
 	return (uint32_t)((now_ns - s->t0) / 1000) + 1;
 }
 
+uint64_t sack_tx_rto_ns(const struct sack_tx *s)
+{
+	uint64_t rto = (uint64_t)((s->srtt_us + 4 * s->rttvar_us) * 1000);
+
+	return rto > s->prm.min_age_ns ? rto : s->prm.min_age_ns;
+}
+
+/* RFC 6298 smoothing of one round-trip sample in us. */
+static void rtt_sample(struct sack_tx *s, double r)
+{
+	if (s->srtt_us == 0) {
+		s->srtt_us = r;
+		s->rttvar_us = r / 2;
+		return;
+	}
+	s->rttvar_us = 0.75 * s->rttvar_us + 0.25 * (r > s->srtt_us ? r - s->srtt_us : s->srtt_us - r);
+	s->srtt_us = 0.875 * s->srtt_us + 0.125 * r;
+}
+
 int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 {
-	uint32_t now_us = stamp(s, now_ns), age_us = (uint32_t)(s->prm.min_age_ns / 1000);
+	uint32_t now_us = stamp(s, now_ns), age_us = (uint32_t)(sack_tx_rto_ns(s) / 1000);
 	int budget = 512; /* bounded work per call; the scan resumes next time */
 
 	if (s->done)
@@ -86,7 +105,7 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 			return (int64_t)i;
 		}
 	}
-	if (s->next_new < s->nseg) {
+	if (s->next_new < s->nseg && (!s->prm.window || s->next_new - s->n_acked < s->prm.window)) {
 		*retx = 0;
 		s->sent_us[s->next_new] = now_us;
 		return (int64_t)s->next_new++;
@@ -98,6 +117,7 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 		    uint64_t now_ns)
 {
 	uint64_t before = s->n_acked;
+	int64_t newest = -1; /* newly acknowledged segment sent last: the round-trip sample */
 
 	if (cum > s->nseg || (done && cum != s->nseg))
 		return -EINVAL;
@@ -106,6 +126,8 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 		if (!bit_get(s->acked, i)) {
 			bit_set(s->acked, i);
 			s->n_acked++;
+			if (newest < 0 || s->sent_us[i] > s->sent_us[newest])
+				newest = (int64_t)i;
 		}
 	}
 	for (size_t k = 0; k < nbytes; k++) {
@@ -120,6 +142,8 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 			if (!bit_get(s->acked, i)) {
 				bit_set(s->acked, i);
 				s->n_acked++;
+				if (newest < 0 || s->sent_us[i] > s->sent_us[newest])
+					newest = (int64_t)i;
 			}
 			if (i + 1 > s->highest)
 				s->highest = i + 1;
@@ -130,6 +154,8 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 	s->cum = first_clear(s->acked, s->cum > cum ? s->cum : cum, s->nseg);
 	if (s->n_acked > before)
 		s->last_progress_ns = now_ns;
+	if (newest >= 0 && s->sent_us[newest] && stamp(s, now_ns) >= s->sent_us[newest])
+		rtt_sample(s, (double)(stamp(s, now_ns) - s->sent_us[newest]));
 	/* holes well below the highest arrival are lost: scan them (again) from the bottom */
 	if (s->highest > s->prm.reorder_segs && s->highest - s->prm.reorder_segs > s->cum) {
 		uint64_t lim = s->highest - s->prm.reorder_segs;
@@ -150,7 +176,8 @@ int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns)
 	if (s->next_new > 0 && now_ns - s->last_ack_ns > timeout_ns)
 		return -ETIMEDOUT;
 	/* tail loss: all sent once, no progress -> every hole is a candidate */
-	if (s->next_new == s->nseg && now_ns - s->last_progress_ns > s->prm.tail_ns) {
+	if (s->next_new == s->nseg && now_ns - s->last_progress_ns > s->prm.tail_ns &&
+	    now_ns - s->last_progress_ns > sack_tx_rto_ns(s)) {
 		s->rlimit = s->nseg;
 		s->rscan = s->cum;
 		s->last_progress_ns = now_ns;

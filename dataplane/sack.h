@@ -13,9 +13,12 @@
 
 /** Tunables of the sender side (defaults in sack_tx_init, override after init). */
 struct sack_tx_params {
-	uint64_t min_age_ns;   /* a segment is resent only if its last copy left this long ago */
+	uint64_t min_age_ns;   /* a segment is resent only if its last copy left this long ago
+	                        * (or srtt + 4 rttvar when larger: queues on a busy port) */
 	uint64_t reorder_segs; /* holes this close below the highest acked segment are not yet lost */
 	uint64_t tail_ns;      /* with everything sent and no ack progress this long, resend holes */
+	uint64_t window;       /* at most this many segments sent and not yet acknowledged (0 = no
+	                        * limit): keeps the receiver's rx ring from overflowing */
 };
 
 /** Sender state of one transfer. */
@@ -33,6 +36,7 @@ struct sack_tx {
 	uint64_t retransmits;   /* segments sent more than once */
 	uint64_t last_ack_ns;   /* last SACK from the peer (silence detection) */
 	uint64_t last_progress_ns; /* last time n_acked grew or a tail round started */
+	double srtt_us, rttvar_us; /* smoothed round-trip time and its variation (RFC 6298), us */
 	int done;               /* the peer reported every byte received */
 	struct sack_tx_params prm;
 };
@@ -49,7 +53,7 @@ void sack_tx_free(struct sack_tx *s);
 /**
  * sack_tx_next - choose the next segment to send at @now_ns and record it as sent.
  * Lost segments (below the reorder window of the highest acknowledged one, or all holes after a
- * tail timeout, and older than min_age) go before never-sent ones.
+ * tail timeout, and older than sack_tx_rto_ns()) go before never-sent ones.
  * @retx: set to 1 when the returned segment is a retransmission.
  * Returns the segment index, or -1 when nothing should be sent now.
  */
@@ -70,6 +74,9 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
  * data is outstanding (the caller fails the transfer naming the peer), 0 otherwise.
  */
 int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns);
+
+/** sack_tx_rto_ns - age in ns after which an unacknowledged segment may be resent. */
+uint64_t sack_tx_rto_ns(const struct sack_tx *s);
 
 /** sack_seg_len - bytes of segment @i of a transfer of @total bytes cut in @seg-byte segments. */
 uint32_t sack_seg_len(uint64_t total, uint32_t seg, uint64_t i);

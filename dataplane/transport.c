@@ -20,8 +20,11 @@
 #define SACK_GAP_NS 50000        /* after a hole appears, SACK at most this often */
 #define SACK_IDLE_NS 200000      /* SACK pending news at least this often */
 #define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
-#define PACE_BURST_S 500e-6      /* pacing credit cap in seconds of the current rate */
+#define PACE_BURST_S 2e-3        /* pacing credit cap in seconds of the current rate: rides out a
+                                  * descheduled loop on a shared core without a long burst */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
+#define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
+                                  * af_packet ring (framecnt=4096) of the receiver */
 
 static struct {
 	struct xfer_tx **tx;
@@ -238,8 +241,11 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 	struct wire_addr a;
 
 	if (x->state == XFER_WAITING) {
-		if (dp.clk.tsc < x->start_tsc)
+		/* the wall clock decides: the TSC rate estimate drifts ~0.1% over long waits */
+		if (dp.clk.real_ns < x->start_ns)
 			return 0;
+		x->start_tsc = dp.clk.tsc;
+		pacer_restart(&x->pacer, dp.clk.tsc);
 		x->state = XFER_ACTIVE;
 		x->sack.last_ack_ns = dp.clk.mono_ns;
 	}
@@ -291,11 +297,18 @@ unsigned transport_tx(void)
 	unsigned sent = 0;
 
 	tbucket_refill(&tp.shaper, dp.clk.tsc);
+	int active = transport_active();
+	/* the window shares the receivers' rx rings between concurrent transfers */
+	uint64_t window = RX_RING_SEGS / (uint64_t)(active > 0 ? active : 1);
+
+	if (window < 64)
+		window = 64;
 	for (int k = 0; k < tp.ntx; k++) {
 		int i = (tp.rr + k) % tp.ntx, rc;
 		unsigned room = portio_tx_room();
 		if (room == 0)
 			break;
+		tp.tx[i]->sack.prm.window = window;
 		rc = tx_one(tp.tx[i], room < PORTIO_BURST ? room : PORTIO_BURST);
 		if (rc < 0)
 			break;

@@ -148,6 +148,29 @@ START_TEST(tail_loss_recovered)
 }
 END_TEST
 
+START_TEST(window_limits_unacknowledged)
+{
+	struct sack_tx tx;
+	int retx;
+	uint8_t bm[1] = { 0x01 };
+
+	ck_assert_int_eq(sack_tx_init(&tx, 100 * SEG, SEG, 0), 0);
+	tx.prm.window = 4;
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+	ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), -1);
+	/* segment 0 (cumulative) and segment 2 (bitmap bit 1, relative to cum = 1) acknowledged */
+	bm[0] = 0x02;
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 1, bm, 1, 0, 1000), 2);
+	ck_assert_int_eq(sack_tx_next(&tx, 1000, &retx), 4);
+	ck_assert_int_eq(sack_tx_next(&tx, 1000, &retx), 5);
+	ck_assert_int_eq(sack_tx_next(&tx, 1000, &retx), -1);
+	/* the round-trip sample (1 us after the sends at t=0) was taken */
+	ck_assert(tx.srtt_us > 0);
+	sack_tx_free(&tx);
+}
+END_TEST
+
 START_TEST(silent_peer_times_out)
 {
 	struct sack_tx tx;
@@ -195,6 +218,6 @@ int main(void)
 {
 	const TTest *tests[] = { clean_link_no_retransmits, loss_dup_reorder_byte_exact,
 				 heavy_loss_byte_exact, tail_loss_recovered, silent_peer_times_out,
-				 receiver_rejects_and_reports };
-	return test_dp_run("sack", tests, 6);
+				 receiver_rejects_and_reports, window_limits_unacknowledged };
+	return test_dp_run("sack", tests, 7);
 }
