@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # dataplane_bench.sh - `make bench-dataplane`: dataplane goodput vs a bare DPDK tx loop and iperf3 on
 # the same unshaped veth pair at MTU 1500 and 9000, pacing error, CPU seconds per GB.
-# Usage: bench/dataplane_bench.sh [--gb N] [--seconds S] [--out FILE]
+# Usage: bench/dataplane_bench.sh [--gb N] [--seconds S] [--runs R] [--out FILE]
 #   --gb N       size of the dataplane transfer in GiB (default 1)
 #   --seconds S  duration of the tx loop and iperf3 runs (default 5)
+#   --runs R     rounds of every measurement; the report gives medians (default 3)
 #   --out FILE   where the markdown report goes (default BENCHMARKS-dataplane.md)
 # Every rate is measured outside the process under test, from b's eth0 rx counters (mlf-rxrate),
 # except the dataplane's goodput, which is payload bytes that arrived byte-exact over the
@@ -11,13 +12,15 @@
 . "$(dirname "$0")/../tests/integration/lib.sh"
 GB=1
 SECS=5
+RUNS=3
 OUT="$ROOT/BENCHMARKS-dataplane.md"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--gb) GB=$2; shift 2 ;;
 	--seconds) SECS=$2; shift 2 ;;
+	--runs) RUNS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "dataplane_bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -91,6 +94,8 @@ measure_pacing() {
 }
 
 f2() { awk -v a="$1" 'BEGIN { if (a == "") print "n/a"; else printf "%.2f", a }'; }
+# median VALUES...: the median of the non-empty values (empty output when there is none).
+median() { printf '%s\n' "$@" | awk 'NF' | sort -g | awk '{ v[++n] = $1 } END { if (n) print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
 pct() { awk -v m="$1" -v t="$2" 'BEGIN { if (m == "") print "n/a"; else printf "%+.2f%%", (m / t - 1) * 100 }'; }
 
@@ -103,25 +108,34 @@ for conf in pair pair9k; do
 	ip_b=$(sed -n 's/.*"name": *"b", *"ip": *"\([0-9.]*\)".*/\1/p' "$CLUSTER")
 	echo "== MTU $mtu ($conf): testbed up, unshaped" >&2
 	"$TB" up "$CLUSTER" --unshaped >/dev/null 2>&1 || { echo "mlf-testbed up $CLUSTER failed" >&2; exit 1; }
-	tx=$(measure_txloop) || exit 1
-	echo "   bare tx loop: $tx Gbit/s (L2 at b)" >&2
-	read -r ip_good ip_l2 <<<"$(measure_iperf "$ip_b")"
-	echo "   iperf3 TCP: $ip_good Gbit/s goodput, $ip_l2 Gbit/s at b's rx counters" >&2
-	dp="" cpu="" retx="" p1="" p5=""
+	TX=() IPG=() DP=() CPU=() RETX=() P1=() P5=()
 	note=""
-	if [ $HAVE_DP = 1 ] && ! { DP_PID_a=$("$TB" dataplane "$CLUSTER" a --log "$WORK/dp-a.log" 2>"$WORK/dp.err") &&
-				    DP_PID_b=$("$TB" dataplane "$CLUSTER" b --log "$WORK/dp-b.log" 2>"$WORK/dp.err"); }; then
-		why=$(grep -m1 -i 'will not\|cause' "$WORK/dp.err" || grep -m1 ERROR "$WORK/dp.err" || true)
-		note="dataplane did not start at MTU $mtu: ${why:-see its log}"
-		echo "   $note" >&2
-		NOTES+=("$note")
-	elif [ $HAVE_DP = 1 ]; then
+	for run in $(seq "$RUNS"); do
+		TX+=("$(measure_txloop)") || exit 1
+		read -r ip_good ip_l2 <<<"$(measure_iperf "$ip_b")"
+		IPG+=("$ip_good")
+		echo "   run $run: bare tx loop ${TX[-1]} Gbit/s (L2 at b); iperf3 TCP $ip_good Gbit/s goodput ($ip_l2 at b's rx counters)" >&2
+		[ $HAVE_DP = 1 ] && [ -z "$note" ] || continue
+		if ! { DP_PID_a=$("$TB" dataplane "$CLUSTER" a --log "$WORK/dp-a.log" 2>"$WORK/dp.err") &&
+		       DP_PID_b=$("$TB" dataplane "$CLUSTER" b --log "$WORK/dp-b.log" 2>"$WORK/dp.err"); }; then
+			why=$(grep -m1 -i 'will not\|cause' "$WORK/dp.err" || grep -m1 ERROR "$WORK/dp.err" || true)
+			note="dataplane did not start at MTU $mtu: ${why:-see its log}"
+			echo "   $note" >&2
+			NOTES+=("$note")
+			continue
+		fi
 		read -r dp cpu retx <<<"$(measure_dp)" || true
-		echo "   dataplane: $dp Gbit/s byte-exact goodput, $cpu CPU s/GB, $retx retransmits" >&2
-		p1=$(measure_pacing 1) || true
-		p5=$(measure_pacing 5) || true
-		echo "   pacing: 1 -> $p1, 5 -> $p5 Gbit/s at b" >&2
-	fi
+		DP+=("$dp") CPU+=("$cpu") RETX+=("$retx")
+		P1+=("$(measure_pacing 1)") || true
+		P5+=("$(measure_pacing 5)") || true
+		echo "   run $run: dataplane $dp Gbit/s byte-exact goodput, $cpu CPU s/GB, $retx retransmits; pacing 1 -> ${P1[-1]}, 5 -> ${P5[-1]} Gbit/s at b" >&2
+		# stop the dataplanes so that they do not share the cores with the next tx loop and iperf3
+		kill -TERM "$DP_PID_a" "$DP_PID_b" 2>/dev/null || true
+		timeout 10 tail --pid="$DP_PID_a" -f /dev/null || true
+		timeout 10 tail --pid="$DP_PID_b" -f /dev/null || true
+	done
+	tx=$(median "${TX[@]}") ip_good=$(median "${IPG[@]}") dp=$(median "${DP[@]}") cpu=$(median "${CPU[@]}")
+	retx=$(median "${RETX[@]}") p1=$(median "${P1[@]}") p5=$(median "${P5[@]}")
 	ROWS+=("| $mtu | $(f2 "$dp") | $(f2 "$tx") | $(f2 "$ip_good") | $(ratio "$dp" "$tx") | $(ratio "$dp" "$ip_good") | ${cpu:-n/a} | ${retx:-n/a} |")
 	PACE+=("| $mtu | 1 | $(f2 "$p1") | $(pct "$p1" 1) |" "| $mtu | 5 | $(f2 "$p5") | $(pct "$p5" 5) |")
 	"$TB" down "$CLUSTER" >/dev/null 2>&1
@@ -130,8 +144,9 @@ done
 {
 	echo "# Dataplane benchmark (\`make bench-dataplane\`)"
 	echo
-	echo "Command: \`make bench-dataplane\` (= \`bench/dataplane_bench.sh --gb $GB --seconds $SECS\`), $(date -u +%Y-%m-%d), $(nproc) cores shared by every process, two namespaces a -> b"
-	echo "on one veth pair through a bridge, no tbf (unshaped). Rates in Gbit/s."
+	echo "Command: \`make bench-dataplane\` (= \`bench/dataplane_bench.sh --gb $GB --seconds $SECS --runs $RUNS\`), $(date -u +%Y-%m-%d), $(nproc) cores"
+	echo "shared by every process (and by whatever else runs on the machine), two namespaces a -> b on one veth pair"
+	echo "through a bridge, no tbf (unshaped). Rates in Gbit/s; every figure is the median of $RUNS rounds."
 	echo
 	echo "| MTU | dataplane goodput ($GB GiB, byte-exact) | bare DPDK tx loop (L2 at b) | iperf3 TCP goodput | dataplane / tx loop (target >= 0.7) | dataplane / iperf3 (target >= 1 at 9000) | CPU s per GB (both dataplanes) | retransmits |"
 	echo "|---|---|---|---|---|---|---|---|"
