@@ -16,6 +16,7 @@
 #include "appmsg.h"
 #include "dp.h"
 #include "log.h"
+#include "order.h"
 
 #define MAX_CLIENTS 64
 #define MAX_CHANS 64
@@ -32,13 +33,6 @@ struct delivery {
 	int fd;
 };
 
-/* The commit order of one channel: ids[0..n), done[i] once ids[i] was handed over. */
-struct order {
-	uint64_t *ids;
-	uint8_t *done;
-	int n, cap;
-};
-
 static struct {
 	int lfd;
 	char path[108];
@@ -46,7 +40,7 @@ static struct {
 	int listener[MAX_CHANS];  /* client index per channel, -1 = none */
 	struct delivery pend[MAX_PENDING];
 	int npend;
-	struct order order[MAX_CHANS];
+	struct order_list order[MAX_CHANS];
 } ai = { .lfd = -1 };
 
 int appif_init(const char *path, char *err, size_t errlen)
@@ -106,27 +100,6 @@ static void error_to(int c, const char *fmt, const char *arg)
 	reply(c, &m);
 }
 
-/* Index of @id in the order of @chan, or -1. */
-static int order_pos(const struct order *o, uint64_t id)
-{
-	for (int i = 0; i < o->n; i++)
-		if (o->ids[i] == id)
-			return i;
-	return -1;
-}
-
-/* May this delivery go now? Not in the order: yes; in it: when every earlier id is done. */
-static int turn_ok(const struct delivery *d)
-{
-	const struct order *o = &ai.order[d->msg.chan % MAX_CHANS];
-	int pos = order_pos(o, d->msg.id);
-
-	for (int i = 0; i < pos; i++)
-		if (!o->done[i])
-			return 0;
-	return 1;
-}
-
 /* Hands over every delivery whose listener exists and whose turn came; repeats until stable. */
 static void deliver(void)
 {
@@ -136,8 +109,8 @@ static void deliver(void)
 		progress = 0;
 		for (int i = 0; i < ai.npend; i++) {
 			struct delivery *d = &ai.pend[i];
-			int c = ai.listener[d->msg.chan % MAX_CHANS], pos, rc;
-			if (c < 0 || ai.cl[c].fd < 0 || !turn_ok(d))
+			int c = ai.listener[d->msg.chan % MAX_CHANS], rc;
+			if (c < 0 || ai.cl[c].fd < 0 || !order_may_deliver(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id))
 				continue;
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
 			if (rc == -EAGAIN)
@@ -145,9 +118,7 @@ static void deliver(void)
 			if (rc < 0)
 				log_warn("delivery of transfer %llx to app %d failed: %s",
 					 (unsigned long long)d->msg.id, c, strerror(-rc));
-			pos = order_pos(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id);
-			if (pos >= 0)
-				ai.order[d->msg.chan % MAX_CHANS].done[pos] = 1;
+			order_mark_done(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id);
 			if (d->fd >= 0)
 				close(d->fd);
 			ai.pend[i--] = ai.pend[--ai.npend];
@@ -196,31 +167,6 @@ void appif_tx_done(const struct xfer_tx *x, int status)
 	snprintf(m.peer, sizeof(m.peer), "%s", dp.cluster.hosts[x->peer].name);
 	snprintf(m.reason, sizeof(m.reason), "%s", x->reason);
 	reply(x->client, &m);
-}
-
-static void order_add(uint16_t chan, const uint64_t *ids, int n, int replace)
-{
-	struct order *o = &ai.order[chan % MAX_CHANS];
-
-	if (replace)
-		o->n = 0;
-	if (o->n + n > o->cap) {
-		int cap = (o->n + n) * 2;
-		uint64_t *ni = realloc(o->ids, (size_t)cap * sizeof(*ni));
-		uint8_t *nd = ni ? realloc(o->done, (size_t)cap) : NULL;
-		if (ni)
-			o->ids = ni;
-		if (!ni || !nd) {
-			log_err("commit order of channel %u: out of memory", chan);
-			return;
-		}
-		o->done = nd;
-		o->cap = cap;
-	}
-	for (int i = 0; i < n; i++) {
-		o->ids[o->n] = ids[i];
-		o->done[o->n++] = 0;
-	}
 }
 
 static void drop_client(int c)
@@ -274,7 +220,8 @@ static void serve(int c)
 				error_to(c, "ORDER: %s", m.chan >= MAX_CHANS ? "channel out of range" : "too many ids");
 				break;
 			}
-			order_add(m.chan, m.u.ids, m.n, m.flags & 1);
+			if (order_add(&ai.order[m.chan], m.u.ids, m.n, m.flags & 1) < 0)
+				error_to(c, "ORDER: %s", "out of memory");
 			deliver();
 			break;
 		default:
@@ -339,10 +286,8 @@ void appif_close(void)
 	for (int i = 0; i < ai.npend; i++)
 		if (ai.pend[i].fd >= 0)
 			close(ai.pend[i].fd);
-	for (int i = 0; i < MAX_CHANS; i++) {
-		free(ai.order[i].ids);
-		free(ai.order[i].done);
-	}
+	for (int i = 0; i < MAX_CHANS; i++)
+		order_free(&ai.order[i]);
 	ai.npend = 0;
 	if (ai.lfd >= 0) {
 		close(ai.lfd);

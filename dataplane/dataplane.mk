@@ -8,7 +8,7 @@ DPDK_LIBS   := $(shell pkg-config --libs libdpdk 2>/dev/null)
 EXTRA_CFLAGS_dataplane := $(DPDK_CFLAGS)
 
 # DPDK-free engine parts, unit-tested without EAL.
-DP_CORE_SRCS := dataplane/pacer.c dataplane/sack.c dataplane/tbucket.c dataplane/fault.c
+DP_CORE_SRCS := dataplane/pacer.c dataplane/sack.c dataplane/tbucket.c dataplane/fault.c dataplane/order.c
 DP_CORE_OBJS := $(DP_CORE_SRCS:%.c=$(BUILD)/%.o)
 DP_SRCS := $(filter-out dataplane/mlf_xfer.c,$(wildcard dataplane/*.c))
 DP_OBJS := $(DP_SRCS:%.c=$(BUILD)/%.o)
@@ -23,7 +23,7 @@ $(BUILD)/mlf-xfer: $(BUILD)/dataplane/mlf_xfer.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
-DP_TESTS := test_dp_wire test_dp_pacer test_dp_sack test_dp_fault
+DP_TESTS := test_dp_wire test_dp_pacer test_dp_sack test_dp_fault test_dp_order test_dp_appmsg
 UNIT_TESTS += $(DP_TESTS:%=$(BUILD)/tests/%)
 
 $(BUILD)/tests/test_dp_%: $(BUILD)/tests/unit/test_dp_%.o $(DP_CORE_OBJS) $(LIBMLF)

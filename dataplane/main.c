@@ -28,7 +28,7 @@
 #define SLOW_PATH_NS 100000     /* timers, app socket and monitor every 100 us */
 #define MONITOR_NS 10000000     /* snapshot for telemetry every 10 ms */
 #define IDLE_SLEEP_MIN_NS 1000
-#define IDLE_SLEEP_MAX_NS 200000
+#define IDLE_SLEEP_MAX_NS 500000    /* idle: ~2000 wake-ups per second, ring holds 4096 frames */
 #define IDLE_SLEEP_ACTIVE_NS 20000 /* cap while transfers wait for their start time or pacing */
 
 struct dp dp;

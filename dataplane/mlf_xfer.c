@@ -20,15 +20,18 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: mlf-xfer send --sock PATH --to HOST (--bytes N | --file F) [--rate GBPS]\n"
 		"                     [--steps MS:GBPS,...] [--start-at NS_REALTIME | --start-in MS]\n"
-		"                     [--timeout S] [--count K] [--chan C]\n"
+		"                     [--timeout S] [--count K] [--chan C] [--id FIRST_HEX]\n"
 		"       mlf-xfer recv --sock PATH [--count K] [--out FILE_OR_DIR] [--timeout S] [--chan C]\n"
+		"                     [--order HEX_ID,HEX_ID,...]\n"
 		"send: K concurrent transfers of N bytes (or the file) to HOST, at GBPS (default unpaced)\n"
 		"  or along --steps (offset in ms from the start : Gbit/s), starting at an absolute\n"
 		"  CLOCK_REALTIME ns or MS from now; --timeout is the peer silence that fails a transfer.\n"
+		"  --id gives the transfers ids FIRST, FIRST+1, ... (hex) instead of dataplane-chosen ones.\n"
 		"  Prints per transfer: xfer id= to= bytes= status=ok|failed goodput_gbps= start_error_us=\n"
 		"  retransmits= [reason=\"...\"]. Exit 0 iff all ok.\n"
 		"recv: waits for K incoming transfers (--timeout S overall, default 0 = forever), writes\n"
 		"  each payload to FILE (K=1) or DIR/<id>, prints: recv id= from= bytes= status=ok|failed.\n"
+		"  --order: commit order; those transfers are handed over in this order (early ones held).\n"
 		"  Exit 0 iff all ok.\n");
 }
 
@@ -64,6 +67,19 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
 		return -1;
 	}
 	*v = x;
+	return 0;
+}
+
+static int parse_hex_id(const char *opt, const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 16);
+	if (errno || end == s || *end || *v == 0) {
+		fprintf(stderr, "mlf-xfer: %s: '%s' is not a non-zero hexadecimal transfer id\n", opt, s);
+		return -1;
+	}
 	return 0;
 }
 
@@ -151,13 +167,14 @@ static int do_send(mlfabric_t *m, int argc, char **argv)
 		{ "steps", required_argument, NULL, 'S' },   { "start-at", required_argument, NULL, 'a' },
 		{ "start-in", required_argument, NULL, 'i' }, { "timeout", required_argument, NULL, 'T' },
 		{ "count", required_argument, NULL, 'k' },   { "chan", required_argument, NULL, 'c' },
-		{ "sock", required_argument, NULL, 's' },    { NULL, 0, NULL, 0 },
+		{ "sock", required_argument, NULL, 's' },    { "id", required_argument, NULL, 'I' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct appmsg_step steps[APPMSG_MAX_STEPS];
 	struct mlfabric_buf buf;
 	struct mlfabric_send req = { 0 };
 	const char *to = NULL, *file = NULL;
-	uint64_t bytes = 0, count = 1, start_at = 0, chan = 0, ids[MAX_COUNT];
+	uint64_t bytes = 0, count = 1, start_at = 0, chan = 0, first_id = 0, ids[MAX_COUNT];
 	double rate = 0, start_in = -1, timeout = 0;
 	int c, n_steps = 0, failed = 0, done = 0;
 	char err[256];
@@ -176,6 +193,7 @@ static int do_send(mlfabric_t *m, int argc, char **argv)
 		case 'T': if (parse_double("--timeout", optarg, 0.001, 3600, &timeout)) return 2; break;
 		case 'k': if (parse_u64("--count", optarg, &count)) return 2; break;
 		case 'c': if (parse_u64("--chan", optarg, &chan)) return 2; break;
+		case 'I': if (parse_hex_id("--id", optarg, &first_id)) return 2; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -204,6 +222,7 @@ static int do_send(mlfabric_t *m, int argc, char **argv)
 	req.timeout_s = timeout;
 	req.start_ns = start_at ? start_at : start_in >= 0 ? now_ns() + (uint64_t)(start_in * 1e6) : 0;
 	for (uint64_t k = 0; k < count; k++) {
+		req.id = first_id ? first_id + k : 0;
 		if (mlfabric_send(m, &req, &ids[k], err, sizeof(err)) < 0) {
 			fprintf(stderr, "mlf-xfer: transfer %" PRIu64 " to %s refused: %s\n", k, to, err);
 			mlfabric_buf_free(&buf);
@@ -273,8 +292,11 @@ static int do_recv(mlfabric_t *m, int argc, char **argv)
 	static const struct option lo[] = {
 		{ "count", required_argument, NULL, 'k' }, { "out", required_argument, NULL, 'o' },
 		{ "timeout", required_argument, NULL, 'T' }, { "chan", required_argument, NULL, 'c' },
-		{ "sock", required_argument, NULL, 's' },  { NULL, 0, NULL, 0 },
+		{ "sock", required_argument, NULL, 's' },  { "order", required_argument, NULL, 'O' },
+		{ NULL, 0, NULL, 0 },
 	};
+	uint64_t order[MAX_COUNT];
+	int n_order = 0;
 	const char *out = NULL;
 	uint64_t count = 1, chan = 0, got = 0;
 	double timeout = 0;
@@ -289,6 +311,13 @@ static int do_recv(mlfabric_t *m, int argc, char **argv)
 		case 'k': if (parse_u64("--count", optarg, &count)) return 2; break;
 		case 'c': if (parse_u64("--chan", optarg, &chan)) return 2; break;
 		case 'T': if (parse_double("--timeout", optarg, 0, 1e6, &timeout)) return 2; break;
+		case 'O':
+			for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
+				if (n_order == MAX_COUNT || parse_hex_id("--order", tok, &order[n_order]))
+					return 2;
+				n_order++;
+			}
+			break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -298,6 +327,10 @@ static int do_recv(mlfabric_t *m, int argc, char **argv)
 	}
 	if (out && count > 1 && mkdir(out, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "mlf-xfer: cannot create directory %s: %s\n", out, strerror(errno));
+		return 1;
+	}
+	if (n_order && (rc = mlfabric_commit_order(m, (uint16_t)chan, order, n_order, 1)) < 0) {
+		fprintf(stderr, "mlf-xfer: commit order: %s\n", strerror(-rc));
 		return 1;
 	}
 	if ((rc = mlfabric_listen(m, (uint16_t)chan)) < 0) {

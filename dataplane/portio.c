@@ -32,6 +32,16 @@ static struct {
 	uint64_t rng;
 } pio = { .rng = 0x9e3779b97f4a7c15ULL };
 
+/* Creates the mbuf pool with @room data bytes per mbuf; NULL on failure (rte_errno). */
+static struct rte_mempool *make_pool(unsigned room)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "mlf_mbufs_%u", room);
+	return rte_pktmbuf_pool_create(name, 8191, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
+				       (int)rte_socket_id());
+}
+
 int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
@@ -47,16 +57,40 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 	if (room < 2048)
 		room = 2048;
 	pio.port = port;
-	pio.pool = rte_pktmbuf_pool_create("mlf_mbufs", 8191, 256, 0,
-					   (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
-	if (!pio.pool) {
-		snprintf(err, errlen, "cannot create mbuf pool: %s", rte_strerror(rte_errno));
-		return -ENOMEM;
-	}
-	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) < 0 ||
-	    (rc = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL, pio.pool)) < 0 ||
-	    (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) < 0) {
+	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) < 0) {
 		snprintf(err, errlen, "cannot configure port %u: %s", port, strerror(-rc));
+		return rc;
+	}
+	/*
+	 * net_af_packet refuses mbufs smaller than its ring frames (framesz in the vdev args, which
+	 * the port does not report): grow the mbufs until the rx queue accepts them.
+	 */
+	for (;;) {
+		pio.pool = make_pool(room);
+		if (!pio.pool) {
+			snprintf(err, errlen, "cannot create mbuf pool of %u-byte mbufs: %s", room,
+				 rte_strerror(rte_errno));
+			return -ENOMEM;
+		}
+		rc = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL, pio.pool);
+		if (rc != -ENOMEM || room >= UINT16_MAX - RTE_PKTMBUF_HEADROOM)
+			break;
+		rte_mempool_free(pio.pool);
+		room = room * 2 > UINT16_MAX - RTE_PKTMBUF_HEADROOM ? UINT16_MAX - RTE_PKTMBUF_HEADROOM : room * 2;
+	}
+	/* a real NIC needs the config's MTU (jumbo frames); af_packet follows the interface */
+	if (rc == 0 && (rc = rte_eth_dev_set_mtu(port, (uint16_t)mtu)) < 0) {
+		uint16_t cur = 0;
+		rte_eth_dev_get_mtu(port, &cur);
+		if (cur < mtu) {
+			snprintf(err, errlen, "port %u: cannot set MTU %d (it is %u): %s", port, mtu, cur,
+				 strerror(-rc));
+			return rc;
+		}
+		rc = 0;
+	}
+	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) < 0) {
+		snprintf(err, errlen, "cannot set up queues of port %u: %s", port, strerror(-rc));
 		return rc;
 	}
 	if ((rc = rte_eth_dev_start(port)) < 0) {

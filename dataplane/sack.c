@@ -173,7 +173,10 @@ int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns)
 {
 	if (s->done)
 		return 1;
-	if (s->next_new > 0 && now_ns - s->last_ack_ns > timeout_ns)
+	/* silence only counts while something sent is unacknowledged (a paused schedule is quiet) */
+	if (s->n_acked == s->next_new)
+		s->last_ack_ns = now_ns;
+	else if (now_ns - s->last_ack_ns > timeout_ns)
 		return -ETIMEDOUT;
 	/* tail loss: all sent once, no progress -> every hole is a candidate */
 	if (s->next_new == s->nseg && now_ns - s->last_progress_ns > s->prm.tail_ns &&

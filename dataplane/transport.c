@@ -22,6 +22,7 @@
 #define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
 #define PACE_BURST_S 2e-3        /* pacing credit cap in seconds of the current rate: rides out a
                                   * descheduled loop on a shared core without a long burst */
+#define SHAPER_MIN_DEPTH 65536.0  /* bytes */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
 #define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
                                   * af_packet ring (framecnt=4096) of the receiver */
@@ -50,17 +51,23 @@ int transport_init(int max_xfers)
 	if (!tp.tx || !tp.rx)
 		return -ENOMEM;
 	tp.seg = wire_seg_payload(dp.cluster.mtu);
-	tp.next_id = 1;
-	tbucket_init(&tp.shaper, 0, 64 * 1024, dp.hz, dp.clk.tsc);
+	/* ids survive a restart: a receiver may still remember the ids of the previous run */
+	tp.next_id = (dp.clk.real_ns / 1000) & ((1ULL << 48) - 1);
+	tbucket_init(&tp.shaper, 0, SHAPER_MIN_DEPTH, dp.hz, dp.clk.tsc);
 	return 0;
 }
 
 void transport_set_shaper(double gbps)
 {
+	double depth = gbps * 1e9 / 8 * PACE_BURST_S;
+
+	/* like the pacer: deep enough to ride out a loop descheduled on a shared core */
+	tp.shaper.burst = depth > SHAPER_MIN_DEPTH ? depth : SHAPER_MIN_DEPTH;
 	tbucket_set_rate(&tp.shaper, gbps, dp.clk.tsc);
-	log_info("shaper: egress %s", gbps > 0 ? "limited" : "unlimited");
 	if (gbps > 0)
-		log_info("shaper: %.3f Gbit/s", gbps);
+		log_info("shaper: egress limited to %.3f Gbit/s, depth %.0f bytes", gbps, tp.shaper.burst);
+	else
+		log_info("shaper: egress unlimited");
 }
 
 double transport_shaper_gbps(void)
@@ -197,7 +204,7 @@ uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t g
 		free(x);
 		return 0;
 	}
-	x->id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | tp.next_id++;
+	x->id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | (tp.next_id++ & ((1ULL << 48) - 1));
 	tp.tx[tp.ntx++] = x;
 	log_info("xfer %llx: to %s, %llu bytes, start in %.3f ms, %d rate steps", (unsigned long long)x->id,
 		 name, (unsigned long long)x->bytes,
@@ -282,6 +289,7 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		memcpy(p + WIRE_HDRS_LEN, x->data + h.offset, h.len);
 		wire_encode(p, &a, &h);
 		portio_tx_send(f, dp.clk.tsc);
+		x->last_tx_mono = dp.clk.mono_ns;
 		if (!x->first_tx_ns)
 			x->first_tx_ns = dp.clk.real_ns;
 		x->frames++;
@@ -526,6 +534,31 @@ void transport_rx(const uint8_t *frame, uint16_t len)
 
 /* ---- timers ---- */
 
+/*
+ * A transfer paused by a rate step of 0 sends nothing, so both ends would take the other for
+ * dead: every timeout/3 of silence, resend segment 0 asking for a SACK (a harmless duplicate).
+ */
+static void keepalive(struct xfer_tx *x)
+{
+	struct wire_hdr h = { .type = WIRE_DATA, .flags = WIRE_F_RETX | WIRE_F_ACKREQ, .chan = x->chan,
+			      .seg = (uint16_t)tp.seg, .id = x->id, .total = x->bytes };
+	struct wire_addr a;
+	struct rte_mbuf *f;
+	uint8_t *p;
+
+	if (dp.clk.mono_ns - x->last_tx_mono < x->timeout_ns / 3)
+		return;
+	h.len = sack_seg_len(x->bytes, tp.seg, 0);
+	if (!(p = portio_tx_alloc((uint16_t)frame_len(h.len), &f)))
+		return;
+	addr_to(x->peer, &a);
+	memcpy(p + WIRE_HDRS_LEN, x->data, h.len);
+	wire_encode(p, &a, &h);
+	tbucket_force(&tp.shaper, frame_len(h.len));
+	portio_tx_send(f, dp.clk.tsc);
+	x->last_tx_mono = dp.clk.mono_ns;
+}
+
 int transport_timers(void)
 {
 	int changed = 0;
@@ -535,6 +568,8 @@ int transport_timers(void)
 		struct xfer_tx *x = tp.tx[i];
 		int rc;
 		if (x->state == XFER_ACTIVE) {
+			if (x->sack.next_new < x->sack.nseg && pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz) == 0)
+				keepalive(x);
 			rc = sack_tx_check(&x->sack, dp.clk.mono_ns, x->timeout_ns);
 			if (rc == 1) {
 				finish_tx(x, 0, NULL);

@@ -25,6 +25,7 @@ struct xfer_tx {
 	uint64_t bytes;
 	uint64_t start_tsc, start_ns; /* commanded start: TSC tick and CLOCK_REALTIME ns */
 	uint64_t first_tx_ns, end_ns;
+	uint64_t last_tx_mono;  /* TSC-derived ns of the last DATA frame (keepalive while paused) */
 	uint64_t timeout_ns;
 	uint64_t frames;
 	enum xfer_state state;
