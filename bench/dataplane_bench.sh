@@ -57,7 +57,7 @@ measure_iperf() {
 	"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
 	sleep 0.3
 	rxrate_start b "$WORK/rate"
-	"$TB" exec "$CLUSTER" a iperf3 -c "$ip_b" -t "$SECS" -J >"$WORK/iperf.json"
+	timeout $((SECS + 30)) "$TB" exec "$CLUSTER" a iperf3 -c "$ip_b" -t "$SECS" -J >"$WORK/iperf.json" || true
 	rxrate_stop
 	echo "$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json") $(field "$(cat "$WORK/rate")" gbps)"
 }

@@ -14,7 +14,7 @@ if command -v ping >/dev/null; then
 else
 	"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
 	sleep 0.3
-	"$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -t 0.5 >/dev/null || fail "a cannot reach b (iperf3)"
+	timeout 10 "$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -n 1M >/dev/null || fail "a cannot reach b (iperf3)"
 fi
 mac=$("$TB" exec "$CLUSTER" b cat /sys/class/net/eth0/address)
 [ "$mac" = "02:00:0a:4e:00:02" ] || fail "b's eth0 MAC is $mac, expected the config default 02:00:0a:4e:00:02"
@@ -26,7 +26,7 @@ ok "a reaches b; b has its configured MAC"
 "$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
 sleep 0.3
 # -O 1: leave out slow start and the tbf's initial burst
-"$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -t 3 -O 1 -J >"$WORK/iperf.json" || fail "iperf3 a -> b failed"
+timeout 30 "$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -t 3 -O 1 -J >"$WORK/iperf.json" || fail "iperf3 a -> b failed"
 gbps=$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json")
 # tbf counts whole L2 frames: 1448 bytes of TCP payload per 1514-byte frame (MTU 1500, timestamps)
 within 2 "$gbps" "$(awk 'BEGIN { print 1448 / 1514 }')" ||
@@ -43,6 +43,21 @@ if MLF_DATAPLANE=/bin/false "$TB" dataplane "$CLUSTER" a --log "$WORK/dp.log" >/
 fi
 grep -q "host a: .*exited .*$WORK/dp.log" "$WORK/err" || fail "dataplane start error does not name host and log: $(cat "$WORK/err")"
 ok "a dataplane dying at start is reported with its host and log"
+
+# a second cluster (six hosts) lives beside the first; its down leaves the first alone
+MINI="$ROOT/conf/cluster-mini.json"
+"$TB" up "$MINI" 2>/dev/null || { "$TB" down "$MINI" >/dev/null 2>&1; fail "up of cluster-mini failed"; }
+"$TB" status "$MINI" >"$WORK/status" || { "$TB" down "$MINI" >/dev/null 2>&1; fail "status of mini: $(cat "$WORK/status")"; }
+[ "$(grep -c ' UP ' "$WORK/status")" = 6 ] || { "$TB" down "$MINI" >/dev/null 2>&1; fail "mini does not show 6 hosts up"; }
+reach=0
+"$TB" exec "$MINI" w3 iperf3 -s -1 -D >/dev/null
+sleep 0.3
+timeout 10 "$TB" exec "$MINI" ps iperf3 -c 10.77.0.13 -n 1M >/dev/null 2>&1 && reach=1
+"$TB" down "$MINI" 2>/dev/null || fail "down of mini failed"
+[ $reach = 1 ] || fail "ps cannot reach w3 in cluster mini"
+[ "$(ip netns list | grep -c '^mini-' || true)" = 0 ] || fail "down of mini left mini-* namespaces"
+"$TB" status "$CLUSTER" >/dev/null || fail "down of mini disturbed cluster pair"
+ok "six-host cluster mini beside pair: ps reaches w3, its down leaves pair up"
 
 # up on an up cluster re-creates it cleanly; down removes every namespace and is idempotent
 "$TB" up "$CLUSTER" 2>/dev/null || fail "second up failed"
