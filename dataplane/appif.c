@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@
 struct client {
 	int fd;           /* -1 when the slot is free */
 	uint32_t gen;
+	struct appmsg *backlog; /* events the socket refused (full): resent in order by appif_poll */
+	int nbacklog, capbacklog;
 };
 
 /* A finished incoming transfer waiting for its listener or its turn in the commit order. */
@@ -77,18 +80,46 @@ int appif_init(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* Sends what waits in @c's backlog; 1 when it is empty afterwards. */
+static int flush_backlog(int c)
+{
+	struct client *cl = &ai.cl[c];
+	int sent = 0, rc = 0;
+
+	while (sent < cl->nbacklog && (rc = appmsg_send(cl->fd, &cl->backlog[sent], -1)) == 0)
+		sent++;
+	if (rc < 0 && rc != -EAGAIN)
+		sent = cl->nbacklog; /* the app is gone: drop_client follows on its next read */
+	memmove(cl->backlog, cl->backlog + sent, (size_t)(cl->nbacklog - sent) * sizeof(*cl->backlog));
+	cl->nbacklog -= sent;
+	return cl->nbacklog == 0;
+}
+
+/* Sends event @m to client @c, never losing it to a full socket (it waits in the backlog). */
 static void reply(int c, struct appmsg *m)
 {
-	int rc;
+	struct client *cl;
+	int rc = -EAGAIN;
 
 	if (c < 0 || ai.cl[c].fd < 0)
 		return;
-	rc = appmsg_send(ai.cl[c].fd, m, -1);
-	if (rc < 0) {
-		static double last;
-		if (log_ratelimited(&last, 1.0))
-			log_warn("app connection %d: cannot send event: %s", c, strerror(-rc));
+	cl = &ai.cl[c];
+	if (flush_backlog(c))
+		rc = appmsg_send(cl->fd, m, -1);
+	if (rc != -EAGAIN)
+		return;
+	if (cl->nbacklog == cl->capbacklog) {
+		int cap = cl->capbacklog ? 2 * cl->capbacklog : 64;
+		struct appmsg *b = realloc(cl->backlog, (size_t)cap * sizeof(*b));
+		if (!b) {
+			log_err("app connection %d: out of memory, event of transfer %llx lost", c,
+				(unsigned long long)m->id);
+			return;
+		}
+		cl->backlog = b;
+		cl->capbacklog = cap;
 	}
+	cl->backlog[cl->nbacklog++] = *m;
 }
 
 static void error_to(int c, const char *fmt, const char *arg)
@@ -174,6 +205,9 @@ static void drop_client(int c)
 	close(ai.cl[c].fd);
 	ai.cl[c].fd = -1;
 	ai.cl[c].gen++;
+	free(ai.cl[c].backlog);
+	ai.cl[c].backlog = NULL;
+	ai.cl[c].nbacklog = ai.cl[c].capbacklog = 0;
 	for (int i = 0; i < MAX_CHANS; i++)
 		if (ai.listener[i] == c)
 			ai.listener[i] = -1;
@@ -250,9 +284,15 @@ int appif_poll(void)
 		p[n].events = POLLIN;
 		idx[n++] = i;
 	}
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (ai.cl[i].fd >= 0 && ai.cl[i].nbacklog)
+			flush_backlog(i);
 	rc = poll(p, (nfds_t)n, 0);
-	if (rc <= 0)
-		return ai.npend ? (deliver(), 0) : 0;
+	if (rc <= 0) {
+		if (ai.npend)
+			deliver();
+		return 0;
+	}
 	if (p[0].revents & POLLIN) {
 		int fd = accept4(ai.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), slot = -1;
 		for (int i = 0; fd >= 0 && i < MAX_CLIENTS && slot < 0; i++)
@@ -280,9 +320,18 @@ int appif_poll(void)
 
 void appif_close(void)
 {
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		if (ai.cl[i].fd >= 0)
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (ai.cl[i].fd >= 0) {
+			/* last chance for the shutdown events: a blocking flush of at most 200 ms */
+			struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+			int fl = fcntl(ai.cl[i].fd, F_GETFL);
+			setsockopt(ai.cl[i].fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+			fcntl(ai.cl[i].fd, F_SETFL, fl & ~O_NONBLOCK);
+			flush_backlog(i);
 			close(ai.cl[i].fd);
+		}
+		free(ai.cl[i].backlog);
+	}
 	for (int i = 0; i < ai.npend; i++)
 		if (ai.pend[i].fd >= 0)
 			close(ai.pend[i].fd);

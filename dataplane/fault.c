@@ -97,9 +97,8 @@ int fault_parse(const char *spec, struct fault_spec *out, char *err, size_t errl
 			}
 			strcpy(out->cut, v);
 		} else {
-			snprintf(err, errlen, "fault spec: unknown key '%s' (known: rx_drop tx_drop "
-				 "rx_dup tx_dup rx_reorder tx_reorder rx_delay_us tx_delay_us drop dup "
-				 "reorder delay_us cut)", tok);
+			snprintf(err, errlen, "fault spec: unknown key '%s' (keys: [rx_|tx_]drop, dup, "
+				 "reorder, delay_us; cut)", tok);
 			return -EINVAL;
 		}
 		if (rc) {

@@ -9,6 +9,7 @@
 #include <rte_mbuf.h>
 
 #include "dp.h"
+#include "log.h"
 
 #define TXQ_CAP 256
 #define HOLD_CAP 1024
@@ -78,16 +79,15 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 		rte_mempool_free(pio.pool);
 		room = room * 2 > UINT16_MAX - RTE_PKTMBUF_HEADROOM ? UINT16_MAX - RTE_PKTMBUF_HEADROOM : room * 2;
 	}
-	/* a real NIC needs the config's MTU (jumbo frames); af_packet follows the interface */
-	if (rc == 0 && (rc = rte_eth_dev_set_mtu(port, (uint16_t)mtu)) < 0) {
-		uint16_t cur = 0;
-		rte_eth_dev_get_mtu(port, &cur);
-		if (cur < mtu) {
-			snprintf(err, errlen, "port %u: cannot set MTU %d (it is %u): %s", port, mtu, cur,
-				 strerror(-rc));
-			return rc;
-		}
-		rc = 0;
+	/*
+	 * A real NIC needs the config's MTU (jumbo frames). net_af_packet refuses (it reports a
+	 * 1518-byte maximum) and follows the kernel interface's MTU instead: only warn.
+	 */
+	if (rc == 0) {
+		int mrc = rte_eth_dev_set_mtu(port, (uint16_t)mtu);
+		if (mrc < 0)
+			log_warn("port %u: cannot set MTU %d (%s); frames of that size need the NIC or "
+				 "interface MTU set to it", port, mtu, strerror(-mrc));
 	}
 	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) < 0) {
 		snprintf(err, errlen, "cannot set up queues of port %u: %s", port, strerror(-rc));
@@ -122,7 +122,7 @@ static void hold(struct held *q, unsigned *n, struct rte_mbuf *m, uint64_t at, i
 static int apply(const struct fault_dir *d, struct rte_mbuf *m, int rx, uint64_t now, struct held *q,
 		 unsigned *nq)
 {
-	uint64_t hz = rte_get_tsc_hz();
+	uint64_t hz = (uint64_t)dp.hz;
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 	int now_too;
 
@@ -179,7 +179,8 @@ unsigned portio_rx(const uint8_t **data, uint16_t *len, struct rte_mbuf **out, u
 
 	if (pio.nhold_rx)
 		n = release(pio.hold_rx, &pio.nhold_rx, out, PORTIO_BURST, now_tsc);
-	got = rte_eth_rx_burst(pio.port, 0, in, PORTIO_BURST);
+	/* each received frame may become two (duplication): keep within 2 * PORTIO_BURST */
+	got = rte_eth_rx_burst(pio.port, 0, in, (uint16_t)((2 * PORTIO_BURST - n) / 2));
 	for (unsigned i = 0; i < got; i++) {
 		int copies = 1;
 		dp.cnt.rx_frames++;

@@ -23,6 +23,7 @@ struct xfer_tx {
 	size_t map_len;
 	const uint8_t *data;  /* first byte to send */
 	uint64_t bytes;
+	uint64_t populated;   /* bytes of the mapping prefaulted so far */
 	uint64_t start_tsc, start_ns; /* commanded start: TSC tick and CLOCK_REALTIME ns */
 	uint64_t first_tx_ns, end_ns;
 	uint64_t last_tx_mono;  /* TSC-derived ns of the last DATA frame (keepalive while paused) */
@@ -42,6 +43,7 @@ struct xfer_rx {
 	int fd;                /* memfd holding the bytes; handed to appif on completion */
 	uint8_t *data;
 	uint64_t bytes;
+	uint64_t populated;    /* bytes of the mapping prefaulted so far */
 	uint64_t first_ns, last_data_ns, last_sack_ns, end_ns, linger_until_ns;
 	uint64_t frames;
 	enum xfer_state state;
