@@ -162,6 +162,10 @@ done
 	echo "The tx loop's and the pacing figures are L2 frame bytes (Ethernet header included); the"
 	echo "dataplane's and iperf3's goodput are application payload bytes. n/a: the dataplane was not built"
 	echo "or did not run (notes below)."
+	echo
+	echo "Kernel TCP on a veth pair moves 64 KiB GSO segments whatever the MTU, so iperf3 is not bound by"
+	echo "per-frame costs the way an af_packet ring is; its figure also swings most between rounds."
+	echo "Per-round figures are printed on stderr by the script."
 	for n in "${NOTES[@]}"; do echo; echo "Note: $n"; done
 } >"$OUT"
 cat "$OUT"

@@ -2,7 +2,7 @@
 TESTBED_OBJS := $(BUILD)/tools/tbcmd.o $(BUILD)/tools/tbrun.o
 
 PROGRAMS    += $(BUILD)/mlf-testbed
-UNIT_TESTS  += $(BUILD)/tests/test_tbcmd $(BUILD)/tests/test_tbrun
+UNIT_TESTS  += $(BUILD)/tests/test_tbcmd
 INTEG_TESTS += tests/integration/test_testbed.sh tests/integration/test_dp_transfer.sh \
                tests/integration/test_dp_rates.sh tests/integration/test_dp_start.sh \
                tests/integration/test_dp_concurrent.sh tests/integration/test_dp_kill.sh
@@ -11,11 +11,7 @@ $(BUILD)/mlf-testbed: $(BUILD)/tools/mlf_testbed.o $(TESTBED_OBJS) $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_tbcmd: $(BUILD)/tests/unit/test_tbcmd.o $(BUILD)/tools/tbcmd.o $(LIBMLF)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
-
-$(BUILD)/tests/test_tbrun: $(BUILD)/tests/unit/test_tbrun.o $(TESTBED_OBJS) $(LIBMLF)
+$(BUILD)/tests/test_tbcmd: $(BUILD)/tests/unit/test_tbcmd.o $(BUILD)/tests/unit/test_tbrun.o $(TESTBED_OBJS) $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
 

@@ -1,4 +1,4 @@
-/* test_tbcmd.c - Check tests of the testbed's argument-list builders (tools/tbcmd.c). */
+/* test_tbcmd.c - Check tests of the testbed's argument-list builders (tools/tbcmd.c); main of test_tbcmd. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -183,6 +183,8 @@ START_TEST(cluster_host_names_checked)
 }
 END_TEST
 
+Suite *tbrun_suite(void); /* test_tbrun.c */
+
 int main(void)
 {
 	Suite *s = suite_create("tbcmd");
@@ -200,6 +202,7 @@ int main(void)
 	tcase_add_test(tc, cluster_host_names_checked);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
+	srunner_add_suite(sr, tbrun_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

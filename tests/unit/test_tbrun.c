@@ -72,12 +72,11 @@ START_TEST(unknown_namespace_does_not_exist)
 }
 END_TEST
 
-int main(void)
+/* Runs as part of build/tests/test_tbcmd (its main adds this suite). */
+Suite *tbrun_suite(void)
 {
 	Suite *s = suite_create("tbrun");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, captures_stdout_and_stderr_separately);
 	tcase_add_test(tc, reports_exit_status_and_signal);
@@ -85,9 +84,5 @@ int main(void)
 	tcase_add_test(tc, long_output_is_truncated_not_overrun);
 	tcase_add_test(tc, unknown_namespace_does_not_exist);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
