@@ -28,7 +28,7 @@ done
 HAVE_DP=1
 [ -x "$ROOT/build/mlf-dataplane" ] && [ -x "$XFER" ] || HAVE_DP=0
 
-WORK="$(mktemp -d /dev/shm/mlf-bench.XXXXXX)"
+WORK="$(mktemp -d --tmpdir=/dev/shm)"
 bench_cleanup() {
 	for c in pair pair9k; do "$TB" down "$ROOT/conf/cluster-$c.json" >/dev/null 2>&1 || true; done
 	rm -rf "$WORK"

@@ -26,7 +26,7 @@ ok() { echo "ok   $TEST_NAME: $*"; }
 tb_begin() {
 	[ "$(id -u)" = 0 ] || { echo "SKIP $TEST_NAME: needs root"; exit 0; }
 	trap tb_cleanup EXIT
-	WORK="$(mktemp -d /dev/shm/mlf-"$TEST_NAME".XXXXXX)"
+	WORK="$(mktemp -d --tmpdir=/dev/shm)"
 	"$TB" up "$CLUSTER" "$@" >/dev/null 2>"$WORK/up.log" || { cat "$WORK/up.log" >&2; fail "mlf-testbed up $CLUSTER"; }
 }
 
