@@ -1,0 +1,94 @@
+# tests/integration/lib.sh - shared helpers of the testbed integration tests (sourced, not run).
+# Every test sets CLUSTER (a conf/*.json) and calls tb_begin; the EXIT trap tears the testbed
+# down even when an assertion fails. Assertions print what was expected and what was measured.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TB="$ROOT/build/mlf-testbed"
+XFER="$ROOT/build/mlf-xfer"
+TEST_NAME="$(basename "$0" .sh)"
+WORK=""
+
+tb_cleanup() {
+	local rc=$?
+	if [ $rc -ne 0 ] && [ -n "$WORK" ]; then
+		for f in "$WORK"/dp-*.log; do [ -f "$f" ] && { echo "--- tail of $f"; tail -5 "$f"; }; done >&2
+	fi
+	[ -n "${CLUSTER:-}" ] && "$TB" down "$CLUSTER" >/dev/null 2>&1 || true
+	[ -n "$WORK" ] && rm -rf "$WORK"
+	if [ $rc -ne 0 ]; then echo "FAIL $TEST_NAME (exit $rc)"; fi
+	exit $rc
+}
+
+fail() { echo "FAIL $TEST_NAME: $*" >&2; exit 1; }
+ok() { echo "ok   $TEST_NAME: $*"; }
+
+# tb_begin [up-args]: bring the cluster up (fresh), make a work directory.
+tb_begin() {
+	[ "$(id -u)" = 0 ] || { echo "SKIP $TEST_NAME: needs root"; exit 0; }
+	trap tb_cleanup EXIT
+	WORK="$(mktemp -d --tmpdir=/dev/shm)"
+	"$TB" up "$CLUSTER" "$@" >/dev/null 2>"$WORK/up.log" || { cat "$WORK/up.log" >&2; fail "mlf-testbed up $CLUSTER"; }
+}
+
+# cluster_name FILE: the "name" of a cluster config.
+cluster_name() { sed -n 's/^ *"name" *: *"\([^"]*\)".*/\1/p' "$1" | head -1; }
+
+# rx_bytes HOST: bytes received by HOST's eth0 (measured outside any process under test).
+rx_bytes() { "$TB" exec "$CLUSTER" "$1" cat /sys/class/net/eth0/statistics/rx_bytes; }
+
+# within PCT MEASURED TARGET: true when |MEASURED/TARGET - 1| <= PCT/100.
+within() { awk -v p="$1" -v m="$2" -v t="$3" 'BEGIN { e = m / t - 1; if (e < 0) e = -e; exit !(e <= p / 100) }'; }
+
+# dp_start HOST [ARGS...]: start HOST's dataplane through the testbed; sets DP_PID_<HOST>.
+dp_start() {
+	local host=$1; shift
+	local pid
+	pid="$("$TB" dataplane "$CLUSTER" "$host" --log "$WORK/dp-$host.log" -- "$@" 2>"$WORK/dp-$host.start")" ||
+		fail "dataplane of $host did not start: $(cat "$WORK/dp-$host.start")"
+	eval "DP_PID_$host=$pid"
+}
+
+# sock HOST: the default application socket of HOST's dataplane.
+sock() { echo "/run/mlfabric/$(cluster_name "$CLUSTER")-$1.sock"; }
+
+# need_dataplane: skip (exit 0 with a SKIP line) when the dataplane is not built yet.
+need_dataplane() {
+	[ -x "$ROOT/build/mlf-dataplane" ] && [ -x "$XFER" ] ||
+		{ echo "SKIP $TEST_NAME: build/mlf-dataplane or build/mlf-xfer not built"; exit 0; }
+}
+
+# field LINE KEY: the value of key=value in an mlf-xfer / mlf-rxrate output line.
+field() { sed -n "s/.*[[:space:]]$2=\([^[:space:]]*\).*/\1/p" <<<" $1" | head -1; }
+
+# rxrate_start HOST OUT [ARGS]: measure HOST's receive rate in the background into OUT, until
+# rxrate_stop (the window then spans every frame of the transfer, stalls included).
+rxrate_start() {
+	local host=$1 out=$2; shift 2
+	# mlf-testbed exec and ip netns exec both exec: the pid is mlf-rxrate's own
+	"$TB" exec "$CLUSTER" "$host" "$ROOT/build/mlf-rxrate" --quiet-ms 60000 --timeout 120 "$@" >"$out" &
+	RXRATE_PID=$!
+	sleep 0.1
+}
+
+# rxrate_stop: end the measurement started by rxrate_start (after the transfer completed).
+rxrate_stop() {
+	sleep 0.1
+	kill -INT "$RXRATE_PID" 2>/dev/null || true
+	wait "$RXRATE_PID" || true
+}
+
+# random_file PATH MB: MB MiB of random bytes.
+random_file() { head -c "$(($2 * 1024 * 1024))" /dev/urandom >"$1"; }
+
+# now_ns: CLOCK_REALTIME in nanoseconds.
+now_ns() { date +%s%N; }
+
+# dp_pair_begin: the common start of a dataplane test on conf/cluster-pair.json: skip when the
+# dataplane is not built, bring the testbed up, start the dataplanes of a and b.
+dp_pair_begin() {
+	CLUSTER="$ROOT/conf/cluster-pair.json"
+	need_dataplane
+	tb_begin
+	dp_start a
+	dp_start b
+}
