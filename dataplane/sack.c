@@ -38,7 +38,8 @@ int sack_tx_init(struct sack_tx *s, uint64_t total, uint32_t seg, uint64_t now_n
 	s->nseg = (total + seg - 1) / seg;
 	s->acked = calloc((s->nseg + 63) / 64 + 1, sizeof(uint64_t));
 	s->sent_us = calloc(s->nseg, sizeof(uint32_t));
-	if (!s->acked || !s->sent_us) {
+	s->resent = calloc((s->nseg + 63) / 64 + 1, sizeof(uint64_t));
+	if (!s->acked || !s->sent_us || !s->resent) {
 		sack_tx_free(s);
 		return -ENOMEM;
 	}
@@ -54,8 +55,10 @@ void sack_tx_free(struct sack_tx *s)
 {
 	free(s->acked);
 	free(s->sent_us);
+	free(s->resent);
 	s->acked = NULL;
 	s->sent_us = NULL;
+	s->resent = NULL;
 }
 
 static uint32_t stamp(const struct sack_tx *s, uint64_t now_ns)
@@ -100,6 +103,7 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 		s->rscan = i + 1;
 		if (s->sent_us[i] && now_us - s->sent_us[i] >= age_us) {
 			s->sent_us[i] = now_us;
+			bit_set(s->resent, i);
 			s->retransmits++;
 			*retx = 1;
 			return (int64_t)i;
@@ -117,16 +121,25 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 		    uint64_t now_ns)
 {
 	uint64_t before = s->n_acked;
-	int64_t newest = -1; /* newly acknowledged segment sent last: the round-trip sample */
+	int64_t newest = -1; /* newly acknowledged segment sent last and only once: the round-trip
+			     * sample (Karn: an ack of a resent segment matches either copy) */
 
 	if (cum > s->nseg || (done && cum != s->nseg))
 		return -EINVAL;
+	/* validate the whole bitmap before changing anything: a bad SACK leaves no trace */
+	for (size_t k = nbytes; k-- > 0;) {
+		if (bitmap[k]) {
+			if (cum + k * 8 + (uint64_t)(31 - __builtin_clz(bitmap[k])) >= s->nseg)
+				return -EINVAL;
+			break;
+		}
+	}
 	s->last_ack_ns = now_ns;
 	for (uint64_t i = s->cum; i < cum; i++) {
 		if (!bit_get(s->acked, i)) {
 			bit_set(s->acked, i);
 			s->n_acked++;
-			if (newest < 0 || s->sent_us[i] > s->sent_us[newest])
+			if (!bit_get(s->resent, i) && (newest < 0 || s->sent_us[i] > s->sent_us[newest]))
 				newest = (int64_t)i;
 		}
 	}
@@ -137,12 +150,10 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 			uint64_t i = cum + k * 8 + (uint64_t)b;
 			if (!(bitmap[k] >> b & 1))
 				continue;
-			if (i >= s->nseg)
-				return -EINVAL;
 			if (!bit_get(s->acked, i)) {
 				bit_set(s->acked, i);
 				s->n_acked++;
-				if (newest < 0 || s->sent_us[i] > s->sent_us[newest])
+				if (!bit_get(s->resent, i) && (newest < 0 || s->sent_us[i] > s->sent_us[newest]))
 					newest = (int64_t)i;
 			}
 			if (i + 1 > s->highest)

@@ -27,6 +27,7 @@ struct sack_tx {
 	uint32_t seg;
 	uint64_t *acked;        /* bitmap, bit i = segment i acknowledged */
 	uint32_t *sent_us;      /* per segment: last send time in us since t0, plus 1 (0 = never) */
+	uint64_t *resent;       /* bitmap, bit i = segment i was retransmitted (no RTT sample) */
 	uint64_t t0;
 	uint64_t cum;           /* all segments below are acknowledged */
 	uint64_t next_new;      /* first segment never sent */
@@ -62,8 +63,9 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx);
 /**
  * sack_tx_on_sack - apply a SACK: all segments below @cum arrived, and bit i of @bitmap
  * (@nbytes bytes, bit i = byte i/8 bit i%8) says segment cum+i arrived. @done: the peer has all.
- * Returns the number of newly acknowledged segments, or -EINVAL when the SACK names segments
- * beyond the transfer (ignored).
+ * The round-trip estimate takes one sample per SACK from a newly acknowledged segment that was
+ * sent only once (Karn's rule). Returns the number of newly acknowledged segments, or -EINVAL
+ * when the SACK names segments beyond the transfer (then the state is left unchanged).
  */
 int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes, int done,
 		    uint64_t now_ns);

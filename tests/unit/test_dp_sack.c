@@ -214,10 +214,57 @@ START_TEST(receiver_rejects_and_reports)
 }
 END_TEST
 
+START_TEST(bad_sack_leaves_state_unchanged)
+{
+	struct sack_tx tx;
+	uint8_t bm[2] = { 0x01, 0x80 }; /* segment 1 (valid) and segment 16 (beyond 10) */
+	int retx;
+
+	ck_assert_int_eq(sack_tx_init(&tx, 10 * SEG, SEG, 0), 0);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_ge(sack_tx_next(&tx, 0, &retx), 0);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 1, bm, 2, 0, MS), -EINVAL);
+	ck_assert_uint_eq(tx.n_acked, 0);
+	ck_assert_uint_eq(tx.cum, 0);
+	ck_assert_uint_eq(tx.highest, 0);
+	ck_assert_uint_eq(tx.acked[0], 0);
+	sack_tx_free(&tx);
+}
+END_TEST
+
+START_TEST(resent_segment_gives_no_rtt_sample)
+{
+	struct sack_tx tx;
+	uint8_t bm[1] = { 0 };
+	double srtt;
+	int retx;
+
+	ck_assert_int_eq(sack_tx_init(&tx, 200 * SEG, SEG, 0), 0);
+	for (int i = 0; i < 200; i++)
+		ck_assert_int_ge(sack_tx_next(&tx, 0, &retx), 0);
+	/* segment 0 lost, 1..199 acknowledged after 1 ms: one sample of ~1 ms */
+	{
+		uint8_t all[25];
+		memset(all, 0xff, sizeof(all));
+		all[0] = 0xfe; /* bit i = segment i: all but segment 0 */
+		ck_assert_int_eq(sack_tx_on_sack(&tx, 0, all, sizeof(all), 0, MS), 199);
+	}
+	ck_assert(tx.srtt_us > 900 && tx.srtt_us < 1100);
+	srtt = tx.srtt_us;
+	/* segment 0 is resent; the ack 100 us later may answer the first copy: no sample (Karn) */
+	ck_assert_int_eq(sack_tx_next(&tx, 40 * MS, &retx), 0);
+	ck_assert_int_eq(retx, 1);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 200, bm, 0, 1, 40 * MS + 100000), 1);
+	ck_assert_msg(tx.srtt_us == srtt, "srtt %.1f us took a retransmission sample", tx.srtt_us);
+	sack_tx_free(&tx);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { clean_link_no_retransmits, loss_dup_reorder_byte_exact,
 				 heavy_loss_byte_exact, tail_loss_recovered, silent_peer_times_out,
-				 receiver_rejects_and_reports, window_limits_unacknowledged };
-	return test_dp_run("sack", tests, 7);
+				 receiver_rejects_and_reports, window_limits_unacknowledged,
+				 bad_sack_leaves_state_unchanged, resent_segment_gives_no_rtt_sample };
+	return test_dp_run("sack", tests, 9);
 }
