@@ -158,32 +158,81 @@ static void deliver(void)
 	}
 }
 
-void appif_rx_done(const struct xfer_rx *x, int status, const char *reason)
+/* Queues a delivery event (takes @fd) and hands over what may go; logs and drops it when full. */
+static void enqueue(const struct appmsg *m, int fd)
 {
-	struct delivery *d;
-
 	if (ai.npend >= MAX_PENDING) {
 		log_err("transfer %llx from %s dropped: %d deliveries already wait for listeners",
-			(unsigned long long)x->id, dp.cluster.hosts[x->peer].name, MAX_PENDING);
-		if (x->fd >= 0)
-			close(x->fd);
+			(unsigned long long)m->id, m->peer, MAX_PENDING);
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
-	d = &ai.pend[ai.npend++];
-	memset(d, 0, sizeof(*d));
-	d->msg.type = APPMSG_RX_DONE;
-	d->msg.status = status;
-	d->msg.id = x->id;
-	d->msg.bytes = x->bytes;
-	d->msg.chan = x->chan;
-	d->msg.end_ns = x->end_ns;
-	d->msg.frames = x->frames;
-	snprintf(d->msg.peer, sizeof(d->msg.peer), "%s", dp.cluster.hosts[x->peer].name);
-	snprintf(d->msg.reason, sizeof(d->msg.reason), "%s", reason ? reason : "");
-	d->fd = status == 0 ? x->fd : -1;
+	ai.pend[ai.npend].msg = *m;
+	ai.pend[ai.npend++].fd = fd;
+	deliver();
+}
+
+int appif_rx_room(void)
+{
+	return ai.npend < MAX_PENDING;
+}
+
+void appif_rx_done(const struct xfer_rx *x, int status, const char *reason)
+{
+	struct appmsg m = { .type = APPMSG_RX_DONE, .status = status, .id = x->id, .bytes = x->bytes,
+			    .chan = x->chan, .end_ns = x->end_ns, .frames = x->frames };
+
+	snprintf(m.peer, sizeof(m.peer), "%s", dp.cluster.hosts[x->peer].name);
+	snprintf(m.reason, sizeof(m.reason), "%s", reason ? reason : "");
 	if (status && x->fd >= 0)
 		close(x->fd);
-	deliver();
+	enqueue(&m, status == 0 ? x->fd : -1);
+}
+
+/* A failure event for @id on every channel whose commit order still waits for it. */
+static void fail_awaited(uint64_t id, int status, const char *peer, const char *reason)
+{
+	for (int c = 0; c < MAX_CHANS; c++) {
+		struct appmsg m = { .type = APPMSG_RX_DONE, .status = status, .id = id, .chan = (uint16_t)c,
+				    .end_ns = dp.clk.real_ns };
+		int queued = 0;
+		if (!delivery_waits_for(&ai.order[c], id))
+			continue;
+		for (int i = 0; i < ai.npend && !queued; i++)
+			queued = ai.pend[i].msg.id == id && ai.pend[i].msg.chan == c;
+		if (queued)
+			continue;
+		snprintf(m.peer, sizeof(m.peer), "%s", peer);
+		snprintf(m.reason, sizeof(m.reason), "%s", reason);
+		log_warn("channel %d: transfer %llx failed: %s", c, (unsigned long long)id, reason);
+		enqueue(&m, -1);
+	}
+}
+
+void appif_rx_aborted(int peer, uint64_t id, const char *reason)
+{
+	fail_awaited(id, -ECONNABORTED, dp.cluster.hosts[peer].name, reason);
+}
+
+void appif_check_order(uint64_t hold_ns)
+{
+	for (int c = 0; c < MAX_CHANS; c++) {
+		struct delivery_list *o = &ai.order[c];
+		char reason[APPMSG_REASON_MAX];
+		uint64_t id;
+		int held = 0;
+		for (int i = 0; i < ai.npend && !held; i++)
+			held = ai.pend[i].msg.chan == c;
+		if (!held || o->n == 0)
+			continue;
+		if (!delivery_stalled(o, dp.clk.mono_ns, hold_ns, transport_rx_busy(o->ids[0]), &id))
+			continue;
+		snprintf(reason, sizeof(reason), "transfer %llx (next in the commit order of channel %d) "
+			 "did not arrive within %.1f s; later transfers were held for it",
+			 (unsigned long long)id, c, (double)hold_ns / 1e9);
+		fail_awaited(id, -ETIMEDOUT, "", reason);
+	}
 }
 
 void appif_tx_done(const struct xfer_tx *x, int status)

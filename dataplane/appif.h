@@ -22,6 +22,26 @@ void appif_tx_done(const struct xfer_tx *x, int status);
  */
 void appif_rx_done(const struct xfer_rx *x, int status, const char *reason);
 
+/**
+ * appif_rx_room - 1 when a finished incoming transfer can still be queued for its listener, 0
+ * when the delivery queue is full (the caller fails the transfer and tells the sender).
+ */
+int appif_rx_room(void);
+
+/**
+ * appif_rx_aborted - host @peer aborted transfer @id that this host never started receiving:
+ * a channel whose commit order waits for @id gets a failure event (status -ECONNABORTED,
+ * @reason) instead of holding later transfers forever.
+ */
+void appif_rx_aborted(int peer, uint64_t id, const char *reason);
+
+/**
+ * appif_check_order - hold timeout of ordered delivery: when the next id of a channel's commit
+ * order has neither arrived nor been in progress for @hold_ns (ns) while later transfers wait,
+ * deliver a failure event for it (status -ETIMEDOUT, reason naming the id) so the rest can go.
+ */
+void appif_check_order(uint64_t hold_ns);
+
 /** appif_close - close every connection and remove the socket file. */
 void appif_close(void);
 

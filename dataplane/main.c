@@ -25,6 +25,7 @@
 #include "transport.h"
 
 #define MAX_XFERS 1024
+#define ORDER_HOLD_FACTOR 10    /* commit-order hold timeout, in --timeout units */
 #define SLOW_PATH_NS 100000     /* timers, app socket and monitor every 100 us */
 #define MONITOR_NS 10000000     /* snapshot for telemetry every 10 ms */
 #define IDLE_SLEEP_MIN_NS 1000
@@ -207,6 +208,7 @@ static void run(void)
 			last_slow = dp.clk.mono_ns;
 			work |= transport_timers();
 			work |= appif_poll();
+			appif_check_order(ORDER_HOLD_FACTOR * dp.timeout_ns);
 			if (dp.clk.mono_ns - last_mon >= MONITOR_NS) {
 				last_mon = dp.clk.mono_ns;
 				monitor_step();

@@ -567,6 +567,8 @@ static void on_abort(int peer, const struct wire_hdr *h, const uint8_t *body)
 		finish_tx(t, -ECONNABORTED, reason);
 	if (r && r->state == XFER_ACTIVE)
 		finish_rx(r, -ECONNABORTED, reason);
+	if (!t && !r && !find_past(peer, h->id))
+		appif_rx_aborted(peer, h->id, reason); /* aborted before its first frame reached us */
 }
 
 void transport_rx(const uint8_t *frame, uint16_t len)
@@ -720,6 +722,14 @@ void transport_shutdown(void)
 	tp.tx = NULL;
 	tp.rx = NULL;
 	tp.past = NULL;
+}
+
+int transport_rx_busy(uint64_t id)
+{
+	for (int i = 0; i < tp.nrx; i++)
+		if (tp.rx[i]->id == id && tp.rx[i]->state == XFER_ACTIVE)
+			return 1;
+	return 0;
 }
 
 int transport_active(void)

@@ -89,6 +89,9 @@ void transport_client_gone(int client);
  */
 void transport_shutdown(void);
 
+/** transport_rx_busy - 1 when incoming transfer @id (any peer) is being received now, else 0. */
+int transport_rx_busy(uint64_t id);
+
 /** transport_active - number of unfinished transfers (both directions); idle back-off uses it. */
 int transport_active(void);
 

@@ -47,8 +47,58 @@ START_TEST(append_and_replace)
 }
 END_TEST
 
+START_TEST(done_head_entries_dropped)
+{
+	struct delivery_list o = { 0 };
+	uint64_t ids[1000];
+
+	for (int i = 0; i < 1000; i++)
+		ids[i] = (uint64_t)i + 1;
+	ck_assert_int_eq(delivery_add(&o, ids, 1000, 0), 0);
+	delivery_mark_done(&o, 2); /* out of order: 1 still awaited, nothing can go */
+	ck_assert_int_eq(o.n, 1000);
+	delivery_mark_done(&o, 1);
+	ck_assert_int_eq(o.n, 998);
+	ck_assert_uint_eq(o.ids[0], 3);
+	for (int i = 3; i <= 1000; i++)
+		delivery_mark_done(&o, (uint64_t)i);
+	ck_assert_int_eq(o.n, 0);
+	/* appending after a full drain still orders */
+	ck_assert_int_eq(delivery_add(&o, ids, 2, 0), 0);
+	ck_assert_int_eq(delivery_may_deliver(&o, 2), 0);
+	delivery_free(&o);
+}
+END_TEST
+
+START_TEST(stalled_head_reported)
+{
+	struct delivery_list o = { 0 };
+	uint64_t ids[] = { 7, 8 }, id = 0;
+	const uint64_t S = 1000000000ULL;
+
+	ck_assert_int_eq(delivery_add(&o, ids, 2, 0), 0);
+	ck_assert_int_eq(delivery_waits_for(&o, 7), 1);
+	ck_assert_int_eq(delivery_waits_for(&o, 9), 0);
+	ck_assert_int_eq(delivery_stalled(&o, 1 * S, 3 * S, 0, &id), 0);
+	ck_assert_int_eq(delivery_stalled(&o, 3 * S, 3 * S, 0, &id), 0);
+	/* being received restarts the clock */
+	ck_assert_int_eq(delivery_stalled(&o, 3 * S, 3 * S, 1, &id), 0);
+	ck_assert_int_eq(delivery_stalled(&o, 5 * S, 3 * S, 0, &id), 0);
+	ck_assert_int_eq(delivery_stalled(&o, 7 * S, 3 * S, 0, &id), 1);
+	ck_assert_uint_eq(id, 7);
+	delivery_mark_done(&o, 7);
+	ck_assert_int_eq(delivery_waits_for(&o, 7), 0);
+	/* a new head gets its own hold time */
+	ck_assert_int_eq(delivery_stalled(&o, 8 * S, 3 * S, 0, &id), 0);
+	ck_assert_int_eq(delivery_stalled(&o, 11 * S + 1, 3 * S, 0, &id), 1);
+	ck_assert_uint_eq(id, 8);
+	delivery_free(&o);
+}
+END_TEST
+
 int main(void)
 {
-	const TTest *tests[] = { holds_early_arrivals, append_and_replace };
-	return test_dp_run("delivery", tests, 2);
+	const TTest *tests[] = { holds_early_arrivals, append_and_replace, done_head_entries_dropped,
+				 stalled_head_reported };
+	return test_dp_run("delivery", tests, 4);
 }
