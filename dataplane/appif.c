@@ -20,7 +20,7 @@
 #include "delivery.h"
 
 #define MAX_CLIENTS 64
-#define MAX_CHANS 64
+#define MAX_CHANS TRANSPORT_MAX_CHANS
 #define MAX_PENDING 4096
 
 struct client {
@@ -140,8 +140,8 @@ static void deliver(void)
 		progress = 0;
 		for (int i = 0; i < ai.npend; i++) {
 			struct delivery *d = &ai.pend[i];
-			int c = ai.listener[d->msg.chan % MAX_CHANS], rc;
-			if (c < 0 || ai.cl[c].fd < 0 || !delivery_may_deliver(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id))
+			int c = ai.listener[d->msg.chan], rc;
+			if (c < 0 || ai.cl[c].fd < 0 || !delivery_may_deliver(&ai.order[d->msg.chan], d->msg.id))
 				continue;
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
 			if (rc == -EAGAIN)
@@ -149,7 +149,7 @@ static void deliver(void)
 			if (rc < 0)
 				log_warn("delivery of transfer %llx to app %d failed: %s",
 					 (unsigned long long)d->msg.id, c, strerror(-rc));
-			delivery_mark_done(&ai.order[d->msg.chan % MAX_CHANS], d->msg.id);
+			delivery_mark_done(&ai.order[d->msg.chan], d->msg.id);
 			if (d->fd >= 0)
 				close(d->fd);
 			ai.pend[i--] = ai.pend[--ai.npend];

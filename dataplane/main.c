@@ -238,6 +238,10 @@ int main(int argc, char **argv)
 			usage(stdout, argv[0]);
 			return 0;
 		}
+	/* before any set-up: a signal during start-up still ends in the clean-up below run() */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0)
 		rte_exit(EXIT_FAILURE, "EAL initialisation failed: %s (see --help for testbed EAL args)\n",
@@ -278,9 +282,6 @@ int main(int argc, char **argv)
 		rte_exit(EXIT_FAILURE, "cannot set up telemetry commands or faults\n");
 	if (appif_init(o.sock, err, sizeof(err)) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGPIPE, SIG_IGN);
 	log_info("TSC at %.6f GHz (DPDK estimate %.6f)", dp.hz / 1e9, (double)rte_get_tsc_hz() / 1e9);
 	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, app socket %s, %s",
 		 o.host, dp.cluster.name, dp.cluster.mtu, dp.cluster.udp_port,

@@ -181,17 +181,24 @@ uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t g
 		close(fd);
 		return 0;
 	}
-	if (m->bytes == 0 || m->bytes > MAX_TRANSFER_BYTES || m->n > PACER_MAX_STEPS ||
-	    fstat(fd, &st) < 0 || (uint64_t)st.st_size < m->offset + m->bytes) {
-		snprintf(err, errlen, "bad transfer to %s: %llu bytes at offset %llu, %u rate steps, "
-			 "buffer of %lld bytes", name, (unsigned long long)m->bytes,
-			 (unsigned long long)m->offset, m->n, (long long)st.st_size);
+	memset(&st, 0, sizeof(st));
+	if (fstat(fd, &st) < 0 || m->bytes == 0 || m->bytes > MAX_TRANSFER_BYTES ||
+	    m->n > PACER_MAX_STEPS || m->chan >= TRANSPORT_MAX_CHANS ||
+	    m->offset > (uint64_t)st.st_size || m->bytes > (uint64_t)st.st_size - m->offset) {
+		snprintf(err, errlen, "bad transfer to %s: %llu bytes at offset %llu, %u rate steps "
+			 "(max %d), channel %u (max %d), buffer of %lld bytes", name,
+			 (unsigned long long)m->bytes, (unsigned long long)m->offset, m->n, PACER_MAX_STEPS,
+			 m->chan, TRANSPORT_MAX_CHANS - 1, (long long)st.st_size);
 		close(fd);
 		return 0;
 	}
-	if (tp.ntx >= tp.max || (m->id && find_tx(m->id))) {
-		snprintf(err, errlen, tp.ntx >= tp.max ? "too many transfers in flight (%d)" :
-			 "transfer id already in use", tp.max);
+	if (tp.ntx >= tp.max) {
+		snprintf(err, errlen, "too many transfers in flight (%d)", tp.max);
+		close(fd);
+		return 0;
+	}
+	if (m->id && find_tx(m->id)) {
+		snprintf(err, errlen, "transfer id %llx already in use", (unsigned long long)m->id);
 		close(fd);
 		return 0;
 	}
@@ -392,16 +399,35 @@ static struct xfer_rx *find_rx(int peer, uint64_t id)
 	return NULL;
 }
 
+/* Why the first DATA frame of a transfer cannot start one, or NULL (written into @buf). */
+static const char *refuse_rx(const struct wire_hdr *h, char *buf, size_t len)
+{
+	if (tp.nrx >= tp.max)
+		snprintf(buf, len, "receiver refused the transfer: %d incoming transfers already", tp.max);
+	else if (h->total > MAX_TRANSFER_BYTES)
+		snprintf(buf, len, "receiver refused the transfer: %llu bytes, at most %llu",
+			 (unsigned long long)h->total, MAX_TRANSFER_BYTES);
+	else if (h->seg != tp.seg)
+		snprintf(buf, len, "receiver refused the transfer: segment size %u, expected %u",
+			 h->seg, tp.seg);
+	else if (h->chan >= TRANSPORT_MAX_CHANS)
+		snprintf(buf, len, "receiver refused the transfer: channel %u, at most %d", h->chan,
+			 TRANSPORT_MAX_CHANS - 1);
+	else
+		return NULL;
+	return buf;
+}
+
 static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 {
 	struct xfer_rx *x;
+	char why[96];
 
-	if (tp.nrx >= tp.max || h->total > MAX_TRANSFER_BYTES) {
+	if (refuse_rx(h, why, sizeof(why))) {
 		static double last;
 		if (log_ratelimited(&last, 1.0))
-			log_warn("refusing transfer %llx from %s: %s", (unsigned long long)h->id,
-				 host_name(peer), tp.nrx >= tp.max ? "too many incoming transfers" : "too large");
-		send_abort(peer, h->id, "receiver refused the transfer (too many or too large)");
+			log_warn("transfer %llx from %s: %s", (unsigned long long)h->id, host_name(peer), why);
+		send_abort(peer, h->id, why);
 		return NULL;
 	}
 	x = calloc(1, sizeof(*x));
@@ -542,7 +568,12 @@ static void on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 		memcpy(x->data + h->offset, body, h->len);
 		x->frames++;
 	}
-	if (sack_rx_complete(&x->sack)) {
+	if (sack_rx_complete(&x->sack) && !appif_rx_room()) {
+		/* no room to queue it for the app: the sender must not be told it succeeded */
+		const char *why = "receiver's delivery queue is full (apps do not collect transfers)";
+		send_abort(peer, x->id, why);
+		finish_rx(x, -ENOBUFS, why);
+	} else if (sack_rx_complete(&x->sack)) {
 		send_sack(x);
 		finish_rx(x, 0, NULL);
 	} else if (x->sack.since_sack >= SACK_EVERY || (h->flags & WIRE_F_ACKREQ) ||

@@ -9,6 +9,9 @@
 #include "pacer.h"
 #include "sack.h"
 
+/** Application channels 0..TRANSPORT_MAX_CHANS-1; SEND and DATA naming another are refused. */
+#define TRANSPORT_MAX_CHANS 64
+
 /** Life of a transfer. */
 enum xfer_state { XFER_WAITING = 0, XFER_ACTIVE, XFER_DONE, XFER_FAILED };
 
