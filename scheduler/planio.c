@@ -58,6 +58,7 @@ struct reader {
 };
 
 #define NO_OFF 0
+#define PLANIO_INT_MAX (1LL << 53) /* integer fields (versions, tau_max, lags) */
 
 static int fail(struct reader *rd, const char *path, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -164,6 +165,11 @@ static int read_value(struct reader *rd, const char *path, const struct field *f
 	case FT_INT:
 		if (!json_is_integer(v))
 			return fail(rd, path, f->key, "expected an integer, got %s", json_kind(v));
+		/* versions are added and subtracted (order.c: version + tau_max - v_init): keep
+		 * every integer within 2^53 so no sum can overflow */
+		if (json_integer_value(v) > PLANIO_INT_MAX || json_integer_value(v) < -PLANIO_INT_MAX)
+			return fail(rd, path, f->key, "magnitude must be <= 2^53, got %" JSON_INTEGER_FORMAT,
+				    json_integer_value(v));
 		*(int64_t *)at = json_integer_value(v);
 		return check_bound(rd, path, f, (double)*(int64_t *)at);
 	case FT_BYTES:

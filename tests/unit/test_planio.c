@@ -165,6 +165,13 @@ static const struct bad_case {
 	{ "now_s", "\"zero\"", "now_s: expected a number, got a string" },
 	{ "tau_max", "2.5", "tau_max: expected an integer, got a real number" },
 	{ "tau_max", "-1", "tau_max: must be >= 0, got -1" },
+	{ "tau_max", "9223372036854775807",
+	  "tau_max: magnitude must be <= 2^53, got 9223372036854775807" },
+	{ "v_init", "-9223372036854775807",
+	  "v_init: magnitude must be <= 2^53, got -9223372036854775807" },
+	{ "v_init", "9007199254740992", NULL }, /* 2^53 itself is fine */
+	{ "updates[1].version", "9007199254740993",
+	  "updates[1].version: magnitude must be <= 2^53, got 9007199254740993" },
 	{ "momentum", "1.0", "momentum: must be in [0, 1), got 1" },
 	{ "div_max", "-0.5", "div_max: must be >= 0, got -0.5" },
 	{ "replica_lag", "-2", "replica_lag: must be >= 0, got -2" },
