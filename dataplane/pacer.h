@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#define PACER_MAX_STEPS 16
+#define PACER_MAX_STEPS 256
 
 /** One step of a rate schedule: from @at_ns after the start, send at @gbps (0 = pause). */
 struct pacer_step {

@@ -1,14 +1,27 @@
-/* appmsg.c - fixed-size messages with an optional file descriptor over SOCK_SEQPACKET sockets. */
+/* appmsg.c - messages (fixed header, used part of the step/id array) with an optional descriptor over SOCK_SEQPACKET. */
 #include "appmsg.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+size_t appmsg_len(const struct appmsg *m)
+{
+	size_t head = offsetof(struct appmsg, u);
+
+	if (m->type == APPMSG_SEND && m->n <= APPMSG_MAX_STEPS)
+		return head + m->n * sizeof(m->u.steps[0]);
+	if (m->type == APPMSG_ORDER && m->n <= APPMSG_MAX_IDS)
+		return head + m->n * sizeof(m->u.ids[0]);
+	return head;
+}
+
 int appmsg_send(int sock, const struct appmsg *m, int fd)
 {
-	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
+	size_t len = appmsg_len(m);
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = len };
 	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } ctl;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
@@ -25,7 +38,7 @@ int appmsg_send(int sock, const struct appmsg *m, int fd)
 	}
 	for (;;) {
 		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-		if (n == (ssize_t)sizeof(*m))
+		if (n == (ssize_t)len)
 			return 0;
 		if (n >= 0)
 			return -EPROTO;
@@ -53,11 +66,13 @@ int appmsg_recv(int sock, struct appmsg *m, int *fd)
 			memcpy(fd, CMSG_DATA(c), sizeof(int));
 	if (n == 0)
 		return 0;
-	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & MSG_TRUNC)) {
+	if (n < (ssize_t)offsetof(struct appmsg, u) || n != (ssize_t)appmsg_len(m) ||
+	    (mh.msg_flags & MSG_TRUNC)) {
 		if (*fd >= 0)
 			close(*fd);
 		*fd = -1;
 		return -EPROTO;
 	}
+	memset((char *)m + n, 0, sizeof(*m) - (size_t)n); /* the unused part of the array */
 	return 1;
 }

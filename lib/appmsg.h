@@ -2,9 +2,10 @@
 #ifndef MLF_APPMSG_H
 #define MLF_APPMSG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#define APPMSG_MAX_STEPS 16  /* rate steps per transfer */
+#define APPMSG_MAX_STEPS 256 /* rate steps per transfer (a plan's stepped residual bandwidth) */
 #define APPMSG_MAX_IDS 64    /* transfer ids per ORDER message (send several to append more) */
 #define APPMSG_NAME_MAX 32
 #define APPMSG_REASON_MAX 160
@@ -27,8 +28,9 @@ struct appmsg_step {
 };
 
 /**
- * The one message struct of the protocol (fixed size, one SOCK_SEQPACKET datagram).
- * Fields unused by a type are zero.
+ * The one message struct of the protocol (one SOCK_SEQPACKET datagram). On the socket only the
+ * used part of `u` follows the fixed fields (SEND: n steps, ORDER: n ids, else nothing), see
+ * appmsg_len(). Fields unused by a type are zero.
  */
 struct appmsg {
 	uint32_t type;       /* enum appmsg_type */
@@ -55,6 +57,12 @@ struct appmsg {
 };
 
 /**
+ * appmsg_len - bytes of @m on the socket: the fixed fields plus the n used steps (SEND) or ids
+ * (ORDER); an out-of-range n sends no array (the receiver refuses such a SEND or ORDER).
+ */
+size_t appmsg_len(const struct appmsg *m);
+
+/**
  * appmsg_send - send @m on the SOCK_SEQPACKET socket @sock, with file descriptor @fd attached
  * (SCM_RIGHTS) when @fd >= 0. Blocks only as the socket does.
  * Returns 0, -EAGAIN (non-blocking socket full), -EPIPE (peer gone), or another -errno.
@@ -64,7 +72,8 @@ int appmsg_send(int sock, const struct appmsg *m, int fd);
 /**
  * appmsg_recv - receive one message into @m; an attached descriptor goes to *@fd (else -1).
  * Returns 1 for a message, 0 when the peer closed the connection, -EAGAIN when nothing is
- * waiting on a non-blocking socket, -EPROTO for a message of the wrong size, other -errno.
+ * waiting on a non-blocking socket, -EPROTO for a message whose size does not match its type
+ * and n (appmsg_len), other -errno. The unused part of the array is zeroed.
  */
 int appmsg_recv(int sock, struct appmsg *m, int *fd);
 

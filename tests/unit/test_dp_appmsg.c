@@ -45,6 +45,43 @@ START_TEST(message_with_buffer_descriptor)
 }
 END_TEST
 
+/* A plan's long schedule fits in one SEND; only the used steps cross the socket. */
+START_TEST(many_rate_steps)
+{
+	int sv[2], fd;
+	static struct appmsg m, got;
+	ssize_t len;
+
+	ck_assert_int_ge(APPMSG_MAX_STEPS, 256);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = APPMSG_SEND;
+	m.n = 200;
+	for (int i = 0; i < 200; i++)
+		m.u.steps[i] = (struct appmsg_step){ (uint64_t)i * 1000, 0.5 + i };
+	ck_assert_int_eq(appmsg_send(sv[0], &m, -1), 0);
+	memset(&got, 0x5a, sizeof(got));
+	ck_assert_int_eq(appmsg_recv(sv[1], &got, &fd), 1);
+	ck_assert_uint_eq(got.n, 200);
+	ck_assert_uint_eq(got.u.steps[199].at_ns, 199000);
+	ck_assert_double_eq(got.u.steps[199].gbps, 199.5);
+	ck_assert_uint_eq(got.u.steps[200].at_ns, 0); /* the unused part is zeroed */
+	/* an event carries no array: a short datagram */
+	m.type = APPMSG_TX_DONE;
+	ck_assert_int_eq(appmsg_send(sv[0], &m, -1), 0);
+	len = recv(sv[1], &got, sizeof(got), 0);
+	ck_assert_int_eq(len, (ssize_t)appmsg_len(&m));
+	ck_assert_int_lt(len, 400);
+	/* a datagram whose size does not match its n is refused */
+	m.type = APPMSG_ORDER;
+	m.n = 3;
+	ck_assert_int_eq(send(sv[0], &m, appmsg_len(&m) - 8, 0), (ssize_t)appmsg_len(&m) - 8);
+	ck_assert_int_eq(appmsg_recv(sv[1], &got, &fd), -EPROTO);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 START_TEST(bad_messages_and_closed_peer)
 {
 	int sv[2], fd;
@@ -76,7 +113,7 @@ END_TEST
 
 int main(void)
 {
-	const TTest *tests[] = { message_with_buffer_descriptor, bad_messages_and_closed_peer,
-				 connect_to_missing_dataplane_names_the_path };
-	return test_dp_run("appmsg", tests, 3);
+	const TTest *tests[] = { message_with_buffer_descriptor, many_rate_steps,
+				 bad_messages_and_closed_peer, connect_to_missing_dataplane_names_the_path };
+	return test_dp_run("appmsg", tests, 4);
 }
