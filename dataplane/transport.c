@@ -166,6 +166,7 @@ uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t g
 	struct xfer_tx *x;
 	struct stat st;
 	char name[APPMSG_NAME_MAX + 1];
+	double tail_gbps = 0;
 	int peer, rc;
 
 	memcpy(name, m->peer, APPMSG_NAME_MAX);
@@ -228,10 +229,15 @@ uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t g
 	x->start_tsc = dp.clk.tsc;
 	if (x->start_ns > dp.clk.real_ns)
 		x->start_tsc += (uint64_t)((double)(x->start_ns - dp.clk.real_ns) * dp.hz / 1e9);
+	/* apps and plans give update (payload) Gbit/s; the pacer counts whole L2 frames */
 	for (int i = 0; i < m->n; i++) {
 		steps[i].at_ns = m->u.steps[i].at_ns;
-		steps[i].gbps = m->u.steps[i].gbps;
+		steps[i].gbps = m->u.steps[i].gbps * frame_len(tp.seg) / tp.seg;
 	}
+	for (int i = 0; i < m->n; i++)
+		if (steps[i].gbps > 0)
+			tail_gbps = steps[i].gbps;
+	tbucket_init(&x->tail, tail_gbps, 2.0 * frame_len(tp.seg), dp.hz, dp.clk.tsc);
 	rc = pacer_init(&x->pacer, x->start_tsc, dp.hz, steps, m->n, PACE_BURST_S, 2.0 * frame_len(tp.seg));
 	if (rc == 0)
 		rc = sack_tx_init(&x->sack, x->bytes, tp.seg, dp.clk.mono_ns);
@@ -279,6 +285,27 @@ static void free_tx(int i)
 	tp.tx[i] = tp.tx[--tp.ntx];
 }
 
+/*
+ * The schedule ended in a pause (its last step is 0) with everything sent once but holes left:
+ * 1 when one repair frame of @bytes may go now at the last non-zero rate of the schedule.
+ */
+static int tail_repair(struct xfer_tx *x, uint32_t bytes)
+{
+	if (x->sack.next_new < x->sack.nseg || x->sack.done || !(x->tail.gbps > 0) ||
+	    pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz) != 0)
+		return 0;
+	tbucket_refill(&x->tail, dp.clk.tsc);
+	return tbucket_take(&x->tail, bytes);
+}
+
+static void refund(struct xfer_tx *x, int repair, uint32_t bytes)
+{
+	if (repair)
+		tbucket_refund(&x->tail, bytes);
+	else
+		pacer_refund(&x->pacer, bytes);
+}
+
 /* Sends what one transfer may send now; returns frames queued, -1 when the port is full. */
 static int tx_one(struct xfer_tx *x, unsigned budget)
 {
@@ -304,19 +331,19 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 				      .id = x->id, .total = x->bytes };
 		struct rte_mbuf *f;
 		uint8_t *p;
-		int retx = 0;
+		int retx = 0, repair = 0;
 		int64_t s;
 		uint64_t moff;
 
-		if (!pacer_allow(&x->pacer, full))
+		if (!pacer_allow(&x->pacer, full) && !(repair = tail_repair(x, full)))
 			break;
 		if (!tbucket_take(&tp.shaper, full)) {
-			pacer_refund(&x->pacer, full);
+			refund(x, repair, full);
 			return -1;
 		}
 		s = sack_tx_next(&x->sack, dp.clk.mono_ns, &retx);
 		if (s < 0) {
-			pacer_refund(&x->pacer, full);
+			refund(x, repair, full);
 			tbucket_refund(&tp.shaper, full);
 			break;
 		}
@@ -638,6 +665,7 @@ void transport_rx(const uint8_t *frame, uint16_t len)
 /*
  * A transfer paused by a rate step of 0 sends nothing, so both ends would take the other for
  * dead: every timeout/3 of silence, resend segment 0 asking for a SACK (a harmless duplicate).
+ * The receiver fails after its own --timeout, so the shorter of the two timeouts counts.
  */
 static void keepalive(struct xfer_tx *x)
 {
@@ -647,7 +675,8 @@ static void keepalive(struct xfer_tx *x)
 	struct rte_mbuf *f;
 	uint8_t *p;
 
-	if (dp.clk.mono_ns - x->last_tx_mono < x->timeout_ns / 3)
+	if (dp.clk.mono_ns - x->last_tx_mono < (x->timeout_ns < dp.timeout_ns ? x->timeout_ns :
+						 dp.timeout_ns) / 3)
 		return;
 	h.len = sack_seg_len(x->bytes, tp.seg, 0);
 	if (!(p = portio_tx_alloc((uint16_t)frame_len(h.len), &f)))
@@ -669,7 +698,8 @@ int transport_timers(void)
 		struct xfer_tx *x = tp.tx[i];
 		int rc;
 		if (x->state == XFER_ACTIVE) {
-			if (x->sack.next_new < x->sack.nseg && pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz) == 0)
+			/* paused, or a final pause with holes left: keep both ends alive */
+			if (!x->sack.done && pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz) == 0)
 				keepalive(x);
 			rc = sack_tx_check(&x->sack, dp.clk.mono_ns, x->timeout_ns);
 			if (rc == 1) {

@@ -8,6 +8,7 @@
 #include "appmsg.h"
 #include "pacer.h"
 #include "sack.h"
+#include "tbucket.h"
 
 /** Application channels 0..TRANSPORT_MAX_CHANS-1; SEND and DATA naming another are refused. */
 #define TRANSPORT_MAX_CHANS 64
@@ -34,6 +35,8 @@ struct xfer_tx {
 	uint64_t frames;
 	enum xfer_state state;
 	struct pacer pacer;
+	struct tbucket tail;  /* repairs after a final rate step of 0: holes are resent at the last
+	                       * non-zero rate of the schedule (rate 0 when it has none) */
 	struct sack_tx sack;
 	char reason[APPMSG_REASON_MAX];
 };
