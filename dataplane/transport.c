@@ -21,8 +21,10 @@
 #define SACK_IDLE_NS 200000      /* SACK pending news at least this often */
 #define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
 #define PAST_CAP 16384           /* finished incoming transfers remembered (oldest forgotten first) */
-#define PACE_BURST_S 2e-3        /* pacing credit cap in seconds of the current rate: rides out a
-                                  * descheduled loop on a shared core without a long burst */
+#define PACE_BURST_S 16e-3       /* pacing credit cap in seconds of the current rate: a loop
+                                  * descheduled for up to this long on a shared core catches up
+                                  * (credit never exceeds the schedule's cumulative bytes) */
+#define SHAPER_BURST_S 2e-3      /* shaper depth in seconds of its rate, like tc tbf's burst */
 #define SHAPER_MIN_DEPTH 65536.0  /* bytes */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
 #define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
@@ -91,9 +93,9 @@ int transport_init(int max_xfers)
 
 void transport_set_shaper(double gbps)
 {
-	double depth = gbps * 1e9 / 8 * PACE_BURST_S;
+	double depth = gbps * 1e9 / 8 * SHAPER_BURST_S;
 
-	/* like the pacer: deep enough to ride out a loop descheduled on a shared core */
+	/* deep enough to ride out a short deschedule of the loop, shallow enough to stay a shaper */
 	tp.shaper.burst = depth > SHAPER_MIN_DEPTH ? depth : SHAPER_MIN_DEPTH;
 	tbucket_set_rate(&tp.shaper, gbps, dp.clk.tsc);
 	if (gbps > 0)
