@@ -201,6 +201,7 @@ static void run(void)
 		n = portio_rx(data, len, frames, dp.clk.tsc);
 		for (unsigned i = 0; i < n; i++)
 			transport_rx(data[i], len[i]);
+		transport_rx_flush(); /* the payload still points into the frames */
 		portio_rx_free(frames, n);
 		work |= n > 0;
 		work |= transport_tx() > 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "appif.h"
@@ -16,15 +17,20 @@
 #include "portio.h"
 #include "tbucket.h"
 
-#define SACK_EVERY 16            /* new segments between SACKs */
+#define SACK_EVERY_MIN 16        /* new segments between SACKs, at least ... */
+#define SACK_EVERY_BYTES 98304   /* ... and ~96 KB of them: 64 at MTU 1500, where each SACK is a
+				  * sendto and a ring delivery at 550k frames/s, 16 at MTU 9000 */
 #define SACK_GAP_NS 50000        /* after a hole appears, SACK at most this often */
 #define SACK_IDLE_NS 200000      /* SACK pending news at least this often */
 #define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
 #define PAST_CAP 16384           /* finished incoming transfers remembered (oldest forgotten first) */
-#define PACE_BURST_S 2e-3        /* pacing credit cap in seconds of the current rate: rides out a
-                                  * descheduled loop on a shared core without a long burst */
+#define PACE_BURST_S 16e-3       /* pacing credit cap in seconds of the current rate: a loop
+                                  * descheduled for up to this long on a shared core catches up
+                                  * (credit never exceeds the schedule's cumulative bytes) */
+#define SHAPER_BURST_S 2e-3      /* shaper depth in seconds of its rate, like tc tbf's burst */
 #define SHAPER_MIN_DEPTH 65536.0  /* bytes */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
+#define WR_IOV_MAX 64            /* segments gathered into one pwritev (>= 2 * PORTIO_BURST) */
 #define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
                                   * af_packet ring (framecnt=4096) of the receiver */
 
@@ -49,6 +55,12 @@ static struct {
 	struct xfer_rx *rx_hint; /* last receive lookup */
 	struct rx_past *past;    /* ring of finished incoming transfers, newest at past_head - 1 */
 	int npast, past_head;
+	/* received payload not yet written: consecutive segments [wr_off, wr_off + wr_len) of wr_x,
+	 * pointing into the current rx burst's frames */
+	struct xfer_rx *wr_x;
+	uint64_t wr_off, wr_len;
+	int wr_n;
+	struct iovec wr_iov[WR_IOV_MAX];
 } tp;
 
 /*
@@ -91,9 +103,9 @@ int transport_init(int max_xfers)
 
 void transport_set_shaper(double gbps)
 {
-	double depth = gbps * 1e9 / 8 * PACE_BURST_S;
+	double depth = gbps * 1e9 / 8 * SHAPER_BURST_S;
 
-	/* like the pacer: deep enough to ride out a loop descheduled on a shared core */
+	/* deep enough to ride out a short deschedule of the loop, shallow enough to stay a shaper */
 	tp.shaper.burst = depth > SHAPER_MIN_DEPTH ? depth : SHAPER_MIN_DEPTH;
 	tbucket_set_rate(&tp.shaper, gbps, dp.clk.tsc);
 	if (gbps > 0)
@@ -461,13 +473,9 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 	if (!x)
 		return NULL;
 	x->fd = memfd_create("mlfabric-rx", MFD_CLOEXEC);
-	if (x->fd < 0 || ftruncate(x->fd, (off_t)h->total) < 0 ||
-	    (x->data = mmap(NULL, h->total, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd, 0)) == MAP_FAILED ||
-	    sack_rx_init(&x->sack, h->total, h->seg) < 0) {
+	if (x->fd < 0 || ftruncate(x->fd, (off_t)h->total) < 0 || sack_rx_init(&x->sack, h->total, h->seg) < 0) {
 		log_err("transfer %llx from %s: cannot allocate %llu bytes of shared memory: %s",
 			(unsigned long long)h->id, host_name(peer), (unsigned long long)h->total, strerror(errno));
-		if (x->data && x->data != MAP_FAILED)
-			munmap(x->data, h->total);
 		if (x->fd >= 0)
 			close(x->fd);
 		free(x);
@@ -506,8 +514,8 @@ static void finish_rx(struct xfer_rx *x, int status, const char *reason)
 	x->state = status ? XFER_FAILED : XFER_DONE;
 	x->end_ns = dp.clk.real_ns;
 	x->linger_until_ns = dp.clk.mono_ns + LINGER_FACTOR * dp.timeout_ns;
-	munmap(x->data, x->bytes);
-	x->data = NULL;
+	if (tp.wr_x == x) /* a complete transfer was flushed before; a failed one needs no bytes */
+		tp.wr_x = NULL;
 	if (status) {
 		dp.cnt.xfer_rx_failed++;
 		log_warn("xfer %llx from %s failed: %s", (unsigned long long)x->id, host_name(x->peer), reason);
@@ -558,6 +566,52 @@ static void answer_late(int failed, int peer, uint64_t id, uint64_t nseg, uint64
 		dp.cnt.tx_sack++;
 }
 
+void transport_rx_flush(void)
+{
+	struct xfer_rx *x = tp.wr_x;
+	struct iovec *iov = tp.wr_iov;
+	int n = tp.wr_n;
+	uint64_t off = tp.wr_off;
+
+	tp.wr_x = NULL;
+	tp.wr_n = 0;
+	tp.wr_len = 0;
+	if (!x)
+		return;
+	while (n > 0) {
+		ssize_t w = pwritev(x->fd, iov, n, (off_t)off);
+		char reason[APPMSG_REASON_MAX];
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			snprintf(reason, sizeof(reason), "cannot write received data into shared memory: %s",
+				 w < 0 ? strerror(errno) : "no progress");
+			send_abort(x->peer, x->id, "receiver out of memory");
+			finish_rx(x, -ENOMEM, reason);
+			return;
+		}
+		off += (uint64_t)w;
+		/* a short write (signal, memory pressure): continue where it stopped */
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+}
+
+/* New segments of @seg payload bytes each between two SACKs of a receiver. */
+static uint32_t sack_every(uint32_t seg)
+{
+	uint32_t n = SACK_EVERY_BYTES / (seg ? seg : 1);
+
+	return n > SACK_EVERY_MIN ? n : SACK_EVERY_MIN;
+}
+
 static void on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 {
 	struct xfer_rx *x = find_rx(peer, h->id);
@@ -590,10 +644,21 @@ static void on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 	if (rc == 0)
 		dp.cnt.rx_data_dup++;
 	else {
-		if (h->offset + h->len > x->populated)
-			populate(x->data, x->bytes, &x->populated, h->offset + h->len, MADV_POPULATE_WRITE);
-		memcpy(x->data + h->offset, body, h->len);
+		if (tp.wr_x != x || tp.wr_off + tp.wr_len != h->offset || tp.wr_n == WR_IOV_MAX) {
+			transport_rx_flush();
+			if (x->state != XFER_ACTIVE)
+				return;
+			tp.wr_x = x;
+			tp.wr_off = h->offset;
+		}
+		tp.wr_iov[tp.wr_n++] = (struct iovec){ .iov_base = (void *)(uintptr_t)body, .iov_len = h->len };
+		tp.wr_len += h->len;
 		x->frames++;
+	}
+	if (sack_rx_complete(&x->sack)) {
+		transport_rx_flush(); /* every byte is in the memfd before the sender hears DONE */
+		if (x->state != XFER_ACTIVE)
+			return;
 	}
 	if (sack_rx_complete(&x->sack) && !appif_rx_room()) {
 		/* no room to queue it for the app: the sender must not be told it succeeded */
@@ -603,7 +668,7 @@ static void on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 	} else if (sack_rx_complete(&x->sack)) {
 		send_sack(x);
 		finish_rx(x, 0, NULL);
-	} else if (x->sack.since_sack >= SACK_EVERY || (h->flags & WIRE_F_ACKREQ) ||
+	} else if (x->sack.since_sack >= sack_every(x->sack.seg) || (h->flags & WIRE_F_ACKREQ) ||
 		   ((x->sack.gap || rc == 0) && dp.clk.mono_ns - x->last_sack_ns > SACK_GAP_NS)) {
 		send_sack(x);
 	}

@@ -61,6 +61,45 @@ START_TEST(burst_is_capped_after_a_stall)
 }
 END_TEST
 
+/*
+ * The dataplane's cap (16 ms): a loop descheduled for 10 ms every 40 ms still sends the whole
+ * schedule, and at no tick has it sent more than the schedule's cumulative bytes (+ one frame).
+ */
+START_TEST(catches_up_after_deschedules_never_ahead)
+{
+	struct pacer p;
+	struct pacer_step step = { 0, 5.0 };
+	double sent = 0, worst_ahead = -1e18;
+
+	ck_assert_int_eq(pacer_init(&p, 0, HZ, &step, 1, 16e-3, 2 * FRAME), 0);
+	for (uint64_t t = 0; t < 200000000; t += 1000) {
+		if (t % 40000000 >= 30000000)
+			continue; /* descheduled */
+		pacer_advance(&p, t);
+		while (pacer_allow(&p, FRAME))
+			sent += FRAME;
+		double ahead = sent - 5e9 / 8 * (double)t / HZ;
+		if (ahead > worst_ahead)
+			worst_ahead = ahead;
+	}
+	/* the last tick the loop ran is 190 ms - 1 us: 5 Gbit/s for that long */
+	ck_assert_msg(fabs(sent - 5e9 / 8 * 0.189999) <= 2 * FRAME, "sent %.0f bytes, schedule %.0f",
+		      sent, 5e9 / 8 * 0.189999);
+	ck_assert_msg(worst_ahead <= FRAME, "ahead of the schedule by %.0f bytes", worst_ahead);
+	/* the old 2 ms cap loses 8 ms of every 10 ms stall */
+	ck_assert_int_eq(pacer_init(&p, 0, HZ, &step, 1, 2e-3, 2 * FRAME), 0);
+	sent = 0;
+	for (uint64_t t = 0; t < 200000000; t += 1000) {
+		if (t % 40000000 >= 30000000)
+			continue;
+		pacer_advance(&p, t);
+		while (pacer_allow(&p, FRAME))
+			sent += FRAME;
+	}
+	ck_assert_msg(sent < 5e9 / 8 * 0.189999 * 0.85, "2 ms cap sent %.0f bytes", sent);
+}
+END_TEST
+
 START_TEST(unpaced_and_invalid)
 {
 	struct pacer p;
@@ -112,7 +151,8 @@ END_TEST
 
 int main(void)
 {
-	const TTest *tests[] = { follows_rate_steps, burst_is_capped_after_a_stall, unpaced_and_invalid,
+	const TTest *tests[] = { follows_rate_steps, burst_is_capped_after_a_stall,
+				 catches_up_after_deschedules_never_ahead, unpaced_and_invalid,
 				 token_bucket_rate_and_runtime_change };
-	return test_dp_run("pacer", tests, 4);
+	return test_dp_run("pacer", tests, 5);
 }
