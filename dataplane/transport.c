@@ -30,6 +30,7 @@
 #define SHAPER_BURST_S 2e-3      /* shaper depth in seconds of its rate, like tc tbf's burst */
 #define SHAPER_MIN_DEPTH 65536.0  /* bytes */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
+#define TX_BURST 128             /* DATA frames per transfer per loop: one sendto kicks them all */
 #define WR_IOV_MAX 64            /* segments gathered into one pwritev (>= 2 * PORTIO_BURST) */
 #define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
                                   * af_packet ring (framecnt=4096) of the receiver */
@@ -371,7 +372,7 @@ unsigned transport_tx(void)
 		if (room == 0)
 			break;
 		tp.tx[i]->sack.prm.window = window;
-		rc = tx_one(tp.tx[i], room < PORTIO_BURST ? room : PORTIO_BURST);
+		rc = tx_one(tp.tx[i], room < TX_BURST ? room : TX_BURST);
 		if (rc < 0)
 			break;
 		sent += (unsigned)rc;
