@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -31,6 +33,7 @@ static struct {
 	int rx_faulty, tx_faulty;
 	uint32_t cut_ip;
 	uint64_t rng;
+	int driver_copies;  /* the driver copies tx frames into its own ring: zero-copy payloads */
 } pio = { .rng = 0x9e3779b97f4a7c15ULL };
 
 /* Creates the mbuf pool with @room data bytes per mbuf; NULL on failure (rte_errno). */
@@ -97,6 +100,12 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 		snprintf(err, errlen, "cannot start port %u: %s", port, strerror(-rc));
 		return rc;
 	}
+	{
+		struct rte_eth_dev_info info;
+		pio.driver_copies = rte_eth_dev_info_get(port, &info) == 0 && info.driver_name &&
+				    strcmp(info.driver_name, "net_af_packet") == 0 &&
+				    (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+	}
 	rte_eth_promiscuous_enable(port);
 	rte_eth_macaddr_get(port, &ea);
 	memcpy(mac, ea.addr_bytes, 6);
@@ -139,7 +148,8 @@ static int apply(const struct fault_dir *d, struct rte_mbuf *m, int rx, uint64_t
 		return 0;
 	case FAULT_DUP:
 		(rx ? dp.cnt.fault_rx_dup++ : dp.cnt.fault_tx_dup++);
-		rte_mbuf_refcnt_update(m, 1);
+		for (struct rte_mbuf *s = m; s; s = s->next) /* freeing walks every segment */
+			rte_mbuf_refcnt_update(s, 1);
 		return 2;
 	case FAULT_REORDER:
 		(rx ? dp.cnt.fault_rx_reorder++ : dp.cnt.fault_tx_reorder++);
@@ -229,6 +239,66 @@ uint8_t *portio_tx_alloc(uint16_t len, struct rte_mbuf **frame)
 		return NULL;
 	}
 	*frame = m;
+	return p;
+}
+
+struct portio_extmem {
+	struct rte_mbuf_ext_shared_info sh; /* refcnt: the owner + one per frame pointing here */
+	void *base;
+	size_t len;
+};
+
+static void extmem_free(void *addr, void *opaque)
+{
+	struct portio_extmem *e = opaque;
+
+	munmap(e->base, e->len);
+	free(e);
+}
+
+struct portio_extmem *portio_extmem_new(void *base, size_t len)
+{
+	struct portio_extmem *e;
+
+	if (!pio.driver_copies || !(e = calloc(1, sizeof(*e))))
+		return NULL;
+	e->base = base;
+	e->len = len;
+	e->sh.free_cb = extmem_free;
+	e->sh.fcb_opaque = e;
+	rte_mbuf_ext_refcnt_set(&e->sh, 1);
+	return e;
+}
+
+void portio_extmem_release(struct portio_extmem *e)
+{
+	if (rte_mbuf_ext_refcnt_update(&e->sh, -1) == 0)
+		extmem_free(e->base, e);
+}
+
+uint8_t *portio_tx_alloc_ext(uint16_t hdr_len, struct portio_extmem *e, const void *payload, uint16_t len,
+			     struct rte_mbuf **frame)
+{
+	struct rte_mbuf *m[2];
+	uint8_t *p;
+
+	if (portio_tx_room() == 0 || rte_pktmbuf_alloc_bulk(pio.pool, m, 2) != 0) {
+		dp.cnt.tx_nobuf++;
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m[0], hdr_len);
+	if (!p) {
+		rte_pktmbuf_free_bulk(m, 2);
+		dp.cnt.tx_nobuf++;
+		return NULL;
+	}
+	rte_mbuf_ext_refcnt_update(&e->sh, 1);
+	/* the driver only reads the payload; DPDK's mbuf API has no const external buffers */
+	rte_pktmbuf_attach_extbuf(m[1], (void *)(uintptr_t)payload, RTE_BAD_IOVA, len, &e->sh);
+	m[1]->data_len = len;
+	m[1]->pkt_len = len;
+	rte_pktmbuf_chain(m[0], m[1]);
+	*frame = m[0];
 	return p;
 }
 

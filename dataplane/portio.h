@@ -38,6 +38,34 @@ void portio_rx_free(struct rte_mbuf **m, unsigned n);
  */
 uint8_t *portio_tx_alloc(uint16_t len, struct rte_mbuf **frame);
 
+/**
+ * A memory region (an app's send buffer mapping) whose bytes frames may point to instead of
+ * copying them; reference-counted so that the mapping outlives frames still queued or held.
+ */
+struct portio_extmem;
+
+/**
+ * portio_extmem_new - register the mapping [@base, @base + @len) (from mmap) for zero-copy
+ * transmission. Only done when the port's driver copies frames into its own ring (net_af_packet:
+ * the copy into the mbuf would be a second one); a DMA NIC would need the region registered
+ * for DMA, so there it returns NULL and the caller copies. NULL also when out of memory.
+ */
+struct portio_extmem *portio_extmem_new(void *base, size_t len);
+
+/**
+ * portio_extmem_release - the owner is done with the region: munmap()s it now, or when the last
+ * frame pointing into it has been sent or dropped.
+ */
+void portio_extmem_release(struct portio_extmem *e);
+
+/**
+ * portio_tx_alloc_ext - a frame of @hdr_len header bytes (returned, to fill) followed by the
+ * @len bytes at @payload inside region @e, which are not copied. *@frame is the handle for
+ * portio_tx_send(). Returns NULL like portio_tx_alloc().
+ */
+uint8_t *portio_tx_alloc_ext(uint16_t hdr_len, struct portio_extmem *e, const void *payload, uint16_t len,
+			     struct rte_mbuf **frame);
+
 /** portio_tx_send - queue a filled frame for transmission, after tx faults. */
 void portio_tx_send(struct rte_mbuf *frame, uint64_t now_tsc);
 

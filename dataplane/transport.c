@@ -30,6 +30,7 @@
 #define SHAPER_BURST_S 2e-3      /* shaper depth in seconds of its rate, like tc tbf's burst */
 #define SHAPER_MIN_DEPTH 65536.0  /* bytes */
 #define MAX_TRANSFER_BYTES (64ULL << 30)
+#define TX_BURST 128             /* DATA frames per transfer per loop: one sendto kicks them all */
 #define WR_IOV_MAX 64            /* segments gathered into one pwritev (>= 2 * PORTIO_BURST) */
 #define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
                                   * af_packet ring (framecnt=4096) of the receiver */
@@ -262,6 +263,7 @@ uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t g
 		return 0;
 	}
 	x->id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | (tp.next_id++ & ((1ULL << 48) - 1));
+	x->ext = portio_extmem_new(x->map, x->map_len);
 	tp.tx[tp.ntx++] = x;
 	log_info("xfer %llx: to %s, %llu bytes, start in %.3f ms, %d rate steps", (unsigned long long)x->id,
 		 name, (unsigned long long)x->bytes,
@@ -291,7 +293,10 @@ static void free_tx(int i)
 {
 	struct xfer_tx *x = tp.tx[i];
 
-	munmap(x->map, x->map_len);
+	if (x->ext)
+		portio_extmem_release(x->ext); /* unmapped once no queued frame points into it */
+	else
+		munmap(x->map, x->map_len);
 	sack_tx_free(&x->sack);
 	free(x);
 	tp.tx[i] = tp.tx[--tp.ntx];
@@ -362,13 +367,15 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		h.offset = (uint64_t)s * tp.seg;
 		h.len = sack_seg_len(x->bytes, tp.seg, (uint64_t)s);
 		h.flags = retx ? WIRE_F_RETX | WIRE_F_ACKREQ : 0;
-		p = portio_tx_alloc((uint16_t)frame_len(h.len), &f);
+		p = x->ext ? portio_tx_alloc_ext(WIRE_HDRS_LEN, x->ext, x->data + h.offset, (uint16_t)h.len, &f) :
+			     portio_tx_alloc((uint16_t)frame_len(h.len), &f);
 		if (!p)
 			return -1; /* the segment counts as sent; loss recovery resends it */
 		moff = (uint64_t)(x->data - (const uint8_t *)x->map) + h.offset + h.len;
 		if (moff > x->populated)
 			populate(x->map, x->map_len, &x->populated, moff, MADV_POPULATE_READ);
-		memcpy(p + WIRE_HDRS_LEN, x->data + h.offset, h.len);
+		if (!x->ext)
+			memcpy(p + WIRE_HDRS_LEN, x->data + h.offset, h.len);
 		wire_encode(p, &a, &h);
 		portio_tx_send(f, dp.clk.tsc);
 		x->last_tx_mono = dp.clk.mono_ns;
@@ -399,7 +406,7 @@ unsigned transport_tx(void)
 		if (room == 0)
 			break;
 		tp.tx[i]->sack.prm.window = window;
-		rc = tx_one(tp.tx[i], room < PORTIO_BURST ? room : PORTIO_BURST);
+		rc = tx_one(tp.tx[i], room < TX_BURST ? room : TX_BURST);
 		if (rc < 0)
 			break;
 		sent += (unsigned)rc;

@@ -25,6 +25,7 @@ struct xfer_tx {
 	uint32_t client_gen;  /* generation of that connection slot */
 	void *map;            /* mapping of the app's buffer (read-only) */
 	size_t map_len;
+	struct portio_extmem *ext; /* the mapping, registered for zero-copy tx (NULL: frames copy) */
 	const uint8_t *data;  /* first byte to send */
 	uint64_t bytes;
 	uint64_t populated;   /* bytes of the mapping prefaulted so far */
