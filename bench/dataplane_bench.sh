@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# dataplane_bench.sh - `make bench-dataplane`: dataplane goodput vs a bare DPDK tx loop and iperf3 on
-# the same unshaped veth pair at MTU 1500 and 9000, pacing error, CPU seconds per GB.
+# dataplane_bench.sh - `make bench-dataplane`: dataplane goodput vs a bare DPDK tx loop (alone, and with
+# a bare DPDK rx loop at b) and iperf3 on the same unshaped veth pair at MTU 1500 and 9000, pacing
+# error, CPU seconds per GB.
 # Usage: bench/dataplane_bench.sh [--gb N] [--seconds S] [--runs R] [--out FILE]
 #   --gb N       size of the dataplane transfer in GiB (default 1)
 #   --seconds S  duration of the tx loop and iperf3 runs (default 5)
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
 	--seconds) SECS=$2; shift 2 ;;
 	--runs) RUNS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "dataplane_bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -49,6 +50,23 @@ measure_txloop() {
 		--seconds "$SECS" >"$WORK/txloop" 2>"$WORK/txloop.err" || { cat "$WORK/txloop.err" >&2; return 1; }
 	rxrate_stop
 	field "$(cat "$WORK/rate")" gbps
+}
+
+# measure_txrx: "l2_gbps rxloop_gbps" of the bare tx loop a -> b while a bare DPDK rx loop at b (same
+# EAL args as b's dataplane) receives and frees every frame: L2 rate at b's eth0, and the rx loop's own count.
+measure_txrx() {
+	local eal i rpid
+	mapfile -t eal < <("$TB" eal-args "$CLUSTER" b)
+	"$TB" exec "$CLUSTER" b "$ROOT/build/mlf-txloop" "${eal[@]}" -- --rx --cluster "$CLUSTER" --to b \
+		>"$WORK/rxloop" 2>"$WORK/rxloop.err" &
+	rpid=$!
+	for i in $(seq 100); do grep -q '^rxloop ready' "$WORK/rxloop" && break; sleep 0.1; done
+	grep -q '^rxloop ready' "$WORK/rxloop" ||
+		{ echo "bare rx loop at b did not start: $(cat "$WORK/rxloop.err")" >&2; kill -TERM $rpid; wait $rpid; return 1; }
+	measure_txloop >"$WORK/txrx" || { kill -TERM $rpid; wait $rpid; return 1; }
+	kill -TERM $rpid
+	wait $rpid || { echo "bare rx loop at b failed: $(cat "$WORK/rxloop.err")" >&2; return 1; }
+	echo "$(cat "$WORK/txrx") $(field "$(grep '^rxloop ' "$WORK/rxloop")" gbps)"
 }
 
 # measure_iperf: "goodput_gbps l2_gbps" of kernel TCP a -> b (iperf3 receiver, and rx counters at b).
@@ -108,13 +126,15 @@ for conf in pair pair9k; do
 	ip_b=$(sed -n 's/.*"name": *"b", *"ip": *"\([0-9.]*\)".*/\1/p' "$CLUSTER")
 	echo "== MTU $mtu ($conf): testbed up, unshaped" >&2
 	"$TB" up "$CLUSTER" --unshaped >/dev/null 2>&1 || { echo "mlf-testbed up $CLUSTER failed" >&2; exit 1; }
-	TX=() IPG=() DP=() CPU=() RETX=() P1=() P5=()
+	TX=() TXRX=() RXL=() IPG=() DP=() CPU=() RETX=() P1=() P5=()
 	note=""
 	for run in $(seq "$RUNS"); do
 		TX+=("$(measure_txloop)") || exit 1
+		read -r txrx rxl <<<"$(measure_txrx)" || exit 1
+		TXRX+=("$txrx") RXL+=("$rxl")
 		read -r ip_good ip_l2 <<<"$(measure_iperf "$ip_b")"
 		IPG+=("$ip_good")
-		echo "   run $run: bare tx loop ${TX[-1]} Gbit/s (L2 at b); iperf3 TCP $ip_good Gbit/s goodput ($ip_l2 at b's rx counters)" >&2
+		echo "   run $run: bare tx loop ${TX[-1]} Gbit/s (L2 at b); with the bare rx loop at b $txrx Gbit/s (L2 at b), $rxl Gbit/s received by the rx loop; iperf3 TCP $ip_good Gbit/s goodput ($ip_l2 at b's rx counters)" >&2
 		[ $HAVE_DP = 1 ] && [ -z "$note" ] || continue
 		if ! { DP_PID_a=$("$TB" dataplane "$CLUSTER" a --log "$WORK/dp-a.log" 2>"$WORK/dp.err") &&
 		       DP_PID_b=$("$TB" dataplane "$CLUSTER" b --log "$WORK/dp-b.log" 2>"$WORK/dp.err"); }; then
@@ -134,9 +154,9 @@ for conf in pair pair9k; do
 		timeout 10 tail --pid="$DP_PID_a" -f /dev/null || true
 		timeout 10 tail --pid="$DP_PID_b" -f /dev/null || true
 	done
-	tx=$(median "${TX[@]}") ip_good=$(median "${IPG[@]}") dp=$(median "${DP[@]}") cpu=$(median "${CPU[@]}")
+	tx=$(median "${TX[@]}") txrx=$(median "${TXRX[@]}") rxl=$(median "${RXL[@]}") ip_good=$(median "${IPG[@]}") dp=$(median "${DP[@]}") cpu=$(median "${CPU[@]}")
 	retx=$(median "${RETX[@]}") p1=$(median "${P1[@]}") p5=$(median "${P5[@]}")
-	ROWS+=("| $mtu | $(f2 "$dp") | $(f2 "$tx") | $(f2 "$ip_good") | $(ratio "$dp" "$tx") | $(ratio "$dp" "$ip_good") | ${cpu:-n/a} | ${retx:-n/a} |")
+	ROWS+=("| $mtu | $(f2 "$dp") | $(f2 "$tx") | $(f2 "$txrx") | $(f2 "$rxl") | $(f2 "$ip_good") | $(ratio "$dp" "$tx") | $(ratio "$dp" "$txrx") | $(ratio "$dp" "$ip_good") | ${cpu:-n/a} | ${retx:-n/a} |")
 	PACE+=("| $mtu | 1 | $(f2 "$p1") | $(pct "$p1" 1) |" "| $mtu | 5 | $(f2 "$p5") | $(pct "$p5" 5) |")
 	"$TB" down "$CLUSTER" >/dev/null 2>&1
 done
@@ -148,8 +168,8 @@ done
 	echo "shared by every process (and by whatever else runs on the machine), two namespaces a -> b on one veth pair"
 	echo "through a bridge, no tbf (unshaped). Rates in Gbit/s; every figure is the median of $RUNS rounds."
 	echo
-	echo "| MTU | dataplane goodput ($GB GiB, byte-exact) | bare DPDK tx loop (L2 at b) | iperf3 TCP goodput | dataplane / tx loop (target >= 0.7) | dataplane / iperf3 (target >= 1 at 9000) | CPU s per GB (both dataplanes) | retransmits |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| MTU | dataplane goodput ($GB GiB, byte-exact) | bare DPDK tx loop (L2 at b) | bare tx loop + bare rx loop at b (L2 at b) | received by the rx loop | iperf3 TCP goodput | dataplane / tx loop (target >= 0.7) | dataplane / tx+rx loop | dataplane / iperf3 (target >= 1 at 9000) | CPU s per GB (both dataplanes) | retransmits |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${ROWS[@]}"
 	echo
 	echo "Pacing: one transfer of 1.5 s at the commanded rate, L2 rate measured at b's eth0 rx counters"
@@ -159,7 +179,13 @@ done
 	echo "|---|---|---|---|"
 	printf '%s\n' "${PACE[@]}"
 	echo
-	echo "The tx loop's and the pacing figures are L2 frame bytes (Ethernet header included); the"
+	echo "Two ceilings: the bare tx loop alone (no process at b, the issue's definition of the target), and"
+	echo "the same tx loop while a bare DPDK rx loop at b (\\`mlf-txloop --rx\\`, the same EAL args and"
+	echo "af_packet ring as b's dataplane) receives and frees every frame; both measured at b's eth0 rx"
+	echo "counters, which count what the veth delivered whether or not b's af_packet ring had room. The"
+	echo "\"received by the rx loop\" column is the rx loop's own L2 count (first to last frame)."
+	echo
+	echo "The tx loops' and the pacing figures are L2 frame bytes (Ethernet header included); the"
 	echo "dataplane's and iperf3's goodput are application payload bytes. n/a: the dataplane was not built"
 	echo "or did not run (notes below)."
 	echo
@@ -168,7 +194,7 @@ done
 	echo "Per-round figures are printed on stderr by the script."
 	echo
 	echo "Where the rest of the dataplane's time goes (perf at MTU 9000): both dataplanes keep a core busy."
-	echo "The tx loop has no receiving process; the dataplane's receiver pays three copies per frame (the"
+	echo "The lone tx loop has no receiving process; the dataplane's receiver pays three copies per frame (the"
 	echo "kernel into b's af_packet ring, the PMD from the ring into an mbuf, pwritev into the destination's"
 	echo "memfd, whose fresh shmem pages are allocated on the way), and the sender's sendto runs the veth and"
 	echo "bridge delivery into that ring (a copy of af_packet's zero-copy skb, the ring lock). The dataplane's"

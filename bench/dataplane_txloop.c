@@ -1,4 +1,4 @@
-/* dataplane_txloop.c - mlf-txloop: a bare DPDK tx loop, the ceiling the dataplane's goodput is judged against. */
+/* dataplane_txloop.c - mlf-txloop: bare DPDK tx and rx loops, the ceilings the dataplane's goodput is judged against. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -19,6 +19,7 @@
 #include "log.h"
 
 #define TXLOOP_BURST 32
+#define TXLOOP_RX_SECONDS 3600 /* --rx without --seconds: run until SIGINT/SIGTERM (or an hour) */
 #define TXLOOP_UDP_PORT 9 /* discard: nothing listens, the peer kernel drops the datagrams */
 
 static volatile sig_atomic_t force_quit;
@@ -26,12 +27,18 @@ static volatile sig_atomic_t force_quit;
 static const char usage[] =
 	"usage: mlf-txloop [EAL ARGS] -- --cluster FILE --from HOST --to HOST [--seconds D]\n"
 	"                  [--frame BYTES] [--port N]\n"
+	"       mlf-txloop [EAL ARGS] -- --rx --cluster FILE --to HOST [--seconds D] [--port N]\n"
 	"Sends fixed-size Ethernet/IPv4/UDP frames from HOST to HOST (addresses and MACs from the\n"
 	"cluster config) as fast as the port takes them for D seconds (default 5), then prints\n"
 	"  txloop frames=<n> bytes=<L2 bytes> seconds=<s> pps=<p> gbps=<L2 Gbit/s>\n"
 	"Frame size defaults to the cluster MTU + 14 (a full Ethernet frame). Counts are what the\n"
 	"port accepted; af_packet counts frames the kernel refused as sent, so measure the peer's\n"
-	"rx_bytes for the delivered rate (bench/dataplane_bench.sh does).\n";
+	"rx_bytes for the delivered rate (bench/dataplane_bench.sh does).\n"
+	"--rx: the bare rx loop at HOST instead: rte_eth_rx_burst and free every frame, counting\n"
+	"them, for D seconds (default: until SIGINT/SIGTERM). Prints \"rxloop ready\" once the port\n"
+	"has started, then at the end\n"
+	"  rxloop frames=<n> bytes=<L2 bytes> seconds=<s> pps=<p> gbps=<L2 Gbit/s>\n"
+	"where seconds run from the first received frame to the last.\n";
 
 static void on_signal(int sig)
 {
@@ -85,16 +92,58 @@ static int port_init(uint16_t port, struct rte_mempool *pool, int mtu)
 	return rte_eth_dev_start(port);
 }
 
+/*
+ * Prints one "<what> frames= bytes= seconds= pps= gbps=" result line (bytes are L2 bytes, gbps
+ * Gbit/s); rates are 0 when @s (seconds) is not positive (fewer than two frames received).
+ */
+static void print_rate(const char *what, uint64_t frames, uint64_t bytes, double s)
+{
+	double d = s > 0 ? s : 1;
+
+	printf("%s frames=%lu bytes=%lu seconds=%.3f pps=%.0f gbps=%.3f\n", what, (unsigned long)frames,
+	       (unsigned long)bytes, s, s > 0 ? (double)frames / d : 0, s > 0 ? (double)bytes * 8 / d / 1e9 : 0);
+}
+
+/*
+ * The bare rx loop: receive bursts on @port and free every frame until @seconds have passed or
+ * a signal arrived, then print the L2 bytes received over the time from the first frame to the last.
+ */
+static void rx_loop(uint16_t port, double seconds)
+{
+	struct rte_mbuf *burst[TXLOOP_BURST];
+	uint64_t frames = 0, bytes = 0, first = 0, last = 0, hz = rte_get_tsc_hz();
+	uint64_t deadline = rte_rdtsc() + (uint64_t)(seconds * (double)hz);
+
+	printf("rxloop ready\n");
+	fflush(stdout);
+	while (!force_quit && rte_rdtsc() < deadline) {
+		uint16_t n = rte_eth_rx_burst(port, 0, burst, TXLOOP_BURST);
+
+		if (!n)
+			continue;
+		last = rte_rdtsc();
+		if (!frames)
+			first = last;
+		for (uint16_t i = 0; i < n; i++)
+			bytes += burst[i]->pkt_len;
+		frames += n;
+		rte_pktmbuf_free_bulk(burst, n);
+	}
+	print_rate("rxloop", frames, bytes, (double)(last - first) / (double)hz);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "cluster", required_argument, NULL, 'c' }, { "from", required_argument, NULL, 'f' },
 		{ "to", required_argument, NULL, 't' },      { "seconds", required_argument, NULL, 's' },
 		{ "frame", required_argument, NULL, 'b' },   { "port", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 }
+		{ "rx", no_argument, NULL, 'r' },            { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
 	};
 	const char *cluster_path = NULL, *from = NULL, *to = NULL;
-	double seconds = 5;
+	double seconds = 0;
+	int rx = 0;
 	unsigned frame = 0;
 	uint16_t port = 0;
 	struct cluster c = { 0 };
@@ -138,6 +187,7 @@ int main(int argc, char **argv)
 			if (*end)
 				rte_exit(EXIT_FAILURE, "--port %s: not a port number\n", optarg);
 			break;
+		case 'r': rx = 1; break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -145,11 +195,13 @@ int main(int argc, char **argv)
 			rte_exit(EXIT_FAILURE, "%s", usage);
 		}
 	}
-	if (!cluster_path || !from || !to)
-		rte_exit(EXIT_FAILURE, "need --cluster, --from and --to\n%s", usage);
+	if (!cluster_path || (!rx && !from) || !to)
+		rte_exit(EXIT_FAILURE, "need --cluster, --to and (without --rx) --from\n%s", usage);
+	if (!seconds)
+		seconds = rx ? TXLOOP_RX_SECONDS : 5;
 	if (cluster_load(cluster_path, &c, err, sizeof(err)))
 		rte_exit(EXIT_FAILURE, "%s\n", err);
-	si = cluster_find(&c, from);
+	si = rx ? 0 : cluster_find(&c, from);
 	di = cluster_find(&c, to);
 	if (si < 0 || di < 0)
 		rte_exit(EXIT_FAILURE, "%s: unknown host '%s'\n", cluster_path, si < 0 ? from : to);
@@ -168,9 +220,13 @@ int main(int argc, char **argv)
 	ret = port_init(port, pool, c.mtu);
 	if (ret < 0)
 		rte_exit(EXIT_FAILURE, "port %u: init failed: %s\n", port, rte_strerror(-ret));
-	build_headers(hdr, &c.hosts[si], &c.hosts[di], frame);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	if (rx) {
+		rx_loop(port, seconds);
+		goto out;
+	}
+	build_headers(hdr, &c.hosts[si], &c.hosts[di], frame);
 
 	hz = rte_get_tsc_hz();
 	start = rte_rdtsc();
@@ -194,11 +250,8 @@ int main(int argc, char **argv)
 			rte_pktmbuf_free_bulk(burst + sent, TXLOOP_BURST - sent);
 		frames += sent;
 	}
-	{
-		double s = (double)(rte_rdtsc() - start) / (double)hz;
-		printf("txloop frames=%lu bytes=%lu seconds=%.3f pps=%.0f gbps=%.3f\n", (unsigned long)frames,
-		       (unsigned long)(frames * frame), s, (double)frames / s, (double)frames * frame * 8 / s / 1e9);
-	}
+	print_rate("txloop", frames, frames * frame, (double)(rte_rdtsc() - start) / (double)hz);
+out:
 	rte_eth_dev_stop(port);
 	rte_eth_dev_close(port);
 	cluster_free(&c);
