@@ -180,7 +180,7 @@ done
 	printf '%s\n' "${PACE[@]}"
 	echo
 	echo "Two ceilings: the bare tx loop alone (no process at b, the issue's definition of the target), and"
-	echo "the same tx loop while a bare DPDK rx loop at b (\\`mlf-txloop --rx\\`, the same EAL args and"
+	echo 'the same tx loop while a bare DPDK rx loop at b (`mlf-txloop --rx`, the same EAL args and'
 	echo "af_packet ring as b's dataplane) receives and frees every frame; both measured at b's eth0 rx"
 	echo "counters, which count what the veth delivered whether or not b's af_packet ring had room. The"
 	echo "\"received by the rx loop\" column is the rx loop's own L2 count (first to last frame)."
