@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "ck_run.h"
+
 #include "fault.h"
 
 START_TEST(parses_and_formats)
@@ -73,16 +75,10 @@ int main(void)
 {
 	Suite *s = suite_create("fault");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, parses_and_formats);
 	tcase_add_loop_test(tc, rejects_bad_specs, 0, (int)(sizeof(bad_specs) / sizeof(bad_specs[0])));
 	tcase_add_test(tc, decisions_match_probabilities);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }

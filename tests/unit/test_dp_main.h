@@ -4,6 +4,8 @@
 
 #include <check.h>
 
+#include "ck_run.h"
+
 /**
  * test_dp_run - run @n tests of suite @name with the default fork mode; returns the exit status
  * (0 when every test passed).
@@ -12,17 +14,11 @@ static inline int test_dp_run(const char *name, const TTest *const *tests, int n
 {
 	Suite *s = suite_create(name);
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	for (int i = 0; i < n; i++)
 		tcase_add_test(tc, tests[i]);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s);
 }
 
 #endif
