@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "hosts", NULL };
+static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts", NULL };
 static const char *const host_keys[] = { "name", "ip", "mac", "up_gbps", "down_gbps", "roles", NULL };
 
 static const struct { const char *name; unsigned bit; } role_names[] = {
@@ -179,6 +179,10 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	if (get_int(root, "udp_port", 1, 65535, &v, "", err, errlen))
 		goto prefix_err;
 	out->udp_port = (uint16_t)v;
+	v = 7070;
+	if (get_int(root, "control_port", 1, 65535, &v, "", err, errlen))
+		goto prefix_err;
+	out->control_port = (uint16_t)v;
 
 	hosts = json_object_get(root, "hosts");
 	if (!json_is_array(hosts) || json_array_size(hosts) == 0) {
@@ -265,4 +269,12 @@ void cluster_free(struct cluster *c)
 {
 	free(c->hosts);
 	memset(c, 0, sizeof(*c));
+}
+
+int cluster_find_role(const struct cluster *c, unsigned role)
+{
+	for (int i = 0; i < c->n_hosts; i++)
+		if (c->hosts[i].roles & role)
+			return i;
+	return -1;
 }

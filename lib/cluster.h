@@ -32,6 +32,7 @@ struct cluster {
 	int mtu;            /* IP MTU of every link, bytes (576..9000, default 1500) */
 	int prefix_len;     /* subnet prefix length of the host addresses (default 24) */
 	uint16_t udp_port;  /* UDP port of the dataplane wire protocol (default 47000) */
+	uint16_t control_port; /* TCP port of the scheduler's control protocol (docs/control.md, default 7070) */
 	int n_hosts;
 	struct cluster_host *hosts;
 };
@@ -55,6 +56,9 @@ int cluster_find(const struct cluster *c, const char *name);
 
 /** cluster_find_ip - index of the host with address @ip (network order), or -1. */
 int cluster_find_ip(const struct cluster *c, uint32_t ip);
+
+/** cluster_find_role - index of the first host with role bit @role, or -1 when there is none. */
+int cluster_find_role(const struct cluster *c, unsigned role);
 
 /** cluster_free - release what cluster_parse() allocated; safe on a zeroed struct. */
 void cluster_free(struct cluster *c);

@@ -1,0 +1,201 @@
+/* mlfabric.h - the MLfabric application API (paper Table 1, §4): workers, servers, replicas.
+ *
+ * An application process (worker, parameter server, replica, aggregator) opens one endpoint on
+ * its host's dataplane (mlf_open). With a scheduler (modes MLfabric-A and MLfabric-S) every
+ * update and model transfer is announced to the scheduler over the dataplane's control
+ * connection (docs/control.md) and sent only when the scheduler commands it, at the commanded
+ * start time and rate; updates may be dropped (delay bound) or routed through an aggregator.
+ * In mode MLF_MODE_DIRECT (the "Async" baseline: a plain parameter server) there is no
+ * scheduler: pushes go straight to the server as soon as they are made, unpaced, applied in
+ * arrival order, never aggregated or dropped.
+ *
+ * Threads: each endpoint runs one event thread inside the library that talks to the dataplane,
+ * carries out the scheduler's commands and calls the callbacks. Callbacks run on that thread
+ * and must not call mlf_* functions of the same endpoint except mlf_log-free getters noted
+ * below. Every mlf_* function is safe to call from any one application thread.
+ *
+ * Units: sizes in bytes, vectors as float32 counts, times in seconds (double, CLOCK_REALTIME),
+ * rates in Gbit/s of payload. Errors are -errno with a one-line reason in the endpoint's error
+ * text (mlf_error()).
+ */
+#ifndef MLFABRIC_H
+#define MLFABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- payload format of update, aggregate and model transfers --------------------------- */
+
+#define MLF_PAYLOAD_MAGIC_UPDATE 0x55464c4du /* "MLFU": an update or an aggregate of updates */
+#define MLF_PAYLOAD_MAGIC_MODEL  0x4d464c4du /* "MLFM": a model snapshot */
+#define MLF_PAYLOAD_MAX_PARTS 62             /* worker updates one aggregate can name */
+
+/** One worker update inside an update/aggregate payload (its id and the version it was computed from). */
+struct mlf_part {
+	uint64_t id;      /* update id (mlf_push's return value, unique in the cluster) */
+	int64_t version;  /* v(g): model version the update was computed from */
+};
+
+/**
+ * Header at byte 0 of every update, aggregate and model transfer; MLF_PAYLOAD_HDR bytes, then
+ * the float32 vector. An update has n_parts = 1; an aggregate the n_parts updates summed into it
+ * (the server's version advances by n_parts when it is applied, DESIGN.md §4); a model has
+ * n_parts = 0 and version = the server's model version of the snapshot.
+ */
+struct mlf_payload_hdr {
+	uint32_t magic;          /* MLF_PAYLOAD_MAGIC_* */
+	uint32_t n_parts;        /* 0..MLF_PAYLOAD_MAX_PARTS */
+	int64_t version;         /* model: its version; update: version of parts[0] */
+	uint64_t n_floats;       /* float32 values after the header */
+	uint64_t reserved;
+	struct mlf_part parts[MLF_PAYLOAD_MAX_PARTS];
+};
+#define MLF_PAYLOAD_HDR 1024u /* bytes reserved for the header (>= sizeof(struct mlf_payload_hdr)) */
+
+/** mlf_payload_bytes - bytes of a transfer carrying @n_floats values (header included). */
+static inline uint64_t mlf_payload_bytes(uint64_t n_floats) { return MLF_PAYLOAD_HDR + 4 * n_floats; }
+
+/* ---- endpoints ---------------------------------------------------------------------------- */
+
+/** How the fabric carries transfers (DESIGN.md §4, paper §5/§6, issue 4). */
+enum mlf_mode {
+	MLF_MODE_ASYNC = 0,  /* MLfabric-A: scheduled, ordered, delay bound, aggregation */
+	MLF_MODE_SYNC = 1,   /* MLfabric-S: one scheduled batch per iteration (allreduce) */
+	MLF_MODE_DIRECT = 2, /* the Async baseline: no scheduler, FIFO, no aggregation, no drops */
+};
+
+/** Parameters of a server or replica registration (paper Table 1 "params"). */
+struct mlf_params {
+	int64_t tau_max;     /* delay bound, in versions (>= 0) */
+	double div_max;      /* divergence bound ||w_server - w_replica||_2 (replica only) */
+	double momentum;     /* gamma of eq. 2, in [0, 1) */
+	int n_workers;       /* workers taking part (sync mode: updates per iteration) */
+};
+
+/** Options of mlf_open(). Zeroed fields take the defaults shown. */
+struct mlf_opts {
+	const char *cluster;   /* cluster config path (required) */
+	const char *host;      /* this host's name in the config (required) */
+	const char *sock;      /* dataplane socket (default /run/mlfabric/<cluster>-<host>.sock) */
+	enum mlf_mode mode;    /* default MLF_MODE_ASYNC */
+	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10) */
+};
+
+/** One endpoint (opaque). */
+typedef struct mlf mlf_t;
+
+/**
+ * mlf_open - connect to this host's dataplane (and through it to the scheduler, unless
+ * MLF_MODE_DIRECT) and start the endpoint's event thread.
+ * Returns the endpoint, or NULL with @err naming the problem (config unreadable, unknown host,
+ * no dataplane listening on the socket, no scheduler connection at the dataplane).
+ */
+mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen);
+
+/** mlf_close - stop the event thread, fail what is pending, disconnect; NULL is a no-op. */
+void mlf_close(mlf_t *f);
+
+/** mlf_error - the last error text of @f (one line; "" when none). */
+const char *mlf_error(const mlf_t *f);
+
+/* ---- worker (Table 1: registerAsWorker, push, get, AllReduce) ------------------------------ */
+
+/**
+ * mlf_register_as_worker - announce this endpoint as a worker of @server (a host name).
+ * Returns 0, -EINVAL (unknown host), -ENOTCONN (scheduler or dataplane gone).
+ */
+int mlf_register_as_worker(mlf_t *f, const char *server);
+
+/**
+ * mlf_push - hand update @u (@n float32 values, computed from model @version) with its norm
+ * ||u||_2 @norm to the fabric for @server. The values are copied; the call returns at once.
+ * The update is later sent (scheduled), aggregated, or dropped by the scheduler (delay bound).
+ * Returns the update id (> 0), or -errno: -EINVAL (n differs from the server's model, unknown
+ * server), -ENOTCONN, -ENOMEM.
+ */
+int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double norm, int64_t version);
+
+/**
+ * mlf_get - pull the latest model of @server into @model (@n floats); blocks up to @timeout_s.
+ * @version: set to the model's version. Returns 0, -ETIMEDOUT (nothing arrived: the error
+ * names the server), -EINVAL (size mismatch), -ENOTCONN.
+ */
+int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *version, double timeout_s);
+
+/**
+ * mlf_allreduce - MLfabric-S (§6): push @u as this worker's update of the current iteration to
+ * the root server, then get the model after every worker's update of the iteration is applied.
+ * @model/@version: as mlf_get. Returns 0 or as mlf_push/mlf_get.
+ */
+int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double norm,
+		  int64_t version, float *model, int64_t *new_version, double timeout_s);
+
+/** Worker-side counters (monotonic). */
+struct mlf_worker_stats {
+	uint64_t pushed, sent, dropped, aggregated; /* updates */
+	uint64_t models;                            /* models received */
+};
+/** mlf_worker_stats - copy the counters of @f. */
+void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s);
+
+/* ---- server and replica (Table 1: registerAsServer, registerAsReplica, callbacks) ---------- */
+
+/**
+ * An update or aggregate handed to the server/replica, in the commit order the scheduler chose
+ * (MLF_MODE_DIRECT: arrival order). @hdr names its parts; @u holds @n floats (the sum of the
+ * parts' updates). Valid only during the callback.
+ */
+struct mlf_update {
+	const struct mlf_payload_hdr *hdr;
+	const float *u;
+	size_t n;
+	uint64_t xfer;   /* transfer id */
+	const char *src; /* host it came from (worker or aggregator) */
+};
+
+/**
+ * Update callback: apply @u to the model and return the model version after applying it
+ * (the library reports the commit to the scheduler with that version).
+ */
+typedef int64_t (*mlf_update_cb)(void *arg, const struct mlf_update *u);
+
+/**
+ * Request callback: copy the current model into @model (@n floats) and return its version.
+ * Called when the scheduler commands a model transfer (a pull answer); the snapshot is taken
+ * at the call.
+ */
+typedef int64_t (*mlf_request_cb)(void *arg, float *model, size_t n);
+
+/**
+ * mlf_register_as_server - serve a model of @n float32 values with parameters @p.
+ * @version0: the model's version now. Returns 0, -EINVAL (bad params), -ENOTCONN.
+ */
+int mlf_register_as_server(mlf_t *f, const struct mlf_params *p, size_t n, int64_t version0,
+			   mlf_update_cb on_update, mlf_request_cb on_request, void *arg);
+
+/**
+ * mlf_register_as_replica - keep a replica of @server's model (issue 5): it receives a prefix of
+ * the server's commit order with divergence <= p->div_max. Returns 0, -EINVAL, -ENOTCONN.
+ */
+int mlf_register_as_replica(mlf_t *f, const char *server, const struct mlf_params *p, size_t n,
+			    mlf_update_cb on_update, void *arg);
+
+/* ---- aggregator (an application of the fabric, §4) ------------------------------------------- */
+
+/**
+ * mlf_register_as_aggregator - serve aggregate commands on this host: receive the inputs named
+ * by each command, sum them (float32, weighted when commanded) and send the aggregate as
+ * commanded. Runs on the event thread until mlf_close. Returns 0 or -ENOTCONN.
+ */
+int mlf_register_as_aggregator(mlf_t *f);
+
+/** Aggregator counters (monotonic). */
+struct mlf_aggregator_stats {
+	uint64_t commands, aggregates_sent, inputs_summed, inputs_missing;
+	double sum_seconds;  /* time spent summing */
+	uint64_t sum_bytes;  /* input bytes summed */
+};
+/** mlf_get_aggregator_stats - copy the counters of @f. */
+void mlf_get_aggregator_stats(mlf_t *f, struct mlf_aggregator_stats *s);
+
+#endif

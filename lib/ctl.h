@@ -1,0 +1,79 @@
+/* ctl.h - framing of the control protocol: one JSON object per line over a stream socket
+ * (docs/control.md). Used by the scheduler, the dataplane's relay and tests. */
+#ifndef MLF_CTL_H
+#define MLF_CTL_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#define CTL_LINE_MAX (1u << 20)   /* longest message line, bytes including the '\n' */
+#define CTL_DEFAULT_PORT 7070     /* default TCP port of the scheduler */
+
+/**
+ * A buffered connection: bytes read but not yet parsed, bytes queued but not yet written.
+ * The socket may be blocking or non-blocking; ctl_* never block on a non-blocking one.
+ */
+struct ctl_conn {
+	int fd;
+	char *in;           /* received bytes [0, in_len) */
+	size_t in_len, in_cap;
+	char *out;          /* queued bytes [out_off, out_len) */
+	size_t out_off, out_len, out_cap;
+};
+
+/** ctl_init - wrap socket @fd (ownership passes to @c; ctl_close closes it). */
+void ctl_init(struct ctl_conn *c, int fd);
+
+/** ctl_close - close the socket and free the buffers; safe twice. */
+void ctl_close(struct ctl_conn *c);
+
+/**
+ * ctl_queue - encode @msg (compact, one line) and queue it; the reference is not stolen.
+ * Returns 0, -ENOMEM, or -EMSGSIZE (longer than CTL_LINE_MAX).
+ */
+int ctl_queue(struct ctl_conn *c, json_t *msg);
+
+/**
+ * ctl_flush - write queued bytes. Returns 1 when everything is written, 0 when some remain
+ * (non-blocking socket full: poll for POLLOUT), -EPIPE / -ECONNRESET / other -errno on failure.
+ */
+int ctl_flush(struct ctl_conn *c);
+
+/** ctl_send - ctl_queue + ctl_flush; same returns (0 means queued, not all written yet). */
+int ctl_send(struct ctl_conn *c, json_t *msg);
+
+/** ctl_pending - bytes queued but not written. */
+size_t ctl_pending(const struct ctl_conn *c);
+
+/**
+ * ctl_read - read what the socket has (one read() call).
+ * Returns bytes read (> 0), 0 at end of stream (peer closed), -EAGAIN (nothing waiting),
+ * -ENOMEM, or another -errno.
+ */
+long ctl_read(struct ctl_conn *c);
+
+/**
+ * ctl_next - take the next complete line out of the input buffer and parse it.
+ * Returns 1 with *@msg set (a new reference to a JSON object: json_decref it), 0 when no
+ * complete line is buffered, or -EBADMSG with @err saying why the line was refused (not JSON,
+ * not an object, no string "type", longer than CTL_LINE_MAX); the bad line is consumed, so the
+ * caller can answer with an error and go on.
+ */
+int ctl_next(struct ctl_conn *c, json_t **msg, char *err, size_t errlen);
+
+/**
+ * ctl_connect - blocking TCP connect to @host_port ("10.0.0.2:7070" or "10.0.0.2", default port).
+ * Returns the socket (non-blocking, TCP_NODELAY), or -errno with @err naming the address.
+ */
+int ctl_connect(const char *host_port, char *err, size_t errlen);
+
+/**
+ * ctl_listen - TCP listening socket on @host_port (address may be "0.0.0.0"), SO_REUSEADDR,
+ * non-blocking. Returns the socket or -errno with @err naming the address.
+ */
+int ctl_listen(const char *host_port, char *err, size_t errlen);
+
+/** ctl_type - the "type" string of @msg, or "" when absent. */
+const char *ctl_type(const json_t *msg);
+
+#endif
