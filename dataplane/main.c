@@ -19,7 +19,7 @@
 #include "appif.h"
 #include "dp.h"
 #include "log.h"
-#include "mlfabric.h"
+#include "dpclient.h"
 #include "monitor.h"
 #include "portio.h"
 #include "transport.h"

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mlfabric.h"
+#include "dpclient.h"
 
 #define MAX_COUNT 1024
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "appmsg.h"
-#include "mlfabric.h"
+#include "dpclient.h"
 #include "test_dp_main.h"
 
 /* A SEND with a memfd crosses the socket; the receiver maps the same bytes. */

@@ -1,6 +1,6 @@
-/* mlfabric.c - libmlfabric client: memfd buffers, Unix-socket requests, queued dataplane events. */
+/* dpclient.c - libmlfabric's dataplane client: memfd buffers, Unix-socket requests, queued dataplane events. */
 #define _GNU_SOURCE
-#include "mlfabric.h"
+#include "dpclient.h"
 
 #include <errno.h>
 #include <poll.h>

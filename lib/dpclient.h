@@ -1,6 +1,6 @@
-/* mlfabric.h - libmlfabric, the application side of the local dataplane: buffers, transfers, events. */
-#ifndef MLF_MLFABRIC_H
-#define MLF_MLFABRIC_H
+/* dpclient.h - libmlfabric's client of the local dataplane (low level): buffers, transfers, events. */
+#ifndef MLF_DPCLIENT_H
+#define MLF_DPCLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>
