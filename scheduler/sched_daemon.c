@@ -127,7 +127,7 @@ static int lose_update(struct sched *s, struct sched_update *u, const char *reas
 static void xfer_failed(struct sched *s, int xi, const char *reason)
 {
 	struct sched_xfer *x = &s->xfers[xi];
-	int lost = 0;
+	int lost = 0, finished = x->done; /* delivered or committed already */
 
 	x->done = 1;
 	if (x->what == SCHED_WHAT_MODEL) {
@@ -146,7 +146,7 @@ static void xfer_failed(struct sched *s, int xi, const char *reason)
 	}
 	log_warn("transfer %" PRIu64 " %s -> %s failed (%s): %d update(s) lost", x->xfer,
 		 s->cl.hosts[x->src].name, s->cl.hosts[x->dst].name, reason, lost);
-	if (lost && x->chan == 1)
+	if (x->chan == 1 && !finished)
 		skip_at_server(s, x->xfer);
 }
 

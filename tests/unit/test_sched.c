@@ -634,6 +634,87 @@ START_TEST(running_transfer_carried)
 }
 END_TEST
 
+/* A disconnected aggregator: its aggregate is skipped at the server, its inputs dropped. */
+START_TEST(dead_aggregator_skips_aggregate)
+{
+	start_daemon(NULL);
+	int ps = fake_open("ps"), w[2], a0;
+	w[0] = fake_open("w0");
+	w[1] = fake_open("w1");
+	a0 = fake_open("a0");
+	reg_server(ps, "async", 0, 8, 2);
+	reg(w[0], "worker");
+	reg(w[1], "worker");
+	reg(a0, "aggregator");
+	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
+	json_t *ag = wait_msg(a0, "aggregate", 2.0);
+	ck_assert_ptr_nonnull(ag);
+	ctl_close(&fakes[a0].c);
+	fakes[a0].open = 0;
+	json_t *k = wait_msg(ps, "skip", 2.0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
+								      0)), jid(ag, "agg"));
+	size_t n_in = json_array_size(json_object_get(ag, "inputs"));
+	int drops = 0;
+	for (int i = 0; i < 2; i++)
+		drops += wait_msg(w[i], "drop", 1.0) != NULL;
+	ck_assert_int_eq(drops, (int)n_in);
+	ck_assert_int_eq(rec_count("updates.jsonl", "peer a0 dead"), (int)n_in);
+	/* no aggregator left: the next updates go directly */
+	push(w[0], ((uint64_t)2 << 40) | 2, 0, 10001024);
+	json_t *s = wait_msg(w[0], "send", 2.0);
+	while (s && json_integer_value(json_object_get(s, "chan")) != 1)
+		s = wait_msg(w[0], "send", 2.0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(json_string_value(json_object_get(s, "dst")), "ps");
+	stop_daemon();
+}
+END_TEST
+
+static void short_sync(struct sched_config *c)
+{
+	c->sync_timeout_s = 0.3;
+}
+
+/* MLfabric-S with a missing worker: after --sync-timeout the batch goes without it, named. */
+START_TEST(sync_timeout_names_missing)
+{
+	char logpath[128];
+	start_daemon(short_sync);
+	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
+	int saved = dup(2), lf = open(logpath, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	dup2(lf, 2);
+	int ps = fake_open("ps"), w[3];
+	w[0] = fake_open("w0");
+	w[1] = fake_open("w1");
+	w[2] = fake_open("w2");
+	reg_server(ps, "sync", 0, 8, 3);
+	for (int i = 0; i < 3; i++)
+		reg(w[i], "worker");
+	push(w[0], ((uint64_t)2 << 40) | 1, 0, 1000);
+	push(w[2], ((uint64_t)4 << 40) | 1, 0, 1000);
+	pump(0.15);
+	ck_assert_int_eq(count_msgs(ps, "order"), 0);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	dup2(saved, 2);
+	close(lf);
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_n_updates, 2);
+	pthread_mutex_unlock(&hook_mu);
+	FILE *f = fopen(logpath, "r");
+	char line[512];
+	int named = 0;
+	while (f && fgets(line, sizeof(line), f))
+		named += strstr(line, "missing: w1") != NULL;
+	if (f)
+		fclose(f);
+	ck_assert_int_eq(named, 1);
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched");
@@ -650,6 +731,8 @@ int main(void)
 	tcase_add_test(tc, sync_waits_for_all);
 	tcase_add_test(tc, link_report_after_t_lag);
 	tcase_add_test(tc, running_transfer_carried);
+	tcase_add_test(tc, dead_aggregator_skips_aggregate);
+	tcase_add_test(tc, sync_timeout_names_missing);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
