@@ -153,8 +153,7 @@ static int select_updates(struct sched *s, double now, int *sel)
 	return n;
 }
 
-/* Rate steps of @t as [offset_s, gbps] pairs, merged into <= SCHED_MAX_STEPS keeping bytes. */
-static json_t *steps_json(const struct plan_transfer *t)
+json_t *sched_batch_steps(const struct plan_transfer *t)
 {
 	json_t *a = json_array();
 	int group = (t->n_rate + SCHED_MAX_STEPS - 1) / SCHED_MAX_STEPS;
@@ -216,7 +215,7 @@ static json_t *send_msg(struct sched *s, const char *what, uint64_t id, uint64_t
 			 "what", what, "id", (json_int_t)id, "xfer", (json_int_t)xfer,
 			 "dst", s->cl.hosts[dst].name, "chan", chan, "bytes", (json_int_t)bytes,
 			 "start", s->t0 + (t ? t->start_s : now_s), "steps",
-			 t ? steps_json(t) : json_array());
+			 t ? sched_batch_steps(t) : json_array());
 }
 
 static void drop_update(struct sched *s, struct sched_update *u, const char *reason)
@@ -294,7 +293,7 @@ static int command_plan(struct sched *s, const struct plan_batch *b, const struc
 				"agg", (json_int_t)aggx[t->carries], "inputs", in,
 				"dst", s->cl.hosts[t->dst].name, "chan", 1, "bytes",
 				(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps",
-				steps_json(t)));
+				sched_batch_steps(t)));
 			rc = add_xfer(s, aggx[t->carries], SCHED_WHAT_AGGREGATE, 0, t->src, t->dst,
 				      1, t->bytes, t, b->now_s);
 		} else {

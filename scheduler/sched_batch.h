@@ -25,4 +25,12 @@ int sched_batch_tick(struct sched *s, double now);
  */
 double sched_batch_link_gbps(const struct sched *s, int host, int up, double now);
 
+/**
+ * sched_batch_steps - the `steps` of a command for plan transfer @t: [offset_s, gbps] pairs
+ * (offset from t->start_s in seconds, Gbit/s of payload). More than SCHED_MAX_STEPS steps are
+ * merged in groups of consecutive steps, each group at the rate that carries the same bytes
+ * over the same interval. Returns a new JSON array (NULL only when out of memory).
+ */
+json_t *sched_batch_steps(const struct plan_transfer *t);
+
 #endif

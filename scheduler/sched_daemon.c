@@ -167,7 +167,6 @@ static void host_dead(struct sched *s, int h)
 
 	snprintf(reason, sizeof(reason), "peer %s dead", s->cl.hosts[h].name);
 	s->hosts[h].alive = 0;
-	s->hosts[h].apps = 0;
 	if (s->hosts[h].conn >= 0)
 		conn_close(s, s->hosts[h].conn);
 	for (int i = 0; i < s->n_upd; i++)
@@ -185,9 +184,8 @@ static void host_dead(struct sched *s, int h)
 	if (s->server.host == h) {
 		for (int i = 0; i < s->n_upd; i++)
 			lose_update(s, &s->upd[i], reason);
-		log_warn("server at %s is gone: batches wait for a new registration",
+		log_warn("server at %s is gone: updates are dropped until it is back",
 			 s->cl.hosts[h].name);
-		s->server.host = -1;
 	}
 }
 
@@ -283,6 +281,9 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 		return;
 	}
 	sv.n_workers = (int)nw;
+	for (int i = 0; i < s->n_upd; i++)
+		if (s->upd[i].state == SCHED_UPD_PLANNED)
+			lose_update(s, &s->upd[i], "the server registered again");
 	s->server = sv;
 	log_info("server at %s: mode %s, %" PRIu64 " bytes per update, version %" PRId64
 		 ", tau_max %" PRId64 ", momentum %g, %d workers", s->cl.hosts[sv.host].name, mode,
@@ -344,6 +345,11 @@ static void on_update(struct sched *s, int ci, const char *app, json_t *m, doubl
 		return;
 	}
 	s->upd[s->n_upd++] = u;
+	if (s->server.host >= 0 && !s->hosts[s->server.host].alive) {
+		char reason[96];
+		snprintf(reason, sizeof(reason), "peer %s dead", s->cl.hosts[s->server.host].name);
+		lose_update(s, &s->upd[s->n_upd - 1], reason);
+	}
 }
 
 static void on_pull(struct sched *s, int ci, const char *app, json_t *m, double now)

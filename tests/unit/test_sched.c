@@ -12,6 +12,7 @@
 
 #include "ck_run.h"
 #include "ctl.h"
+#include "sched_batch.h"
 #include "sched_daemon.h"
 
 /* Cluster "sch": the server's downlink (1 Gbit/s) is the bottleneck, so aggregating at a0 pays. */
@@ -715,6 +716,111 @@ START_TEST(sync_timeout_names_missing)
 }
 END_TEST
 
+/* Steps: offsets from the start; more than 256 steps merged with the bytes kept. */
+START_TEST(steps_merged_keep_bytes)
+{
+	struct plan_rate_step r[1000];
+	struct plan_transfer t = { .start_s = 5.0, .end_s = 5.0 + 1000 * 0.001, .n_rate = 1000,
+				   .rate = r };
+	double bits = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		r[i] = (struct plan_rate_step){ .from_s = 5.0 + i * 0.001, .gbps = 1 + i % 7 };
+		bits += r[i].gbps * 0.001;
+	}
+	json_t *a = sched_batch_steps(&t);
+	ck_assert_int_le((int)json_array_size(a), 256);
+	ck_assert_int_ge((int)json_array_size(a), 200);
+	double got_bits = 0, prev = -1;
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		double off = json_real_value(json_array_get(json_array_get(a, i), 0));
+		double g = json_real_value(json_array_get(json_array_get(a, i), 1));
+		double next = i + 1 < json_array_size(a) ?
+			json_real_value(json_array_get(json_array_get(a, i + 1), 0)) : 1.0;
+		ck_assert_double_gt(off, prev);
+		prev = off;
+		got_bits += g * (next - off);
+	}
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(a, 0), 0)), 0, 1e-12);
+	ck_assert_double_eq_tol(got_bits, bits, 1e-9);
+	json_decref(a);
+	/* few steps: unchanged */
+	t.n_rate = 2;
+	t.end_s = 5.002;
+	a = sched_batch_steps(&t);
+	ck_assert_int_eq((int)json_array_size(a), 2);
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(a, 1), 0)), 0.001,
+				1e-12);
+	ck_assert_double_eq(json_real_value(json_array_get(json_array_get(a, 1), 1)), 2);
+	json_decref(a);
+}
+END_TEST
+
+/* Every bad message gets an error that names the field; nothing crashes. */
+START_TEST(bad_fields_named)
+{
+	static const struct { const char *line, *names; } bad[] = {
+		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"x\"}", "mode" },
+		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"async\"}", "n_floats" },
+		{ "{\"type\":\"register\",\"app\":\"w@w0\",\"role\":\"painter\"}", "role" },
+		{ "{\"type\":\"register\",\"app\":\"worker@w1\",\"role\":\"worker\",\"server\":\"ps\"}", "app" },
+		{ "{\"type\":\"register\",\"role\":\"worker\",\"server\":\"ps\"}", "app" },
+		{ "{\"type\":\"register\",\"app\":\"worker@w0\",\"role\":\"worker\",\"server\":\"nope\"}", "nope" },
+		{ "{\"type\":\"update\",\"app\":\"worker@w0\",\"id\":-3}", "id" },
+		{ "{\"type\":\"update\",\"app\":\"worker@w0\",\"id\":3,\"server\":\"ps\",\"bytes\":\"x\"}", "bytes" },
+		{ "{\"type\":\"update\",\"app\":\"worker@w0\",\"id\":3,\"server\":\"ps\",\"bytes\":9,\"version\":1}", "norm" },
+		{ "{\"type\":\"pull\",\"app\":\"worker@w0\",\"id\":3,\"server\":\"ps\",\"min_version\":1.5}", "min_version" },
+		{ "{\"type\":\"done\",\"app\":\"worker@w0\",\"xfer\":12345,\"status\":0}", "12345" },
+		{ "{\"type\":\"done\",\"app\":\"worker@w0\",\"xfer\":1}", "status" },
+		{ "{\"type\":\"commit\",\"app\":\"server@w0\",\"xfer\":1,\"version\":2}", "server" },
+		{ "{\"type\":\"partial\",\"app\":\"aggregator@w0\",\"agg\":1}", "missing" },
+		{ "{\"type\":\"link\",\"host\":\"w0\",\"t\":1,\"up_gbps\":-1,\"down_gbps\":1}", "up_gbps" },
+		{ "[1,2]", "object" },
+		{ "{\"type\":\"hello\",\"host\":\"w1\"}", "already" },
+	};
+	start_daemon(NULL);
+	int f = fake_open("w0");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_gt(write(fakes[f].c.fd, bad[i].line, strlen(bad[i].line)), 0);
+		ck_assert_int_eq(write(fakes[f].c.fd, "\n", 1), 1);
+		json_t *e = wait_msg(f, "error", 2.0);
+		ck_assert_msg(e != NULL, "no error for %s", bad[i].line);
+		const char *r = json_string_value(json_object_get(e, "reason"));
+		ck_assert_msg(strstr(r, bad[i].names) != NULL, "%s: reason '%s' does not name %s",
+			      bad[i].line, r, bad[i].names);
+	}
+	reg(f, "worker");
+	ck_assert_int_eq(count_msgs(f, "error"), (int)(sizeof(bad) / sizeof(bad[0])));
+	stop_daemon();
+}
+END_TEST
+
+/* A dead server: planned updates lost (drop to the workers), new updates dropped at once. */
+START_TEST(dead_server_loses_planned)
+{
+	start_daemon(no_agg);
+	int ps = fake_open("ps"), w0 = fake_open("w0");
+	reg_server(ps, "async", 0, 8, 1);
+	reg(w0, "worker");
+	uint64_t id = ((uint64_t)2 << 40) | 1;
+	push(w0, id, 0, 100000);
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	ctl_close(&fakes[ps].c);
+	fakes[ps].open = 0;
+	json_t *d = wait_msg(w0, "drop", 2.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), id);
+	push(w0, id + 1, 0, 100000);
+	d = wait_msg(w0, "drop", 2.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), id + 1);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(d, "reason")), "ps"));
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"lost\""), 1);
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"dropped\""), 1);
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched");
@@ -733,6 +839,9 @@ int main(void)
 	tcase_add_test(tc, running_transfer_carried);
 	tcase_add_test(tc, dead_aggregator_skips_aggregate);
 	tcase_add_test(tc, sync_timeout_names_missing);
+	tcase_add_test(tc, steps_merged_keep_bytes);
+	tcase_add_test(tc, bad_fields_named);
+	tcase_add_test(tc, dead_server_loses_planned);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
