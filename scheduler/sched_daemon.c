@@ -54,30 +54,32 @@ static void reply_err(struct sched *s, int ci, const char *app, const char *fmt,
 }
 
 /* Field getters: 0 with the value, or -1 after answering an error that names the field. */
+static int get_int(struct sched *s, int ci, const char *app, json_t *m, const char *k,
+		   int64_t *out, int nonneg)
+{
+	json_t *v = json_object_get(m, k);
+	if (!json_is_integer(v) || (nonneg && json_integer_value(v) < 0)) {
+		reply_err(s, ci, app, "%s: field \"%s\" %s", ctl_type(m), k, !v ? "is missing" :
+			  nonneg ? "is not a non-negative integer" : "is not an integer");
+		return -1;
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
 static int get_u64(struct sched *s, int ci, const char *app, json_t *m, const char *k,
 		   uint64_t *out)
 {
-	json_t *v = json_object_get(m, k);
-	if (!json_is_integer(v) || json_integer_value(v) < 0) {
-		reply_err(s, ci, app, "%s: field \"%s\" %s", ctl_type(m), k,
-			  v ? "is not a non-negative integer" : "is missing");
-		return -1;
-	}
-	*out = (uint64_t)json_integer_value(v);
-	return 0;
+	int64_t v;
+	int rc = get_int(s, ci, app, m, k, &v, 1);
+	*out = (uint64_t)v;
+	return rc;
 }
 
 static int get_i64(struct sched *s, int ci, const char *app, json_t *m, const char *k,
 		   int64_t *out)
 {
-	json_t *v = json_object_get(m, k);
-	if (!json_is_integer(v)) {
-		reply_err(s, ci, app, "%s: field \"%s\" %s", ctl_type(m), k,
-			  v ? "is not an integer" : "is missing");
-		return -1;
-	}
-	*out = json_integer_value(v);
-	return 0;
+	return get_int(s, ci, app, m, k, out, 0);
 }
 
 static int get_num(struct sched *s, int ci, const char *app, json_t *m, const char *k,

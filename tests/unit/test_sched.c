@@ -273,6 +273,61 @@ static void push(int f, uint64_t id, int64_t version, uint64_t bytes)
 			       1.0));
 }
 
+/*
+ * Open the fakes ps, w0..w(@n-1) (into @w) and, with @a0, a0; register the workers, the
+ * aggregator and (unless @mode is NULL) the server with @mode, @version, @tau_max, n workers.
+ * Returns the server's fake.
+ */
+static int setup(const char *mode, int64_t version, int64_t tau_max, int n, int *w, int *a0)
+{
+	char name[8];
+	int ps = fake_open("ps");
+
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		w[i] = fake_open(name);
+	}
+	if (a0)
+		*a0 = fake_open("a0");
+	if (mode)
+		reg_server(ps, mode, version, tau_max, n);
+	for (int i = 0; i < n; i++)
+		reg(w[i], "worker");
+	if (a0)
+		reg(*a0, "aggregator");
+	return ps;
+}
+
+static int saved_stderr = -1;
+static char stderr_path[128];
+
+/* Send the daemon's log (stderr) to a file until captured_lines(). */
+static void capture_stderr(void)
+{
+	snprintf(stderr_path, sizeof(stderr_path), "%s/stderr", dir);
+	int lf = open(stderr_path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	ck_assert_int_ge(lf, 0);
+	saved_stderr = dup(2);
+	dup2(lf, 2);
+	close(lf);
+}
+
+/* Restore stderr; the number of captured log lines containing @needle. */
+static int captured_lines(const char *needle)
+{
+	char line[512];
+	int n = 0;
+
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	FILE *f = fopen(stderr_path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 static uint64_t jid(json_t *m, const char *k)
 {
 	return (uint64_t)json_integer_value(json_object_get(m, k));
@@ -336,15 +391,7 @@ END_TEST
 START_TEST(batch_order_sends_aggregates)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w[3], a0;
-	w[0] = fake_open("w0");
-	w[1] = fake_open("w1");
-	w[2] = fake_open("w2");
-	a0 = fake_open("a0");
-	reg_server(ps, "async", 100, 8, 3);
-	for (int i = 0; i < 3; i++)
-		reg(w[i], "worker");
-	reg(a0, "aggregator");
+	int w[3], a0, ps = setup("async", 100, 8, 3, w, &a0);
 	uint64_t ids[3];
 	for (int i = 0; i < 3; i++) {
 		ids[i] = ((uint64_t)(i + 2) << 40) | 1;
@@ -441,9 +488,9 @@ END_TEST
 START_TEST(stale_update_dropped)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 100, 4, 1);
-	reg(w0, "worker");
+	int w0;
+
+	setup("async", 100, 4, 1, &w0, NULL);
 	uint64_t stale = ((uint64_t)2 << 40) | 7, fresh = ((uint64_t)2 << 40) | 8;
 	push(w0, stale, 90, 1000);  /* deadline 90 + 4 - 100 < 1: can never meet the delay bound */
 	push(w0, fresh, 100, 1000);
@@ -464,29 +511,17 @@ END_TEST
 /* A worker that goes silent is named and its pending updates are dropped. */
 START_TEST(silent_host_named_and_dropped)
 {
-	char logpath[128];
+	int w[2];
 	start_daemon(NULL);
-	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
-	int saved = dup(2), lf = open(logpath, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	dup2(lf, 2);
-	int ps = fake_open("ps"), w1 = fake_open("w1");
-	reg(w1, "worker");
-	push(w1, ((uint64_t)3 << 40) | 1, 0, 1000); /* pending: no server registered yet */
-	(void)ps;
-	fakes[w1].silent = 1;
+	capture_stderr();
+	int ps = setup(NULL, 0, 0, 2, w, NULL); /* no server registered: updates stay pending */
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 1000);
+	fakes[w[1]].silent = 1;
 	pump(1.0);
-	dup2(saved, 2);
-	close(lf);
-	ck_assert_int_eq(fakes[w1].open, 0);
+	ck_assert_int_eq(captured_lines("peer w1 silent for"), 1);
+	ck_assert_int_eq(fakes[w[1]].open, 0);
+	ck_assert_int_eq(fakes[w[0]].open, 1);
 	ck_assert_int_eq(rec_count("updates.jsonl", "peer w1 dead"), 1);
-	FILE *f = fopen(logpath, "r");
-	char line[512];
-	int named = 0;
-	while (f && fgets(line, sizeof(line), f))
-		named += strstr(line, "peer w1 silent for") != NULL;
-	if (f)
-		fclose(f);
-	ck_assert_int_eq(named, 1);
 	ck_assert_int_eq(fakes[ps].open, 1);
 	stop_daemon();
 }
@@ -497,18 +532,29 @@ static void no_agg(struct sched_config *c)
 	snprintf(c->aggregators, sizeof(c->aggregators), "w2");
 }
 
+/*
+ * Daemon without aggregators, server ps (async, version 0, tau_max 8), worker w0 (*@w0); update
+ * (2 << 40) | 1 of 100 kB pushed and its direct send asserted. Returns the server's fake.
+ */
+static int one_update_sent(int *w0)
+{
+	uint64_t id = ((uint64_t)2 << 40) | 1;
+
+	start_daemon(no_agg);
+	int ps = setup("async", 0, 8, 1, w0, NULL);
+	push(*w0, id, 0, 100000);
+	json_t *s = wait_msg(*w0, "send", 2.0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(jid(s, "xfer"), id);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "chan")), 1);
+	return ps;
+}
+
 /* A failed done: the server is told to skip the transfer, the worker gets a drop. */
 START_TEST(failed_done_skips)
 {
-	start_daemon(no_agg);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 0, 8, 1);
-	reg(w0, "worker");
+	int w0, ps = one_update_sent(&w0);
 	uint64_t id = ((uint64_t)2 << 40) | 1;
-	push(w0, id, 0, 100000);
-	json_t *s = wait_msg(w0, "send", 2.0);
-	ck_assert_ptr_nonnull(s);
-	ck_assert_uint_eq(jid(s, "xfer"), id);
 	fake_send(w0, json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:s}", "type", "done", "app",
 				"worker@w0", "xfer", (json_int_t)id, "status", -110, "bytes", 0, "t",
 				now_s(), "reason", "receiver silent"));
@@ -533,9 +579,7 @@ END_TEST
 START_TEST(pull_gets_model)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w1 = fake_open("w1");
-	reg_server(ps, "async", 5, 8, 1);
-	reg(w1, "worker");
+	int w[2], ps = setup("async", 5, 8, 2, w, NULL), w1 = w[1];
 	fake_send(w1, json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app", "worker@w1", "id",
 				77, "server", "ps"));
 	json_t *s = wait_msg(ps, "send", 2.0);
@@ -553,13 +597,7 @@ END_TEST
 START_TEST(sync_waits_for_all)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w[3];
-	w[0] = fake_open("w0");
-	w[1] = fake_open("w1");
-	w[2] = fake_open("w2");
-	reg_server(ps, "sync", 10, 8, 3);
-	for (int i = 0; i < 3; i++)
-		reg(w[i], "worker");
+	int w[3], ps = setup("sync", 10, 8, 3, w, NULL);
 	push(w[0], ((uint64_t)2 << 40) | 1, 10, 1000);
 	push(w[1], ((uint64_t)3 << 40) | 1, 10, 1000);
 	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w0",
@@ -591,9 +629,9 @@ END_TEST
 START_TEST(link_report_after_t_lag)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 0, 100, 1);
-	reg(w0, "worker");
+	int w0;
+
+	setup("async", 0, 100, 1, &w0, NULL);
 	fake_send(w0, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				"w0", "t", now_s(), "up_gbps", 2.0, "down_gbps", 4.0, "tx_gbps", 0.0,
 				"rx_gbps", 0.0));
@@ -618,9 +656,9 @@ END_TEST
 START_TEST(running_transfer_carried)
 {
 	start_daemon(no_agg);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 0, 100, 1);
-	reg(w0, "worker");
+	int w0;
+
+	setup("async", 0, 100, 1, &w0, NULL);
 	push(w0, ((uint64_t)2 << 40) | 1, 0, 100000000); /* 100 MB over 0.95 Gbit/s: ~0.84 s */
 	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
 	pump(0.1);
@@ -639,14 +677,7 @@ END_TEST
 START_TEST(dead_aggregator_skips_aggregate)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w[2], a0;
-	w[0] = fake_open("w0");
-	w[1] = fake_open("w1");
-	a0 = fake_open("a0");
-	reg_server(ps, "async", 0, 8, 2);
-	reg(w[0], "worker");
-	reg(w[1], "worker");
-	reg(a0, "aggregator");
+	int w[2], a0, ps = setup("async", 0, 8, 2, w, &a0);
 	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
 	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
 	json_t *ag = wait_msg(a0, "aggregate", 2.0);
@@ -682,36 +713,18 @@ static void short_sync(struct sched_config *c)
 /* MLfabric-S with a missing worker: after --sync-timeout the batch goes without it, named. */
 START_TEST(sync_timeout_names_missing)
 {
-	char logpath[128];
 	start_daemon(short_sync);
-	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
-	int saved = dup(2), lf = open(logpath, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	dup2(lf, 2);
-	int ps = fake_open("ps"), w[3];
-	w[0] = fake_open("w0");
-	w[1] = fake_open("w1");
-	w[2] = fake_open("w2");
-	reg_server(ps, "sync", 0, 8, 3);
-	for (int i = 0; i < 3; i++)
-		reg(w[i], "worker");
+	capture_stderr();
+	int w[3], ps = setup("sync", 0, 8, 3, w, NULL);
 	push(w[0], ((uint64_t)2 << 40) | 1, 0, 1000);
 	push(w[2], ((uint64_t)4 << 40) | 1, 0, 1000);
 	pump(0.15);
 	ck_assert_int_eq(count_msgs(ps, "order"), 0);
 	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
-	dup2(saved, 2);
-	close(lf);
+	ck_assert_int_eq(captured_lines("missing: w1"), 1);
 	pthread_mutex_lock(&hook_mu);
 	ck_assert_int_eq(hook_n_updates, 2);
 	pthread_mutex_unlock(&hook_mu);
-	FILE *f = fopen(logpath, "r");
-	char line[512];
-	int named = 0;
-	while (f && fgets(line, sizeof(line), f))
-		named += strstr(line, "missing: w1") != NULL;
-	if (f)
-		fclose(f);
-	ck_assert_int_eq(named, 1);
 	stop_daemon();
 }
 END_TEST
@@ -798,13 +811,8 @@ END_TEST
 /* A dead server: planned updates lost (drop to the workers), new updates dropped at once. */
 START_TEST(dead_server_loses_planned)
 {
-	start_daemon(no_agg);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 0, 8, 1);
-	reg(w0, "worker");
+	int w0, ps = one_update_sent(&w0);
 	uint64_t id = ((uint64_t)2 << 40) | 1;
-	push(w0, id, 0, 100000);
-	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
 	ctl_close(&fakes[ps].c);
 	fakes[ps].open = 0;
 	json_t *d = wait_msg(w0, "drop", 2.0);
