@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		for (int tries = 0; tries < 100 && v < count; tries++) {
 			if ((rc = mlf_get(f, server, w, n, &v, timeout)) < 0) {
-				fprintf(stderr, "get: %s\n", mlf_error(f));
+				fprintf(stderr, "%s\n", mlf_error(f));
 				break;
 			}
 			if (v < count)

@@ -69,7 +69,7 @@ static void answer_pulls(void)
 
 	json_array_foreach(pulls, i, p)
 		to_host(server_host, json_pack("{s:s, s:s, s:s, s:O, s:I, s:s, s:i, s:f, s:[]}", "type", "send",
-			"app", "server@ps", "what", "model", json_object_get(p, "id"),
+			"app", "server@ps", "what", "model", "id", json_object_get(p, "id"),
 			"xfer", (json_int_t)(XFER_BASE | next_xfer++), "dst", json_string_value(json_object_get(p, "host")),
 			"chan", 3, "start", now_s(), "steps"));
 	json_array_clear(pulls);
@@ -98,7 +98,7 @@ static void handle(int i, json_t *m)
 		to_host(app, json_pack("{s:s, s:s, s:s, s:O, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app", app,
 				       "what", "update", "id", json_object_get(m, "id"),
 				       "xfer", (json_int_t)(XFER_BASE | next_xfer++), "dst", agg_host, "chan", 2,
-				       "start", now_s()));
+				       "start", now_s(), "steps"));
 		if ((int)json_array_size(inputs) == count) {
 			json_int_t agg = (json_int_t)(XFER_BASE | 1000);
 			json_t *cmd;
