@@ -276,6 +276,42 @@ void appif_ctl_to(int c, const char *text)
 	reply(c, &m);
 }
 
+/*
+ * A SEND whose destination is this host (a worker co-hosted with its server or aggregator):
+ * no link is involved, so the buffer is handed to the local listener at once (the same memfd:
+ * the sender never writes it again) and the sender gets ACCEPTED and TX_DONE. Takes @fd.
+ */
+static void send_local(int c, const struct appmsg *m, int fd)
+{
+	static uint64_t next_local = 1;
+	struct appmsg r = { .type = APPMSG_ACCEPTED }, rx, tx;
+	struct stat st;
+
+	if (m->offset != 0 || m->chan >= MAX_CHANS || fstat(fd, &st) < 0 || (uint64_t)st.st_size < m->bytes ||
+	    m->bytes == 0) {
+		r.status = -EINVAL;
+		snprintf(r.reason, sizeof(r.reason), "bad local transfer: %llu bytes at offset %llu on channel %u "
+			 "(a transfer to this host must start at offset 0)", (unsigned long long)m->bytes,
+			 (unsigned long long)m->offset, m->chan);
+		log_warn("app connection %d: %s", c, r.reason);
+		close(fd);
+		reply(c, &r);
+		return;
+	}
+	r.id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | (1ULL << 47) | next_local++;
+	reply(c, &r);
+	rx = (struct appmsg){ .type = APPMSG_RX_DONE, .id = r.id, .bytes = m->bytes, .chan = m->chan,
+			      .end_ns = dp.clk.real_ns };
+	snprintf(rx.peer, sizeof(rx.peer), "%s", dp.cluster.hosts[dp.me].name);
+	tx = rx;
+	tx.type = APPMSG_TX_DONE;
+	tx.first_tx_ns = dp.clk.real_ns;
+	log_info("xfer %llx: to this host (channel %u), %llu bytes handed over locally",
+		 (unsigned long long)r.id, m->chan, (unsigned long long)m->bytes);
+	enqueue(&rx, fd);
+	reply(c, &tx);
+}
+
 static void serve(int c)
 {
 	struct appmsg m;
@@ -292,6 +328,14 @@ static void serve(int c)
 		switch (m.type) {
 		case APPMSG_SEND: {
 			struct appmsg r = { .type = APPMSG_ACCEPTED };
+			char dst[APPMSG_NAME_MAX + 1];
+			memcpy(dst, m.peer, APPMSG_NAME_MAX);
+			dst[APPMSG_NAME_MAX] = '\0';
+			if (fd >= 0 && cluster_find(&dp.cluster, dst) == dp.me) {
+				send_local(c, &m, fd);
+				fd = -1;
+				break;
+			}
 			err[0] = '\0';
 			r.id = transport_submit(&m, fd, c, ai.cl[c].gen, err, sizeof(err));
 			if (!r.id) {

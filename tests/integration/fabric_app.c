@@ -54,9 +54,9 @@ static int64_t on_request(void *arg, float *model, size_t n)
 static void usage(void)
 {
 	printf("usage: fabric_app server|worker|ctl --cluster C --host H [--mode direct|async] [--server S]\n"
-	       "         [--n FLOATS] [--count K] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
+	       "         [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
 	       "server: serve a model of n floats (0), print every update, exit after K updates.\n"
-	       "worker: push K updates (update i is n copies of i), then get until version >= K.\n"
+	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1.\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
 }
 
@@ -109,12 +109,13 @@ int main(int argc, char **argv)
 		{ "cluster", 1, NULL, 'c' }, { "host", 1, NULL, 'H' }, { "mode", 1, NULL, 'm' },
 		{ "server", 1, NULL, 'S' }, { "n", 1, NULL, 'n' }, { "count", 1, NULL, 'k' },
 		{ "sock", 1, NULL, 's' }, { "send", 1, NULL, 'j' }, { "expect", 1, NULL, 'e' },
-		{ "timeout", 1, NULL, 't' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "timeout", 1, NULL, 't' }, { "first", 1, NULL, 'f' }, { "help", 0, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct mlf_opts o = { .mode = MLF_MODE_DIRECT };
 	const char *server = NULL, *send = NULL, *expect = NULL, *what;
 	size_t n = 1000;
-	long count = 10;
+	long count = 10, first = 1;
 	double timeout = 10;
 	char err[256];
 	int c;
@@ -138,6 +139,7 @@ int main(int argc, char **argv)
 		case 'j': send = optarg; break;
 		case 'e': expect = optarg; break;
 		case 't': timeout = strtod(optarg, NULL); break;
+		case 'f': first = strtol(optarg, NULL, 10); break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
@@ -178,7 +180,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s\n", mlf_error(f));
 			return 1;
 		}
-		for (long i = 1; i <= count; i++) {
+		for (long i = first; i < first + count; i++) {
 			for (size_t k = 0; k < n; k++)
 				u[k] = (float)i;
 			int64_t id = mlf_push(f, server, u, n, 1.0, i - 1);
@@ -189,12 +191,12 @@ int main(int argc, char **argv)
 			printf("push id=%lld\n", (long long)id);
 		}
 		fflush(stdout);
-		for (int tries = 0; tries < 100 && v < count; tries++) {
+		for (int tries = 0; tries < 100 && v < first + count - 1; tries++) {
 			if ((rc = mlf_get(f, server, w, n, &v, timeout)) < 0) {
 				fprintf(stderr, "%s\n", mlf_error(f));
 				break;
 			}
-			if (v < count)
+			if (v < first + count - 1)
 				usleep(50000);
 		}
 		mlf_get_worker_stats(f, &ws);
