@@ -15,7 +15,8 @@ $(BUILD)/tests/test_fabric: $(BUILD)/tests/unit/test_fabric.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lpthread
 
-INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay.sh tests/integration/fabric_aggregate.sh
+INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay.sh tests/integration/fabric_aggregate.sh \
+	tests/integration/fabric_e2e.sh
 
 BENCHES += bench-aggregator
 PROGRAMS += $(BUILD)/bench-aggregator

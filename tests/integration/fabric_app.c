@@ -55,7 +55,7 @@ static void usage(void)
 {
 	printf("usage: fabric_app server|worker|ctl --cluster C --host H [--mode direct|async] [--server S]\n"
 	       "         [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
-	       "server: serve a model of n floats (0), print every update, exit after K updates.\n"
+	       "server: serve a model of n floats (0), print every update, exit at version K.\n"
 	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1.\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
 }
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 		}
 		printf("server ready\n");
 		fflush(stdout);
-		while (!quit && s.applied < count)
+		while (!quit && s.version < count)
 			usleep(10000);
 		sleep(1); /* answer the workers' last gets */
 		printf("server applied=%ld version=%lld out_of_order=%ld w0=%g\n", s.applied,
