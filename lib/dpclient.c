@@ -199,12 +199,14 @@ int mlfabric_listen(mlfabric_t *m, uint16_t chan)
 	return appmsg_send(m->sock, &msg, -1);
 }
 
-int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, int replace)
+/* ORDER messages of at most APPMSG_MAX_IDS ids each; @first_flags on the first, @flags after. */
+static int send_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, uint32_t first_flags,
+		      uint32_t flags)
 {
 	int done = 0;
 
 	do {
-		struct appmsg msg = { .type = APPMSG_ORDER, .chan = chan, .flags = replace && done == 0 };
+		struct appmsg msg = { .type = APPMSG_ORDER, .chan = chan, .flags = done == 0 ? first_flags : flags };
 		int k = n - done > APPMSG_MAX_IDS ? APPMSG_MAX_IDS : n - done, rc;
 		msg.n = (uint16_t)k;
 		memcpy(msg.u.ids, ids + done, (size_t)k * sizeof(uint64_t));
@@ -215,18 +217,14 @@ int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int
 	return 0;
 }
 
+int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, int replace)
+{
+	return send_order(m, chan, ids, n, replace ? APPMSG_ORDER_REPLACE : 0, 0);
+}
+
 int mlfabric_order_skip(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n)
 {
-	for (int done = 0; done < n;) {
-		struct appmsg msg = { .type = APPMSG_ORDER, .chan = chan, .flags = APPMSG_ORDER_SKIP };
-		int k = n - done > APPMSG_MAX_IDS ? APPMSG_MAX_IDS : n - done, rc;
-		msg.n = (uint16_t)k;
-		memcpy(msg.u.ids, ids + done, (size_t)k * sizeof(uint64_t));
-		if ((rc = appmsg_send(m->sock, &msg, -1)) < 0)
-			return rc;
-		done += k;
-	}
-	return 0;
+	return n > 0 ? send_order(m, chan, ids, n, APPMSG_ORDER_SKIP, APPMSG_ORDER_SKIP) : 0;
 }
 
 int mlfabric_ctl_send(mlfabric_t *m, const char *text)

@@ -116,6 +116,20 @@ static int get_chan(json_t *o, struct fabric_cmd *c)
 	return 0;
 }
 
+/* dst, chan, start, steps of a send or aggregate: the first missing or bad one, or NULL. */
+static const char *parse_route(json_t *o, struct fabric_cmd *c)
+{
+	if (get_str(o, "dst", c->dst, sizeof(c->dst)) < 0)
+		return "dst";
+	if (get_chan(o, c) < 0)
+		return "chan";
+	if (get_num(o, "start", &c->start) < 0)
+		return "start";
+	if (get_steps(o, c) < 0)
+		return "steps";
+	return NULL;
+}
+
 /* The first missing or bad field of a command of kind @c->kind, or NULL when all are fine. */
 static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 {
@@ -130,15 +144,7 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 			return "id";
 		if (get_u64(o, "xfer", &c->xfer) < 0)
 			return "xfer";
-		if (get_str(o, "dst", c->dst, sizeof(c->dst)) < 0)
-			return "dst";
-		if (get_chan(o, c) < 0)
-			return "chan";
-		if (get_num(o, "start", &c->start) < 0)
-			return "start";
-		if (get_steps(o, c) < 0)
-			return "steps";
-		return NULL;
+		return parse_route(o, c);
 	case FABRIC_CMD_DROP:
 		if (get_u64(o, "id", &c->id) < 0)
 			return "id";
@@ -151,15 +157,7 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 			return "inputs";
 		if (get_weights(o, c) < 0)
 			return "weights";
-		if (get_str(o, "dst", c->dst, sizeof(c->dst)) < 0)
-			return "dst";
-		if (get_chan(o, c) < 0)
-			return "chan";
-		if (get_num(o, "start", &c->start) < 0)
-			return "start";
-		if (get_steps(o, c) < 0)
-			return "steps";
-		return NULL;
+		return parse_route(o, c);
 	case FABRIC_CMD_ORDER:
 	case FABRIC_CMD_SKIP:
 		if (get_chan(o, c) < 0)
