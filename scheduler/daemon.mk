@@ -15,3 +15,15 @@ $(BUILD)/tests/test_sched: $(BUILD)/tests/unit/test_sched.o $(SCHED_OBJS) $(BUIL
 
 PROGRAMS += $(BUILD)/mlf-scheduler
 UNIT_TESTS += $(BUILD)/tests/test_sched
+
+# bench-sched: batch cost and update-to-command latency of the daemon (fake dataplanes).
+$(BUILD)/bench-sched: $(BUILD)/scheduler/sched_bench.o $(SCHED_OBJS) $(BUILD)/libplan.a $(LIBMLF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS) -lpthread
+
+.PHONY: bench-sched
+bench-sched: $(BUILD)/bench-sched
+	$(BUILD)/bench-sched
+
+PROGRAMS += $(BUILD)/bench-sched
+BENCHES += bench-sched
