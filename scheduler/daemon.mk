@@ -8,8 +8,9 @@ $(BUILD)/mlf-scheduler: $(BUILD)/scheduler/mlf_scheduler.o $(SCHED_OBJS) $(BUILD
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
+# program_runs_and_stops runs build/mlf-scheduler as a subprocess: built first (order-only).
 $(BUILD)/tests/test_sched: $(BUILD)/tests/unit/test_sched.o $(SCHED_OBJS) $(BUILD)/libplan.a \
-		$(LIBMLF)
+		$(LIBMLF) | $(BUILD)/mlf-scheduler
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS) -lpthread
 

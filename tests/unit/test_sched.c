@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ck_run.h"
@@ -829,6 +830,64 @@ START_TEST(dead_server_loses_planned)
 }
 END_TEST
 
+/* The program: a subprocess on 127.0.0.1 accepts a dataplane and exits 0 on SIGTERM. */
+START_TEST(program_runs_and_stops)
+{
+	char d[] = "/tmp/test_sched_prog.XXXXXX", path[128], rec[128], listen[64], err[128];
+	ck_assert_ptr_nonnull(mkdtemp(d));
+	snprintf(path, sizeof(path), "%s/cluster.json", d);
+	snprintf(rec, sizeof(rec), "%s/rec", d);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(cluster_json, f);
+	fclose(f);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", 20000 + (int)((getpid() * 13) % 30000));
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 2);
+		execl("build/mlf-scheduler", "mlf-scheduler", "--cluster", path, "--listen", listen,
+		      "--records", rec, "--batch-ms", "20", (char *)NULL);
+		_exit(127);
+	}
+	int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		fd = ctl_connect(listen, err, sizeof(err));
+		if (fd < 0)
+			usleep(20000);
+	}
+	ck_assert_msg(fd >= 0, "%s", err);
+	struct ctl_conn c;
+	ctl_init(&c, fd);
+	json_t *h = json_pack("{s:s, s:s}", "type", "hello", "host", "w2");
+	ck_assert_int_ge(ctl_send(&c, h), 0);
+	json_decref(h);
+	json_t *w = NULL;
+	for (int i = 0; i < 100 && !w; i++) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		poll(&pf, 1, 20);
+		ctl_read(&c);
+		ctl_next(&c, &w, err, sizeof(err));
+	}
+	ck_assert_ptr_nonnull(w);
+	ck_assert_str_eq(ctl_type(w), "welcome");
+	ck_assert_double_eq_tol(json_number_value(json_object_get(w, "batch_ms")), 20, 1e-9);
+	json_decref(w);
+	ctl_close(&c);
+	kill(pid, SIGTERM);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	char bpath[256];
+	snprintf(bpath, sizeof(bpath), "%s/batches.jsonl", rec);
+	ck_assert_int_eq(access(bpath, F_OK), 0);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched");
@@ -850,6 +909,7 @@ int main(void)
 	tcase_add_test(tc, steps_merged_keep_bytes);
 	tcase_add_test(tc, bad_fields_named);
 	tcase_add_test(tc, dead_server_loses_planned);
+	tcase_add_test(tc, program_runs_and_stops);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
