@@ -888,6 +888,33 @@ START_TEST(program_runs_and_stops)
 }
 END_TEST
 
+/* A dataplane's error naming a gone application: it is unregistered, its aggregate skipped. */
+START_TEST(gone_app_unregistered)
+{
+	start_daemon(NULL);
+	int w[2], a0, ps = setup("async", 0, 8, 2, w, &a0);
+	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
+	json_t *ag = wait_msg(a0, "aggregate", 2.0);
+	ck_assert_ptr_nonnull(ag);
+	fake_send(a0, json_pack("{s:s, s:s, s:s}", "type", "error", "app", "aggregator@a0",
+				"reason", "host a0: no application 'aggregator@a0'"));
+	json_t *k = wait_msg(ps, "skip", 2.0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
+								      0)), jid(ag, "agg"));
+	ck_assert_int_eq(fakes[a0].open, 1);
+	ck_assert_int_eq(count_msgs(a0, "error"), 0); /* no error answered to an error */
+	push(w[0], ((uint64_t)2 << 40) | 2, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 2, 0, 10001024);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(a0, "aggregate"), 1);
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched");
@@ -910,6 +937,7 @@ int main(void)
 	tcase_add_test(tc, bad_fields_named);
 	tcase_add_test(tc, dead_server_loses_planned);
 	tcase_add_test(tc, program_runs_and_stops);
+	tcase_add_test(tc, gone_app_unregistered);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
