@@ -14,3 +14,5 @@ $(BUILD)/mlf-rrsync: $(BUILD)/apps/mlf_rrsync.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MPI_LIBS) $(JANSSON_LIBS) -lz $(LDLIBS)
 endif
+
+INTEG_TESTS += tests/integration/apps_rrsync.sh

@@ -137,6 +137,33 @@ int train_load(const char *dir, int test, size_t limit, struct idx_dataset *out,
 	return idx_load_dataset(ip, lp, limit, out, err, errlen);
 }
 
+int train_load_shard(const char *dir, size_t total, int i, int n, struct idx_dataset *out,
+		     char *err, size_t errlen)
+{
+	size_t b, e, px;
+	int rc;
+
+	if (n < 1 || i < 0 || i >= n || total == 0) {
+		snprintf(err, errlen, "bad shard %d/%d of %zu images", i, n, total);
+		return -EINVAL;
+	}
+	train_shard_range(total, i, n, &b, &e);
+	rc = train_load(dir, 0, e, out, err, errlen);
+	if (rc)
+		return rc;
+	if (out->n < e) {
+		snprintf(err, errlen, "%s holds %zu training images, fewer than the %zu asked for", dir,
+			 out->n, total);
+		idx_free(out);
+		return -EINVAL;
+	}
+	px = (size_t)out->rows * out->cols;
+	memmove(out->pixels, out->pixels + b * px, (e - b) * px * sizeof(float));
+	memmove(out->labels, out->labels + b, e - b);
+	out->n = e - b;
+	return 0;
+}
+
 void train_sample_batch(const struct idx_dataset *d, size_t begin, size_t end, int batch,
 			uint64_t *rng, float *x, uint8_t *y)
 {
@@ -246,7 +273,7 @@ int train_rec_line(FILE *f, json_t *obj)
 	int rc = 0;
 
 	if (f && obj) {
-		if (json_dumpf(obj, f, JSON_COMPACT | JSON_REAL_PRECISION(10)) || fputc('\n', f) == EOF ||
+		if (json_dumpf(obj, f, JSON_COMPACT | JSON_REAL_PRECISION(16)) || fputc('\n', f) == EOF ||
 		    fflush(f))
 			rc = -EIO;
 	}
@@ -263,7 +290,7 @@ int train_rec_file(const char *dir, const char *name, json_t *obj, char *err, si
 		json_decref(obj);
 		return -EIO;
 	}
-	rc = json_dumpf(obj, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) ? -EIO : 0;
+	rc = json_dumpf(obj, f, JSON_INDENT(2) | JSON_REAL_PRECISION(16)) ? -EIO : 0;
 	if (fputc('\n', f) == EOF || fclose(f))
 		rc = -EIO;
 	if (rc)

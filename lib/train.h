@@ -89,6 +89,14 @@ void train_shard_range(size_t total, int i, int n, size_t *begin, size_t *end);
 int train_load(const char *dir, int test, size_t limit, struct idx_dataset *out, char *err, size_t errlen);
 
 /**
+ * train_load_shard - load shard @i of @n (train_shard_range) of the first @total Fashion-MNIST
+ * training images from @dir; only the shard stays in memory (out->n = its size).
+ * Returns 0, -EINVAL (@total larger than the set, bad shard), or train_load's errors.
+ */
+int train_load_shard(const char *dir, size_t total, int i, int n, struct idx_dataset *out,
+		     char *err, size_t errlen);
+
+/**
  * train_sample_batch - draw @batch examples uniformly (with replacement) from [@begin, @end) of
  * @d into @x (batch x pixels floats) and @y (batch labels), advancing the generator @rng.
  */

@@ -149,6 +149,24 @@ START_TEST(shards_cover_every_image_once)
 }
 END_TEST
 
+START_TEST(shard_load_keeps_only_the_shard)
+{
+	struct idx_dataset all, sh;
+	char err[256];
+
+	ck_assert_int_eq(train_load(FMNIST, 0, 3000, &all, err, sizeof(err)), 0);
+	ck_assert_int_eq(train_load_shard(FMNIST, 3000, 1, 3, &sh, err, sizeof(err)), 0);
+	ck_assert_uint_eq(sh.n, 1000);
+	ck_assert_int_eq(memcmp(sh.pixels, all.pixels + 1000 * 784, 1000 * 784 * sizeof(float)), 0);
+	ck_assert_int_eq(memcmp(sh.labels, all.labels + 1000, 1000), 0);
+	idx_free(&sh);
+	ck_assert_int_eq(train_load_shard(FMNIST, 70000, 1, 2, &sh, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "fewer"));
+	ck_assert_int_eq(train_load_shard(FMNIST, 3000, 3, 3, &sh, err, sizeof(err)), -EINVAL);
+	idx_free(&all);
+}
+END_TEST
+
 START_TEST(trained_tiny_model_beats_chance)
 {
 	struct idx_dataset tr, te;
@@ -234,6 +252,7 @@ int main(void)
 	tcase_add_test(tc, aggregate_is_one_step_with_the_sum);
 	tcase_add_test(tc, stragglers_binomial_and_deterministic);
 	tcase_add_test(tc, shards_cover_every_image_once);
+	tcase_add_test(tc, shard_load_keeps_only_the_shard);
 	tcase_add_test(tc, trained_tiny_model_beats_chance);
 	tcase_add_test(tc, records_are_json_lines);
 	suite_add_tcase(s, tc);
