@@ -16,3 +16,14 @@ $(BUILD)/mlf-rrsync: $(BUILD)/apps/mlf_rrsync.o $(LIBMLF)
 endif
 
 INTEG_TESTS += tests/integration/apps_rrsync.sh
+
+# mlf-ps and mlf-worker need the fabric library (include/mlfabric.h implemented in lib/)
+ifneq ($(shell grep -ls '^mlf_t \*mlf_open' lib/*.c),)
+PROGRAMS += $(BUILD)/mlf-ps $(BUILD)/mlf-worker
+$(BUILD)/mlf-ps: $(BUILD)/apps/mlf_ps.o $(LIBMLF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
+$(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(LIBMLF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
+endif

@@ -244,6 +244,19 @@ int train_eval(const struct mlp_shape *s, const float *w, const struct idx_datas
 	return 0;
 }
 
+int train_mode_parse(const char *name, enum mlf_mode *mode)
+{
+	if (!strcasecmp(name, "mlfabric-a"))
+		*mode = MLF_MODE_ASYNC;
+	else if (!strcasecmp(name, "mlfabric-s"))
+		*mode = MLF_MODE_SYNC;
+	else if (!strcasecmp(name, "async"))
+		*mode = MLF_MODE_DIRECT;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 double train_now(void)
 {
 	struct timespec ts;

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "idx.h"
+#include "mlfabric.h"
 #include "mlp.h"
 
 /* ---- the model a parameter server (or an RR-Sync rank) holds ---------------------------- */
@@ -110,6 +111,13 @@ void train_sample_batch(const struct idx_dataset *d, size_t begin, size_t end, i
  */
 int train_eval(const struct mlp_shape *s, const float *w, const struct idx_dataset *d, size_t k,
 	       double *accuracy, double *loss);
+
+/**
+ * train_mode_parse - the fabric mode of a --mode name (docs/fabric.md): "mlfabric-a" ->
+ * MLF_MODE_ASYNC, "mlfabric-s" -> MLF_MODE_SYNC, "async" (the plain parameter server baseline)
+ * -> MLF_MODE_DIRECT. Returns 0, or -EINVAL for any other name.
+ */
+int train_mode_parse(const char *name, enum mlf_mode *mode);
 
 /* ---- records (docs/fabric.md: JSON lines, flushed per line) ----------------------------- */
 

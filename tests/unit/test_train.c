@@ -208,6 +208,20 @@ START_TEST(trained_tiny_model_beats_chance)
 }
 END_TEST
 
+START_TEST(mode_names)
+{
+	enum mlf_mode m;
+
+	ck_assert_int_eq(train_mode_parse("mlfabric-a", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_ASYNC);
+	ck_assert_int_eq(train_mode_parse("MLfabric-S", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_SYNC);
+	ck_assert_int_eq(train_mode_parse("async", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_DIRECT);
+	ck_assert_int_eq(train_mode_parse("sync", &m), -EINVAL);
+}
+END_TEST
+
 START_TEST(records_are_json_lines)
 {
 	char dir[] = "/tmp/mlf-rec-XXXXXX", sub[64], path[96], err[256];
@@ -254,6 +268,7 @@ int main(void)
 	tcase_add_test(tc, shards_cover_every_image_once);
 	tcase_add_test(tc, shard_load_keeps_only_the_shard);
 	tcase_add_test(tc, trained_tiny_model_beats_chance);
+	tcase_add_test(tc, mode_names);
 	tcase_add_test(tc, records_are_json_lines);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
