@@ -37,6 +37,14 @@ mb=$(( (rx1 - rx0) / 1000000 ))
 [ "$mb" -ge 80 ] || fail "w1's eth0 received $mb MB during 40 allreduces (expected >= 80 MB: MPI not on the emulated links?)"
 ok "w1's eth0 received $mb MB during the run"
 
+# --target-accuracy: rank 0's decision stops every rank after the same iteration
+timeout 60 "$MPIRUN" "$CLUSTER" w0,w1,w2 -- "$RR" --target-accuracy 0.6 --time-limit 30 --eval-every 0.2 \
+	--eval-images 300 --records "$WORK/tgt" >"$WORK/tgt.log" 2>&1 || { tail -20 "$WORK/tgt.log"; fail "mlf-rrsync with a target failed"; }
+grep -q "target accuracy reached" "$WORK/tgt.log" || fail "run with --target-accuracy 0.6 did not stop at the target: $(tail -2 "$WORK/tgt.log")"
+acc=$(tail -1 "$WORK/tgt/accuracy.jsonl" | jq .accuracy)
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.6) }' || fail "stopped at the target with final accuracy $acc < 0.6"
+ok "--target-accuracy 0.6: all ranks stopped at accuracy $acc after $(wc -l <"$WORK/tgt/iterations.jsonl") iterations"
+
 # a 0.5 Gbit/s uplink at w1 makes each allreduce take >= 2.17 MB * 8 / 0.5 Gbit/s = 35 ms
 "$TB" shape "$CLUSTER" w1 up 0.5 >/dev/null 2>&1
 timeout 60 "$MPIRUN" "$CLUSTER" w0,w1,w2 -- "$RR" --iterations 8 --eval-images 100 --records "$WORK/slow" \
