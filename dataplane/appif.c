@@ -18,6 +18,7 @@
 #include "dp.h"
 #include "log.h"
 #include "delivery.h"
+#include "ctlrelay.h"
 
 #define MAX_CLIENTS 64
 #define MAX_CHANS TRANSPORT_MAX_CHANS
@@ -261,6 +262,18 @@ static void drop_client(int c)
 		if (ai.listener[i] == c)
 			ai.listener[i] = -1;
 	transport_client_gone(c);
+	ctlrelay_client_gone(c);
+}
+
+void appif_ctl_to(int c, const char *text)
+{
+	struct appmsg m;
+
+	if (appmsg_ctl(&m, text) < 0) {
+		log_warn("app connection %d: control message of %zu bytes too long, not sent", c, strlen(text));
+		return;
+	}
+	reply(c, &m);
 }
 
 static void serve(int c)
@@ -303,9 +316,16 @@ static void serve(int c)
 				error_to(c, "ORDER: %s", m.chan >= MAX_CHANS ? "channel out of range" : "too many ids");
 				break;
 			}
-			if (delivery_add(&ai.order[m.chan], m.u.ids, m.n, m.flags & 1) < 0)
+			if (m.flags & APPMSG_ORDER_SKIP) {
+				for (int i = 0; i < m.n; i++)
+					delivery_mark_done(&ai.order[m.chan], m.u.ids[i]);
+			} else if (delivery_add(&ai.order[m.chan], m.u.ids, m.n, m.flags & APPMSG_ORDER_REPLACE) < 0) {
 				error_to(c, "ORDER: %s", "out of memory");
+			}
 			deliver();
+			break;
+		case APPMSG_CTL:
+			ctlrelay_from_app(c, m.u.text);
 			break;
 		default:
 			error_to(c, "unknown request type%s", "");

@@ -215,12 +215,35 @@ int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int
 	return 0;
 }
 
+int mlfabric_order_skip(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n)
+{
+	for (int done = 0; done < n;) {
+		struct appmsg msg = { .type = APPMSG_ORDER, .chan = chan, .flags = APPMSG_ORDER_SKIP };
+		int k = n - done > APPMSG_MAX_IDS ? APPMSG_MAX_IDS : n - done, rc;
+		msg.n = (uint16_t)k;
+		memcpy(msg.u.ids, ids + done, (size_t)k * sizeof(uint64_t));
+		if ((rc = appmsg_send(m->sock, &msg, -1)) < 0)
+			return rc;
+		done += k;
+	}
+	return 0;
+}
+
+int mlfabric_ctl_send(mlfabric_t *m, const char *text)
+{
+	struct appmsg msg;
+	int rc = appmsg_ctl(&msg, text);
+
+	return rc < 0 ? rc : appmsg_send(m->sock, &msg, -1);
+}
+
 static void to_event(const struct appmsg *msg, int fd, struct mlfabric_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->buf.fd = -1;
 	ev->kind = msg->type == APPMSG_TX_DONE ? MLFABRIC_EV_SENT :
-		   msg->type == APPMSG_RX_DONE ? MLFABRIC_EV_RECEIVED : MLFABRIC_EV_ERROR;
+		   msg->type == APPMSG_RX_DONE ? MLFABRIC_EV_RECEIVED :
+		   msg->type == APPMSG_CTL ? MLFABRIC_EV_CTL : MLFABRIC_EV_ERROR;
 	ev->status = msg->status;
 	ev->id = msg->id;
 	ev->bytes = msg->bytes;
@@ -234,6 +257,14 @@ static void to_event(const struct appmsg *msg, int fd, struct mlfabric_event *ev
 	ev->start_error_ns = msg->start_error_ns;
 	ev->retransmits = msg->retransmits;
 	ev->frames = msg->frames;
+	if (msg->type == APPMSG_CTL) {
+		ev->ctl = strndup(msg->u.text, msg->n);
+		if (!ev->ctl) {
+			ev->kind = MLFABRIC_EV_ERROR;
+			ev->status = -ENOMEM;
+			snprintf(ev->reason, sizeof(ev->reason), "out of memory for a control message");
+		}
+	}
 	if (fd >= 0 && ev->kind == MLFABRIC_EV_RECEIVED && ev->status == 0 && msg->bytes > 0) {
 		void *p = mmap(NULL, msg->bytes, PROT_READ, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED) {
@@ -272,4 +303,6 @@ int mlfabric_poll(mlfabric_t *m, struct mlfabric_event *ev, int timeout_ms)
 void mlfabric_event_release(struct mlfabric_event *ev)
 {
 	mlfabric_buf_free(&ev->buf);
+	free(ev->ctl);
+	ev->ctl = NULL;
 }
