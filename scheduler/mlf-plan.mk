@@ -51,6 +51,3 @@ $(BUILD)/tests/test_mlf_plan: tests/cli/test_mlf_plan.sh $(BUILD)/mlf-plan
 
 PROGRAMS += $(BUILD)/mlf-plan
 UNIT_TESTS += $(BUILD)/tests/test_plan_props $(BUILD)/tests/test_mlf_plan
-
-run: $(BUILD)/mlf-plan
-	$(BUILD)/mlf-plan --in conf/plan-example.json --explain
