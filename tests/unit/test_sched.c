@@ -334,6 +334,15 @@ static uint64_t jid(json_t *m, const char *k)
 	return (uint64_t)json_integer_value(json_object_get(m, k));
 }
 
+/* Wait for a `skip` at the server's fake @ps whose first transfer is @xfer. */
+static void expect_skip(int ps, uint64_t xfer)
+{
+	json_t *k = wait_msg(ps, "skip", 2.0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
+								      0)), xfer);
+}
+
 /* Lines of records file @name containing @needle. */
 static int rec_count(const char *name, const char *needle)
 {
@@ -559,10 +568,7 @@ START_TEST(failed_done_skips)
 	fake_send(w0, json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:s}", "type", "done", "app",
 				"worker@w0", "xfer", (json_int_t)id, "status", -110, "bytes", 0, "t",
 				now_s(), "reason", "receiver silent"));
-	json_t *k = wait_msg(ps, "skip", 2.0);
-	ck_assert_ptr_nonnull(k);
-	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
-								      0)), id);
+	expect_skip(ps, id);
 	json_t *d = wait_msg(w0, "drop", 2.0);
 	ck_assert_ptr_nonnull(d);
 	ck_assert_uint_eq(jid(d, "id"), id);
@@ -674,21 +680,30 @@ START_TEST(running_transfer_carried)
 }
 END_TEST
 
+/*
+ * Daemon, server ps, workers w0 and w1 (@w), aggregator a0 (*@a0); both workers push a 10 MB
+ * update and the plan aggregates them at a0 (the server's downlink is the bottleneck).
+ * Returns the `aggregate` command; *@ps is the server's fake.
+ */
+static json_t *aggregate_planned(int *w, int *a0, int *ps)
+{
+	start_daemon(NULL);
+	*ps = setup("async", 0, 8, 2, w, a0);
+	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
+	json_t *ag = wait_msg(*a0, "aggregate", 2.0);
+	ck_assert_ptr_nonnull(ag);
+	return ag;
+}
+
 /* A disconnected aggregator: its aggregate is skipped at the server, its inputs dropped. */
 START_TEST(dead_aggregator_skips_aggregate)
 {
-	start_daemon(NULL);
-	int w[2], a0, ps = setup("async", 0, 8, 2, w, &a0);
-	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
-	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
-	json_t *ag = wait_msg(a0, "aggregate", 2.0);
-	ck_assert_ptr_nonnull(ag);
+	int w[2], a0, ps;
+	json_t *ag = aggregate_planned(w, &a0, &ps);
 	ctl_close(&fakes[a0].c);
 	fakes[a0].open = 0;
-	json_t *k = wait_msg(ps, "skip", 2.0);
-	ck_assert_ptr_nonnull(k);
-	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
-								      0)), jid(ag, "agg"));
+	expect_skip(ps, jid(ag, "agg"));
 	size_t n_in = json_array_size(json_object_get(ag, "inputs"));
 	int drops = 0;
 	for (int i = 0; i < 2; i++)
@@ -891,18 +906,11 @@ END_TEST
 /* A dataplane's error naming a gone application: it is unregistered, its aggregate skipped. */
 START_TEST(gone_app_unregistered)
 {
-	start_daemon(NULL);
-	int w[2], a0, ps = setup("async", 0, 8, 2, w, &a0);
-	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
-	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
-	json_t *ag = wait_msg(a0, "aggregate", 2.0);
-	ck_assert_ptr_nonnull(ag);
+	int w[2], a0, ps;
+	json_t *ag = aggregate_planned(w, &a0, &ps);
 	fake_send(a0, json_pack("{s:s, s:s, s:s}", "type", "error", "app", "aggregator@a0",
 				"reason", "host a0: no application 'aggregator@a0'"));
-	json_t *k = wait_msg(ps, "skip", 2.0);
-	ck_assert_ptr_nonnull(k);
-	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
-								      0)), jid(ag, "agg"));
+	expect_skip(ps, jid(ag, "agg"));
 	ck_assert_int_eq(fakes[a0].open, 1);
 	ck_assert_int_eq(count_msgs(a0, "error"), 0); /* no error answered to an error */
 	push(w[0], ((uint64_t)2 << 40) | 2, 0, 10001024);
