@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mlfabric.h"
 #include "sched_batch.h"
 #include "sched_rec.h"
 
@@ -27,7 +28,8 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->headroom = 0.95;
 	cfg->lead_s = 0.01;
 	cfg->sync_timeout_s = 30.0;
-	cfg->max_batch = 62; /* MLF_PAYLOAD_MAX_PARTS: an aggregate can name every update */
+	cfg->xfer_timeout_s = 10.0;
+	cfg->max_batch = MLF_PAYLOAD_MAX_PARTS; /* an aggregate can name every update */
 }
 
 /* ---- replies and errors ---------------------------------------------------------------- */
@@ -655,6 +657,21 @@ static void check_peers(struct sched *s, double now)
 		}
 }
 
+/* Transfers with no `done` --xfer-timeout after their planned end are lost (nothing waits). */
+static void check_xfers(struct sched *s, double now)
+{
+	char reason[128];
+
+	for (int i = 0; i < s->n_xfers; i++) {
+		struct sched_xfer *x = &s->xfers[i];
+		double late = now - s->t0 - x->end;
+		if (x->done || late <= s->cfg.xfer_timeout_s)
+			continue;
+		snprintf(reason, sizeof(reason), "no done report %.1f s after its planned end", late);
+		xfer_failed(s, i, reason);
+	}
+}
+
 static void flush_all(struct sched *s)
 {
 	for (int ci = 0; ci < s->n_conns; ci++) {
@@ -710,6 +727,7 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 				read_conn(s, ci);
 		double now = sched_now();
 		check_peers(s, now);
+		check_xfers(s, now);
 		if (now >= s->next_batch) {
 			sched_batch_tick(s, now);
 			sched_compact(s, now - s->t0);

@@ -923,6 +923,36 @@ START_TEST(gone_app_unregistered)
 }
 END_TEST
 
+static void short_xfer_timeout(struct sched_config *c)
+{
+	no_agg(c);
+	c->xfer_timeout_s = 0.3;
+}
+
+/* A commanded transfer nobody reports on is lost after --xfer-timeout: nothing waits forever. */
+START_TEST(unreported_transfer_times_out)
+{
+	start_daemon(short_xfer_timeout);
+	int w0, ps = setup("async", 0, 8, 1, &w0, NULL);
+	uint64_t id = ((uint64_t)2 << 40) | 1, done_id = id + 1;
+	push(w0, id, 0, 1000);
+	push(w0, done_id, 0, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	fake_send(w0, json_pack("{s:s, s:s, s:I, s:i}", "type", "done", "app", "worker@w0", "xfer",
+				(json_int_t)done_id, "status", 0));
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(ps, "skip"), 0);
+	expect_skip(ps, id);
+	json_t *d = wait_msg(w0, "drop", 1.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), id);
+	pump(0.5);
+	ck_assert_int_eq(count_msgs(ps, "skip"), 1); /* the reported one is not skipped */
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched");
@@ -946,6 +976,7 @@ int main(void)
 	tcase_add_test(tc, dead_server_loses_planned);
 	tcase_add_test(tc, program_runs_and_stops);
 	tcase_add_test(tc, gone_app_unregistered);
+	tcase_add_test(tc, unreported_transfer_times_out);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
