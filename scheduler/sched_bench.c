@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -219,7 +220,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = { { "workers", required_argument, 0, 'w' },
 		{ "rounds", required_argument, 0, 'r' }, { "batch-ms", required_argument, 0, 'b' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-	char workers[256] = "8,32,62", dir[] = "/tmp/bench-sched.XXXXXX", *save = NULL;
+	char workers[256] = "8,32,62", dir[64], *save = NULL;
 	int rounds = 20, c;
 	double batch_ms = 100;
 
@@ -241,7 +242,8 @@ int main(int argc, char **argv)
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (rounds < 1 || batch_ms <= 0 || !mkdtemp(dir)) {
+	snprintf(dir, sizeof(dir), "/tmp/bench-sched.%d", (int)getpid());
+	if (rounds < 1 || batch_ms <= 0 || mkdir(dir, 0700) < 0) {
 		fprintf(stderr, "bench-sched: --rounds >= 1, --batch-ms > 0, and a writable /tmp\n");
 		return 2;
 	}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,8 +100,8 @@ static void start_daemon(void (*tweak)(struct sched_config *))
 	struct sched_config cfg;
 	char path[128], err[256] = "";
 
-	snprintf(dir, sizeof(dir), "/tmp/test_sched.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(dir, sizeof(dir), "/tmp/test_sched.%d", (int)getpid());
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	snprintf(path, sizeof(path), "%s/cluster.json", dir);
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
@@ -848,8 +849,9 @@ END_TEST
 /* The program: a subprocess on 127.0.0.1 accepts a dataplane and exits 0 on SIGTERM. */
 START_TEST(program_runs_and_stops)
 {
-	char d[] = "/tmp/test_sched_prog.XXXXXX", path[128], rec[128], listen[64], err[128];
-	ck_assert_ptr_nonnull(mkdtemp(d));
+	char d[64], path[128], rec[128], listen[64], err[128];
+	snprintf(d, sizeof(d), "/tmp/test_sched_prog.%d", (int)getpid());
+	ck_assert_int_eq(mkdir(d, 0700), 0);
 	snprintf(path, sizeof(path), "%s/cluster.json", d);
 	snprintf(rec, sizeof(rec), "%s/rec", d);
 	FILE *f = fopen(path, "w");
