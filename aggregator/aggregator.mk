@@ -16,7 +16,7 @@ $(BUILD)/tests/test_fabric: $(BUILD)/tests/unit/test_fabric.o $(LIBMLF)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lpthread
 
 INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay.sh tests/integration/fabric_aggregate.sh \
-	tests/integration/fabric_e2e.sh
+	tests/integration/fabric_e2e.sh tests/integration/fabric_sync.sh
 
 BENCHES += bench-aggregator
 PROGRAMS += $(BUILD)/bench-aggregator
