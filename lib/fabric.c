@@ -607,13 +607,28 @@ static void on_ctl(struct mlf *f, const char *text)
 		if (c.kind == FABRIC_CMD_ERROR)
 			log_warn("%s: refused: %s", f->app, c.reason);
 		break;
-	case FABRIC_CMD_SCHEDULER_LOST:
-		log_warn("%s: the dataplane lost the scheduler connection", f->app);
+	case FABRIC_CMD_SCHEDULER_LOST: {
+		struct held_update *held;
 		pthread_mutex_lock(&f->lock);
 		f->sched_lost = 1;
+		held = f->held; /* never commanded now: a new scheduler knows nothing of them */
+		f->held = NULL;
 		pthread_cond_broadcast(&f->cond);
 		pthread_mutex_unlock(&f->lock);
+		log_warn("%s: the dataplane lost the scheduler connection", f->app);
+		while (held) {
+			struct held_update *u = held;
+			held = u->next;
+			log_warn("%s: update %llu dropped: scheduler lost before it was commanded", f->app,
+				 (unsigned long long)u->id);
+			pthread_mutex_lock(&f->lock);
+			f->ws.dropped++;
+			pthread_mutex_unlock(&f->lock);
+			mlfabric_buf_free(&u->buf);
+			free(u);
+		}
 		break;
+	}
 	case FABRIC_CMD_SEND:
 		cmd_send(f, &c);
 		break;
