@@ -1,6 +1,7 @@
 /* test_fabric_lib.c - Check tests of lib/fabric.c against a scripted fake dataplane (a Unix
  * SOCK_SEQPACKET server in a thread): registration, payload validation at the server, commits,
- * refusal of a malformed command, a get that times out naming the server. */
+ * refusal of a malformed command, skip (ORDER flag, late arrival not applied), a get that times
+ * out naming the server. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -26,8 +27,9 @@ static int lfd;
 
 /* What the fake dataplane saw. */
 static struct {
-	char commit[1024], error[1024];
-	int listens;
+	char commit[1024], error[1024], commit2[1024];
+	int listens, skip_orders;
+	uint64_t skipped_id;
 } seen;
 
 static void setup(void)
@@ -98,6 +100,10 @@ static void expect_ctl(int fd, const char *want, char *out, size_t cap)
 			close(mfd);
 		if (m.type == APPMSG_LISTEN)
 			seen.listens++;
+		if (m.type == APPMSG_ORDER && (m.flags & APPMSG_ORDER_SKIP) && m.n == 1) {
+			seen.skip_orders++;
+			seen.skipped_id = m.u.ids[0];
+		}
 		if (m.type == APPMSG_CTL && strstr(m.u.text, want)) {
 			size_t l = strnlen(m.u.text, cap - 1);
 			memcpy(out, m.u.text, l);
@@ -120,6 +126,11 @@ static void *fake_server_dp(void *arg)
 	expect_ctl(fd, "\"commit\"", seen.commit, sizeof(seen.commit));
 	send_ctl(fd, "{\"type\":\"send\",\"app\":\"server@x\",\"id\":1}"); /* no "what" */
 	expect_ctl(fd, "\"error\"", seen.error, sizeof(seen.error));
+	/* transfer 9 is reported lost; when it turns up anyway it must not be applied */
+	send_ctl(fd, "{\"type\":\"skip\",\"app\":\"server@x\",\"chan\":1,\"xfers\":[9]}");
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 100.0f, "w0", 9);
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 1.0f, "w0", 10);
+	expect_ctl(fd, "\"commit\"", seen.commit2, sizeof(seen.commit2));
 	close(fd);
 	return NULL;
 }
@@ -172,9 +183,12 @@ START_TEST(server_validates_applies_commits_and_refuses_bad_commands)
 	close(saved);
 	ck_assert_int_eq(seen.listens, 1);
 	/* the bad payload was skipped; the good one applied once, committed with its part and version */
-	ck_assert_int_eq(s.calls, 1);
+	ck_assert_int_eq(s.calls, 2);
 	ck_assert_str_eq(s.src, "w0");
-	ck_assert_float_eq(s.w[N - 1], 2.5f);
+	ck_assert_float_eq(s.w[N - 1], 3.5f); /* 2.5 + 1, not the skipped 100 */
+	ck_assert_int_eq(seen.skip_orders, 1);
+	ck_assert_uint_eq(seen.skipped_id, 9);
+	ck_assert_ptr_nonnull(strstr(seen.commit2, "\"xfer\":10,"));
 	json_t *c = json_loads(seen.commit, 0, NULL);
 	ck_assert_int_eq(json_integer_value(json_object_get(c, "xfer")), 8);
 	ck_assert_int_eq(json_integer_value(json_object_get(c, "version")), 11);
@@ -188,10 +202,12 @@ START_TEST(server_validates_applies_commits_and_refuses_bad_commands)
 	char line[512];
 	int named = 0;
 	while (fgets(line, sizeof(line), log))
-		named |= strstr(line, "bad update payload from host w7") != NULL && strstr(line, "magic") != NULL;
+		named |= (strstr(line, "bad update payload from host w7") != NULL && strstr(line, "magic") != NULL) |
+			 2 * (strstr(line, "transfer 9 from host w0 arrived after the scheduler reported it lost") != NULL);
 	fclose(log);
 	unlink(logpath);
-	ck_assert_msg(named, "no log line naming host w7 and the bad magic");
+	ck_assert_msg(named & 1, "no log line naming host w7 and the bad magic");
+	ck_assert_msg(named & 2, "no log line for the late skipped transfer 9");
 }
 END_TEST
 
