@@ -53,10 +53,11 @@ static int64_t on_request(void *arg, float *model, size_t n)
 
 static void usage(void)
 {
-	printf("usage: fabric_app server|worker|ctl --cluster C --host H [--mode direct|async] [--server S]\n"
+	printf("usage: fabric_app server|worker|ctl --cluster C --host H [--mode direct|async|sync] [--server S] [--workers W]\n"
 	       "         [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
 	       "server: serve a model of n floats (0), print every update, exit at version K.\n"
-	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1.\n"
+	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1;\n"
+	       "        --mode sync: K allreduce iterations instead (--workers: the server's n_workers).\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
 }
 
@@ -110,12 +111,14 @@ int main(int argc, char **argv)
 		{ "server", 1, NULL, 'S' }, { "n", 1, NULL, 'n' }, { "count", 1, NULL, 'k' },
 		{ "sock", 1, NULL, 's' }, { "send", 1, NULL, 'j' }, { "expect", 1, NULL, 'e' },
 		{ "timeout", 1, NULL, 't' }, { "first", 1, NULL, 'f' }, { "help", 0, NULL, 'h' },
+		{ "workers", 1, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mlf_opts o = { .mode = MLF_MODE_DIRECT };
 	const char *server = NULL, *send = NULL, *expect = NULL, *what;
 	size_t n = 1000;
 	long count = 10, first = 1;
+	int workers = 1;
 	double timeout = 10;
 	char err[256];
 	int c;
@@ -131,7 +134,11 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'c': o.cluster = optarg; break;
 		case 'H': o.host = optarg; break;
-		case 'm': o.mode = !strcmp(optarg, "direct") ? MLF_MODE_DIRECT : MLF_MODE_ASYNC; break;
+		case 'm':
+			o.mode = !strcmp(optarg, "direct") ? MLF_MODE_DIRECT :
+				 !strcmp(optarg, "sync") ? MLF_MODE_SYNC : MLF_MODE_ASYNC;
+			break;
+		case 'W': workers = atoi(optarg); break;
 		case 'S': server = optarg; break;
 		case 'n': n = strtoul(optarg, NULL, 10); break;
 		case 'k': count = strtol(optarg, NULL, 10); break;
@@ -156,7 +163,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(what, "server")) {
 		struct server_state s = { .w = calloc(n, sizeof(float)), .n = n, .expect_next = 1 };
-		struct mlf_params p = { .tau_max = 8, .n_workers = 1 };
+		struct mlf_params p = { .tau_max = 8, .n_workers = workers };
 		if (mlf_register_as_server(f, &p, n, 0, on_update, on_request, &s) < 0) {
 			fprintf(stderr, "%s\n", mlf_error(f));
 			return 1;
@@ -180,7 +187,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s\n", mlf_error(f));
 			return 1;
 		}
-		for (long i = first; i < first + count; i++) {
+		for (long i = first; i < first + count && o.mode == MLF_MODE_SYNC; i++) {
+			for (size_t k = 0; k < n; k++)
+				u[k] = (float)i;
+			if ((rc = mlf_allreduce(f, server, u, n, 1.0, v < 0 ? 0 : v, w, &v, timeout)) < 0) {
+				fprintf(stderr, "%s\n", mlf_error(f));
+				return 1;
+			}
+			printf("allreduce version=%lld w0=%g\n", (long long)v, (double)w[0]);
+		}
+		for (long i = first; i < first + count && o.mode != MLF_MODE_SYNC; i++) {
 			for (size_t k = 0; k < n; k++)
 				u[k] = (float)i;
 			int64_t id = mlf_push(f, server, u, n, 1.0, i - 1);
@@ -191,7 +207,7 @@ int main(int argc, char **argv)
 			printf("push id=%lld\n", (long long)id);
 		}
 		fflush(stdout);
-		for (int tries = 0; tries < 100 && v < first + count - 1; tries++) {
+		for (int tries = 0; tries < 100 && v < first + count - 1 && o.mode != MLF_MODE_SYNC; tries++) {
 			if ((rc = mlf_get(f, server, w, n, &v, timeout)) < 0) {
 				fprintf(stderr, "%s\n", mlf_error(f));
 				break;
