@@ -27,3 +27,4 @@ $(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
 endif
+INTEG_TESTS += tests/integration/apps_async.sh

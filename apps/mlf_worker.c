@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mlfabric.h"
@@ -221,7 +222,16 @@ int main(int argc, char **argv)
 			next_progress += 2;
 		}
 	}
-	mlf_get_worker_stats(f, &ws);
+	/* let the pushed updates leave before closing (close fails what is still pending) */
+	for (double until = train_now() + o.timeout;; usleep(10000)) {
+		mlf_get_worker_stats(f, &ws);
+		if (ws.sent + ws.dropped + ws.aggregated >= ws.pushed || train_now() >= until)
+			break;
+	}
+	if (ws.sent + ws.dropped + ws.aggregated < ws.pushed)
+		log_warn("%llu pushed updates still unsent to %s after %.1f s",
+			 (unsigned long long)(ws.pushed - ws.sent - ws.dropped - ws.aggregated), o.server,
+			 o.timeout);
 	mlf_close(f);
 	log_info("stopped after %ld iterations (%ld straggled): pushed %llu sent %llu dropped %llu aggregated %llu",
 		 it, straggled, (unsigned long long)ws.pushed, (unsigned long long)ws.sent,
