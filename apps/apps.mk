@@ -28,3 +28,4 @@ $(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(LIBMLF)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
 endif
 INTEG_TESTS += tests/integration/apps_async.sh
+INTEG_TESTS += tests/integration/apps_mlfabric.sh
