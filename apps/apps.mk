@@ -29,3 +29,4 @@ $(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(LIBMLF)
 endif
 INTEG_TESTS += tests/integration/apps_async.sh
 INTEG_TESTS += tests/integration/apps_mlfabric.sh
+INTEG_TESTS += tests/integration/apps_sync.sh

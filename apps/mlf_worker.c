@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 	while (!wk_stop && (!o.iterations || it < o.iterations) &&
 	       (!o.duration || train_now() - t0 < o.duration)) {
 		double ts = train_now(), compute_s, factor, norm;
-		int64_t r, id = 0;
+		int64_t r, id = 0, v_g;
 
 		if (o.mode != MLF_MODE_SYNC || it == 0) {
 			r = mlf_get(f, o.server, w, n, &version, o.timeout);
@@ -195,6 +195,7 @@ int main(int argc, char **argv)
 		factor = train_straggle_next(&st);
 		train_straggle_sleep(compute_s, factor);
 		straggled += factor > 1;
+		v_g = version; /* v(g): the model version this update is computed from */
 		vec_scale_f32(u, (float)-o.lr, n); /* u = -lr * gradient (eq. 1) */
 		norm = vec_norm2_f32(u, n);
 		if (o.mode == MLF_MODE_SYNC) {
@@ -214,7 +215,7 @@ int main(int argc, char **argv)
 		busy += train_now() - ts;
 		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b}", "t", train_now(), "id",
 						 id > 0 ? json_integer(id) : json_null(), "version",
-						 (json_int_t)version, "norm", norm, "compute_s", compute_s,
+						 (json_int_t)v_g, "norm", norm, "compute_s", compute_s,
 						 "straggled", factor > 1));
 		if (train_now() >= next_progress) {
 			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", train_now() - t0, it,
