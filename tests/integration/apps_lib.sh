@@ -1,6 +1,6 @@
 # tests/integration/apps_lib.sh - shared part of the apps_*.sh tests (sourced, not run): an "app*"
 # cluster in 10.83.x.x, mlf-ps and mlf-workers started in their hosts' namespaces, clean-up.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PS="$ROOT/build/mlf-ps"
 WK="$ROOT/build/mlf-worker"
 APP_PIDS=""
