@@ -2,6 +2,7 @@
 #include "sched_rec.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,6 +49,12 @@ void sched_rec_close(struct sched *s)
 	}
 }
 
+/* @x rounded to 4 decimals, so records stay readable (jansson prints 17 digits). */
+static double r4(double x)
+{
+	return round(x * 1e4) / 1e4;
+}
+
 static void put_line(FILE *f, json_t *o)
 {
 	if (f && o) {
@@ -67,8 +74,8 @@ void sched_rec_batch(struct sched *s, const struct sched_rec_batch *r)
 		return;
 	put_line(s->rec_batches, json_pack("{s:f, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:I, s:I}",
 		"t", r->t, "batch", r->batch, "n_updates", r->n_updates, "dropped", r->dropped,
-		"aggregated", r->aggregated, "pulls", r->pulls, "plan_ms", r->plan_ms,
-		"mean_delay", r->mean_delay, "max_delay", (json_int_t)r->max_delay,
+		"aggregated", r->aggregated, "pulls", r->pulls, "plan_ms", r4(r->plan_ms),
+		"mean_delay", r4(r->mean_delay), "max_delay", (json_int_t)r->max_delay,
 		"v_init", (json_int_t)r->v_init));
 }
 

@@ -36,6 +36,8 @@ grep -q 'rx w0 .*"type":"register".*"host":"w0"' "$WORK/sched.out" || fail "regi
 grep -q '^ctl .*"type":"registered".*"app":"worker@w0"' "$WORK/app.out" || fail "registered not routed to the app"
 grep -q '^ctl .*"type":"drop".*"id":12345' "$WORK/app.out" || fail "drop not routed to the app"
 wait_for "$WORK/sched.out" "no application 'nobody@x'" 3
+grep "no application 'nobody@x'" "$WORK/sched.out" | grep -q '"type":"error","app":"nobody@x"' ||
+	fail "the unknown-app error does not carry the app: $(grep "no application" "$WORK/sched.out")"
 kill "$PID_sched"; wait "$PID_sched" 2>/dev/null || true
 wait "$PID_app" || fail "app did not get scheduler_lost: $(cat "$WORK/app.out" "$WORK/app.err")"
 grep -q 'scheduler 10.82.0.1:7070 lost' "$WORK/dp-w0.log" || fail "dataplane did not log the lost scheduler"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ck_run.h"
@@ -273,6 +274,61 @@ static void push(int f, uint64_t id, int64_t version, uint64_t bytes)
 			       1.0));
 }
 
+/*
+ * Open the fakes ps, w0..w(@n-1) (into @w) and, with @a0, a0; register the workers, the
+ * aggregator and (unless @mode is NULL) the server with @mode, @version, @tau_max, n workers.
+ * Returns the server's fake.
+ */
+static int setup(const char *mode, int64_t version, int64_t tau_max, int n, int *w, int *a0)
+{
+	char name[8];
+	int ps = fake_open("ps");
+
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		w[i] = fake_open(name);
+	}
+	if (a0)
+		*a0 = fake_open("a0");
+	if (mode)
+		reg_server(ps, mode, version, tau_max, n);
+	for (int i = 0; i < n; i++)
+		reg(w[i], "worker");
+	if (a0)
+		reg(*a0, "aggregator");
+	return ps;
+}
+
+static int saved_stderr = -1;
+static char stderr_path[128];
+
+/* Send the daemon's log (stderr) to a file until captured_lines(). */
+static void capture_stderr(void)
+{
+	snprintf(stderr_path, sizeof(stderr_path), "%s/stderr", dir);
+	int lf = open(stderr_path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	ck_assert_int_ge(lf, 0);
+	saved_stderr = dup(2);
+	dup2(lf, 2);
+	close(lf);
+}
+
+/* Restore stderr; the number of captured log lines containing @needle. */
+static int captured_lines(const char *needle)
+{
+	char line[512];
+	int n = 0;
+
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	FILE *f = fopen(stderr_path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 static uint64_t jid(json_t *m, const char *k)
 {
 	return (uint64_t)json_integer_value(json_object_get(m, k));
@@ -336,15 +392,7 @@ END_TEST
 START_TEST(batch_order_sends_aggregates)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w[3], a0;
-	w[0] = fake_open("w0");
-	w[1] = fake_open("w1");
-	w[2] = fake_open("w2");
-	a0 = fake_open("a0");
-	reg_server(ps, "async", 100, 8, 3);
-	for (int i = 0; i < 3; i++)
-		reg(w[i], "worker");
-	reg(a0, "aggregator");
+	int w[3], a0, ps = setup("async", 100, 8, 3, w, &a0);
 	uint64_t ids[3];
 	for (int i = 0; i < 3; i++) {
 		ids[i] = ((uint64_t)(i + 2) << 40) | 1;
@@ -441,9 +489,9 @@ END_TEST
 START_TEST(stale_update_dropped)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 100, 4, 1);
-	reg(w0, "worker");
+	int w0;
+
+	setup("async", 100, 4, 1, &w0, NULL);
 	uint64_t stale = ((uint64_t)2 << 40) | 7, fresh = ((uint64_t)2 << 40) | 8;
 	push(w0, stale, 90, 1000);  /* deadline 90 + 4 - 100 < 1: can never meet the delay bound */
 	push(w0, fresh, 100, 1000);
@@ -464,29 +512,17 @@ END_TEST
 /* A worker that goes silent is named and its pending updates are dropped. */
 START_TEST(silent_host_named_and_dropped)
 {
-	char logpath[128];
+	int w[2];
 	start_daemon(NULL);
-	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
-	int saved = dup(2), lf = open(logpath, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	dup2(lf, 2);
-	int ps = fake_open("ps"), w1 = fake_open("w1");
-	reg(w1, "worker");
-	push(w1, ((uint64_t)3 << 40) | 1, 0, 1000); /* pending: no server registered yet */
-	(void)ps;
-	fakes[w1].silent = 1;
+	capture_stderr();
+	int ps = setup(NULL, 0, 0, 2, w, NULL); /* no server registered: updates stay pending */
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 1000);
+	fakes[w[1]].silent = 1;
 	pump(1.0);
-	dup2(saved, 2);
-	close(lf);
-	ck_assert_int_eq(fakes[w1].open, 0);
+	ck_assert_int_eq(captured_lines("peer w1 silent for"), 1);
+	ck_assert_int_eq(fakes[w[1]].open, 0);
+	ck_assert_int_eq(fakes[w[0]].open, 1);
 	ck_assert_int_eq(rec_count("updates.jsonl", "peer w1 dead"), 1);
-	FILE *f = fopen(logpath, "r");
-	char line[512];
-	int named = 0;
-	while (f && fgets(line, sizeof(line), f))
-		named += strstr(line, "peer w1 silent for") != NULL;
-	if (f)
-		fclose(f);
-	ck_assert_int_eq(named, 1);
 	ck_assert_int_eq(fakes[ps].open, 1);
 	stop_daemon();
 }
@@ -497,18 +533,29 @@ static void no_agg(struct sched_config *c)
 	snprintf(c->aggregators, sizeof(c->aggregators), "w2");
 }
 
+/*
+ * Daemon without aggregators, server ps (async, version 0, tau_max 8), worker w0 (*@w0); update
+ * (2 << 40) | 1 of 100 kB pushed and its direct send asserted. Returns the server's fake.
+ */
+static int one_update_sent(int *w0)
+{
+	uint64_t id = ((uint64_t)2 << 40) | 1;
+
+	start_daemon(no_agg);
+	int ps = setup("async", 0, 8, 1, w0, NULL);
+	push(*w0, id, 0, 100000);
+	json_t *s = wait_msg(*w0, "send", 2.0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(jid(s, "xfer"), id);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "chan")), 1);
+	return ps;
+}
+
 /* A failed done: the server is told to skip the transfer, the worker gets a drop. */
 START_TEST(failed_done_skips)
 {
-	start_daemon(no_agg);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 0, 8, 1);
-	reg(w0, "worker");
+	int w0, ps = one_update_sent(&w0);
 	uint64_t id = ((uint64_t)2 << 40) | 1;
-	push(w0, id, 0, 100000);
-	json_t *s = wait_msg(w0, "send", 2.0);
-	ck_assert_ptr_nonnull(s);
-	ck_assert_uint_eq(jid(s, "xfer"), id);
 	fake_send(w0, json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:s}", "type", "done", "app",
 				"worker@w0", "xfer", (json_int_t)id, "status", -110, "bytes", 0, "t",
 				now_s(), "reason", "receiver silent"));
@@ -533,9 +580,7 @@ END_TEST
 START_TEST(pull_gets_model)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w1 = fake_open("w1");
-	reg_server(ps, "async", 5, 8, 1);
-	reg(w1, "worker");
+	int w[2], ps = setup("async", 5, 8, 2, w, NULL), w1 = w[1];
 	fake_send(w1, json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app", "worker@w1", "id",
 				77, "server", "ps"));
 	json_t *s = wait_msg(ps, "send", 2.0);
@@ -553,13 +598,7 @@ END_TEST
 START_TEST(sync_waits_for_all)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w[3];
-	w[0] = fake_open("w0");
-	w[1] = fake_open("w1");
-	w[2] = fake_open("w2");
-	reg_server(ps, "sync", 10, 8, 3);
-	for (int i = 0; i < 3; i++)
-		reg(w[i], "worker");
+	int w[3], ps = setup("sync", 10, 8, 3, w, NULL);
 	push(w[0], ((uint64_t)2 << 40) | 1, 10, 1000);
 	push(w[1], ((uint64_t)3 << 40) | 1, 10, 1000);
 	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w0",
@@ -591,9 +630,9 @@ END_TEST
 START_TEST(link_report_after_t_lag)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 0, 100, 1);
-	reg(w0, "worker");
+	int w0;
+
+	setup("async", 0, 100, 1, &w0, NULL);
 	fake_send(w0, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				"w0", "t", now_s(), "up_gbps", 2.0, "down_gbps", 4.0, "tx_gbps", 0.0,
 				"rx_gbps", 0.0));
@@ -618,9 +657,9 @@ END_TEST
 START_TEST(running_transfer_carried)
 {
 	start_daemon(no_agg);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 0, 100, 1);
-	reg(w0, "worker");
+	int w0;
+
+	setup("async", 0, 100, 1, &w0, NULL);
 	push(w0, ((uint64_t)2 << 40) | 1, 0, 100000000); /* 100 MB over 0.95 Gbit/s: ~0.84 s */
 	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
 	pump(0.1);
@@ -639,14 +678,7 @@ END_TEST
 START_TEST(dead_aggregator_skips_aggregate)
 {
 	start_daemon(NULL);
-	int ps = fake_open("ps"), w[2], a0;
-	w[0] = fake_open("w0");
-	w[1] = fake_open("w1");
-	a0 = fake_open("a0");
-	reg_server(ps, "async", 0, 8, 2);
-	reg(w[0], "worker");
-	reg(w[1], "worker");
-	reg(a0, "aggregator");
+	int w[2], a0, ps = setup("async", 0, 8, 2, w, &a0);
 	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
 	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
 	json_t *ag = wait_msg(a0, "aggregate", 2.0);
@@ -682,36 +714,18 @@ static void short_sync(struct sched_config *c)
 /* MLfabric-S with a missing worker: after --sync-timeout the batch goes without it, named. */
 START_TEST(sync_timeout_names_missing)
 {
-	char logpath[128];
 	start_daemon(short_sync);
-	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
-	int saved = dup(2), lf = open(logpath, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	dup2(lf, 2);
-	int ps = fake_open("ps"), w[3];
-	w[0] = fake_open("w0");
-	w[1] = fake_open("w1");
-	w[2] = fake_open("w2");
-	reg_server(ps, "sync", 0, 8, 3);
-	for (int i = 0; i < 3; i++)
-		reg(w[i], "worker");
+	capture_stderr();
+	int w[3], ps = setup("sync", 0, 8, 3, w, NULL);
 	push(w[0], ((uint64_t)2 << 40) | 1, 0, 1000);
 	push(w[2], ((uint64_t)4 << 40) | 1, 0, 1000);
 	pump(0.15);
 	ck_assert_int_eq(count_msgs(ps, "order"), 0);
 	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
-	dup2(saved, 2);
-	close(lf);
+	ck_assert_int_eq(captured_lines("missing: w1"), 1);
 	pthread_mutex_lock(&hook_mu);
 	ck_assert_int_eq(hook_n_updates, 2);
 	pthread_mutex_unlock(&hook_mu);
-	FILE *f = fopen(logpath, "r");
-	char line[512];
-	int named = 0;
-	while (f && fgets(line, sizeof(line), f))
-		named += strstr(line, "missing: w1") != NULL;
-	if (f)
-		fclose(f);
-	ck_assert_int_eq(named, 1);
 	stop_daemon();
 }
 END_TEST
@@ -798,13 +812,8 @@ END_TEST
 /* A dead server: planned updates lost (drop to the workers), new updates dropped at once. */
 START_TEST(dead_server_loses_planned)
 {
-	start_daemon(no_agg);
-	int ps = fake_open("ps"), w0 = fake_open("w0");
-	reg_server(ps, "async", 0, 8, 1);
-	reg(w0, "worker");
+	int w0, ps = one_update_sent(&w0);
 	uint64_t id = ((uint64_t)2 << 40) | 1;
-	push(w0, id, 0, 100000);
-	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
 	ctl_close(&fakes[ps].c);
 	fakes[ps].open = 0;
 	json_t *d = wait_msg(w0, "drop", 2.0);
@@ -817,6 +826,91 @@ START_TEST(dead_server_loses_planned)
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(d, "reason")), "ps"));
 	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"lost\""), 1);
 	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"dropped\""), 1);
+	stop_daemon();
+}
+END_TEST
+
+/* The program: a subprocess on 127.0.0.1 accepts a dataplane and exits 0 on SIGTERM. */
+START_TEST(program_runs_and_stops)
+{
+	char d[] = "/tmp/test_sched_prog.XXXXXX", path[128], rec[128], listen[64], err[128];
+	ck_assert_ptr_nonnull(mkdtemp(d));
+	snprintf(path, sizeof(path), "%s/cluster.json", d);
+	snprintf(rec, sizeof(rec), "%s/rec", d);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(cluster_json, f);
+	fclose(f);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", 20000 + (int)((getpid() * 13) % 30000));
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 2);
+		execl("build/mlf-scheduler", "mlf-scheduler", "--cluster", path, "--listen", listen,
+		      "--records", rec, "--batch-ms", "20", (char *)NULL);
+		_exit(127);
+	}
+	int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		fd = ctl_connect(listen, err, sizeof(err));
+		if (fd < 0)
+			usleep(20000);
+	}
+	ck_assert_msg(fd >= 0, "%s", err);
+	struct ctl_conn c;
+	ctl_init(&c, fd);
+	json_t *h = json_pack("{s:s, s:s}", "type", "hello", "host", "w2");
+	ck_assert_int_ge(ctl_send(&c, h), 0);
+	json_decref(h);
+	json_t *w = NULL;
+	for (int i = 0; i < 100 && !w; i++) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		poll(&pf, 1, 20);
+		ctl_read(&c);
+		ctl_next(&c, &w, err, sizeof(err));
+	}
+	ck_assert_ptr_nonnull(w);
+	ck_assert_str_eq(ctl_type(w), "welcome");
+	ck_assert_double_eq_tol(json_number_value(json_object_get(w, "batch_ms")), 20, 1e-9);
+	json_decref(w);
+	ctl_close(&c);
+	kill(pid, SIGTERM);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	char bpath[256];
+	snprintf(bpath, sizeof(bpath), "%s/batches.jsonl", rec);
+	ck_assert_int_eq(access(bpath, F_OK), 0);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A dataplane's error naming a gone application: it is unregistered, its aggregate skipped. */
+START_TEST(gone_app_unregistered)
+{
+	start_daemon(NULL);
+	int w[2], a0, ps = setup("async", 0, 8, 2, w, &a0);
+	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
+	json_t *ag = wait_msg(a0, "aggregate", 2.0);
+	ck_assert_ptr_nonnull(ag);
+	fake_send(a0, json_pack("{s:s, s:s, s:s}", "type", "error", "app", "aggregator@a0",
+				"reason", "host a0: no application 'aggregator@a0'"));
+	json_t *k = wait_msg(ps, "skip", 2.0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
+								      0)), jid(ag, "agg"));
+	ck_assert_int_eq(fakes[a0].open, 1);
+	ck_assert_int_eq(count_msgs(a0, "error"), 0); /* no error answered to an error */
+	push(w[0], ((uint64_t)2 << 40) | 2, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 2, 0, 10001024);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(a0, "aggregate"), 1);
 	stop_daemon();
 }
 END_TEST
@@ -842,6 +936,8 @@ int main(void)
 	tcase_add_test(tc, steps_merged_keep_bytes);
 	tcase_add_test(tc, bad_fields_named);
 	tcase_add_test(tc, dead_server_loses_planned);
+	tcase_add_test(tc, program_runs_and_stops);
+	tcase_add_test(tc, gone_app_unregistered);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
