@@ -16,7 +16,8 @@ apps_cleanup() {
 }
 
 # apps_begin NAME SUBNET HOST:SUFFIX:ROLES...: write cluster NAME with hosts at 10.83.SUBNET.SUFFIX
-# (roles a JSON list body, e.g. '"worker"'), bring it up, make the work directory.
+# (roles a JSON list body, e.g. '"worker"'), links of $APPS_GBPS Gbit/s (default 10), bring it up,
+# make the work directory.
 apps_begin() {
 	local name=$1 net=$2 cfg sep="" h hn ip roles
 	shift 2
@@ -27,7 +28,8 @@ apps_begin() {
 		echo "{\"name\": \"$name\", \"hosts\": ["
 		for h in "$@"; do
 			IFS=: read -r hn ip roles <<<"$h"
-			printf '%s{"name": "%s", "ip": "10.83.%s.%s", "roles": [%s]}\n' "$sep" "$hn" "$net" "$ip" "$roles"
+			printf '%s{"name": "%s", "ip": "10.83.%s.%s", "up_gbps": %s, "down_gbps": %s, "roles": [%s]}\n' \
+				"$sep" "$hn" "$net" "$ip" "${APPS_GBPS:-10}" "${APPS_GBPS:-10}" "$roles"
 			sep=","
 		done
 		echo "]}"
