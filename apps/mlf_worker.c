@@ -141,8 +141,6 @@ int main(int argc, char **argv)
 		return log_err("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none", o.straggle), 2;
 	if (train_load_shard(o.data, o.train_images, o.shard_i, o.shard_n, &shard, err, sizeof(err)))
 		return log_err("%s", err), 1;
-	if (!(pushes = train_rec_open(o.records, "pushes.jsonl", err, sizeof(err))))
-		return log_err("%s", err), 1;
 	size_t n = mlp_param_count(&shape);
 	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
 	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
@@ -162,6 +160,11 @@ int main(int argc, char **argv)
 	rc = mlf_register_as_worker(f, o.server);
 	if (rc) {
 		log_err("register as worker of %s: %s", o.server, mlf_error(f));
+		mlf_close(f);
+		return 1;
+	}
+	if (!(pushes = train_rec_open(o.records, "pushes.jsonl", err, sizeof(err)))) {
+		log_err("%s", err);
 		mlf_close(f);
 		return 1;
 	}
