@@ -17,7 +17,7 @@
 struct rr_opts {
 	const char *model, *straggle, *records, *data;
 	int batch;
-	double lr, momentum, eval_every, time_limit, target;
+	double lr, momentum, eval_every, time_limit, target, compute_min;
 	size_t eval_images, train_images;
 	long iterations;
 	uint64_t seed;
@@ -47,7 +47,9 @@ static void rr_usage(FILE *f)
 		"  --time-limit S         stop after S seconds (default 240)\n"
 		"  --target-accuracy A    stop when the test accuracy reaches A (default: never)\n"
 		"  --iterations N         stop after N iterations (default: no limit)\n"
-		"  --seed S               model init and sampling seed (default 1)\n");
+		"  --seed S               model init and sampling seed (default 1)\n"
+		"  --compute-s T          emulated accelerator: a gradient takes at least T seconds\n"
+		"                         (sleeps the rest; stragglers multiply it; default 0 = CPU time)\n");
 }
 
 static int rr_parse(int argc, char **argv, struct rr_opts *o)
@@ -57,7 +59,7 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
 		{ "momentum", 1, 0, 'g' }, { "straggle", 1, 0, 's' }, { "eval-every", 1, 0, 'e' },
 		{ "eval-images", 1, 0, 'k' }, { "train-images", 1, 0, 'n' }, { "records", 1, 0, 'r' },
 		{ "data", 1, 0, 'd' }, { "time-limit", 1, 0, 't' }, { "target-accuracy", 1, 0, 'a' },
-		{ "iterations", 1, 0, 'i' }, { "seed", 1, 0, 'S' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "iterations", 1, 0, 'i' }, { "seed", 1, 0, 'S' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -81,6 +83,7 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
 		case 'a': o->target = atof(optarg); break;
 		case 'i': o->iterations = atol(optarg); break;
 		case 'S': o->seed = strtoull(optarg, NULL, 10); break;
+		case 'C': o->compute_min = atof(optarg); break;
 		case 'h': rr_usage(stdout); return 1;
 		default: rr_usage(stderr); return -1;
 		}
@@ -190,10 +193,11 @@ int main(int argc, char **argv)
 			rr_evaluate(&root, &o, &shape, m.w, it);
 			root.next_eval = train_now() + o.eval_every;
 		}
+		t_start = train_now();
 		train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
 		if (mlp_grad(&shape, m.w, x, y, o.batch, buf) < 0)
 			rr_fatal("out of memory computing the gradient");
-		compute_s = train_now() - t_start;
+		compute_s = train_compute_pad(t_start, o.compute_min);
 		factor = train_straggle_next(&st);
 		train_straggle_sleep(compute_s, factor);
 		buf[m.n] = 0;

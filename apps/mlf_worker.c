@@ -18,7 +18,7 @@ struct wk_opts {
 	const char *cluster, *host, *server, *mode_name, *model, *straggle, *records, *data, *sock;
 	enum mlf_mode mode;
 	int shard_i, shard_n, batch;
-	double lr, duration, timeout;
+	double lr, duration, timeout, compute_min;
 	long iterations;
 	size_t train_images;
 	uint64_t seed;
@@ -41,6 +41,8 @@ static void wk_usage(FILE *f)
 		"  --batch N              mini-batch size (default 32)\n"
 		"  --lr X                 learning rate (default 0.05)\n"
 		"  --straggle R,S|C1..C3  slow an iteration down by S with probability R (default none)\n"
+		"  --compute-s T          emulated accelerator: a gradient takes at least T seconds\n"
+		"                         (sleeps the rest; stragglers multiply it; default 0 = CPU time)\n"
 		"  --seed S               sampling and straggler seed (default 1)\n"
 		"  --records DIR          write pushes.jsonl and worker.json there (default .)\n"
 		"  --data DIR             Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
@@ -59,7 +61,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "batch", 1, 0, 'b' }, { "lr", 1, 0, 'l' }, { "straggle", 1, 0, 'g' },
 		{ "seed", 1, 0, 'S' }, { "records", 1, 0, 'r' }, { "data", 1, 0, 'd' },
 		{ "train-images", 1, 0, 'n' }, { "iterations", 1, 0, 'i' }, { "duration", 1, 0, 'D' },
-		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
 	int c;
@@ -86,6 +88,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		case 'D': o->duration = atof(optarg); break;
 		case 't': o->timeout = atof(optarg); break;
 		case 's': o->sock = optarg; break;
+		case 'C': o->compute_min = atof(optarg); break;
 		case 'h': wk_usage(stdout); return 1;
 		default: wk_usage(stderr); return -1;
 		}
@@ -177,7 +180,7 @@ int main(int argc, char **argv)
 	rc = 0;
 	while (!wk_stop && (!o.iterations || it < o.iterations) &&
 	       (!o.duration || train_now() - t0 < o.duration)) {
-		double ts = train_now(), compute_s, factor, norm;
+		double ts, compute_s, factor, norm;
 		int64_t r, id = 0, v_g;
 
 		if (o.mode != MLF_MODE_SYNC || it == 0) {
@@ -187,6 +190,7 @@ int main(int argc, char **argv)
 				break;
 			}
 		}
+		ts = train_now();
 		train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
 		loss = mlp_grad(&shape, w, x, y, o.batch, u);
 		if (loss < 0) {
@@ -194,7 +198,7 @@ int main(int argc, char **argv)
 			log_err("no memory for the gradient");
 			break;
 		}
-		compute_s = train_now() - ts;
+		compute_s = train_compute_pad(ts, o.compute_min);
 		factor = train_straggle_next(&st);
 		train_straggle_sleep(compute_s, factor);
 		straggled += factor > 1;

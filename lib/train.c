@@ -91,6 +91,17 @@ double train_straggle_next(struct train_straggle *st)
 	return u < st->rate ? st->factor : 1.0;
 }
 
+double train_compute_pad(double t_start, double min_s)
+{
+	double elapsed = train_now() - t_start;
+
+	if (min_s > elapsed) {
+		train_straggle_sleep(min_s - elapsed, 2.0);
+		return min_s;
+	}
+	return elapsed;
+}
+
 double train_straggle_sleep(double compute_s, double factor)
 {
 	double extra = (factor - 1) * compute_s;

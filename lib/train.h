@@ -71,6 +71,14 @@ double train_straggle_next(struct train_straggle *st);
  */
 double train_straggle_sleep(double compute_s, double factor);
 
+/**
+ * train_compute_pad - emulate an accelerator whose gradient computation takes at least
+ * @min_s seconds (the paper's workers are GPUs; ours compute on shared CPU cores): sleep until
+ * @t_start + @min_s (CLOCK_REALTIME seconds from train_now()). Returns the iteration's compute
+ * time, max(elapsed, @min_s) seconds; @min_s <= 0 only measures.
+ */
+double train_compute_pad(double t_start, double min_s);
+
 /* ---- data: shards, mini-batches, evaluation --------------------------------------------- */
 
 /** train_shard_parse - parse "I/N" (0 <= I < N). Returns 0 or -EINVAL. */

@@ -208,6 +208,24 @@ START_TEST(trained_tiny_model_beats_chance)
 }
 END_TEST
 
+/* The emulated accelerator pads a fast computation to its minimum and leaves a slow one alone. */
+START_TEST(compute_pad_is_a_minimum)
+{
+	double t0 = train_now();
+	double c = train_compute_pad(t0, 0.05);
+	double waited = train_now() - t0;
+
+	ck_assert(c == 0.05);
+	ck_assert(waited >= 0.049);
+	t0 = train_now() - 0.2; /* a computation that already took 0.2 s */
+	c = train_compute_pad(t0, 0.05);
+	ck_assert(c >= 0.2 && c < 0.3);
+	ck_assert(train_now() - t0 < 0.3); /* no extra sleep */
+	c = train_compute_pad(train_now(), 0);
+	ck_assert(c >= 0 && c < 0.01);
+}
+END_TEST
+
 START_TEST(mode_names)
 {
 	enum mlf_mode m;
@@ -268,6 +286,7 @@ int main(void)
 	tcase_add_test(tc, shards_cover_every_image_once);
 	tcase_add_test(tc, shard_load_keeps_only_the_shard);
 	tcase_add_test(tc, trained_tiny_model_beats_chance);
+	tcase_add_test(tc, compute_pad_is_a_minimum);
 	tcase_add_test(tc, mode_names);
 	tcase_add_test(tc, records_are_json_lines);
 	suite_add_tcase(s, tc);
