@@ -18,6 +18,7 @@
 #include "dp.h"
 #include "log.h"
 #include "delivery.h"
+#include "ctlrelay.h"
 
 #define MAX_CLIENTS 64
 #define MAX_CHANS TRANSPORT_MAX_CHANS
@@ -261,6 +262,54 @@ static void drop_client(int c)
 		if (ai.listener[i] == c)
 			ai.listener[i] = -1;
 	transport_client_gone(c);
+	ctlrelay_client_gone(c);
+}
+
+void appif_ctl_to(int c, const char *text)
+{
+	struct appmsg m;
+
+	if (appmsg_ctl(&m, text) < 0) {
+		log_warn("app connection %d: control message of %zu bytes too long, not sent", c, strlen(text));
+		return;
+	}
+	reply(c, &m);
+}
+
+/*
+ * A SEND whose destination is this host (a worker co-hosted with its server or aggregator):
+ * no link is involved, so the buffer is handed to the local listener at once (the same memfd:
+ * the sender never writes it again) and the sender gets ACCEPTED and TX_DONE. Takes @fd.
+ */
+static void send_local(int c, const struct appmsg *m, int fd)
+{
+	static uint64_t next_local = 1;
+	struct appmsg r = { .type = APPMSG_ACCEPTED }, rx, tx;
+	struct stat st;
+
+	if (m->offset != 0 || m->chan >= MAX_CHANS || fstat(fd, &st) < 0 || (uint64_t)st.st_size < m->bytes ||
+	    m->bytes == 0) {
+		r.status = -EINVAL;
+		snprintf(r.reason, sizeof(r.reason), "bad local transfer: %llu bytes at offset %llu on channel %u "
+			 "(a transfer to this host must start at offset 0)", (unsigned long long)m->bytes,
+			 (unsigned long long)m->offset, m->chan);
+		log_warn("app connection %d: %s", c, r.reason);
+		close(fd);
+		reply(c, &r);
+		return;
+	}
+	r.id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | (1ULL << 47) | next_local++;
+	reply(c, &r);
+	rx = (struct appmsg){ .type = APPMSG_RX_DONE, .id = r.id, .bytes = m->bytes, .chan = m->chan,
+			      .end_ns = dp.clk.real_ns };
+	snprintf(rx.peer, sizeof(rx.peer), "%s", dp.cluster.hosts[dp.me].name);
+	tx = rx;
+	tx.type = APPMSG_TX_DONE;
+	tx.first_tx_ns = dp.clk.real_ns;
+	log_info("xfer %llx: to this host (channel %u), %llu bytes handed over locally",
+		 (unsigned long long)r.id, m->chan, (unsigned long long)m->bytes);
+	enqueue(&rx, fd);
+	reply(c, &tx);
 }
 
 static void serve(int c)
@@ -279,6 +328,14 @@ static void serve(int c)
 		switch (m.type) {
 		case APPMSG_SEND: {
 			struct appmsg r = { .type = APPMSG_ACCEPTED };
+			char dst[APPMSG_NAME_MAX + 1];
+			memcpy(dst, m.peer, APPMSG_NAME_MAX);
+			dst[APPMSG_NAME_MAX] = '\0';
+			if (fd >= 0 && cluster_find(&dp.cluster, dst) == dp.me) {
+				send_local(c, &m, fd);
+				fd = -1;
+				break;
+			}
 			err[0] = '\0';
 			r.id = transport_submit(&m, fd, c, ai.cl[c].gen, err, sizeof(err));
 			if (!r.id) {
@@ -303,9 +360,16 @@ static void serve(int c)
 				error_to(c, "ORDER: %s", m.chan >= MAX_CHANS ? "channel out of range" : "too many ids");
 				break;
 			}
-			if (delivery_add(&ai.order[m.chan], m.u.ids, m.n, m.flags & 1) < 0)
+			if (m.flags & APPMSG_ORDER_SKIP) {
+				for (int i = 0; i < m.n; i++)
+					delivery_mark_done(&ai.order[m.chan], m.u.ids[i]);
+			} else if (delivery_add(&ai.order[m.chan], m.u.ids, m.n, m.flags & APPMSG_ORDER_REPLACE) < 0) {
 				error_to(c, "ORDER: %s", "out of memory");
+			}
 			deliver();
+			break;
+		case APPMSG_CTL:
+			ctlrelay_from_app(c, m.u.text);
 			break;
 		default:
 			error_to(c, "unknown request type%s", "");

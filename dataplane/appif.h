@@ -42,6 +42,12 @@ void appif_rx_aborted(int peer, uint64_t id, const char *reason);
  */
 void appif_check_order(uint64_t hold_ns);
 
+/**
+ * appif_ctl_to - send the control JSON @text to app connection @c (an APPMSG_CTL; queued when
+ * the app's socket is full). A text longer than APPMSG_CTL_MAX is logged and not sent.
+ */
+void appif_ctl_to(int c, const char *text);
+
 /** appif_close - close every connection and remove the socket file. */
 void appif_close(void);
 

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <rte_ethdev.h>
 
 #include "appif.h"
+#include "ctlrelay.h"
 #include "dp.h"
 #include "log.h"
 #include "dpclient.h"
@@ -53,18 +55,22 @@ static void usage(FILE *out, const char *prog)
 		"  --busy-poll         never sleep when idle (dedicated core)\n"
 		"  --fault SPEC        fault injection, e.g. rx_drop=0.01,dup=0.01,reorder=0.01,cut=b\n"
 		"  --shaper-gbps R     egress token bucket rate in Gbit/s (0 = off, default)\n"
+		"  --scheduler A|none  scheduler IP:PORT (default: the host with role scheduler,\n"
+		"                      control_port of the config; none = no control connection)\n"
+		"  --t-report S        link report period to the scheduler, seconds (default 0.1)\n"
 		"  -v, --verbose       debug logging\n"
 		"  -h, --help          this text\n"
 		"Testbed EAL args: --no-huge -m 512 --no-pci --file-prefix=<cluster>-<host> -l <core>\n"
 		"  --vdev=net_af_packet0,iface=eth0,qdisc_bypass=0,framecnt=4096,blocksz=2048,framesz=2048\n"
 		"Run-time control: dpdk-telemetry.py -f <file-prefix>, commands /mlfabric/stats,\n"
-		"  /mlfabric/faults[,SPEC], /mlfabric/shaper[,GBPS]. See docs/dataplane.md.\n",
+		"  /mlfabric/faults[,SPEC], /mlfabric/shaper[,GBPS], /mlfabric/capacity[,UP,DOWN].\n"
+		"  See docs/dataplane.md.\n",
 		prog, MLFABRIC_SOCK_DIR);
 }
 
 struct opts {
-	const char *cluster, *host, *sock, *fault;
-	double shaper, timeout;
+	const char *cluster, *host, *sock, *fault, *scheduler;
+	double shaper, timeout, t_report;
 	unsigned port;
 };
 
@@ -76,6 +82,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "timeout", required_argument, NULL, 't' }, { "busy-poll", no_argument, NULL, 'b' },
 		{ "fault", required_argument, NULL, 'f' },   { "shaper-gbps", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },       { "help", no_argument, NULL, 'h' },
+		{ "scheduler", required_argument, NULL, 'S' }, { "t-report", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -88,6 +95,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'H': o->host = optarg; break;
 		case 's': o->sock = optarg; break;
 		case 'f': o->fault = optarg; break;
+		case 'S': o->scheduler = optarg; break;
+		case 'R':
+			o->t_report = strtod(optarg, &end);
+			if (*end || !(o->t_report >= 0.001 && o->t_report <= 60)) {
+				fprintf(stderr, "--t-report: '%s' must be seconds in [0.001, 60]\n", optarg);
+				return -1;
+			}
+			break;
 		case 'b': dp.busy_poll = 1; break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'p':
@@ -209,6 +224,7 @@ static void run(void)
 			last_slow = dp.clk.mono_ns;
 			work |= transport_timers();
 			work |= appif_poll();
+			work |= ctlrelay_poll();
 			appif_check_order(ORDER_HOLD_FACTOR * dp.timeout_ns);
 			if (dp.clk.mono_ns - last_mon >= MONITOR_NS) {
 				last_mon = dp.clk.mono_ns;
@@ -229,9 +245,9 @@ static void run(void)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .timeout = 3.0 };
+	struct opts o = { .timeout = 3.0, .t_report = 0.1 };
 	struct fault_spec faults = { 0 };
-	char err[256], sock[256], comp[64];
+	char err[256], sock[256], comp[64], sched[64];
 	int ret, udp_fd;
 
 	for (int i = 1; i < argc; i++)
@@ -283,6 +299,19 @@ int main(int argc, char **argv)
 		rte_exit(EXIT_FAILURE, "cannot set up telemetry commands or faults\n");
 	if (appif_init(o.sock, err, sizeof(err)) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
+	if (!o.scheduler) {
+		int s = cluster_find_role(&dp.cluster, CLUSTER_ROLE_SCHEDULER);
+		struct in_addr a = { .s_addr = s >= 0 ? dp.cluster.hosts[s].ip : 0 };
+		if (s >= 0) {
+			snprintf(sched, sizeof(sched), "%s:%u", inet_ntoa(a), dp.cluster.control_port);
+			o.scheduler = sched;
+		} else {
+			log_info("no host with role scheduler in %s: no control connection", o.cluster);
+			o.scheduler = "none";
+		}
+	}
+	if (ctlrelay_init(strcmp(o.scheduler, "none") ? o.scheduler : NULL, o.t_report, err, sizeof(err)) < 0)
+		rte_exit(EXIT_FAILURE, "%s\n", err);
 	log_info("TSC at %.6f GHz (DPDK estimate %.6f)", dp.hz / 1e9, (double)rte_get_tsc_hz() / 1e9);
 	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, app socket %s, %s",
 		 o.host, dp.cluster.name, dp.cluster.mtu, dp.cluster.udp_port,
@@ -293,6 +322,7 @@ int main(int argc, char **argv)
 	log_info("signal %d: stopping, failing unfinished transfers", (int)force_quit);
 	clock_sample();
 	transport_shutdown();
+	ctlrelay_close();
 	appif_close();
 	portio_close();
 	if (udp_fd >= 0)

@@ -1,4 +1,4 @@
-/* monitor.c - telemetry: counters and throughput snapshots, run-time fault and shaper commands. */
+/* monitor.c - telemetry: counters and throughput snapshots, run-time fault, shaper and capacity commands. */
 #include "monitor.h"
 
 #include <errno.h>
@@ -24,6 +24,7 @@ static struct {
 	double rx_gbps, tx_gbps; /* measured over the last snapshot interval */
 	struct fault_spec faults;
 	double shaper_gbps;
+	double up_gbps, down_gbps; /* declared link capacities reported to the scheduler */
 	int faults_pending, shaper_pending;
 	struct fault_spec new_faults;
 	double new_shaper;
@@ -133,6 +134,46 @@ static int cmd_shaper(const char *cmd, const char *params, struct rte_tel_data *
 	return 0;
 }
 
+static int cmd_capacity(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	double up, down;
+	char *end;
+
+	rte_tel_data_start_dict(d);
+	if (params && *params) {
+		up = strtod(params, &end);
+		if (end == params || *end != ',' || !(up >= 0 && up <= 1000)) {
+			rte_tel_data_add_dict_string(d, "error", "capacity: expected UP_GBPS,DOWN_GBPS in [0, 1000]");
+			return 0;
+		}
+		down = strtod(end + 1, &end);
+		if (*end || !(down >= 0 && down <= 1000)) {
+			rte_tel_data_add_dict_string(d, "error", "capacity: expected UP_GBPS,DOWN_GBPS in [0, 1000]");
+			return 0;
+		}
+		pthread_mutex_lock(&mon.lock);
+		mon.up_gbps = up;
+		mon.down_gbps = down;
+		pthread_mutex_unlock(&mon.lock);
+		log_info("declared capacity now up %.3f down %.3f Gbit/s", up, down);
+	}
+	pthread_mutex_lock(&mon.lock);
+	up = mon.up_gbps;
+	down = mon.down_gbps;
+	pthread_mutex_unlock(&mon.lock);
+	rte_tel_data_add_dict_u64(d, "up_mbit_s", (uint64_t)(up * 1000 + 0.5));
+	rte_tel_data_add_dict_u64(d, "down_mbit_s", (uint64_t)(down * 1000 + 0.5));
+	return 0;
+}
+
+void monitor_capacity(double *up_gbps, double *down_gbps)
+{
+	pthread_mutex_lock(&mon.lock);
+	*up_gbps = mon.up_gbps;
+	*down_gbps = mon.down_gbps;
+	pthread_mutex_unlock(&mon.lock);
+}
+
 int monitor_apply_faults(const struct fault_spec *f, char *err, size_t errlen)
 {
 	int cut = -1;
@@ -157,6 +198,8 @@ int monitor_init(const struct fault_spec *faults, double shaper_gbps)
 	char err[256];
 
 	mon.shaper_gbps = shaper_gbps;
+	mon.up_gbps = dp.cluster.hosts[dp.me].up_gbps;
+	mon.down_gbps = dp.cluster.hosts[dp.me].down_gbps;
 	if ((rc = monitor_apply_faults(faults, err, sizeof(err))) < 0) {
 		log_err("%s", err);
 		return rc;
@@ -166,7 +209,9 @@ int monitor_init(const struct fault_spec *faults, double shaper_gbps)
 	    (rc = rte_telemetry_register_cmd("/mlfabric/faults", cmd_faults,
 			"Show fault injection, or set it: /mlfabric/faults,rx_drop=0.01,dup=0.01,cut=b")) < 0 ||
 	    (rc = rte_telemetry_register_cmd("/mlfabric/shaper", cmd_shaper,
-			"Show or set the egress shaper rate: /mlfabric/shaper,<gbps> (0 = off)")) < 0)
+			"Show or set the egress shaper rate: /mlfabric/shaper,<gbps> (0 = off)")) < 0 ||
+	    (rc = rte_telemetry_register_cmd("/mlfabric/capacity", cmd_capacity,
+			"Show or declare the link capacities reported to the scheduler: /mlfabric/capacity,UP,DOWN")) < 0)
 		return rc;
 	return 0;
 }

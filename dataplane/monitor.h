@@ -1,4 +1,4 @@
-/* monitor.h - DPDK telemetry commands /mlfabric/stats, /mlfabric/faults, /mlfabric/shaper. */
+/* monitor.h - DPDK telemetry commands /mlfabric/stats, /mlfabric/faults, /mlfabric/shaper, /mlfabric/capacity. */
 #ifndef MLF_MONITOR_H
 #define MLF_MONITOR_H
 
@@ -16,6 +16,13 @@ int monitor_init(const struct fault_spec *faults, double shaper_gbps);
  * per-transfer figures and measured throughput; apply pending fault/shaper changes.
  */
 void monitor_step(void);
+
+/**
+ * monitor_capacity - the declared link capacities in Gbit/s (default the config's up/down_gbps;
+ * changed at run time by the telemetry command /mlfabric/capacity,UP,DOWN), reported to the
+ * scheduler in hello and link messages (docs/control.md).
+ */
+void monitor_capacity(double *up_gbps, double *down_gbps);
 
 /** monitor_apply_faults - put @f in force now (also used for --fault at start). 0 or -EINVAL. */
 int monitor_apply_faults(const struct fault_spec *f, char *err, size_t errlen);

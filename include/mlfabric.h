@@ -79,6 +79,8 @@ struct mlf_opts {
 	const char *sock;      /* dataplane socket (default /run/mlfabric/<cluster>-<host>.sock) */
 	enum mlf_mode mode;    /* default MLF_MODE_ASYNC */
 	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10) */
+	double agg_input_timeout_s; /* aggregator: inputs missing this long after the commanded
+				     * start are given up (`partial`), seconds (default 5) */
 };
 
 /** One endpoint (opaque). */

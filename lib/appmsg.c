@@ -15,7 +15,22 @@ size_t appmsg_len(const struct appmsg *m)
 		return head + m->n * sizeof(m->u.steps[0]);
 	if (m->type == APPMSG_ORDER && m->n <= APPMSG_MAX_IDS)
 		return head + m->n * sizeof(m->u.ids[0]);
+	if (m->type == APPMSG_CTL && m->n <= APPMSG_CTL_MAX)
+		return head + m->n;
 	return head;
+}
+
+int appmsg_ctl(struct appmsg *m, const char *text)
+{
+	size_t n = strlen(text);
+
+	memset(m, 0, offsetof(struct appmsg, u));
+	m->type = APPMSG_CTL;
+	if (n == 0 || n > APPMSG_CTL_MAX)
+		return -EMSGSIZE;
+	m->n = (uint16_t)n;
+	memcpy(m->u.text, text, n);
+	return 0;
 }
 
 int appmsg_send(int sock, const struct appmsg *m, int fd)
@@ -67,7 +82,8 @@ int appmsg_recv(int sock, struct appmsg *m, int *fd)
 	if (n == 0)
 		return 0;
 	if (n < (ssize_t)offsetof(struct appmsg, u) || n != (ssize_t)appmsg_len(m) ||
-	    (mh.msg_flags & MSG_TRUNC)) {
+	    (mh.msg_flags & MSG_TRUNC) ||
+	    (m->type == APPMSG_CTL && (m->n == 0 || m->n > APPMSG_CTL_MAX))) {
 		if (*fd >= 0)
 			close(*fd);
 		*fd = -1;

@@ -9,6 +9,9 @@
 #define APPMSG_MAX_IDS 64    /* transfer ids per ORDER message (send several to append more) */
 #define APPMSG_NAME_MAX 32
 #define APPMSG_REASON_MAX 160
+#define APPMSG_CTL_MAX 16384 /* bytes of control JSON text per CTL message (docs/control.md) */
+#define APPMSG_ORDER_REPLACE 1u /* ORDER flag: replace the channel's order instead of appending */
+#define APPMSG_ORDER_SKIP 2u    /* ORDER flag: these ids will never arrive; stop waiting for them */
 
 /** Message types; the direction is in brackets. */
 enum appmsg_type {
@@ -19,6 +22,7 @@ enum appmsg_type {
 	APPMSG_RX_DONE,    /* [dp -> app] an incoming transfer; status 0 carries its memfd */
 	APPMSG_ORDER,      /* [app -> dp] append ids to the commit order of channel `chan` */
 	APPMSG_ERROR,      /* [dp -> app] a request was refused (reason says why) */
+	APPMSG_CTL,        /* [both] one control JSON object (n bytes of u.text, no NUL on the socket) */
 };
 
 /** One step of a rate schedule: from @at_ns after the start, @gbps Gbit/s (0 = pause). */
@@ -46,21 +50,29 @@ struct appmsg {
 	uint64_t retransmits;  /* TX_DONE: segments sent again */
 	uint64_t frames;       /* TX_DONE: data frames sent, RX_DONE: data frames received */
 	uint16_t chan;       /* application channel at the destination (SEND, LISTEN, ORDER, RX_DONE) */
-	uint16_t n;          /* SEND: rate steps (0 = unpaced); ORDER: ids */
-	uint32_t flags;      /* ORDER: 1 = replace the order instead of appending */
+	uint16_t n;          /* SEND: rate steps (0 = unpaced); ORDER: ids; CTL: text bytes (1..APPMSG_CTL_MAX) */
+	uint32_t flags;      /* ORDER: APPMSG_ORDER_REPLACE or APPMSG_ORDER_SKIP */
 	char peer[APPMSG_NAME_MAX];     /* SEND: destination host; DONE: the other end */
 	char reason[APPMSG_REASON_MAX]; /* failures: what went wrong, naming the peer */
 	union {
 		struct appmsg_step steps[APPMSG_MAX_STEPS];
 		uint64_t ids[APPMSG_MAX_IDS];
+		char text[APPMSG_CTL_MAX + 8]; /* CTL: JSON text, NUL-terminated after appmsg_recv */
 	} u;
 };
 
 /**
- * appmsg_len - bytes of @m on the socket: the fixed fields plus the n used steps (SEND) or ids
- * (ORDER); an out-of-range n sends no array (the receiver refuses such a SEND or ORDER).
+ * appmsg_len - bytes of @m on the socket: the fixed fields plus the n used steps (SEND), ids
+ * (ORDER) or text bytes (CTL); an out-of-range n sends no array (the receiver refuses such a
+ * SEND or ORDER; appmsg_recv refuses such a CTL with -EPROTO).
  */
 size_t appmsg_len(const struct appmsg *m);
+
+/**
+ * appmsg_ctl - make @m a CTL message carrying the control JSON @text (docs/control.md).
+ * Returns 0, or -EMSGSIZE when @text is empty or longer than APPMSG_CTL_MAX bytes.
+ */
+int appmsg_ctl(struct appmsg *m, const char *text);
 
 /**
  * appmsg_send - send @m on the SOCK_SEQPACKET socket @sock, with file descriptor @fd attached
@@ -73,7 +85,8 @@ int appmsg_send(int sock, const struct appmsg *m, int fd);
  * appmsg_recv - receive one message into @m; an attached descriptor goes to *@fd (else -1).
  * Returns 1 for a message, 0 when the peer closed the connection, -EAGAIN when nothing is
  * waiting on a non-blocking socket, -EPROTO for a message whose size does not match its type
- * and n (appmsg_len), other -errno. The unused part of the array is zeroed.
+ * and n (appmsg_len) or a CTL with n outside 1..APPMSG_CTL_MAX, other -errno. The unused part
+ * of the array is zeroed (so a CTL's text is NUL-terminated).
  */
 int appmsg_recv(int sock, struct appmsg *m, int *fd);
 

@@ -199,12 +199,14 @@ int mlfabric_listen(mlfabric_t *m, uint16_t chan)
 	return appmsg_send(m->sock, &msg, -1);
 }
 
-int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, int replace)
+/* ORDER messages of at most APPMSG_MAX_IDS ids each; @first_flags on the first, @flags after. */
+static int send_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, uint32_t first_flags,
+		      uint32_t flags)
 {
 	int done = 0;
 
 	do {
-		struct appmsg msg = { .type = APPMSG_ORDER, .chan = chan, .flags = replace && done == 0 };
+		struct appmsg msg = { .type = APPMSG_ORDER, .chan = chan, .flags = done == 0 ? first_flags : flags };
 		int k = n - done > APPMSG_MAX_IDS ? APPMSG_MAX_IDS : n - done, rc;
 		msg.n = (uint16_t)k;
 		memcpy(msg.u.ids, ids + done, (size_t)k * sizeof(uint64_t));
@@ -215,12 +217,31 @@ int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int
 	return 0;
 }
 
+int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, int replace)
+{
+	return send_order(m, chan, ids, n, replace ? APPMSG_ORDER_REPLACE : 0, 0);
+}
+
+int mlfabric_order_skip(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n)
+{
+	return n > 0 ? send_order(m, chan, ids, n, APPMSG_ORDER_SKIP, APPMSG_ORDER_SKIP) : 0;
+}
+
+int mlfabric_ctl_send(mlfabric_t *m, const char *text)
+{
+	struct appmsg msg;
+	int rc = appmsg_ctl(&msg, text);
+
+	return rc < 0 ? rc : appmsg_send(m->sock, &msg, -1);
+}
+
 static void to_event(const struct appmsg *msg, int fd, struct mlfabric_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));
 	ev->buf.fd = -1;
 	ev->kind = msg->type == APPMSG_TX_DONE ? MLFABRIC_EV_SENT :
-		   msg->type == APPMSG_RX_DONE ? MLFABRIC_EV_RECEIVED : MLFABRIC_EV_ERROR;
+		   msg->type == APPMSG_RX_DONE ? MLFABRIC_EV_RECEIVED :
+		   msg->type == APPMSG_CTL ? MLFABRIC_EV_CTL : MLFABRIC_EV_ERROR;
 	ev->status = msg->status;
 	ev->id = msg->id;
 	ev->bytes = msg->bytes;
@@ -234,6 +255,14 @@ static void to_event(const struct appmsg *msg, int fd, struct mlfabric_event *ev
 	ev->start_error_ns = msg->start_error_ns;
 	ev->retransmits = msg->retransmits;
 	ev->frames = msg->frames;
+	if (msg->type == APPMSG_CTL) {
+		ev->ctl = strndup(msg->u.text, msg->n);
+		if (!ev->ctl) {
+			ev->kind = MLFABRIC_EV_ERROR;
+			ev->status = -ENOMEM;
+			snprintf(ev->reason, sizeof(ev->reason), "out of memory for a control message");
+		}
+	}
 	if (fd >= 0 && ev->kind == MLFABRIC_EV_RECEIVED && ev->status == 0 && msg->bytes > 0) {
 		void *p = mmap(NULL, msg->bytes, PROT_READ, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED) {
@@ -272,4 +301,6 @@ int mlfabric_poll(mlfabric_t *m, struct mlfabric_event *ev, int timeout_ms)
 void mlfabric_event_release(struct mlfabric_event *ev)
 {
 	mlfabric_buf_free(&ev->buf);
+	free(ev->ctl);
+	ev->ctl = NULL;
 }

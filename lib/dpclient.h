@@ -38,6 +38,7 @@ enum mlfabric_ev_kind {
 	MLFABRIC_EV_SENT = 1, /* a transfer we sent ended (status 0 = byte-exact at the peer) */
 	MLFABRIC_EV_RECEIVED, /* an incoming transfer ended; on success @buf holds its bytes */
 	MLFABRIC_EV_ERROR,    /* the dataplane refused a LISTEN/ORDER request (reason) */
+	MLFABRIC_EV_CTL,      /* a control message (docs/control.md) relayed by the dataplane: @ctl */
 };
 
 /** One completion or arrival. */
@@ -52,6 +53,7 @@ struct mlfabric_event {
 	int64_t start_error_ns;         /* SENT: first data frame time minus commanded start */
 	uint64_t retransmits, frames;
 	struct mlfabric_buf buf;        /* RECEIVED ok: read-only mapping, release with mlfabric_event_release */
+	char *ctl;                      /* CTL: the JSON text (malloc'd, freed by mlfabric_event_release) */
 };
 
 /**
@@ -93,12 +95,26 @@ int mlfabric_listen(mlfabric_t *m, uint16_t chan);
 int mlfabric_commit_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, int replace);
 
 /**
+ * mlfabric_order_skip - transfers @ids of @chan will never arrive (the scheduler reported them
+ * lost): ordered delivery stops waiting for them (ORDER with APPMSG_ORDER_SKIP).
+ * Returns 0 or -errno (dataplane gone).
+ */
+int mlfabric_order_skip(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n);
+
+/**
+ * mlfabric_ctl_send - send the control JSON @text (one object, docs/control.md) to the dataplane,
+ * which relays it to the scheduler (or answers it). Safe to call from a thread other than the one
+ * polling. Returns 0, -EMSGSIZE (empty or longer than APPMSG_CTL_MAX), or -errno (dataplane gone).
+ */
+int mlfabric_ctl_send(mlfabric_t *m, const char *text);
+
+/**
  * mlfabric_poll - wait up to @timeout_ms (-1 = forever) for the next event.
  * Returns 1 with @ev filled, 0 on timeout, -EPIPE when the dataplane went away, other -errno.
  */
 int mlfabric_poll(mlfabric_t *m, struct mlfabric_event *ev, int timeout_ms);
 
-/** mlfabric_event_release - unmap a received buffer of @ev (no-op for other events). */
+/** mlfabric_event_release - unmap a received buffer of @ev, free a CTL text (no-op for other events). */
 void mlfabric_event_release(struct mlfabric_event *ev);
 
 #endif

@@ -1,0 +1,265 @@
+/* mlf_ps.c - the parameter server: applies worker updates with momentum (paper eq. 2), answers pulls, evaluates. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "log.h"
+#include "mlfabric.h"
+#include "train.h"
+
+#define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+
+/* Command-line settings (docs/fabric.md). */
+struct ps_opts {
+	const char *cluster, *host, *mode_name, *model, *records, *data, *sock;
+	enum mlf_mode mode;
+	int workers;
+	double momentum, eval_every, timeout;
+	long tau_max;
+	size_t eval_images;
+	uint64_t seed;
+};
+
+/* The server: the model under a lock (the event thread applies, the main thread evaluates). */
+struct ps {
+	pthread_mutex_t lock;
+	struct train_model m;
+	struct cluster cl;
+	FILE *applied_f;
+	uint64_t applied, rx_bytes, rx_transfers, bad_updates;
+};
+
+static volatile sig_atomic_t ps_stop;
+
+static void ps_on_signal(int sig) { ps_stop = sig; }
+
+static void ps_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mlf-ps --cluster C.json --host H --mode mlfabric-a|mlfabric-s|async --workers N [options]\n"
+		"Parameter server: holds the model, applies every update or aggregate the fabric hands\n"
+		"it with momentum (paper eq. 2; an aggregate of m updates is one step, version += m),\n"
+		"answers pulls, evaluates test accuracy. Stops on SIGTERM/SIGINT and writes server.json.\n"
+		"  --model SIZES       layer sizes (default 784,1024,10)\n"
+		"  --momentum G        gamma of eq. 2 (default 0.9)\n"
+		"  --tau-max T         delay bound in versions (default 8)\n"
+		"  --eval-every S      seconds between evaluations (default 2)\n"
+		"  --eval-images K     evaluate on the first K test images (default 1000)\n"
+		"  --records DIR       write applied.jsonl, accuracy.jsonl, server.json there (default .)\n"
+		"  --seed S            model initialisation seed (default 1)\n"
+		"  --data DIR          Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
+		"  --sock PATH         dataplane socket (default /run/mlfabric/<cluster>-<host>.sock)\n"
+		"  --timeout S         peer / scheduler silence that fails a wait (default 10)\n");
+}
+
+static int ps_parse(int argc, char **argv, struct ps_opts *o)
+{
+	static const struct option lo[] = {
+		{ "cluster", 1, 0, 'c' }, { "host", 1, 0, 'H' }, { "mode", 1, 0, 'M' },
+		{ "workers", 1, 0, 'w' }, { "model", 1, 0, 'm' }, { "momentum", 1, 0, 'g' },
+		{ "tau-max", 1, 0, 'T' }, { "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' },
+		{ "records", 1, 0, 'r' }, { "seed", 1, 0, 'S' }, { "data", 1, 0, 'd' },
+		{ "sock", 1, 0, 's' }, { "timeout", 1, 0, 't' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	int c;
+
+	*o = (struct ps_opts){ .model = "784,1024,10", .records = ".", .data = DEFAULT_DATA,
+			       .momentum = 0.9, .eval_every = 2, .timeout = 10, .tau_max = 8,
+			       .eval_images = 1000, .seed = 1 };
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': o->cluster = optarg; break;
+		case 'H': o->host = optarg; break;
+		case 'M': o->mode_name = optarg; break;
+		case 'w': o->workers = atoi(optarg); break;
+		case 'm': o->model = optarg; break;
+		case 'g': o->momentum = atof(optarg); break;
+		case 'T': o->tau_max = atol(optarg); break;
+		case 'e': o->eval_every = atof(optarg); break;
+		case 'k': o->eval_images = strtoul(optarg, NULL, 10); break;
+		case 'r': o->records = optarg; break;
+		case 'S': o->seed = strtoull(optarg, NULL, 10); break;
+		case 'd': o->data = optarg; break;
+		case 's': o->sock = optarg; break;
+		case 't': o->timeout = atof(optarg); break;
+		case 'h': ps_usage(stdout); return 1;
+		default: ps_usage(stderr); return -1;
+		}
+	}
+	if (optind < argc)
+		return fprintf(stderr, "mlf-ps: unexpected argument '%s'\n", argv[optind]), -1;
+	if (!o->cluster || !o->host || !o->mode_name)
+		return fprintf(stderr, "mlf-ps: --cluster, --host and --mode are required (see --help)\n"), -1;
+	if (train_mode_parse(o->mode_name, &o->mode))
+		return fprintf(stderr, "mlf-ps: unknown --mode '%s' (mlfabric-a, mlfabric-s, async)\n", o->mode_name), -1;
+	if (o->workers < 1 || o->tau_max < 0 || o->eval_every <= 0 || o->timeout <= 0)
+		return fprintf(stderr, "mlf-ps: --workers must be >= 1, --tau-max >= 0, --eval-every and --timeout > 0\n"), -1;
+	return 0;
+}
+
+/* Name of the worker host that made update @id ((host index + 1) << 40 | sequence, control.md). */
+static const char *ps_update_worker(const struct cluster *cl, uint64_t id)
+{
+	uint64_t h = id >> 40;
+
+	return h >= 1 && h <= (uint64_t)cl->n_hosts ? cl->hosts[h - 1].name : "?";
+}
+
+/* Update callback (event thread): apply with eq. 2, one applied.jsonl line per part. */
+static int64_t ps_on_update(void *arg, const struct mlf_update *u)
+{
+	struct ps *ps = arg;
+	const struct mlf_payload_hdr *h = u->hdr;
+	int64_t at, now, parts = h->n_parts ? h->n_parts : 1;
+	double t = train_now();
+
+	pthread_mutex_lock(&ps->lock);
+	at = ps->m.version;
+	if (u->n != ps->m.n || h->n_parts > MLF_PAYLOAD_MAX_PARTS) {
+		ps->bad_updates++;
+		pthread_mutex_unlock(&ps->lock);
+		log_warn("transfer %llu from %s: %zu floats, %u parts (model has %zu floats): not applied",
+			 (unsigned long long)u->xfer, u->src, u->n, h->n_parts, ps->m.n);
+		return at;
+	}
+	now = train_apply(&ps->m, u->u, parts);
+	ps->applied += (uint64_t)parts;
+	ps->rx_bytes += mlf_payload_bytes(u->n);
+	ps->rx_transfers++;
+	pthread_mutex_unlock(&ps->lock);
+	for (uint32_t i = 0; i < h->n_parts; i++) {
+		const struct mlf_part *p = &h->parts[i];
+		train_rec_line(ps->applied_f,
+			       json_pack("{s:f,s:I,s:s,s:I,s:s,s:I,s:I,s:I,s:i}", "t", t, "xfer",
+					 (json_int_t)u->xfer, "src", u->src, "id", (json_int_t)p->id, "worker",
+					 ps_update_worker(&ps->cl, p->id), "version", (json_int_t)p->version,
+					 "at", (json_int_t)at, "delay", (json_int_t)(at - p->version), "parts",
+					 (int)h->n_parts));
+	}
+	return now;
+}
+
+/* Request callback (event thread): the model snapshot answering a pull. */
+static int64_t ps_on_request(void *arg, float *model, size_t n)
+{
+	struct ps *ps = arg;
+	int64_t v;
+
+	pthread_mutex_lock(&ps->lock);
+	memcpy(model, ps->m.w, sizeof(float) * (n < ps->m.n ? n : ps->m.n));
+	v = ps->m.version;
+	pthread_mutex_unlock(&ps->lock);
+	return v;
+}
+
+/* Evaluate a snapshot (taken under the lock, evaluated outside it); one accuracy.jsonl line. */
+static void ps_evaluate(struct ps *ps, const struct mlp_shape *s, const struct idx_dataset *test,
+			size_t k, float *snap, FILE *acc_f, double t0)
+{
+	int64_t v;
+	uint64_t applied;
+	double acc, loss, t = train_now();
+
+	v = ps_on_request(ps, snap, ps->m.n);
+	pthread_mutex_lock(&ps->lock);
+	applied = ps->applied;
+	pthread_mutex_unlock(&ps->lock);
+	if (train_eval(s, snap, test, k, &acc, &loss)) {
+		log_warn("evaluation at version %lld: out of memory", (long long)v);
+		return;
+	}
+	train_rec_line(acc_f, json_pack("{s:f,s:I,s:f,s:f}", "t", t, "version", (json_int_t)v,
+					"accuracy", acc, "loss", loss));
+	log_info("t=%.1fs version %lld applied %llu accuracy %.4f loss %.4f", t - t0, (long long)v,
+		 (unsigned long long)applied, acc, loss);
+}
+
+int main(int argc, char **argv)
+{
+	struct ps_opts o;
+	struct ps ps = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct mlp_shape shape;
+	struct idx_dataset test;
+	struct mlf_opts fo = { 0 };
+	struct mlf_params par = { 0 };
+	char err[512], comp[64];
+	FILE *acc_f;
+	mlf_t *f;
+	float *snap;
+	double t0;
+	int rc = ps_parse(argc, argv, &o);
+
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	snprintf(comp, sizeof(comp), "ps[%s]", o.host);
+	log_component = comp;
+	if (mlp_shape_parse(o.model, &shape) || shape.sizes[0] != 784 || shape.sizes[shape.n_layers] != 10)
+		return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
+	if (train_model_init(&ps.m, &shape, o.seed, o.momentum))
+		return log_err("bad --momentum %g (must be in [0, 1)) or no memory for the model", o.momentum), 2;
+	if (cluster_load(o.cluster, &ps.cl, err, sizeof(err)))
+		return log_err("%s", err), 1;
+	if (train_load(o.data, 1, o.eval_images, &test, err, sizeof(err)))
+		return log_err("%s", err), 1;
+	if (!(ps.applied_f = train_rec_open(o.records, "applied.jsonl", err, sizeof(err))) ||
+	    !(acc_f = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err))))
+		return log_err("%s", err), 1;
+	snap = malloc(sizeof(float) * ps.m.n);
+	if (!snap)
+		return log_err("no memory for a model snapshot (%zu floats)", ps.m.n), 1;
+
+	fo.cluster = o.cluster;
+	fo.host = o.host;
+	fo.sock = o.sock;
+	fo.mode = o.mode;
+	fo.timeout_s = o.timeout;
+	f = mlf_open(&fo, err, sizeof(err));
+	if (!f)
+		return log_err("cannot open the fabric endpoint: %s", err), 1;
+	par.tau_max = o.tau_max;
+	par.momentum = o.momentum;
+	par.n_workers = o.workers;
+	rc = mlf_register_as_server(f, &par, ps.m.n, 0, ps_on_update, ps_on_request, &ps);
+	if (rc) {
+		log_err("register as server: %s", mlf_error(f));
+		mlf_close(f);
+		return 1;
+	}
+	signal(SIGTERM, ps_on_signal);
+	signal(SIGINT, ps_on_signal);
+	t0 = train_now();
+	log_info("serving %s (%zu parameters) in mode %s for %d workers, delay bound %ld", o.model,
+		 ps.m.n, o.mode_name, o.workers, o.tau_max);
+	while (!ps_stop) {
+		double next = train_now() + o.eval_every;
+		ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
+		while (!ps_stop && train_now() < next)
+			usleep(20000);
+	}
+	mlf_close(f);
+	ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
+	log_info("stopping on signal %d: version %lld, %llu updates applied in %llu transfers",
+		 (int)ps_stop, (long long)ps.m.version, (unsigned long long)ps.applied,
+		 (unsigned long long)ps.rx_transfers);
+	if (ps.bad_updates)
+		log_warn("%llu transfers had the wrong size and were not applied", (unsigned long long)ps.bad_updates);
+	rc = train_rec_file(o.records, "server.json",
+			    json_pack("{s:I,s:I,s:I,s:I}", "applied", (json_int_t)ps.applied, "version",
+				      (json_int_t)ps.m.version, "rx_bytes", (json_int_t)ps.rx_bytes,
+				      "rx_transfers", (json_int_t)ps.rx_transfers),
+			    err, sizeof(err));
+	if (rc)
+		log_err("%s", err);
+	fclose(ps.applied_f);
+	fclose(acc_f);
+	free(snap);
+	idx_free(&test);
+	cluster_free(&ps.cl);
+	train_model_free(&ps.m);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,231 @@
+/* mlf_rrsync.c - the RR-Sync baseline (paper §7): synchronous SGD with an MPI ring allreduce of the gradients. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "log.h"
+#include "train.h"
+#include "vec.h"
+
+#define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+
+/* Command-line settings (docs/fabric.md). */
+struct rr_opts {
+	const char *model, *straggle, *records, *data;
+	int batch;
+	double lr, momentum, eval_every, time_limit, target;
+	size_t eval_images, train_images;
+	long iterations;
+	uint64_t seed;
+};
+
+static volatile sig_atomic_t rr_stop_signal;
+
+static void rr_on_signal(int sig) { rr_stop_signal = sig; }
+
+static void rr_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mpirun ... mlf-rrsync [options]   (RR-Sync baseline, paper §7)\n"
+		"Every rank trains on its shard of Fashion-MNIST; each iteration the ranks sum their\n"
+		"mini-batch gradients with MPI_Allreduce and apply the averaged update with momentum\n"
+		"(paper eq. 2). Rank 0 evaluates and writes accuracy.jsonl and iterations.jsonl.\n"
+		"  --model SIZES          layer sizes (default 784,1024,10)\n"
+		"  --batch N              mini-batch per rank (default 32)\n"
+		"  --lr X                 learning rate: u = -lr * mean gradient (default 0.05)\n"
+		"  --momentum G           gamma of eq. 2 (default 0.9)\n"
+		"  --straggle R,S|C1..C3  slow an iteration down by S with probability R (default none)\n"
+		"  --eval-every S         seconds between evaluations on rank 0 (default 2)\n"
+		"  --eval-images K        evaluate on the first K test images (default 1000)\n"
+		"  --train-images N       shard the first N training images (default 60000)\n"
+		"  --records DIR          write rank 0's record files there (default: none)\n"
+		"  --data DIR             Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
+		"  --time-limit S         stop after S seconds (default 240)\n"
+		"  --target-accuracy A    stop when the test accuracy reaches A (default: never)\n"
+		"  --iterations N         stop after N iterations (default: no limit)\n"
+		"  --seed S               model init and sampling seed (default 1)\n");
+}
+
+static int rr_parse(int argc, char **argv, struct rr_opts *o)
+{
+	static const struct option lo[] = {
+		{ "model", 1, 0, 'm' }, { "batch", 1, 0, 'b' }, { "lr", 1, 0, 'l' },
+		{ "momentum", 1, 0, 'g' }, { "straggle", 1, 0, 's' }, { "eval-every", 1, 0, 'e' },
+		{ "eval-images", 1, 0, 'k' }, { "train-images", 1, 0, 'n' }, { "records", 1, 0, 'r' },
+		{ "data", 1, 0, 'd' }, { "time-limit", 1, 0, 't' }, { "target-accuracy", 1, 0, 'a' },
+		{ "iterations", 1, 0, 'i' }, { "seed", 1, 0, 'S' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	int c;
+
+	*o = (struct rr_opts){ .model = "784,1024,10", .straggle = "none", .data = DEFAULT_DATA,
+			       .batch = 32, .lr = 0.05, .momentum = 0.9, .eval_every = 2,
+			       .time_limit = 240, .target = 2, .eval_images = 1000,
+			       .train_images = 60000, .seed = 1 };
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'm': o->model = optarg; break;
+		case 'b': o->batch = atoi(optarg); break;
+		case 'l': o->lr = atof(optarg); break;
+		case 'g': o->momentum = atof(optarg); break;
+		case 's': o->straggle = optarg; break;
+		case 'e': o->eval_every = atof(optarg); break;
+		case 'k': o->eval_images = strtoul(optarg, NULL, 10); break;
+		case 'n': o->train_images = strtoul(optarg, NULL, 10); break;
+		case 'r': o->records = optarg; break;
+		case 'd': o->data = optarg; break;
+		case 't': o->time_limit = atof(optarg); break;
+		case 'a': o->target = atof(optarg); break;
+		case 'i': o->iterations = atol(optarg); break;
+		case 'S': o->seed = strtoull(optarg, NULL, 10); break;
+		case 'h': rr_usage(stdout); return 1;
+		default: rr_usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "mlf-rrsync: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (o->batch < 1 || o->eval_every <= 0 || o->time_limit <= 0 || o->train_images < 1) {
+		fprintf(stderr, "mlf-rrsync: --batch, --eval-every, --time-limit, --train-images must be positive\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Rank 0's state: test set, record files, evaluation clock. */
+struct rr_root {
+	struct idx_dataset test;
+	FILE *acc, *iters;
+	double t0, next_eval, last_acc;
+};
+
+static void rr_evaluate(struct rr_root *r, const struct rr_opts *o, const struct mlp_shape *s,
+			const float *w, long it)
+{
+	double acc, loss, t = train_now();
+
+	if (train_eval(s, w, &r->test, o->eval_images, &acc, &loss)) {
+		log_warn("evaluation at iteration %ld: out of memory", it);
+		return;
+	}
+	r->last_acc = acc;
+	train_rec_line(r->acc, json_pack("{s:f,s:I,s:I,s:f,s:f}", "t", t, "version", (json_int_t)it,
+					 "iteration", (json_int_t)it, "accuracy", acc, "loss", loss));
+	log_info("iteration %ld  t=%.1fs  accuracy %.4f  loss %.4f", it, t - r->t0, acc, loss);
+}
+
+static void rr_fatal(const char *what)
+{
+	log_err("%s", what);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	struct rr_opts o;
+	struct mlp_shape shape;
+	struct train_model m;
+	struct train_straggle st;
+	struct idx_dataset shard;
+	struct rr_root root = { 0 };
+	char err[512], comp[32];
+	int rank, size, rc;
+	uint64_t rng;
+	long it = 0;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	snprintf(comp, sizeof(comp), "rrsync[%d]", rank);
+	log_component = comp;
+	rc = rr_parse(argc, argv, &o);
+	if (rc) {
+		MPI_Finalize();
+		return rc > 0 ? 0 : 2;
+	}
+	if (mlp_shape_parse(o.model, &shape))
+		rr_fatal("bad --model: expected positive layer sizes like 784,1024,10");
+	if (shape.sizes[0] != 784 || shape.sizes[shape.n_layers] != 10)
+		rr_fatal("bad --model: Fashion-MNIST needs 784 inputs and 10 outputs");
+	if (train_straggle_parse(o.straggle, o.seed * 1000003u + (uint64_t)rank, &st))
+		rr_fatal("bad --straggle: expected R,S with R in [0,1] and S >= 1, or C1, C2, C3, none");
+	if (train_model_init(&m, &shape, o.seed, o.momentum))
+		rr_fatal("bad --momentum (must be in [0, 1)) or out of memory for the model");
+	if (train_load_shard(o.data, o.train_images, rank, size, &shard, err, sizeof(err)))
+		rr_fatal(err);
+	rng = o.seed * 7919u + (uint64_t)rank + 1;
+	if (rank == 0) {
+		if (train_load(o.data, 1, o.eval_images, &root.test, err, sizeof(err)))
+			rr_fatal(err);
+		if (o.records && (!(root.acc = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err))) ||
+				  !(root.iters = train_rec_open(o.records, "iterations.jsonl", err, sizeof(err)))))
+			rr_fatal(err);
+		signal(SIGTERM, rr_on_signal);
+		signal(SIGINT, rr_on_signal);
+		log_info("%d ranks, model %s (%zu parameters), shard of %zu images per rank", size,
+			 o.model, m.n, shard.n);
+	}
+
+	/* the gradient buffer carries one extra float: rank 0's stop decision, summed with the rest */
+	float *buf = malloc(sizeof(float) * (m.n + 1));
+	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
+	uint8_t *y = malloc((size_t)o.batch);
+	if (!buf || !x || !y)
+		rr_fatal("out of memory for the gradient buffers");
+	MPI_Barrier(MPI_COMM_WORLD);
+	root.t0 = train_now();
+	root.next_eval = root.t0;
+	for (;;) {
+		double t_start = train_now(), compute_s, allreduce_s, factor;
+
+		if (rank == 0 && t_start >= root.next_eval) {
+			rr_evaluate(&root, &o, &shape, m.w, it);
+			root.next_eval = train_now() + o.eval_every;
+		}
+		train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
+		if (mlp_grad(&shape, m.w, x, y, o.batch, buf) < 0)
+			rr_fatal("out of memory computing the gradient");
+		compute_s = train_now() - t_start;
+		factor = train_straggle_next(&st);
+		train_straggle_sleep(compute_s, factor);
+		buf[m.n] = 0;
+		if (rank == 0 && (rr_stop_signal || root.last_acc >= o.target ||
+				  train_now() - root.t0 >= o.time_limit || (o.iterations && it >= o.iterations)))
+			buf[m.n] = 1;
+		double t_ar = train_now();
+		MPI_Allreduce(MPI_IN_PLACE, buf, (int)(m.n + 1), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+		allreduce_s = train_now() - t_ar;
+		if (buf[m.n] > 0.5f)
+			break;
+		vec_scale_f32(buf, (float)(-o.lr / size), m.n); /* u = -lr * mean gradient (eq. 1) */
+		train_apply(&m, buf, 1);
+		it++;
+		if (rank == 0)
+			train_rec_line(root.iters, json_pack("{s:f,s:I,s:f,s:f,s:b}", "t", train_now(),
+							     "iteration", (json_int_t)it, "compute_s", compute_s,
+							     "allreduce_s", allreduce_s, "straggled", factor > 1));
+	}
+	if (rank == 0) {
+		rr_evaluate(&root, &o, &shape, m.w, it);
+		log_info("stopped after %ld iterations, %.1f s: %s", it, train_now() - root.t0,
+			 rr_stop_signal ? "signal" : root.last_acc >= o.target ? "target accuracy reached" :
+			 (o.iterations && it >= o.iterations) ? "iteration limit" : "time limit");
+		if (root.acc)
+			fclose(root.acc);
+		if (root.iters)
+			fclose(root.iters);
+		idx_free(&root.test);
+	}
+	free(buf);
+	free(x);
+	free(y);
+	idx_free(&shard);
+	train_model_free(&m);
+	MPI_Finalize();
+	return 0;
+}

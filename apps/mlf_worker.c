@@ -1,0 +1,245 @@
+/* mlf_worker.c - a training worker: gets the model, computes a mini-batch update (paper eq. 1), pushes it through the fabric. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mlfabric.h"
+#include "train.h"
+#include "vec.h"
+
+#define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+
+/* Command-line settings (docs/fabric.md). */
+struct wk_opts {
+	const char *cluster, *host, *server, *mode_name, *model, *straggle, *records, *data, *sock;
+	enum mlf_mode mode;
+	int shard_i, shard_n, batch;
+	double lr, duration, timeout;
+	long iterations;
+	size_t train_images;
+	uint64_t seed;
+};
+
+static volatile sig_atomic_t wk_stop;
+
+static void wk_on_signal(int sig) { wk_stop = sig; }
+
+static void wk_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mlf-worker --cluster C.json --host H --server PS --mode mlfabric-a|mlfabric-s|async\n"
+		"                  --shard I/N [options]\n"
+		"Training worker: each iteration gets the latest model (MLfabric-S: the allreduce result),\n"
+		"computes a mini-batch gradient on its shard of Fashion-MNIST, and pushes the update\n"
+		"u = -lr * gradient (paper eq. 1) with its norm and model version. Stops on SIGTERM/SIGINT,\n"
+		"--iterations or --duration and writes worker.json.\n"
+		"  --model SIZES          layer sizes (default 784,1024,10; must match the server)\n"
+		"  --batch N              mini-batch size (default 32)\n"
+		"  --lr X                 learning rate (default 0.05)\n"
+		"  --straggle R,S|C1..C3  slow an iteration down by S with probability R (default none)\n"
+		"  --seed S               sampling and straggler seed (default 1)\n"
+		"  --records DIR          write pushes.jsonl and worker.json there (default .)\n"
+		"  --data DIR             Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
+		"  --train-images N       shard the first N training images (default 60000)\n"
+		"  --iterations N         stop after N iterations (default: no limit)\n"
+		"  --duration S           stop after S seconds (default: no limit)\n"
+		"  --timeout S            a model get waits this long for the server (default 10)\n"
+		"  --sock PATH            dataplane socket (default /run/mlfabric/<cluster>-<host>.sock)\n");
+}
+
+static int wk_parse(int argc, char **argv, struct wk_opts *o)
+{
+	static const struct option lo[] = {
+		{ "cluster", 1, 0, 'c' }, { "host", 1, 0, 'H' }, { "server", 1, 0, 'P' },
+		{ "mode", 1, 0, 'M' }, { "shard", 1, 0, 'x' }, { "model", 1, 0, 'm' },
+		{ "batch", 1, 0, 'b' }, { "lr", 1, 0, 'l' }, { "straggle", 1, 0, 'g' },
+		{ "seed", 1, 0, 'S' }, { "records", 1, 0, 'r' }, { "data", 1, 0, 'd' },
+		{ "train-images", 1, 0, 'n' }, { "iterations", 1, 0, 'i' }, { "duration", 1, 0, 'D' },
+		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	const char *shard = NULL;
+	int c;
+
+	*o = (struct wk_opts){ .model = "784,1024,10", .straggle = "none", .records = ".",
+			       .data = DEFAULT_DATA, .batch = 32, .lr = 0.05, .timeout = 10,
+			       .train_images = 60000, .seed = 1 };
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': o->cluster = optarg; break;
+		case 'H': o->host = optarg; break;
+		case 'P': o->server = optarg; break;
+		case 'M': o->mode_name = optarg; break;
+		case 'x': shard = optarg; break;
+		case 'm': o->model = optarg; break;
+		case 'b': o->batch = atoi(optarg); break;
+		case 'l': o->lr = atof(optarg); break;
+		case 'g': o->straggle = optarg; break;
+		case 'S': o->seed = strtoull(optarg, NULL, 10); break;
+		case 'r': o->records = optarg; break;
+		case 'd': o->data = optarg; break;
+		case 'n': o->train_images = strtoul(optarg, NULL, 10); break;
+		case 'i': o->iterations = atol(optarg); break;
+		case 'D': o->duration = atof(optarg); break;
+		case 't': o->timeout = atof(optarg); break;
+		case 's': o->sock = optarg; break;
+		case 'h': wk_usage(stdout); return 1;
+		default: wk_usage(stderr); return -1;
+		}
+	}
+	if (optind < argc)
+		return fprintf(stderr, "mlf-worker: unexpected argument '%s'\n", argv[optind]), -1;
+	if (!o->cluster || !o->host || !o->server || !o->mode_name || !shard)
+		return fprintf(stderr, "mlf-worker: --cluster, --host, --server, --mode and --shard are required (see --help)\n"), -1;
+	if (train_mode_parse(o->mode_name, &o->mode))
+		return fprintf(stderr, "mlf-worker: unknown --mode '%s' (mlfabric-a, mlfabric-s, async)\n", o->mode_name), -1;
+	if (train_shard_parse(shard, &o->shard_i, &o->shard_n))
+		return fprintf(stderr, "mlf-worker: bad --shard '%s': expected I/N with 0 <= I < N\n", shard), -1;
+	if (o->batch < 1 || o->lr <= 0 || o->timeout <= 0 || o->duration < 0 || o->iterations < 0)
+		return fprintf(stderr, "mlf-worker: --batch, --lr, --timeout must be positive\n"), -1;
+	return 0;
+}
+
+/* Report a failed fabric call and name the server when it stopped answering. */
+static int wk_fail(mlf_t *f, const struct wk_opts *o, const char *what, int64_t rc)
+{
+	if (rc == -ETIMEDOUT)
+		log_err("server %s stopped answering: %s timed out after %.1f s (%s)", o->server, what,
+			o->timeout, mlf_error(f));
+	else
+		log_err("%s to server %s failed: %s (%s)", what, o->server, strerror((int)-rc), mlf_error(f));
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct wk_opts o;
+	struct mlp_shape shape;
+	struct train_straggle st;
+	struct idx_dataset shard;
+	struct mlf_opts fo = { 0 };
+	struct mlf_worker_stats ws;
+	char err[512], comp[64];
+	int64_t version = 0;
+	uint64_t rng;
+	long it = 0, straggled = 0;
+	double t0, busy = 0, next_progress, loss = 0;
+	FILE *pushes;
+	mlf_t *f;
+	int rc = wk_parse(argc, argv, &o);
+
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	snprintf(comp, sizeof(comp), "worker[%s]", o.host);
+	log_component = comp;
+	if (mlp_shape_parse(o.model, &shape) || shape.sizes[0] != 784 || shape.sizes[shape.n_layers] != 10)
+		return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
+	if (train_straggle_parse(o.straggle, o.seed * 1000003u + (uint64_t)o.shard_i, &st))
+		return log_err("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none", o.straggle), 2;
+	if (train_load_shard(o.data, o.train_images, o.shard_i, o.shard_n, &shard, err, sizeof(err)))
+		return log_err("%s", err), 1;
+	if (!(pushes = train_rec_open(o.records, "pushes.jsonl", err, sizeof(err))))
+		return log_err("%s", err), 1;
+	size_t n = mlp_param_count(&shape);
+	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
+	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
+	uint8_t *y = malloc((size_t)o.batch);
+	if (!w || !u || !x || !y)
+		return log_err("no memory for the model and update buffers (%zu floats)", n), 1;
+	rng = o.seed * 7919u + (uint64_t)o.shard_i + 1;
+
+	fo.cluster = o.cluster;
+	fo.host = o.host;
+	fo.sock = o.sock;
+	fo.mode = o.mode;
+	fo.timeout_s = o.timeout;
+	f = mlf_open(&fo, err, sizeof(err));
+	if (!f)
+		return log_err("cannot open the fabric endpoint: %s", err), 1;
+	rc = mlf_register_as_worker(f, o.server);
+	if (rc) {
+		log_err("register as worker of %s: %s", o.server, mlf_error(f));
+		mlf_close(f);
+		return 1;
+	}
+	signal(SIGTERM, wk_on_signal);
+	signal(SIGINT, wk_on_signal);
+	t0 = train_now();
+	next_progress = t0 + 2;
+	log_info("worker of %s, mode %s, shard %d/%d (%zu images), model %s", o.server, o.mode_name,
+		 o.shard_i, o.shard_n, shard.n, o.model);
+	rc = 0;
+	while (!wk_stop && (!o.iterations || it < o.iterations) &&
+	       (!o.duration || train_now() - t0 < o.duration)) {
+		double ts = train_now(), compute_s, factor, norm;
+		int64_t r, id = 0;
+
+		if (o.mode != MLF_MODE_SYNC || it == 0) {
+			r = mlf_get(f, o.server, w, n, &version, o.timeout);
+			if (r) {
+				rc = wk_fail(f, &o, "model get", r);
+				break;
+			}
+		}
+		train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
+		loss = mlp_grad(&shape, w, x, y, o.batch, u);
+		if (loss < 0) {
+			rc = 1;
+			log_err("no memory for the gradient");
+			break;
+		}
+		compute_s = train_now() - ts;
+		factor = train_straggle_next(&st);
+		train_straggle_sleep(compute_s, factor);
+		straggled += factor > 1;
+		vec_scale_f32(u, (float)-o.lr, n); /* u = -lr * gradient (eq. 1) */
+		norm = vec_norm2_f32(u, n);
+		if (o.mode == MLF_MODE_SYNC) {
+			r = mlf_allreduce(f, o.server, u, n, norm, version, w, &version, o.timeout);
+			if (r) {
+				rc = wk_fail(f, &o, "allreduce", r);
+				break;
+			}
+		} else {
+			id = mlf_push(f, o.server, u, n, norm, version);
+			if (id < 0) {
+				rc = wk_fail(f, &o, "push", id);
+				break;
+			}
+		}
+		it++;
+		busy += train_now() - ts;
+		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b}", "t", train_now(), "id",
+						 id > 0 ? json_integer(id) : json_null(), "version",
+						 (json_int_t)version, "norm", norm, "compute_s", compute_s,
+						 "straggled", factor > 1));
+		if (train_now() >= next_progress) {
+			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", train_now() - t0, it,
+				 (long long)version, loss);
+			next_progress += 2;
+		}
+	}
+	mlf_get_worker_stats(f, &ws);
+	mlf_close(f);
+	log_info("stopped after %ld iterations (%ld straggled): pushed %llu sent %llu dropped %llu aggregated %llu",
+		 it, straggled, (unsigned long long)ws.pushed, (unsigned long long)ws.sent,
+		 (unsigned long long)ws.dropped, (unsigned long long)ws.aggregated);
+	if (train_rec_file(o.records, "worker.json",
+			   json_pack("{s:I,s:I,s:I,s:I,s:I,s:f}", "iterations", (json_int_t)it, "pushed",
+				     (json_int_t)ws.pushed, "sent", (json_int_t)ws.sent, "dropped",
+				     (json_int_t)ws.dropped, "aggregated", (json_int_t)ws.aggregated,
+				     "mean_iteration_s", it ? busy / (double)it : 0.0),
+			   err, sizeof(err))) {
+		log_err("%s", err);
+		rc = 1;
+	}
+	fclose(pushes);
+	free(w);
+	free(u);
+	free(x);
+	free(y);
+	idx_free(&shard);
+	return rc;
+}

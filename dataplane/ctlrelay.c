@@ -1,0 +1,349 @@
+/* ctlrelay.c - control connection to the scheduler and relay of app control messages (docs/control.md). */
+#define _GNU_SOURCE
+#include "ctlrelay.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "appif.h"
+#include "ctl.h"
+#include "dp.h"
+#include "log.h"
+#include "monitor.h"
+
+#define MAX_APPS 64                   /* app connections (appif's MAX_CLIENTS) */
+#define RETRY_NS 500000000ULL         /* connection attempts every 0.5 s */
+#define CONNECT_TIMEOUT_NS 2000000000ULL
+#define HEARTBEAT_NS 250000000ULL     /* heartbeat every 0.25 s */
+#define APP_NAME_MAX 64
+
+static struct {
+	int enabled;
+	char addr[96];
+	struct sockaddr_in sa;
+	uint64_t t_report_ns;
+	int connecting_fd;          /* >= 0 while a non-blocking connect is in progress */
+	uint64_t connect_since_ns, next_try_ns;
+	int up;                     /* conn is established */
+	struct ctl_conn conn;
+	uint64_t last_hb_ns, last_link_ns, last_tx, last_rx;
+	unsigned failures;          /* attempts that failed since the last connection */
+	double last_fail_log;
+	char apps[MAX_APPS][APP_NAME_MAX]; /* "app" name registered by each app connection */
+} cr = { .connecting_fd = -1 };
+
+static double now_real(void)
+{
+	return (double)dp.clk.real_ns / 1e9;
+}
+
+int ctlrelay_init(const char *sched, double t_report, char *err, size_t errlen)
+{
+	char host[64];
+	const char *colon;
+	long port = CTL_DEFAULT_PORT;
+
+	cr.t_report_ns = (uint64_t)(t_report * 1e9);
+	if (!sched)
+		return 0;
+	colon = strrchr(sched, ':');
+	snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - sched) : (int)strlen(sched), sched);
+	if (colon) {
+		char *end;
+		port = strtol(colon + 1, &end, 10);
+		if (*end || end == colon + 1 || port <= 0 || port > 65535) {
+			snprintf(err, errlen, "--scheduler: '%s': port must be 1..65535", sched);
+			return -EINVAL;
+		}
+	}
+	cr.sa.sin_family = AF_INET;
+	cr.sa.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &cr.sa.sin_addr) != 1) {
+		snprintf(err, errlen, "--scheduler: '%s' is not IPv4:PORT (or 'none')", sched);
+		return -EINVAL;
+	}
+	snprintf(cr.addr, sizeof(cr.addr), "%s:%ld", host, port);
+	cr.enabled = 1;
+	return 0;
+}
+
+/* Queues @msg (stolen) to the scheduler; a failure is logged. */
+static void to_sched(json_t *msg)
+{
+	int rc;
+
+	if (!msg)
+		return;
+	rc = ctl_queue(&cr.conn, msg);
+	if (rc < 0)
+		log_warn("scheduler %s: %s message not sent: %s", cr.addr, ctl_type(msg), strerror(-rc));
+	json_decref(msg);
+}
+
+static void send_link(void)
+{
+	double up, down, dt = (double)(dp.clk.mono_ns - cr.last_link_ns) / 1e9;
+	double tx = dt > 0 ? (double)(dp.cnt.tx_bytes - cr.last_tx) * 8 / dt / 1e9 : 0;
+	double rx = dt > 0 ? (double)(dp.cnt.rx_bytes - cr.last_rx) * 8 / dt / 1e9 : 0;
+
+	monitor_capacity(&up, &down);
+	to_sched(json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link",
+			   "host", dp.cluster.hosts[dp.me].name, "t", now_real(), "up_gbps", up,
+			   "down_gbps", down, "tx_gbps", tx, "rx_gbps", rx));
+	cr.last_link_ns = dp.clk.mono_ns;
+	cr.last_tx = dp.cnt.tx_bytes;
+	cr.last_rx = dp.cnt.rx_bytes;
+}
+
+static void connected(int fd)
+{
+	double up, down;
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ctl_init(&cr.conn, fd);
+	cr.up = 1;
+	cr.failures = 0;
+	monitor_capacity(&up, &down);
+	log_info("connected to scheduler %s", cr.addr);
+	to_sched(json_pack("{s:s, s:s, s:f, s:f}", "type", "hello", "host",
+			   dp.cluster.hosts[dp.me].name, "up_gbps", up, "down_gbps", down));
+	cr.last_hb_ns = dp.clk.mono_ns;
+	cr.last_link_ns = dp.clk.mono_ns;
+	cr.last_tx = dp.cnt.tx_bytes;
+	cr.last_rx = dp.cnt.rx_bytes;
+}
+
+static void attempt_failed(const char *why)
+{
+	cr.failures++;
+	if (log_ratelimited(&cr.last_fail_log, 2.0))
+		log_warn("scheduler %s: %s (attempt %u, retrying every 0.5 s)", cr.addr, why, cr.failures);
+	cr.next_try_ns = dp.clk.mono_ns + RETRY_NS;
+}
+
+/* Tells every app that named itself that the scheduler is gone. */
+static void lost(const char *why)
+{
+	log_warn("scheduler %s lost: %s; reconnecting", cr.addr, why);
+	ctl_close(&cr.conn);
+	cr.up = 0;
+	cr.next_try_ns = dp.clk.mono_ns + RETRY_NS;
+	for (int c = 0; c < MAX_APPS; c++)
+		if (cr.apps[c][0])
+			appif_ctl_to(c, "{\"type\":\"scheduler_lost\"}");
+}
+
+static void start_connect(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0) {
+		attempt_failed(strerror(errno));
+		return;
+	}
+	if (connect(fd, (struct sockaddr *)&cr.sa, sizeof(cr.sa)) == 0) {
+		connected(fd);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		attempt_failed(strerror(errno));
+		close(fd);
+		return;
+	}
+	cr.connecting_fd = fd;
+	cr.connect_since_ns = dp.clk.mono_ns;
+}
+
+static void check_connect(void)
+{
+	struct pollfd p = { .fd = cr.connecting_fd, .events = POLLOUT };
+	int e = 0;
+	socklen_t l = sizeof(e);
+
+	if (poll(&p, 1, 0) <= 0) {
+		if (dp.clk.mono_ns - cr.connect_since_ns > CONNECT_TIMEOUT_NS) {
+			close(cr.connecting_fd);
+			cr.connecting_fd = -1;
+			attempt_failed("connect timed out after 2 s");
+		}
+		return;
+	}
+	getsockopt(cr.connecting_fd, SOL_SOCKET, SO_ERROR, &e, &l);
+	if (e) {
+		close(cr.connecting_fd);
+		cr.connecting_fd = -1;
+		attempt_failed(strerror(e));
+		return;
+	}
+	connected(cr.connecting_fd);
+	cr.connecting_fd = -1;
+}
+
+static int find_app(const char *name)
+{
+	for (int c = 0; c < MAX_APPS; c++)
+		if (cr.apps[c][0] && !strcmp(cr.apps[c], name))
+			return c;
+	return -1;
+}
+
+/* Routes one scheduler message by its "app"; handles the dataplane's own ones. */
+static void from_sched(json_t *msg)
+{
+	const char *app = json_string_value(json_object_get(msg, "app")), *type = ctl_type(msg);
+	char reason[256];
+	int c;
+
+	if (!app) {
+		if (!strcmp(type, "welcome"))
+			log_info("scheduler %s: welcome", cr.addr);
+		else if (!strcmp(type, "error"))
+			log_warn("scheduler %s refused a message: %s", cr.addr,
+				 json_string_value(json_object_get(msg, "reason")) ?: "(no reason)");
+		else
+			log_warn("scheduler %s: message type '%s' names no app: ignored", cr.addr, type);
+		return;
+	}
+	if ((c = find_app(app)) < 0) {
+		snprintf(reason, sizeof(reason), "host %s: no application '%s' (message type '%s')",
+			 dp.cluster.hosts[dp.me].name, app, type);
+		log_warn("%s", reason);
+		to_sched(json_pack("{s:s, s:s}", "type", "error", "reason", reason));
+		return;
+	}
+	char *text = json_dumps(msg, JSON_COMPACT);
+	if (text)
+		appif_ctl_to(c, text);
+	free(text);
+}
+
+static int serve_conn(void)
+{
+	struct pollfd p = { .fd = cr.conn.fd, .events = POLLIN | (ctl_pending(&cr.conn) ? POLLOUT : 0) };
+	char err[256];
+	json_t *msg;
+	long n;
+	int rc, work = 0;
+
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+		while ((n = ctl_read(&cr.conn)) > 0)
+			;
+		while ((rc = ctl_next(&cr.conn, &msg, err, sizeof(err))) != 0) {
+			work = 1;
+			if (rc < 0) {
+				log_warn("scheduler %s: %s", cr.addr, err);
+				to_sched(json_pack("{s:s, s:s}", "type", "error", "reason", err));
+				continue;
+			}
+			from_sched(msg);
+			json_decref(msg);
+		}
+		if (n == 0 || (n < 0 && n != -EAGAIN)) {
+			lost(n == 0 ? "connection closed" : strerror((int)-n));
+			return 1;
+		}
+	}
+	if (dp.clk.mono_ns - cr.last_hb_ns >= HEARTBEAT_NS) {
+		cr.last_hb_ns = dp.clk.mono_ns;
+		to_sched(json_pack("{s:s, s:s, s:f}", "type", "heartbeat", "host",
+				   dp.cluster.hosts[dp.me].name, "t", now_real()));
+	}
+	if (dp.clk.mono_ns - cr.last_link_ns >= cr.t_report_ns)
+		send_link();
+	if (ctl_pending(&cr.conn) && (rc = ctl_flush(&cr.conn)) < 0) {
+		lost(strerror(-rc));
+		return 1;
+	}
+	return work;
+}
+
+int ctlrelay_poll(void)
+{
+	if (!cr.enabled)
+		return 0;
+	if (cr.up)
+		return serve_conn();
+	if (cr.connecting_fd >= 0)
+		check_connect();
+	else if (dp.clk.mono_ns >= cr.next_try_ns)
+		start_connect();
+	return 0;
+}
+
+static void app_error(int client, const char *reason, int no_sched)
+{
+	json_t *e = json_pack("{s:s, s:s}", "type", "error", "reason", reason);
+	char *text;
+
+	if (no_sched)
+		json_object_set_new(e, "no_scheduler", json_true());
+	text = json_dumps(e, JSON_COMPACT);
+	if (text)
+		appif_ctl_to(client, text);
+	free(text);
+	json_decref(e);
+}
+
+void ctlrelay_from_app(int client, const char *text)
+{
+	json_error_t je;
+	json_t *msg = json_loads(text, 0, &je);
+	const char *app;
+	char reason[256];
+
+	if (!msg || !json_is_object(msg) || !json_is_string(json_object_get(msg, "type"))) {
+		snprintf(reason, sizeof(reason), "control message from app: %s",
+			 !msg ? je.text : "not an object with a string \"type\"");
+		log_warn("app connection %d: %s", client, reason);
+		app_error(client, reason, 0);
+		json_decref(msg);
+		return;
+	}
+	app = json_string_value(json_object_get(msg, "app"));
+	if (app && client >= 0 && client < MAX_APPS && strlen(app) < APP_NAME_MAX) {
+		int other = find_app(app);
+		if (other >= 0 && other != client)
+			cr.apps[other][0] = '\0';
+		strcpy(cr.apps[client], app);
+	}
+	if (!cr.up) {
+		snprintf(reason, sizeof(reason), "host %s: no scheduler connection (%s)",
+			 dp.cluster.hosts[dp.me].name, cr.enabled ? cr.addr : "--scheduler none");
+		app_error(client, reason, 1);
+		json_decref(msg);
+		return;
+	}
+	json_object_set_new(msg, "host", json_string(dp.cluster.hosts[dp.me].name));
+	to_sched(msg);
+	if (ctl_flush(&cr.conn) < 0)
+		log_debug("scheduler %s: flush deferred", cr.addr);
+}
+
+void ctlrelay_client_gone(int client)
+{
+	if (client >= 0 && client < MAX_APPS)
+		cr.apps[client][0] = '\0';
+}
+
+void ctlrelay_close(void)
+{
+	if (cr.connecting_fd >= 0)
+		close(cr.connecting_fd);
+	cr.connecting_fd = -1;
+	if (cr.up) {
+		ctl_flush(&cr.conn);
+		ctl_close(&cr.conn);
+	}
+	cr.up = 0;
+}

@@ -1,0 +1,1095 @@
+/* fabric.c - include/mlfabric.h (paper Table 1) on top of lib/dpclient.h: one event thread per endpoint. */
+#define _GNU_SOURCE
+#include "mlfabric.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cluster.h"
+#include "dpclient.h"
+#include "fabric_agg.h"
+#include "fabric_cmd.h"
+#include "log.h"
+
+#define MAX_AGG_INPUTS 256      /* inputs held by an aggregator before a command names them */
+#define REGISTER_RETRY_S 0.5    /* register again while the dataplane has no scheduler yet */
+
+/* An update announced to the scheduler, waiting for its send or drop command. */
+struct held_update {
+	uint64_t id;
+	uint64_t bytes;
+	struct mlfabric_buf buf;
+	char server[APPMSG_NAME_MAX];
+	struct held_update *next;
+};
+
+/* A transfer handed to the dataplane whose completion is reported to the scheduler. */
+struct out_xfer {
+	uint64_t xfer;
+	int is_update, to_agg;
+	struct out_xfer *next;
+};
+
+/* A transfer the app thread asked for that only the event thread may hand to the dataplane. */
+struct direct_send {
+	struct mlfabric_buf buf;
+	uint64_t id, bytes;
+	uint16_t chan;
+	char dst[APPMSG_NAME_MAX];
+	struct direct_send *next;
+};
+
+/* An input received on MLF_CHAN_AGG (kept mapped until an aggregate command uses it). */
+struct agg_input {
+	struct mlfabric_event ev;
+	double t;
+};
+
+/* An aggregate command waiting for its inputs. */
+struct agg_cmd {
+	struct fabric_cmd c;
+	double deadline;
+	struct agg_cmd *next;
+};
+
+enum role { ROLE_NONE, ROLE_WORKER, ROLE_SERVER, ROLE_REPLICA, ROLE_AGGREGATOR };
+static const char *const role_names[] = { "", "worker", "server", "replica", "aggregator" };
+
+struct mlf {
+	struct cluster cl;
+	int me;
+	enum mlf_mode mode;
+	double timeout_s, agg_timeout_s;
+	mlfabric_t *dp;
+	pthread_t thread;
+	int wake[2];
+	int stop, dead, sched_lost;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char err[256];
+	enum role role;
+	char app[64];
+	int reg_state;              /* 0 none, 1 accepted, -errno refused */
+	char reg_reason[APPMSG_REASON_MAX];
+	int reg_no_sched;
+	uint64_t seq;
+	struct held_update *held;
+	struct out_xfer *out;
+	struct direct_send *direct;
+	/* worker: the one get waiting for a model */
+	struct {
+		int active, done, status;
+		float *dst;
+		size_t n;
+		int64_t min_version, version;
+		char server[APPMSG_NAME_MAX];
+	} get;
+	/* server / replica */
+	mlf_update_cb on_update;
+	mlf_request_cb on_request;
+	void *arg;
+	size_t n_floats;
+	int64_t version;
+	struct mlf_params params;
+	/* aggregator */
+	struct agg_input inputs[MAX_AGG_INPUTS];
+	int n_inputs;
+	struct agg_cmd *cmds;
+	struct mlf_worker_stats ws;
+	struct mlf_aggregator_stats as;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Records the error text of @f (caller holds the lock or owns @f alone). */
+static void set_err(struct mlf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(struct mlf *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(f->err, sizeof(f->err), fmt, ap);
+	va_end(ap);
+}
+
+static void wake(struct mlf *f)
+{
+	char c = 1;
+	ssize_t rc = write(f->wake[1], &c, 1);
+	(void)rc;
+}
+
+/* Sends control message @msg (stolen) with this endpoint's "app". 0 or -errno. */
+static int ctl(struct mlf *f, json_t *msg)
+{
+	char *text;
+	int rc;
+
+	if (!msg)
+		return -ENOMEM;
+	json_object_set_new(msg, "app", json_string(f->app));
+	text = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
+	if (!text)
+		return -ENOMEM;
+	rc = mlfabric_ctl_send(f->dp, text);
+	free(text);
+	return rc;
+}
+
+static uint64_t next_id(struct mlf *f)
+{
+	return ((uint64_t)(f->me + 1) << 40) | ++f->seq;
+}
+
+/* ---- event thread ---------------------------------------------------------------------- */
+
+static void track_out(struct mlf *f, uint64_t xfer, int is_update, int to_agg)
+{
+	struct out_xfer *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		log_err("out of memory: completion of transfer %llx will not be reported", (unsigned long long)xfer);
+		return;
+	}
+	o->xfer = xfer;
+	o->is_update = is_update;
+	o->to_agg = to_agg;
+	o->next = f->out;
+	f->out = o;
+}
+
+static void report_done(struct mlf *f, uint64_t xfer, int status, uint64_t bytes, double t, const char *reason)
+{
+	if (f->mode == MLF_MODE_DIRECT)
+		return;
+	ctl(f, json_pack("{s:s, s:I, s:i, s:I, s:f, s:s}", "type", "done", "xfer", (json_int_t)xfer,
+			 "status", status, "bytes", (json_int_t)bytes, "t", t, "reason", reason));
+}
+
+/* Hands a transfer to the dataplane; the buffer is released (the dataplane holds its own fd). */
+static int send_buf(struct mlf *f, struct mlfabric_buf *b, uint64_t bytes, const char *dst, uint16_t chan,
+		    uint64_t xfer, double start, const struct appmsg_step *steps, int n_steps, uint64_t *id)
+{
+	struct mlfabric_send req = { .dst = dst, .buf = b, .bytes = bytes, .id = xfer, .chan = chan,
+				     .steps = n_steps ? steps : NULL, .n_steps = n_steps };
+	char err[256];
+	int rc;
+
+	if (start > now_s())
+		req.start_ns = (uint64_t)(start * 1e9);
+	rc = mlfabric_send(f->dp, &req, id, err, sizeof(err));
+	mlfabric_buf_free(b);
+	if (rc < 0) {
+		pthread_mutex_lock(&f->lock);
+		set_err(f, "transfer %llx to %s refused: %s", (unsigned long long)xfer, dst, err);
+		pthread_mutex_unlock(&f->lock);
+		log_warn("transfer %llx to %s refused: %s", (unsigned long long)xfer, dst, err);
+	}
+	return rc;
+}
+
+/* A model snapshot from the server's request callback, in a fresh buffer. */
+static int snapshot(struct mlf *f, struct mlfabric_buf *b)
+{
+	struct mlf_payload_hdr *h;
+	int rc = mlfabric_buf_alloc(mlf_payload_bytes(f->n_floats), b);
+
+	if (rc < 0)
+		return rc;
+	h = b->data;
+	h->magic = MLF_PAYLOAD_MAGIC_MODEL;
+	h->n_floats = f->n_floats;
+	h->version = f->on_request(f->arg, (float *)((char *)b->data + MLF_PAYLOAD_HDR), f->n_floats);
+	return 0;
+}
+
+static void cmd_send(struct mlf *f, struct fabric_cmd *c)
+{
+	struct mlfabric_buf b;
+	uint64_t bytes, id;
+	char reason[APPMSG_REASON_MAX];
+
+	if (c->what_model) {
+		if (f->role != ROLE_SERVER || snapshot(f, &b) < 0) {
+			snprintf(reason, sizeof(reason), "%s cannot send a model (pull %llu)", f->app,
+				 (unsigned long long)c->id);
+			report_done(f, c->xfer, -EINVAL, 0, now_s(), reason);
+			return;
+		}
+		bytes = b.size;
+	} else {
+		struct held_update **p, *u = NULL;
+		pthread_mutex_lock(&f->lock);
+		for (p = &f->held; *p; p = &(*p)->next)
+			if ((*p)->id == c->id) {
+				u = *p;
+				*p = u->next;
+				break;
+			}
+		if (u && c->chan == 2)
+			f->ws.aggregated++;
+		pthread_mutex_unlock(&f->lock);
+		if (!u) {
+			snprintf(reason, sizeof(reason), "%s holds no update %llu", f->app, (unsigned long long)c->id);
+			log_warn("send command: %s", reason);
+			report_done(f, c->xfer, -ENOENT, 0, now_s(), reason);
+			return;
+		}
+		b = u->buf;
+		bytes = u->bytes;
+		free(u);
+	}
+	if (send_buf(f, &b, bytes, c->dst, c->chan, c->xfer, c->start, c->steps, c->n_steps, &id) < 0) {
+		report_done(f, c->xfer, -EINVAL, bytes, now_s(), f->err);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	track_out(f, id, !c->what_model, c->chan == 2);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void cmd_drop(struct mlf *f, const struct fabric_cmd *c)
+{
+	struct held_update **p, *u = NULL;
+
+	pthread_mutex_lock(&f->lock);
+	for (p = &f->held; *p; p = &(*p)->next)
+		if ((*p)->id == c->id) {
+			u = *p;
+			*p = u->next;
+			break;
+		}
+	if (u)
+		f->ws.dropped++;
+	pthread_mutex_unlock(&f->lock);
+	if (!u) {
+		log_warn("drop command: no update %llu held", (unsigned long long)c->id);
+		return;
+	}
+	log_debug("update %llu dropped: %s", (unsigned long long)c->id, c->reason);
+	mlfabric_buf_free(&u->buf);
+	free(u);
+}
+
+/* ---- aggregator -------------------------------------------------------------------------- */
+
+static int input_has(const struct agg_input *in, uint64_t id)
+{
+	const struct mlf_payload_hdr *h = in->ev.buf.data;
+
+	for (uint32_t k = 0; k < h->n_parts; k++)
+		if (h->parts[k].id == id)
+			return 1;
+	return 0;
+}
+
+static int find_input(struct mlf *f, uint64_t id)
+{
+	for (int i = 0; i < f->n_inputs; i++)
+		if (input_has(&f->inputs[i], id))
+			return i;
+	return -1;
+}
+
+static void drop_input(struct mlf *f, int i)
+{
+	mlfabric_event_release(&f->inputs[i].ev);
+	f->inputs[i] = f->inputs[--f->n_inputs];
+}
+
+/* Sums what arrived of @a's inputs and sends the aggregate; reports `partial` when some are missing. */
+static void aggregate(struct mlf *f, struct agg_cmd *a)
+{
+	const struct fabric_cmd *c = &a->c;
+	const float **src = calloc((size_t)c->n_ids, sizeof(*src));
+	double *w = calloc((size_t)c->n_ids, sizeof(*w));
+	int *slot = calloc((size_t)c->n_ids, sizeof(*slot)), k = 0;
+	json_t *missing = json_array();
+	struct mlf_payload_hdr *h;
+	struct mlfabric_buf b = { .fd = -1 };
+	uint64_t n = 0, id;
+	double t0;
+
+	if (!src || !w || !slot || !missing) {
+		log_err("aggregate %llu: out of memory", (unsigned long long)c->id);
+		goto out;
+	}
+	for (int i = 0; i < c->n_ids; i++) {
+		int j = find_input(f, c->ids[i]);
+		const struct mlf_payload_hdr *ih = j >= 0 ? f->inputs[j].ev.buf.data : NULL;
+		int dup = 0;
+		for (int q = 0; q < k && j >= 0; q++)
+			dup |= slot[q] == j;
+		if (dup)
+			continue; /* one input carrying several of the named ids */
+		if (ih && k > 0 && ih->n_floats != n) {
+			log_err("aggregate %llu: input %llu has %llu floats, others %llu: left out",
+				(unsigned long long)c->id, (unsigned long long)c->ids[i],
+				(unsigned long long)ih->n_floats, (unsigned long long)n);
+			ih = NULL;
+		}
+		if (!ih) {
+			json_array_append_new(missing, json_integer((json_int_t)c->ids[i]));
+			continue;
+		}
+		n = ih->n_floats;
+		slot[k] = j;
+		w[k] = c->weights ? c->weights[i] : 1.0;
+		src[k++] = (const float *)((const char *)ih + MLF_PAYLOAD_HDR);
+	}
+	f->as.inputs_missing += json_array_size(missing);
+	if (json_array_size(missing))
+		ctl(f, json_pack("{s:s, s:I, s:O}", "type", "partial", "agg", (json_int_t)c->id, "missing", missing));
+	if (k == 0 || mlfabric_buf_alloc(mlf_payload_bytes(n), &b) < 0) {
+		if (k)
+			log_err("aggregate %llu: no memory for %llu floats", (unsigned long long)c->id, (unsigned long long)n);
+		else
+			log_warn("aggregate %llu: none of its %d inputs arrived; nothing sent", (unsigned long long)c->id, c->n_ids);
+		goto out;
+	}
+	h = b.data;
+	h->magic = MLF_PAYLOAD_MAGIC_UPDATE;
+	h->n_floats = n;
+	for (int q = 0; q < k; q++) {
+		const struct mlf_payload_hdr *ih = f->inputs[slot[q]].ev.buf.data;
+		for (uint32_t p = 0; p < ih->n_parts && h->n_parts < MLF_PAYLOAD_MAX_PARTS; p++)
+			h->parts[h->n_parts++] = ih->parts[p];
+	}
+	h->version = h->parts[0].version;
+	t0 = now_s();
+	fabric_agg_sum((float *)((char *)b.data + MLF_PAYLOAD_HDR), src, c->weights ? w : NULL, k, n);
+	f->as.sum_seconds += now_s() - t0;
+	f->as.sum_bytes += (uint64_t)k * n * 4;
+	f->as.inputs_summed += (uint64_t)k;
+	for (int q = 0; q < k; q++)
+		f->inputs[slot[q]].t = -1; /* used: released below */
+	pthread_mutex_unlock(&f->lock);
+	if (send_buf(f, &b, mlf_payload_bytes(n), c->dst, c->chan, c->id, c->start, c->steps, c->n_steps, &id) < 0)
+		report_done(f, c->id, -EINVAL, mlf_payload_bytes(n), now_s(), f->err);
+	pthread_mutex_lock(&f->lock);
+	f->as.aggregates_sent++;
+	track_out(f, c->id, 0, 0);
+	for (int i = f->n_inputs - 1; i >= 0; i--)
+		if (f->inputs[i].t < 0)
+			drop_input(f, i);
+out:
+	json_decref(missing);
+	free(src);
+	free(w);
+	free(slot);
+}
+
+/* Aggregates every command whose inputs are all here, or whose input timeout passed. */
+static void agg_progress(struct mlf *f)
+{
+	double now = now_s();
+
+	pthread_mutex_lock(&f->lock);
+	for (struct agg_cmd **p = &f->cmds, *a; (a = *p);) {
+		int all = 1;
+		for (int i = 0; i < a->c.n_ids && all; i++)
+			all = find_input(f, a->c.ids[i]) >= 0;
+		if (!all && now < a->deadline) {
+			p = &a->next;
+			continue;
+		}
+		*p = a->next;
+		if (!all)
+			log_warn("aggregate %llu: inputs missing %.1f s after its start; sending what arrived",
+				 (unsigned long long)a->c.id, f->agg_timeout_s);
+		aggregate(f, a);
+		fabric_cmd_free(&a->c);
+		free(a);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void agg_input(struct mlf *f, struct mlfabric_event *ev)
+{
+	char err[160];
+
+	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_UPDATE, err, sizeof(err)) < 0) {
+		log_err("bad aggregator input from host %s (transfer %llx): %s; skipped", ev->peer,
+			(unsigned long long)ev->id, err);
+		mlfabric_event_release(ev);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	if (f->n_inputs == MAX_AGG_INPUTS) {
+		log_warn("aggregator holds %d inputs no command named: the oldest is discarded", MAX_AGG_INPUTS);
+		int old = 0;
+		for (int i = 1; i < f->n_inputs; i++)
+			if (f->inputs[i].t < f->inputs[old].t)
+				old = i;
+		drop_input(f, old);
+	}
+	f->inputs[f->n_inputs].ev = *ev;
+	f->inputs[f->n_inputs++].t = now_s();
+	pthread_mutex_unlock(&f->lock);
+	ev->buf.data = NULL; /* kept */
+	ev->buf.fd = -1;
+}
+
+static void cmd_aggregate(struct mlf *f, struct fabric_cmd *c)
+{
+	struct agg_cmd *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		log_err("aggregate %llu: out of memory", (unsigned long long)c->id);
+		fabric_cmd_free(c);
+		return;
+	}
+	a->c = *c;
+	a->deadline = c->start + f->agg_timeout_s;
+	c->ids = NULL;
+	c->weights = NULL;
+	pthread_mutex_lock(&f->lock);
+	f->as.commands++;
+	a->next = f->cmds;
+	f->cmds = a;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* ---- arrivals ---------------------------------------------------------------------------- */
+
+static void server_update(struct mlf *f, struct mlfabric_event *ev)
+{
+	const struct mlf_payload_hdr *h = ev->buf.data;
+	struct mlf_update u;
+	char err[160];
+	int64_t v;
+	json_t *parts;
+
+	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_UPDATE, err, sizeof(err)) < 0 ||
+	    (h->n_floats != f->n_floats && snprintf(err, sizeof(err), "%llu floats, the model has %zu",
+						      (unsigned long long)h->n_floats, f->n_floats))) {
+		log_err("bad update payload from host %s (transfer %llx): %s; skipped, not applied", ev->peer,
+			(unsigned long long)ev->id, err);
+		return;
+	}
+	u = (struct mlf_update){ .hdr = h, .u = (const float *)((const char *)h + MLF_PAYLOAD_HDR),
+				 .n = h->n_floats, .xfer = ev->id, .src = ev->peer };
+	v = f->on_update(f->arg, &u);
+	pthread_mutex_lock(&f->lock);
+	f->version = v;
+	pthread_mutex_unlock(&f->lock);
+	if (f->mode == MLF_MODE_DIRECT)
+		return;
+	parts = json_array();
+	for (uint32_t k = 0; k < h->n_parts; k++)
+		json_array_append_new(parts, json_integer((json_int_t)h->parts[k].id));
+	ctl(f, json_pack("{s:s, s:I, s:I, s:f, s:o}", "type", "commit", "xfer", (json_int_t)ev->id,
+			 "version", (json_int_t)v, "t", now_s(), "parts", parts));
+}
+
+static void worker_model(struct mlf *f, struct mlfabric_event *ev)
+{
+	const struct mlf_payload_hdr *h = ev->buf.data;
+	char err[160];
+
+	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_MODEL, err, sizeof(err)) < 0) {
+		log_err("bad model payload from host %s (transfer %llx): %s; skipped", ev->peer,
+			(unsigned long long)ev->id, err);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	f->ws.models++;
+	if (f->get.active && !f->get.done && h->version >= f->get.min_version) {
+		if (h->n_floats != f->get.n) {
+			f->get.status = -EINVAL;
+			set_err(f, "model from %s has %llu floats, get asked for %zu", ev->peer,
+				(unsigned long long)h->n_floats, f->get.n);
+		} else {
+			memcpy(f->get.dst, (const char *)h + MLF_PAYLOAD_HDR, f->get.n * sizeof(float));
+			f->get.version = h->version;
+			f->get.status = 0;
+		}
+		f->get.done = 1;
+		pthread_cond_broadcast(&f->cond);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void on_sent(struct mlf *f, const struct mlfabric_event *ev)
+{
+	struct out_xfer *o = NULL;
+
+	pthread_mutex_lock(&f->lock);
+	for (struct out_xfer **p = &f->out; *p; p = &(*p)->next)
+		if ((*p)->xfer == ev->id) {
+			o = *p;
+			*p = o->next;
+			break;
+		}
+	if (o && o->is_update && ev->status == 0 && !o->to_agg)
+		f->ws.sent++;
+	pthread_mutex_unlock(&f->lock);
+	if (ev->status)
+		log_warn("transfer %llx to %s failed: %s", (unsigned long long)ev->id, ev->peer, ev->reason);
+	if (o)
+		report_done(f, ev->id, ev->status, ev->bytes, (double)ev->end_ns / 1e9, ev->reason);
+	free(o);
+}
+
+static void on_received(struct mlf *f, struct mlfabric_event *ev)
+{
+	struct mlfabric_buf b;
+	uint64_t id;
+
+	if (ev->status) {
+		log_warn("incoming transfer %llx from %s on channel %u failed: %s", (unsigned long long)ev->id,
+			 ev->peer[0] ? ev->peer : "?", ev->chan, ev->reason);
+		return;
+	}
+	switch (ev->chan) {
+	case 1:
+	case 4:
+		if (f->on_update)
+			server_update(f, ev);
+		break;
+	case 2:
+		if (f->role == ROLE_AGGREGATOR)
+			agg_input(f, ev);
+		break;
+	case 3:
+		worker_model(f, ev);
+		break;
+	case 5:
+		if (f->role == ROLE_SERVER && snapshot(f, &b) == 0)
+			send_buf(f, &b, b.size, ev->peer, 3, 0, 0, NULL, 0, &id);
+		break;
+	default:
+		log_warn("transfer %llx from %s on unused channel %u ignored", (unsigned long long)ev->id,
+			 ev->peer, ev->chan);
+	}
+}
+
+static void on_ctl(struct mlf *f, const char *text)
+{
+	struct fabric_cmd c;
+	char err[256];
+
+	if (fabric_cmd_parse(text, &c, err, sizeof(err)) < 0) {
+		log_err("%s: %s", f->app, err);
+		ctl(f, json_pack("{s:s, s:s}", "type", "error", "reason", err));
+		return;
+	}
+	switch (c.kind) {
+	case FABRIC_CMD_REGISTERED:
+	case FABRIC_CMD_ERROR:
+		pthread_mutex_lock(&f->lock);
+		if (c.kind == FABRIC_CMD_REGISTERED) {
+			f->reg_state = 1;
+		} else if (f->reg_state <= 0) {
+			f->reg_state = c.no_scheduler ? -ENOTCONN : -EINVAL;
+			f->reg_no_sched = c.no_scheduler;
+			snprintf(f->reg_reason, sizeof(f->reg_reason), "%s", c.reason);
+		}
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->lock);
+		if (c.kind == FABRIC_CMD_ERROR)
+			log_warn("%s: refused: %s", f->app, c.reason);
+		break;
+	case FABRIC_CMD_SCHEDULER_LOST:
+		log_warn("%s: the dataplane lost the scheduler connection", f->app);
+		pthread_mutex_lock(&f->lock);
+		f->sched_lost = 1;
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->lock);
+		break;
+	case FABRIC_CMD_SEND:
+		cmd_send(f, &c);
+		break;
+	case FABRIC_CMD_DROP:
+		cmd_drop(f, &c);
+		break;
+	case FABRIC_CMD_AGGREGATE:
+		cmd_aggregate(f, &c);
+		break;
+	case FABRIC_CMD_ORDER:
+		mlfabric_commit_order(f->dp, c.chan, c.ids, c.n_ids, 0);
+		break;
+	case FABRIC_CMD_SKIP:
+		mlfabric_order_skip(f->dp, c.chan, c.ids, c.n_ids);
+		break;
+	}
+	fabric_cmd_free(&c);
+}
+
+static void run_direct(struct mlf *f)
+{
+	struct direct_send *d;
+	uint64_t id;
+
+	for (;;) {
+		pthread_mutex_lock(&f->lock);
+		d = f->direct;
+		if (d)
+			f->direct = d->next;
+		pthread_mutex_unlock(&f->lock);
+		if (!d)
+			return;
+		if (send_buf(f, &d->buf, d->bytes, d->dst, d->chan, d->id, 0, NULL, 0, &id) == 0 && d->chan == 1) {
+			pthread_mutex_lock(&f->lock);
+			track_out(f, id, 1, 0);
+			pthread_mutex_unlock(&f->lock);
+		}
+		free(d);
+	}
+}
+
+static void *event_thread(void *arg)
+{
+	struct mlf *f = arg;
+	struct mlfabric_event ev;
+	char drain[64];
+	int rc;
+
+	while (!f->stop) {
+		struct pollfd p[2] = { { .fd = mlfabric_fd(f->dp), .events = POLLIN },
+				       { .fd = f->wake[0], .events = POLLIN } };
+		poll(p, 2, 20);
+		if (p[1].revents & POLLIN)
+			while (read(f->wake[0], drain, sizeof(drain)) > 0)
+				;
+		run_direct(f);
+		while ((rc = mlfabric_poll(f->dp, &ev, 0)) == 1) {
+			if (ev.kind == MLFABRIC_EV_CTL)
+				on_ctl(f, ev.ctl);
+			else if (ev.kind == MLFABRIC_EV_SENT)
+				on_sent(f, &ev);
+			else if (ev.kind == MLFABRIC_EV_RECEIVED)
+				on_received(f, &ev);
+			else
+				log_warn("dataplane refused a request: %s", ev.reason);
+			mlfabric_event_release(&ev);
+		}
+		if (rc < 0) {
+			log_err("dataplane connection lost: %s", strerror(-rc));
+			pthread_mutex_lock(&f->lock);
+			f->dead = 1;
+			set_err(f, "dataplane of host %s went away", f->cl.hosts[f->me].name);
+			pthread_cond_broadcast(&f->cond);
+			pthread_mutex_unlock(&f->lock);
+			break;
+		}
+		if (f->role == ROLE_AGGREGATOR)
+			agg_progress(f);
+	}
+	return NULL;
+}
+
+/* ---- endpoints --------------------------------------------------------------------------- */
+
+mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
+{
+	struct mlf *f;
+	char sock[256];
+
+	if (!o || !o->cluster || !o->host) {
+		snprintf(err, errlen, "mlf_open: cluster and host are required");
+		return NULL;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	f->wake[0] = f->wake[1] = -1;
+	if (cluster_load(o->cluster, &f->cl, err, errlen) < 0)
+		goto fail;
+	if ((f->me = cluster_find(&f->cl, o->host)) < 0) {
+		snprintf(err, errlen, "%s: no host named '%s'", o->cluster, o->host);
+		goto fail;
+	}
+	f->mode = o->mode;
+	f->timeout_s = o->timeout_s > 0 ? o->timeout_s : 10;
+	f->agg_timeout_s = o->agg_input_timeout_s > 0 ? o->agg_input_timeout_s : 5;
+	if (o->sock)
+		snprintf(sock, sizeof(sock), "%s", o->sock);
+	else
+		snprintf(sock, sizeof(sock), "%s/%s-%s.sock", MLFABRIC_SOCK_DIR, f->cl.name, o->host);
+	if (!(f->dp = mlfabric_connect(sock, err, errlen)))
+		goto fail;
+	if (pipe2(f->wake, O_NONBLOCK | O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->cond, NULL);
+	if (pthread_create(&f->thread, NULL, event_thread, f) != 0) {
+		snprintf(err, errlen, "cannot start the event thread");
+		goto fail;
+	}
+	return f;
+fail:
+	if (f->dp)
+		mlfabric_close(f->dp);
+	if (f->wake[0] >= 0) {
+		close(f->wake[0]);
+		close(f->wake[1]);
+	}
+	cluster_free(&f->cl);
+	free(f);
+	return NULL;
+}
+
+void mlf_close(mlf_t *f)
+{
+	if (!f)
+		return;
+	f->stop = 1;
+	wake(f);
+	pthread_join(f->thread, NULL);
+	pthread_mutex_lock(&f->lock);
+	f->dead = 1;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+	while (f->held) {
+		struct held_update *u = f->held;
+		f->held = u->next;
+		mlfabric_buf_free(&u->buf);
+		free(u);
+	}
+	while (f->out) {
+		struct out_xfer *o = f->out;
+		f->out = o->next;
+		free(o);
+	}
+	while (f->direct) {
+		struct direct_send *d = f->direct;
+		f->direct = d->next;
+		mlfabric_buf_free(&d->buf);
+		free(d);
+	}
+	while (f->cmds) {
+		struct agg_cmd *a = f->cmds;
+		f->cmds = a->next;
+		fabric_cmd_free(&a->c);
+		free(a);
+	}
+	while (f->n_inputs)
+		drop_input(f, 0);
+	mlfabric_close(f->dp);
+	close(f->wake[0]);
+	close(f->wake[1]);
+	cluster_free(&f->cl);
+	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->cond);
+	free(f);
+}
+
+const char *mlf_error(const mlf_t *f)
+{
+	return f ? f->err : "";
+}
+
+/* Waits on the endpoint's condition until @deadline (CLOCK_REALTIME s); 0 or ETIMEDOUT. */
+static int wait_until(struct mlf *f, double deadline)
+{
+	struct timespec ts = { .tv_sec = (time_t)deadline,
+			       .tv_nsec = (long)((deadline - (double)(time_t)deadline) * 1e9) };
+	return pthread_cond_timedwait(&f->cond, &f->lock, &ts);
+}
+
+/* Listens on @chans, names this endpoint @role@host and (scheduled modes) registers @reg. */
+static int do_register(struct mlf *f, enum role role, const uint16_t *chans, int n_chans, json_t *reg)
+{
+	double deadline = now_s() + f->timeout_s, next = 0;
+	int rc = 0;
+
+	if (f->role != ROLE_NONE) {
+		set_err(f, "endpoint already registered as %s", f->app);
+		json_decref(reg);
+		return -EINVAL;
+	}
+	f->role = role;
+	snprintf(f->app, sizeof(f->app), "%s@%s", role_names[role], f->cl.hosts[f->me].name);
+	for (int i = 0; i < n_chans; i++)
+		if ((rc = mlfabric_listen(f->dp, chans[i])) < 0) {
+			set_err(f, "dataplane of host %s: %s", f->cl.hosts[f->me].name, strerror(-rc));
+			json_decref(reg);
+			return -ENOTCONN;
+		}
+	if (f->mode == MLF_MODE_DIRECT) {
+		json_decref(reg);
+		return 0;
+	}
+	json_object_set_new(reg, "type", json_string("register"));
+	json_object_set_new(reg, "role", json_string(role_names[role]));
+	pthread_mutex_lock(&f->lock);
+	while (f->reg_state != 1 && !f->dead) {
+		double now = now_s();
+		if (f->reg_state < 0 && !f->reg_no_sched)
+			break;
+		if (now >= deadline)
+			break;
+		if (now >= next) {
+			f->reg_state = 0;
+			json_incref(reg);
+			if ((rc = ctl(f, reg)) < 0)
+				break;
+			next = now + REGISTER_RETRY_S;
+		}
+		wait_until(f, next < deadline ? next : deadline);
+	}
+	if (f->reg_state == 1)
+		rc = 0;
+	else if (f->dead || rc < 0 || f->reg_no_sched || f->reg_state == 0)
+		rc = -ENOTCONN;
+	else
+		rc = -EINVAL;
+	if (rc == -ENOTCONN)
+		set_err(f, "%s: not registered within %.1f s: %s", f->app, f->timeout_s,
+			f->reg_reason[0] ? f->reg_reason : "no answer from the scheduler");
+	else if (rc < 0)
+		set_err(f, "%s: registration refused: %s", f->app, f->reg_reason);
+	pthread_mutex_unlock(&f->lock);
+	json_decref(reg);
+	return rc;
+}
+
+int mlf_register_as_worker(mlf_t *f, const char *server)
+{
+	static const uint16_t chans[] = { 3 };
+
+	if (!server || cluster_find(&f->cl, server) < 0) {
+		set_err(f, "register as worker: unknown server host '%s'", server ? server : "(null)");
+		return -EINVAL;
+	}
+	return do_register(f, ROLE_WORKER, chans, 1, json_pack("{s:s}", "server", server));
+}
+
+int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double norm, int64_t version)
+{
+	struct held_update *h;
+	struct mlf_payload_hdr *hdr;
+	uint64_t id;
+	int rc;
+
+	if (!server || cluster_find(&f->cl, server) < 0 || n == 0) {
+		set_err(f, "push: %s", n == 0 ? "empty update" : "unknown server host");
+		return -EINVAL;
+	}
+	if (f->dead || f->sched_lost) {
+		set_err(f, "push: %s", f->dead ? "dataplane gone" : "scheduler connection lost");
+		return -ENOTCONN;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h || (rc = mlfabric_buf_alloc(mlf_payload_bytes(n), &h->buf)) < 0) {
+		free(h);
+		set_err(f, "push: no memory for an update of %zu floats", n);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&f->lock);
+	id = next_id(f);
+	f->ws.pushed++;
+	pthread_mutex_unlock(&f->lock);
+	hdr = h->buf.data;
+	hdr->magic = MLF_PAYLOAD_MAGIC_UPDATE;
+	hdr->n_parts = 1;
+	hdr->version = version;
+	hdr->n_floats = n;
+	hdr->parts[0] = (struct mlf_part){ .id = id, .version = version };
+	memcpy((char *)h->buf.data + MLF_PAYLOAD_HDR, u, n * sizeof(float));
+	h->id = id;
+	h->bytes = h->buf.size;
+	snprintf(h->server, sizeof(h->server), "%s", server);
+	if (f->mode == MLF_MODE_DIRECT) {
+		struct direct_send *d = calloc(1, sizeof(*d));
+		if (!d) {
+			mlfabric_buf_free(&h->buf);
+			free(h);
+			return -ENOMEM;
+		}
+		d->buf = h->buf;
+		d->id = id;
+		d->bytes = h->bytes;
+		d->chan = 1;
+		snprintf(d->dst, sizeof(d->dst), "%s", server);
+		free(h);
+		pthread_mutex_lock(&f->lock);
+		struct direct_send **p = &f->direct;
+		while (*p)
+			p = &(*p)->next;
+		*p = d;
+		pthread_mutex_unlock(&f->lock);
+		wake(f);
+		return (int64_t)id;
+	}
+	pthread_mutex_lock(&f->lock);
+	h->next = f->held;
+	f->held = h;
+	pthread_mutex_unlock(&f->lock);
+	rc = ctl(f, json_pack("{s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update", "id", (json_int_t)id,
+			      "server", server, "bytes", (json_int_t)h->bytes, "version", (json_int_t)version,
+			      "norm", norm));
+	if (rc < 0) {
+		set_err(f, "push: dataplane socket: %s", strerror(-rc));
+		return -ENOTCONN;
+	}
+	return (int64_t)id;
+}
+
+/* Get with a minimum version (MLfabric-S) or any (min_version < 0). */
+static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64_t min_version,
+		     int64_t *version, double timeout_s)
+{
+	double wait_s = timeout_s > 0 ? timeout_s : f->timeout_s, deadline = now_s() + wait_s;
+	uint64_t pull;
+	int rc = 0;
+
+	if (!server || cluster_find(&f->cl, server) < 0 || n == 0) {
+		set_err(f, "get: %s", n == 0 ? "empty model" : "unknown server host");
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&f->lock);
+	pull = next_id(f);
+	f->get.active = 1;
+	f->get.done = 0;
+	f->get.dst = model;
+	f->get.n = n;
+	f->get.min_version = min_version;
+	snprintf(f->get.server, sizeof(f->get.server), "%s", server);
+	pthread_mutex_unlock(&f->lock);
+	if (f->mode == MLF_MODE_DIRECT) {
+		struct direct_send *d = calloc(1, sizeof(*d));
+		struct mlf_payload_hdr *h;
+		if (!d || mlfabric_buf_alloc(MLF_PAYLOAD_HDR, &d->buf) < 0) {
+			free(d);
+			rc = -ENOMEM;
+		} else {
+			h = d->buf.data;
+			h->magic = MLF_PAYLOAD_MAGIC_MODEL;
+			h->version = min_version;
+			d->bytes = MLF_PAYLOAD_HDR;
+			d->chan = 5;
+			snprintf(d->dst, sizeof(d->dst), "%s", server);
+			pthread_mutex_lock(&f->lock);
+			d->next = f->direct;
+			f->direct = d;
+			pthread_mutex_unlock(&f->lock);
+			wake(f);
+		}
+	} else {
+		json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)pull, "server", server);
+		if (min_version >= 0)
+			json_object_set_new(m, "min_version", json_integer(min_version));
+		rc = ctl(f, m);
+	}
+	pthread_mutex_lock(&f->lock);
+	while (rc == 0 && !f->get.done && !f->dead && !f->sched_lost && now_s() < deadline)
+		wait_until(f, deadline);
+	if (rc < 0)
+		set_err(f, "get: cannot ask %s for its model: %s", server, strerror(-rc));
+	else if (f->get.done)
+		rc = f->get.status;
+	else if (f->dead || f->sched_lost)
+		rc = -ENOTCONN, set_err(f, "get: %s while waiting for the model of %s",
+					 f->dead ? "dataplane gone" : "scheduler connection lost", server);
+	else
+		rc = -ETIMEDOUT, set_err(f, "get: no model from server %s within %.1f s (pull %llu)", server,
+					  wait_s, (unsigned long long)pull);
+	if (rc == 0 && version)
+		*version = f->get.version;
+	f->get.active = 0;
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *version, double timeout_s)
+{
+	return get_model(f, server, model, n, -1, version, timeout_s);
+}
+
+int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double norm,
+		  int64_t version, float *model, int64_t *new_version, double timeout_s)
+{
+	int workers = 0;
+	int64_t id = mlf_push(f, server, u, n, norm, version);
+
+	if (id < 0)
+		return (int)id;
+	for (int i = 0; i < f->cl.n_hosts; i++)
+		workers += !!(f->cl.hosts[i].roles & CLUSTER_ROLE_WORKER);
+	return get_model(f, server, model, n, version + (workers ? workers : 1), new_version, timeout_s);
+}
+
+void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s)
+{
+	pthread_mutex_lock(&f->lock);
+	*s = f->ws;
+	pthread_mutex_unlock(&f->lock);
+}
+
+int mlf_register_as_server(mlf_t *f, const struct mlf_params *p, size_t n, int64_t version0,
+			   mlf_update_cb on_update, mlf_request_cb on_request, void *arg)
+{
+	static const uint16_t chans[] = { 1, 5 };
+
+	if (!p || !on_update || !on_request || n == 0 || p->tau_max < 0 || p->momentum < 0 ||
+	    p->momentum >= 1 || p->n_workers < 0) {
+		set_err(f, "register as server: bad parameters (need callbacks, n > 0, tau_max >= 0, "
+			   "momentum in [0, 1), n_workers >= 0)");
+		return -EINVAL;
+	}
+	f->on_update = on_update;
+	f->on_request = on_request;
+	f->arg = arg;
+	f->n_floats = n;
+	f->version = version0;
+	f->params = *p;
+	return do_register(f, ROLE_SERVER, chans, f->mode == MLF_MODE_DIRECT ? 2 : 1,
+			   json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:i}", "mode",
+				     f->mode == MLF_MODE_SYNC ? "sync" : "async", "n_floats", (json_int_t)n,
+				     "bytes", (json_int_t)mlf_payload_bytes(n), "version", (json_int_t)version0,
+				     "tau_max", (json_int_t)p->tau_max, "momentum", p->momentum,
+				     "n_workers", p->n_workers));
+}
+
+int mlf_register_as_replica(mlf_t *f, const char *server, const struct mlf_params *p, size_t n,
+			    mlf_update_cb on_update, void *arg)
+{
+	static const uint16_t chans[] = { 4 };
+
+	if (!p || !on_update || n == 0 || !server || cluster_find(&f->cl, server) < 0 || p->div_max < 0) {
+		set_err(f, "register as replica: bad parameters or unknown server '%s'", server ? server : "(null)");
+		return -EINVAL;
+	}
+	f->on_update = on_update;
+	f->arg = arg;
+	f->n_floats = n;
+	return do_register(f, ROLE_REPLICA, chans, 1,
+			   json_pack("{s:s, s:f}", "server", server, "div_max", p->div_max));
+}
+
+int mlf_register_as_aggregator(mlf_t *f)
+{
+	static const uint16_t chans[] = { 2 };
+
+	return do_register(f, ROLE_AGGREGATOR, chans, 1, json_object());
+}
+
+void mlf_get_aggregator_stats(mlf_t *f, struct mlf_aggregator_stats *s)
+{
+	pthread_mutex_lock(&f->lock);
+	*s = f->as;
+	pthread_mutex_unlock(&f->lock);
+}

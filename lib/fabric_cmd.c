@@ -1,0 +1,246 @@
+/* fabric_cmd.c - scheduler commands (JSON) parsed into structs; payload header validation. */
+#include "fabric_cmd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static const struct {
+	const char *name;
+	enum fabric_cmd_kind kind;
+} kinds[] = {
+	{ "registered", FABRIC_CMD_REGISTERED }, { "error", FABRIC_CMD_ERROR },
+	{ "scheduler_lost", FABRIC_CMD_SCHEDULER_LOST }, { "send", FABRIC_CMD_SEND },
+	{ "drop", FABRIC_CMD_DROP }, { "aggregate", FABRIC_CMD_AGGREGATE },
+	{ "order", FABRIC_CMD_ORDER }, { "skip", FABRIC_CMD_SKIP },
+};
+
+static int get_u64(json_t *o, const char *k, uint64_t *v)
+{
+	json_t *x = json_object_get(o, k);
+
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		return -1;
+	*v = (uint64_t)json_integer_value(x);
+	return 0;
+}
+
+static int get_num(json_t *o, const char *k, double *v)
+{
+	json_t *x = json_object_get(o, k);
+
+	if (!json_is_number(x))
+		return -1;
+	*v = json_number_value(x);
+	return 0;
+}
+
+static int get_str(json_t *o, const char *k, char *dst, size_t cap)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	if (!s || !*s || strlen(s) >= cap)
+		return -1;
+	strcpy(dst, s);
+	return 0;
+}
+
+static int get_steps(json_t *o, struct fabric_cmd *c)
+{
+	json_t *a = json_object_get(o, "steps"), *p;
+	size_t i;
+
+	if (!json_is_array(a) || json_array_size(a) > APPMSG_MAX_STEPS)
+		return -1;
+	json_array_foreach(a, i, p) {
+		json_t *off = json_array_get(p, 0), *g = json_array_get(p, 1);
+		if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_number(off) ||
+		    !json_is_number(g) || json_number_value(off) < 0 || json_number_value(g) < 0)
+			return -1;
+		c->steps[i].at_ns = (uint64_t)(json_number_value(off) * 1e9 + 0.5);
+		c->steps[i].gbps = json_number_value(g);
+	}
+	c->n_steps = (int)i;
+	return 0;
+}
+
+static int get_ids(json_t *o, const char *k, struct fabric_cmd *c)
+{
+	json_t *a = json_object_get(o, k), *x;
+	size_t i;
+
+	if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > 65536)
+		return -1;
+	c->ids = calloc(json_array_size(a), sizeof(*c->ids));
+	if (!c->ids)
+		return -1;
+	json_array_foreach(a, i, x) {
+		if (!json_is_integer(x) || json_integer_value(x) < 0)
+			return -1;
+		c->ids[i] = (uint64_t)json_integer_value(x);
+	}
+	c->n_ids = (int)i;
+	return 0;
+}
+
+static int get_weights(json_t *o, struct fabric_cmd *c)
+{
+	json_t *a = json_object_get(o, "weights"), *x;
+	size_t i;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || (int)json_array_size(a) != c->n_ids)
+		return -1;
+	c->weights = calloc((size_t)c->n_ids, sizeof(double));
+	if (!c->weights)
+		return -1;
+	json_array_foreach(a, i, x) {
+		if (!json_is_number(x))
+			return -1;
+		c->weights[i] = json_number_value(x);
+	}
+	return 0;
+}
+
+static int get_chan(json_t *o, struct fabric_cmd *c)
+{
+	uint64_t v;
+
+	if (get_u64(o, "chan", &v) < 0 || v >= 64)
+		return -1;
+	c->chan = (uint16_t)v;
+	return 0;
+}
+
+/* dst, chan, start, steps of a send or aggregate: the first missing or bad one, or NULL. */
+static const char *parse_route(json_t *o, struct fabric_cmd *c)
+{
+	if (get_str(o, "dst", c->dst, sizeof(c->dst)) < 0)
+		return "dst";
+	if (get_chan(o, c) < 0)
+		return "chan";
+	if (get_num(o, "start", &c->start) < 0)
+		return "start";
+	if (get_steps(o, c) < 0)
+		return "steps";
+	return NULL;
+}
+
+/* The first missing or bad field of a command of kind @c->kind, or NULL when all are fine. */
+static const char *parse_fields(json_t *o, struct fabric_cmd *c)
+{
+	char what[16];
+
+	switch (c->kind) {
+	case FABRIC_CMD_SEND:
+		if (get_str(o, "what", what, sizeof(what)) < 0 || (strcmp(what, "update") && strcmp(what, "model")))
+			return "what";
+		c->what_model = !strcmp(what, "model");
+		if (get_u64(o, "id", &c->id) < 0)
+			return "id";
+		if (get_u64(o, "xfer", &c->xfer) < 0)
+			return "xfer";
+		return parse_route(o, c);
+	case FABRIC_CMD_DROP:
+		if (get_u64(o, "id", &c->id) < 0)
+			return "id";
+		snprintf(c->reason, sizeof(c->reason), "%s", json_string_value(json_object_get(o, "reason")) ?: "");
+		return NULL;
+	case FABRIC_CMD_AGGREGATE:
+		if (get_u64(o, "agg", &c->id) < 0)
+			return "agg";
+		if (get_ids(o, "inputs", c) < 0)
+			return "inputs";
+		if (get_weights(o, c) < 0)
+			return "weights";
+		return parse_route(o, c);
+	case FABRIC_CMD_ORDER:
+	case FABRIC_CMD_SKIP:
+		if (get_chan(o, c) < 0)
+			return "chan";
+		if (get_ids(o, "xfers", c) < 0)
+			return "xfers";
+		return NULL;
+	case FABRIC_CMD_ERROR:
+		snprintf(c->reason, sizeof(c->reason), "%s", json_string_value(json_object_get(o, "reason")) ?: "(no reason)");
+		c->no_scheduler = json_is_true(json_object_get(o, "no_scheduler"));
+		return NULL;
+	default:
+		return NULL;
+	}
+}
+
+int fabric_cmd_parse(const char *text, struct fabric_cmd *c, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *o = json_loads(text, 0, &je);
+	const char *type, *bad;
+
+	memset(c, 0, sizeof(*c));
+	if (!o || !json_is_object(o)) {
+		snprintf(err, errlen, "control message is not a JSON object: %s", o ? "(other value)" : je.text);
+		json_decref(o);
+		return -EBADMSG;
+	}
+	type = json_string_value(json_object_get(o, "type"));
+	for (size_t i = 0; type && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(type, kinds[i].name))
+			c->kind = kinds[i].kind;
+	if (!c->kind) {
+		snprintf(err, errlen, type ? "unknown command type '%s'" : "control message has no string \"type\"%s",
+			 type ? type : "");
+		json_decref(o);
+		return -EBADMSG;
+	}
+	snprintf(c->app, sizeof(c->app), "%s", json_string_value(json_object_get(o, "app")) ?: "");
+	if ((bad = parse_fields(o, c))) {
+		snprintf(err, errlen, "command '%s': missing or bad field '%s'", type, bad);
+		fabric_cmd_free(c);
+		json_decref(o);
+		return -EBADMSG;
+	}
+	json_decref(o);
+	return 0;
+}
+
+void fabric_cmd_free(struct fabric_cmd *c)
+{
+	free(c->ids);
+	free(c->weights);
+	c->ids = NULL;
+	c->weights = NULL;
+	c->n_ids = 0;
+}
+
+int fabric_cmd_payload_check(const void *data, uint64_t bytes, uint32_t magic, char *err, size_t errlen)
+{
+	const struct mlf_payload_hdr *h = data;
+
+	if (bytes < MLF_PAYLOAD_HDR || !data) {
+		snprintf(err, errlen, "truncated payload: %llu bytes, the header alone is %u",
+			 (unsigned long long)bytes, MLF_PAYLOAD_HDR);
+		return -EBADMSG;
+	}
+	if (h->magic != magic) {
+		snprintf(err, errlen, "bad magic 0x%08x (expected 0x%08x, %s)", h->magic, magic,
+			 magic == MLF_PAYLOAD_MAGIC_MODEL ? "a model" : "an update");
+		return -EBADMSG;
+	}
+	if (h->n_parts > MLF_PAYLOAD_MAX_PARTS || (magic == MLF_PAYLOAD_MAGIC_UPDATE && h->n_parts == 0) ||
+	    (magic == MLF_PAYLOAD_MAGIC_MODEL && h->n_parts != 0)) {
+		snprintf(err, errlen, "n_parts %u out of range (%s)", h->n_parts,
+			 magic == MLF_PAYLOAD_MAGIC_MODEL ? "a model has 0" : "an update has 1..62");
+		return -EBADMSG;
+	}
+	if (h->n_floats > (bytes - MLF_PAYLOAD_HDR) / 4 || mlf_payload_bytes(h->n_floats) != bytes) {
+		snprintf(err, errlen, "size %llu bytes does not match n_floats %llu (expected %llu bytes)",
+			 (unsigned long long)bytes, (unsigned long long)h->n_floats,
+			 h->n_floats > (1ULL << 60) ? 0ULL : (unsigned long long)mlf_payload_bytes(h->n_floats));
+		return -EBADMSG;
+	}
+	return 0;
+}

@@ -1,0 +1,64 @@
+/* fabric_cmd.h - the library's side of the control protocol: scheduler commands parsed into
+ * structs, and validation of update/aggregate/model payload headers (docs/control.md). */
+#ifndef MLF_FABRIC_CMD_H
+#define MLF_FABRIC_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "appmsg.h"
+#include "mlfabric.h"
+
+/** Messages an application receives from the scheduler or its dataplane. */
+enum fabric_cmd_kind {
+	FABRIC_CMD_REGISTERED = 1, /* registration accepted */
+	FABRIC_CMD_ERROR,          /* a message was refused (reason; no_scheduler from the dataplane) */
+	FABRIC_CMD_SCHEDULER_LOST, /* the dataplane lost its scheduler connection */
+	FABRIC_CMD_SEND,           /* send an update or a model snapshot */
+	FABRIC_CMD_DROP,           /* an update will never be sent (delay bound, dead peer) */
+	FABRIC_CMD_AGGREGATE,      /* aggregator: sum inputs, send the aggregate */
+	FABRIC_CMD_ORDER,          /* server/replica: append to the commit order of chan */
+	FABRIC_CMD_SKIP,           /* server/replica: these transfers will never arrive */
+};
+
+/** One parsed command; fields a kind does not use are zero. Free with fabric_cmd_free. */
+struct fabric_cmd {
+	enum fabric_cmd_kind kind;
+	char app[64];
+	int what_model;          /* SEND: 1 = a model snapshot answering pull @id, 0 = update @id */
+	uint64_t id;             /* SEND/DROP: update or pull id; AGGREGATE: the aggregate's xfer */
+	uint64_t xfer;           /* SEND: transfer id to use */
+	char dst[APPMSG_NAME_MAX]; /* SEND/AGGREGATE: destination host */
+	uint16_t chan;           /* SEND/AGGREGATE/ORDER/SKIP */
+	double start;            /* SEND/AGGREGATE: CLOCK_REALTIME start, seconds */
+	struct appmsg_step steps[APPMSG_MAX_STEPS]; /* offsets in ns from start, Gbit/s */
+	int n_steps;             /* 0 = unpaced */
+	uint64_t *ids;           /* AGGREGATE: input update ids; ORDER/SKIP: transfer ids */
+	double *weights;         /* AGGREGATE: n_ids weights, NULL = 1 each */
+	int n_ids;
+	char reason[APPMSG_REASON_MAX]; /* ERROR, DROP */
+	int no_scheduler;        /* ERROR: the dataplane has no scheduler connection (retry later) */
+};
+
+/**
+ * fabric_cmd_parse - parse the control JSON @text into @c.
+ * Returns 0, or -EBADMSG with @err naming the problem: not JSON, no "type", unknown type, or
+ * "command 'send': missing or bad field 'xfer'" for a missing / mistyped / out-of-range field
+ * (steps: at most APPMSG_MAX_STEPS pairs [offset_s >= 0, gbps >= 0]; chan < 64; weights the
+ * length of inputs). @c needs fabric_cmd_free only after a 0 return.
+ */
+int fabric_cmd_parse(const char *text, struct fabric_cmd *c, char *err, size_t errlen);
+
+/** fabric_cmd_free - release the id and weight arrays of @c. */
+void fabric_cmd_free(struct fabric_cmd *c);
+
+/**
+ * fabric_cmd_payload_check - validate the struct mlf_payload_hdr at the start of a received
+ * transfer of @bytes bytes against the expected @magic (MLF_PAYLOAD_MAGIC_UPDATE: 1..62 parts,
+ * MLF_PAYLOAD_MAGIC_MODEL: 0 parts). Returns 0, or -EBADMSG with @err saying what was wrong
+ * (truncated below the 1024-byte header, bad magic, n_parts out of range, size not
+ * MLF_PAYLOAD_HDR + 4 x n_floats).
+ */
+int fabric_cmd_payload_check(const void *data, uint64_t bytes, uint32_t magic, char *err, size_t errlen);
+
+#endif

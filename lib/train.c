@@ -1,0 +1,313 @@
+/* train.c - shared training pieces: eq. 2 apply, stragglers, shards, mini-batches, evaluation, JSON-lines records. */
+#include "train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+int train_model_init(struct train_model *m, const struct mlp_shape *s, uint64_t seed, double gamma)
+{
+	memset(m, 0, sizeof(*m));
+	if (!(gamma >= 0 && gamma < 1))
+		return -EINVAL;
+	m->n = mlp_param_count(s);
+	m->w = malloc(m->n * sizeof(float));
+	m->w_prev = malloc(m->n * sizeof(float));
+	if (!m->w || !m->w_prev) {
+		train_model_free(m);
+		return -ENOMEM;
+	}
+	mlp_init(s, seed, m->w);
+	memcpy(m->w_prev, m->w, m->n * sizeof(float));
+	m->gamma = gamma;
+	return 0;
+}
+
+void train_model_free(struct train_model *m)
+{
+	free(m->w);
+	free(m->w_prev);
+	m->w = m->w_prev = NULL;
+}
+
+int64_t train_apply(struct train_model *m, const float *u, int64_t parts)
+{
+	const float g = (float)m->gamma;
+	float *w = m->w, *wp = m->w_prev;
+
+	for (size_t i = 0; i < m->n; i++) {
+		float cur = w[i];
+		w[i] = cur + u[i] + g * (cur - wp[i]);
+		wp[i] = cur;
+	}
+	m->version += parts;
+	return m->version;
+}
+
+/* splitmix64: the deterministic generator of stragglers and mini-batch sampling. */
+static uint64_t train_rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+int train_straggle_parse(const char *spec, uint64_t seed, struct train_straggle *st)
+{
+	static const struct { const char *name; double r, s; } named[] = {
+		{ "C1", 0.10, 2 }, { "C2", 0.10, 4 }, { "C3", 0.04, 2 }, { "none", 0, 1 },
+	};
+	char *end;
+
+	memset(st, 0, sizeof(*st));
+	st->state = seed ^ 0x5374726167676c65ULL;
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		if (!strcasecmp(spec, named[i].name)) {
+			st->rate = named[i].r;
+			st->factor = named[i].s;
+			return 0;
+		}
+	st->rate = strtod(spec, &end);
+	if (end == spec || *end != ',')
+		return -EINVAL;
+	spec = end + 1;
+	st->factor = strtod(spec, &end);
+	if (end == spec || *end)
+		return -EINVAL;
+	if (!(st->rate >= 0 && st->rate <= 1) || !(st->factor >= 1))
+		return -EINVAL;
+	return 0;
+}
+
+double train_straggle_next(struct train_straggle *st)
+{
+	double u = (double)(train_rng_next(&st->state) >> 11) * (1.0 / 9007199254740992.0);
+
+	return u < st->rate ? st->factor : 1.0;
+}
+
+double train_straggle_sleep(double compute_s, double factor)
+{
+	double extra = (factor - 1) * compute_s;
+	struct timespec ts;
+
+	if (!(extra > 0))
+		return 0;
+	ts.tv_sec = (time_t)extra;
+	ts.tv_nsec = (long)((extra - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	return extra;
+}
+
+int train_shard_parse(const char *spec, int *i, int *n)
+{
+	char *end;
+	long a = strtol(spec, &end, 10), b;
+
+	if (end == spec || *end != '/')
+		return -EINVAL;
+	spec = end + 1;
+	b = strtol(spec, &end, 10);
+	if (end == spec || *end || b < 1 || b > 1 << 20 || a < 0 || a >= b)
+		return -EINVAL;
+	*i = (int)a;
+	*n = (int)b;
+	return 0;
+}
+
+void train_shard_range(size_t total, int i, int n, size_t *begin, size_t *end)
+{
+	*begin = total * (size_t)i / (size_t)n;
+	*end = total * (size_t)(i + 1) / (size_t)n;
+}
+
+int train_load(const char *dir, int test, size_t limit, struct idx_dataset *out, char *err, size_t errlen)
+{
+	const char *stem = test ? "t10k" : "train";
+	char ip[4096], lp[4096];
+
+	snprintf(ip, sizeof(ip), "%s/%s-images-idx3-ubyte.gz", dir, stem);
+	snprintf(lp, sizeof(lp), "%s/%s-labels-idx1-ubyte.gz", dir, stem);
+	return idx_load_dataset(ip, lp, limit, out, err, errlen);
+}
+
+int train_load_shard(const char *dir, size_t total, int i, int n, struct idx_dataset *out,
+		     char *err, size_t errlen)
+{
+	size_t b, e, px;
+	int rc;
+
+	if (n < 1 || i < 0 || i >= n || total == 0) {
+		snprintf(err, errlen, "bad shard %d/%d of %zu images", i, n, total);
+		return -EINVAL;
+	}
+	train_shard_range(total, i, n, &b, &e);
+	rc = train_load(dir, 0, e, out, err, errlen);
+	if (rc)
+		return rc;
+	if (out->n < e) {
+		snprintf(err, errlen, "%s holds %zu training images, fewer than the %zu asked for", dir,
+			 out->n, total);
+		idx_free(out);
+		return -EINVAL;
+	}
+	px = (size_t)out->rows * out->cols;
+	memmove(out->pixels, out->pixels + b * px, (e - b) * px * sizeof(float));
+	memmove(out->labels, out->labels + b, e - b);
+	out->n = e - b;
+	return 0;
+}
+
+void train_sample_batch(const struct idx_dataset *d, size_t begin, size_t end, int batch,
+			uint64_t *rng, float *x, uint8_t *y)
+{
+	size_t px = (size_t)d->rows * d->cols, span = end - begin;
+
+	for (int r = 0; r < batch; r++) {
+		size_t k = begin + (size_t)(train_rng_next(rng) % span);
+		memcpy(x + (size_t)r * px, d->pixels + k * px, px * sizeof(float));
+		y[r] = d->labels[k];
+	}
+}
+
+/* Inner product with four partial sums (lets the compiler keep four lanes busy). */
+static float train_dot(const float *a, const float *b, int n)
+{
+	float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int i;
+
+	for (i = 0; i + 4 <= n; i += 4) {
+		s0 += a[i] * b[i];
+		s1 += a[i + 1] * b[i + 1];
+		s2 += a[i + 2] * b[i + 2];
+		s3 += a[i + 3] * b[i + 3];
+	}
+	for (; i < n; i++)
+		s0 += a[i] * b[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
+int train_eval(const struct mlp_shape *s, const float *w, const struct idx_dataset *d, size_t k,
+	       double *accuracy, double *loss)
+{
+	int width = 0, L = s->n_layers;
+	size_t correct = 0, px = (size_t)d->rows * d->cols;
+	double nll = 0;
+	float *a, *z;
+
+	if (k == 0 || k > d->n)
+		k = d->n;
+	for (int l = 0; l <= L; l++)
+		width = s->sizes[l] > width ? s->sizes[l] : width;
+	a = malloc(sizeof(float) * (size_t)width);
+	z = malloc(sizeof(float) * (size_t)width);
+	if (!a || !z) {
+		free(a);
+		free(z);
+		return -ENOMEM;
+	}
+	for (size_t e = 0; e < k; e++) {
+		const float *wl = w;
+		int nout = s->sizes[L], best = 0;
+		double mx, sum = 0;
+
+		memcpy(a, d->pixels + e * px, sizeof(float) * (size_t)s->sizes[0]);
+		for (int l = 1; l <= L; l++) {
+			int in = s->sizes[l - 1], out = s->sizes[l];
+			const float *bias = wl + (size_t)out * in;
+			for (int o = 0; o < out; o++) {
+				float v = train_dot(wl + (size_t)o * in, a, in) + bias[o];
+				z[o] = (l < L && v < 0) ? 0 : v;
+			}
+			wl += (size_t)out * in + out;
+			memcpy(a, z, sizeof(float) * (size_t)out);
+		}
+		for (int o = 1; o < nout; o++)
+			best = a[o] > a[best] ? o : best;
+		mx = a[best];
+		for (int o = 0; o < nout; o++)
+			sum += exp((double)a[o] - mx);
+		/* -log softmax(label) = log sum exp(a - max) - (a_label - max) */
+		nll += log(sum) - ((double)a[d->labels[e]] - mx);
+		correct += best == d->labels[e];
+	}
+	free(a);
+	free(z);
+	*accuracy = k ? (double)correct / (double)k : 0;
+	*loss = k ? nll / (double)k : 0;
+	return 0;
+}
+
+int train_mode_parse(const char *name, enum mlf_mode *mode)
+{
+	if (!strcasecmp(name, "mlfabric-a"))
+		*mode = MLF_MODE_ASYNC;
+	else if (!strcasecmp(name, "mlfabric-s"))
+		*mode = MLF_MODE_SYNC;
+	else if (!strcasecmp(name, "async"))
+		*mode = MLF_MODE_DIRECT;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+double train_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+FILE *train_rec_open(const char *dir, const char *name, char *err, size_t errlen)
+{
+	char path[4096];
+	FILE *f;
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create records directory %s: %s", dir, strerror(errno));
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		snprintf(err, errlen, "cannot open record file %s: %s", path, strerror(errno));
+	return f;
+}
+
+int train_rec_line(FILE *f, json_t *obj)
+{
+	int rc = 0;
+
+	if (f && obj) {
+		if (json_dumpf(obj, f, JSON_COMPACT | JSON_REAL_PRECISION(16)) || fputc('\n', f) == EOF ||
+		    fflush(f))
+			rc = -EIO;
+	}
+	json_decref(obj);
+	return rc;
+}
+
+int train_rec_file(const char *dir, const char *name, json_t *obj, char *err, size_t errlen)
+{
+	FILE *f = train_rec_open(dir, name, err, errlen);
+	int rc;
+
+	if (!f) {
+		json_decref(obj);
+		return -EIO;
+	}
+	rc = json_dumpf(obj, f, JSON_INDENT(2) | JSON_REAL_PRECISION(16)) ? -EIO : 0;
+	if (fputc('\n', f) == EOF || fclose(f))
+		rc = -EIO;
+	if (rc)
+		snprintf(err, errlen, "cannot write %s/%s", dir, name);
+	json_decref(obj);
+	return rc;
+}

@@ -1,0 +1,145 @@
+/* train.h - shared training pieces of the applications: server apply (paper eq. 2), stragglers, shards, evaluation, records. */
+#ifndef MLF_TRAIN_H
+#define MLF_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "idx.h"
+#include "mlfabric.h"
+#include "mlp.h"
+
+/* ---- the model a parameter server (or an RR-Sync rank) holds ---------------------------- */
+
+/**
+ * A model with momentum state (paper §2, eq. 2): @w is w_t, @w_prev is w_{t-1}, both @n
+ * float32 values (mlp.h layout); @gamma is the momentum in [0, 1); @version counts the worker
+ * updates applied so far (an aggregate of m updates counts m).
+ */
+struct train_model {
+	size_t n;
+	float *w, *w_prev;
+	double gamma;
+	int64_t version;
+};
+
+/**
+ * train_model_init - allocate a model of shape @s, He-initialised from @seed (mlp_init), with
+ * w_prev = w (no momentum at the first step), version 0.
+ * Returns 0, -EINVAL (@gamma outside [0, 1)), -ENOMEM.
+ */
+int train_model_init(struct train_model *m, const struct mlp_shape *s, uint64_t seed, double gamma);
+
+/** train_model_free - release a model; safe on a zeroed struct. */
+void train_model_free(struct train_model *m);
+
+/**
+ * train_apply - the server's apply of paper eq. 2: w_{t+1} = w_t + u + gamma (w_t - w_{t-1}),
+ * where @u (m->n floats) is a worker update u = -lr * gradient (eq. 1) or the sum of @parts
+ * updates (an aggregate, applied as one step with the sum). Advances the version by @parts
+ * (>= 1) and returns the new version.
+ */
+int64_t train_apply(struct train_model *m, const float *u, int64_t parts);
+
+/* ---- stragglers (paper §7, compute settings C1..C3) ------------------------------------- */
+
+/** A straggler process: each iteration is slowed down by @factor with probability @rate. */
+struct train_straggle {
+	double rate;     /* probability per iteration, 0..1 */
+	double factor;   /* slowdown factor s >= 1: the iteration takes s x its compute time */
+	uint64_t state;  /* generator state (deterministic per seed) */
+};
+
+/**
+ * train_straggle_parse - "R,S" (e.g. "0.1,2"), "C1" (0.10, 2), "C2" (0.10, 4), "C3" (0.04, 2),
+ * or "none" (0, 1), seeded with @seed. Returns 0, or -EINVAL when R is outside [0, 1] or S < 1.
+ */
+int train_straggle_parse(const char *spec, uint64_t seed, struct train_straggle *st);
+
+/**
+ * train_straggle_next - draw this iteration's slowdown: returns @st->factor with probability
+ * @st->rate, else 1. The sequence depends only on the seed.
+ */
+double train_straggle_next(struct train_straggle *st);
+
+/**
+ * train_straggle_sleep - sleep (factor - 1) x @compute_s seconds (the straggler's extra time).
+ * Returns the seconds slept.
+ */
+double train_straggle_sleep(double compute_s, double factor);
+
+/* ---- data: shards, mini-batches, evaluation --------------------------------------------- */
+
+/** train_shard_parse - parse "I/N" (0 <= I < N). Returns 0 or -EINVAL. */
+int train_shard_parse(const char *spec, int *i, int *n);
+
+/**
+ * train_shard_range - worker @i of @n trains on examples [*begin, *end) of @total: contiguous
+ * shards, sizes differing by at most one, covering every example exactly once.
+ */
+void train_shard_range(size_t total, int i, int n, size_t *begin, size_t *end);
+
+/**
+ * train_load - load Fashion-MNIST's training (@test = 0) or test (@test = 1) set from @dir
+ * (gzip IDX files as Debian ships them), at most @limit examples (0 = all).
+ * Returns 0 or idx_load_dataset's errors, with @err naming the file.
+ */
+int train_load(const char *dir, int test, size_t limit, struct idx_dataset *out, char *err, size_t errlen);
+
+/**
+ * train_load_shard - load shard @i of @n (train_shard_range) of the first @total Fashion-MNIST
+ * training images from @dir; only the shard stays in memory (out->n = its size).
+ * Returns 0, -EINVAL (@total larger than the set, bad shard), or train_load's errors.
+ */
+int train_load_shard(const char *dir, size_t total, int i, int n, struct idx_dataset *out,
+		     char *err, size_t errlen);
+
+/**
+ * train_sample_batch - draw @batch examples uniformly (with replacement) from [@begin, @end) of
+ * @d into @x (batch x pixels floats) and @y (batch labels), advancing the generator @rng.
+ */
+void train_sample_batch(const struct idx_dataset *d, size_t begin, size_t end, int batch,
+			uint64_t *rng, float *x, uint8_t *y);
+
+/**
+ * train_eval - test accuracy (fraction 0..1) and mean cross-entropy loss (nats) of model @w on
+ * the first @k examples of @d (all when @k = 0 or larger than the set).
+ * Returns 0, or -ENOMEM when scratch memory cannot be allocated.
+ */
+int train_eval(const struct mlp_shape *s, const float *w, const struct idx_dataset *d, size_t k,
+	       double *accuracy, double *loss);
+
+/**
+ * train_mode_parse - the fabric mode of a --mode name (docs/fabric.md): "mlfabric-a" ->
+ * MLF_MODE_ASYNC, "mlfabric-s" -> MLF_MODE_SYNC, "async" (the plain parameter server baseline)
+ * -> MLF_MODE_DIRECT. Returns 0, or -EINVAL for any other name.
+ */
+int train_mode_parse(const char *name, enum mlf_mode *mode);
+
+/* ---- records (docs/fabric.md: JSON lines, flushed per line) ----------------------------- */
+
+/** train_now - CLOCK_REALTIME in seconds. */
+double train_now(void);
+
+/**
+ * train_rec_open - open (truncate) @dir/@name for JSON-lines records, creating @dir.
+ * Returns the stream, or NULL with @err naming the path and the reason.
+ */
+FILE *train_rec_open(const char *dir, const char *name, char *err, size_t errlen);
+
+/**
+ * train_rec_line - write @obj (a reference that is stolen) as one compact JSON line to @f and
+ * flush it. @f NULL: only releases @obj. Returns 0, or -EIO when the write failed.
+ */
+int train_rec_line(FILE *f, json_t *obj);
+
+/**
+ * train_rec_file - write @obj (stolen) as the whole file @dir/@name (e.g. server.json), indented.
+ * Returns 0, or -EIO with @err naming the path.
+ */
+int train_rec_file(const char *dir, const char *name, json_t *obj, char *err, size_t errlen);
+
+#endif

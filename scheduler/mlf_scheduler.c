@@ -1,0 +1,113 @@
+/* mlf_scheduler.c - mlf-scheduler: the MLfabric scheduler daemon (paper §4, §5, §6). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "sched_daemon.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mlf-scheduler --cluster C.json [options]\n"
+		"The MLfabric scheduler: accepts every host's dataplane (docs/control.md), plans a\n"
+		"batch of pending updates and pulls every --batch-ms (ordering, delay bound,\n"
+		"aggregation; paper 5 and 6) and commands the transfers. docs/scheduler.md.\n"
+		"  --cluster FILE       cluster config (required)\n"
+		"  --listen IP:PORT     control address (default: scheduler host's IP, control_port)\n"
+		"  --batch-ms MS        batch period (default 100)\n"
+		"  --lead-ms MS         plans start this long after now (default 10)\n"
+		"  --t-lag S            a link report is used from t + t_lag on (default 0.2)\n"
+		"  --peer-timeout S     a dataplane silent this long is dead (default 2)\n"
+		"  --sync-timeout S     MLfabric-S: plan without missing workers after S (default 30)\n"
+		"  --aggregators H,H    only these hosts may aggregate (default: every registered one)\n"
+		"  --headroom F         plan capacity = link capacity x F (default 0.95)\n"
+		"  --max-batch N        most updates per batch, 1..62 (default 62)\n"
+		"  --records DIR        write batches/updates/transfers.jsonl into DIR\n"
+		"  -v, --verbose        debug logging\n"
+		"  -h, --help           this text\n");
+}
+
+static int num_arg(const char *name, const char *v, double lo, double hi, double *out)
+{
+	char *end;
+	double d = strtod(v, &end);
+	if (*v == 0 || *end || !(d >= lo && d <= hi)) {
+		fprintf(stderr, "mlf-scheduler: %s: '%s' is not a number in [%g, %g]\n", name, v, lo,
+			hi);
+		return -1;
+	}
+	*out = d;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cluster", required_argument, 0, 'c' }, { "listen", required_argument, 0, 'l' },
+		{ "batch-ms", required_argument, 0, 'b' }, { "lead-ms", required_argument, 0, 'L' },
+		{ "t-lag", required_argument, 0, 't' }, { "peer-timeout", required_argument, 0, 'p' },
+		{ "sync-timeout", required_argument, 0, 's' },
+		{ "aggregators", required_argument, 0, 'a' },
+		{ "headroom", required_argument, 0, 'H' }, { "max-batch", required_argument, 0, 'm' },
+		{ "records", required_argument, 0, 'r' }, { "verbose", no_argument, 0, 'v' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+	struct sched_config cfg;
+	const char *cluster = NULL;
+	double d;
+	int c, bad = 0;
+
+	sched_daemon_defaults(&cfg);
+	log_component = "scheduler";
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': cluster = optarg; break;
+		case 'l': snprintf(cfg.listen, sizeof(cfg.listen), "%s", optarg); break;
+		case 'b': bad |= num_arg("--batch-ms", optarg, 1, 60000, &d); cfg.batch_s = d / 1e3; break;
+		case 'L': bad |= num_arg("--lead-ms", optarg, 0, 60000, &d); cfg.lead_s = d / 1e3; break;
+		case 't': bad |= num_arg("--t-lag", optarg, 0, 3600, &cfg.t_lag_s); break;
+		case 'p': bad |= num_arg("--peer-timeout", optarg, 0.01, 3600, &cfg.peer_timeout_s); break;
+		case 's': bad |= num_arg("--sync-timeout", optarg, 0, 86400, &cfg.sync_timeout_s); break;
+		case 'a': snprintf(cfg.aggregators, sizeof(cfg.aggregators), "%s", optarg); break;
+		case 'H': bad |= num_arg("--headroom", optarg, 0.01, 1, &cfg.headroom); break;
+		case 'm': bad |= num_arg("--max-batch", optarg, 1, 62, &d); cfg.max_batch = (int)d; break;
+		case 'r': snprintf(cfg.records, sizeof(cfg.records), "%s", optarg); break;
+		case 'v': log_threshold = LOG_DEBUG; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (bad)
+		return 2;
+	if (!cluster || optind < argc) {
+		fprintf(stderr, "mlf-scheduler: %s\n", cluster ? "unexpected argument" :
+			"--cluster FILE is required");
+		usage(stderr);
+		return 2;
+	}
+	char err[512];
+	struct sched *s = sched_daemon_create(&cfg, cluster, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "mlf-scheduler: %s\n", err);
+		return 1;
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	int rc = sched_daemon_run(s, &stop_flag);
+	log_info("stopping after %d batches", s->batch_no);
+	sched_daemon_free(s);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,530 @@
+/* sched_batch.c - build a plan_batch from the daemon state, plan it, and command the plan. */
+#include "sched_batch.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "sched_rec.h"
+
+double sched_batch_link_gbps(const struct sched *s, int host, int up, double now)
+{
+	const struct sched_host *h = &s->hosts[host];
+	const struct sched_link_report *best = NULL;
+
+	for (int i = 0; i < h->n_reports; i++) {
+		const struct sched_link_report *r = &h->reports[i];
+		if (r->t <= now - s->cfg.t_lag_s && (!best || r->t > best->t))
+			best = r;
+	}
+	if (best)
+		return up ? best->up_gbps : best->down_gbps;
+	return up ? s->cl.hosts[host].up_gbps : s->cl.hosts[host].down_gbps;
+}
+
+/* Reserved rate (Gbit/s) of transfer @x at plan time @t. */
+static double xfer_rate_at(const struct sched_xfer *x, double t)
+{
+	double g = 0.0;
+
+	if (t < x->start || t >= x->end)
+		return 0.0;
+	for (int i = 0; i < x->n_steps && x->steps[i].from_s <= t; i++)
+		g = x->steps[i].gbps;
+	return g;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static int on_link(const struct sched_xfer *x, int host, int up)
+{
+	return !x->done && x->src != x->dst && (up ? x->src == host : x->dst == host);
+}
+
+/*
+ * The residual of one link from @now_s on: capacity @cap minus the profiles of the transfers
+ * commanded earlier that still run on it. Sets *@at_now and appends capacity changes.
+ */
+static int carry_link(const struct sched *s, int host, int up, double cap, double now_s,
+		      double *at_now, struct plan_capacity_change **ch, int *n_ch, int *cap_ch)
+{
+	int n_bp = 0, cap_bp = 0;
+	double *bp = NULL;
+
+	for (int i = 0; i < s->n_xfers; i++) {
+		const struct sched_xfer *x = &s->xfers[i];
+		if (!on_link(x, host, up) || x->end <= now_s)
+			continue;
+		for (int k = 0; k <= x->n_steps; k++) {
+			double t = k < x->n_steps ? x->steps[k].from_s : x->end;
+			if (t <= now_s)
+				continue;
+			if (sched_grow((void **)&bp, n_bp, &cap_bp, sizeof(*bp))) {
+				free(bp);
+				return -ENOMEM;
+			}
+			bp[n_bp++] = t;
+		}
+	}
+	double res = cap;
+	for (int i = 0; i < s->n_xfers; i++)
+		if (on_link(&s->xfers[i], host, up))
+			res -= xfer_rate_at(&s->xfers[i], now_s);
+	*at_now = res > 0 ? res : 0;
+	qsort(bp, (size_t)n_bp, sizeof(*bp), cmp_double);
+	double last = *at_now;
+	for (int b = 0; b < n_bp; b++) {
+		if (b > 0 && bp[b] == bp[b - 1])
+			continue;
+		res = cap;
+		for (int i = 0; i < s->n_xfers; i++)
+			if (on_link(&s->xfers[i], host, up))
+				res -= xfer_rate_at(&s->xfers[i], bp[b]);
+		if (res < 0)
+			res = 0;
+		if (res == last)
+			continue;
+		last = res;
+		if (sched_grow((void **)ch, *n_ch, cap_ch, sizeof(**ch))) {
+			free(bp);
+			return -ENOMEM;
+		}
+		(*ch)[(*n_ch)++] = (struct plan_capacity_change){
+			.host = host, .dir = up ? PLAN_UP : PLAN_DOWN, .at_s = bp[b], .gbps = res };
+	}
+	free(bp);
+	return 0;
+}
+
+/* Pick the updates of this batch (indexes into s->upd). Returns how many, or 0 to wait. */
+static int select_updates(struct sched *s, double now, int *sel)
+{
+	int n = 0;
+
+	if (!s->server.sync) {
+		for (int i = 0; i < s->n_upd && n < s->cfg.max_batch; i++)
+			if (s->upd[i].state == SCHED_UPD_PENDING)
+				sel[n++] = i;
+		return n;
+	}
+	/* MLfabric-S (§6): one update per worker, once every worker has one ready. */
+	int have = 0, registered = 0;
+	char missing[512] = "";
+	for (int h = 0; h < s->cl.n_hosts; h++) {
+		int first = -1;
+		for (int i = 0; i < s->n_upd; i++)
+			if (s->upd[i].state == SCHED_UPD_PENDING && s->upd[i].worker == h) {
+				first = i;
+				break;
+			}
+		if (first >= 0 && n < s->cfg.max_batch) {
+			sel[n++] = first;
+			have++;
+		}
+		if (s->hosts[h].apps & SCHED_ROLE_WORKER) {
+			registered++;
+			if (first < 0 && strlen(missing) + CLUSTER_NAME_MAX + 2 < sizeof(missing)) {
+				strcat(missing, missing[0] ? "," : "");
+				strcat(missing, s->cl.hosts[h].name);
+			}
+		}
+	}
+	if (n == 0) {
+		s->sync_wait_since = 0;
+		return 0;
+	}
+	if (have >= s->server.n_workers)
+		return n;
+	if (s->sync_wait_since == 0)
+		s->sync_wait_since = now;
+	if (now - s->sync_wait_since < s->cfg.sync_timeout_s)
+		return 0;
+	log_warn("sync batch: waited %.1f s for %d of %d workers; missing: %s%s", now -
+		 s->sync_wait_since, s->server.n_workers - have, s->server.n_workers,
+		 missing[0] ? missing : "-", registered < s->server.n_workers ?
+		 " (and workers never registered)" : "");
+	return n;
+}
+
+json_t *sched_batch_steps(const struct plan_transfer *t)
+{
+	json_t *a = json_array();
+	int group = (t->n_rate + SCHED_MAX_STEPS - 1) / SCHED_MAX_STEPS;
+
+	if (group < 1)
+		group = 1;
+	for (int i = 0; i < t->n_rate; i += group) {
+		int last = i + group < t->n_rate ? i + group : t->n_rate;
+		double from = t->rate[i].from_s;
+		double to = last < t->n_rate ? t->rate[last].from_s : t->end_s;
+		double gbps = t->rate[i].gbps;
+		if (group > 1 && to > from) {
+			double bits = 0;
+			for (int k = i; k < last; k++) {
+				double e = k + 1 < t->n_rate ? t->rate[k + 1].from_s : t->end_s;
+				bits += t->rate[k].gbps * (e - t->rate[k].from_s);
+			}
+			gbps = bits / (to - from);
+		}
+		json_array_append_new(a, json_pack("[f, f]", from - t->start_s, gbps));
+	}
+	return a;
+}
+
+/* Remember a commanded transfer (its profile stays reserved) and record it. */
+static int add_xfer(struct sched *s, uint64_t xfer, enum sched_what what, uint64_t id, int src,
+		    int dst, int chan, uint64_t bytes, const struct plan_transfer *t, double now_s)
+{
+	if (sched_grow((void **)&s->xfers, s->n_xfers, &s->cap_xfers, sizeof(*s->xfers)))
+		return -ENOMEM;
+	struct sched_xfer *x = &s->xfers[s->n_xfers];
+	memset(x, 0, sizeof(*x));
+	x->xfer = xfer;
+	x->what = what;
+	x->id = id;
+	x->src = src;
+	x->dst = dst;
+	x->chan = chan;
+	x->bytes = bytes;
+	x->start = t ? t->start_s : now_s;
+	x->end = t ? t->end_s : now_s;
+	if (t && t->n_rate > 0) {
+		x->steps = malloc(sizeof(*x->steps) * (size_t)t->n_rate);
+		if (!x->steps)
+			return -ENOMEM;
+		memcpy(x->steps, t->rate, sizeof(*x->steps) * (size_t)t->n_rate);
+		x->n_steps = t->n_rate;
+	}
+	s->n_xfers++;
+	sched_rec_transfer(s, x);
+	return 0;
+}
+
+/* `send` of an update or model; @t NULL = a transfer within one host (unpaced, now). */
+static json_t *send_msg(struct sched *s, const char *what, uint64_t id, uint64_t xfer, int dst,
+			int chan, uint64_t bytes, const struct plan_transfer *t, double now_s)
+{
+	return json_pack("{s:s, s:s, s:I, s:I, s:s, s:i, s:I, s:f, s:o}", "type", "send",
+			 "what", what, "id", (json_int_t)id, "xfer", (json_int_t)xfer,
+			 "dst", s->cl.hosts[dst].name, "chan", chan, "bytes", (json_int_t)bytes,
+			 "start", s->t0 + (t ? t->start_s : now_s), "steps",
+			 t ? sched_batch_steps(t) : json_array());
+}
+
+static void drop_update(struct sched *s, struct sched_update *u, const char *reason)
+{
+	u->state = SCHED_UPD_DROPPED;
+	sched_to_app(s, "worker", u->worker, json_pack("{s:s, s:I, s:s}", "type", "drop", "id",
+		     (json_int_t)u->id, "reason", reason));
+	sched_rec_update(s, u, "dropped", reason);
+}
+
+/* The commands of @p (docs/control.md): order first, then transfers, local sends, drops. */
+static int command_plan(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			const int *sel, const int *psel, const struct sched_pull *pulls)
+{
+	int srv = s->server.host;
+	uint64_t *aggx = calloc((size_t)p->n_aggregates + 1, sizeof(*aggx));
+	int *agg_of = malloc(sizeof(int) * ((size_t)b->n_updates + 1));
+	char *sent = calloc((size_t)b->n_updates + (size_t)b->n_pulls + 1, 1);
+	int rc = 0;
+
+	if (!aggx || !agg_of || !sent) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < b->n_updates; i++)
+		agg_of[i] = -1;
+	for (int a = 0; a < p->n_aggregates; a++) {
+		if (p->aggregates[a].purpose != PLAN_PURPOSE_SERVER)
+			continue;
+		aggx[a] = sched_fresh_xfer(s);
+		for (int k = 0; k < p->aggregates[a].n_inputs; k++)
+			agg_of[p->aggregates[a].inputs[k]] = a;
+	}
+
+	/* 1. The server's commit order, flushed before anything else is queued. */
+	json_t *xs = json_array();
+	for (int c = 0; c < p->n_commits; c++) {
+		const struct plan_commit *pc = &p->commits[c];
+		if (pc->host != srv)
+			continue;
+		uint64_t x = pc->kind == PLAN_CARRY_AGGREGATE ? aggx[pc->carries] :
+			     s->upd[sel[pc->carries]].id;
+		json_array_append_new(xs, json_integer((json_int_t)x));
+	}
+	if (json_array_size(xs) > 0) {
+		sched_to_app(s, "server", srv, json_pack("{s:s, s:i, s:O}", "type", "order", "chan",
+			     1, "xfers", xs));
+		if (s->hosts[srv].conn >= 0)
+			ctl_flush(&s->conns[s->hosts[srv].conn].c);
+	}
+	json_decref(xs);
+
+	/* 2. Every planned transfer. */
+	for (int i = 0; i < p->n_transfers && !rc; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+		if (t->purpose == PLAN_PURPOSE_REPLICA)
+			continue;
+		if (t->kind == PLAN_CARRY_UPDATE) {
+			struct sched_update *u = &s->upd[sel[t->carries]];
+			int direct = t->dst == srv;
+			u->xfer = direct ? u->id : sched_fresh_xfer(s);
+			sent[t->carries] = 1;
+			sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->xfer,
+				     t->dst, direct ? 1 : 2, u->bytes, t, b->now_s));
+			rc = add_xfer(s, u->xfer, SCHED_WHAT_UPDATE, u->id, t->src, t->dst,
+				      direct ? 1 : 2, u->bytes, t, b->now_s);
+		} else if (t->kind == PLAN_CARRY_AGGREGATE) {
+			const struct plan_aggregate *ag = &p->aggregates[t->carries];
+			json_t *in = json_array();
+			for (int k = 0; k < ag->n_inputs; k++)
+				json_array_append_new(in, json_integer(
+					(json_int_t)s->upd[sel[ag->inputs[k]]].id));
+			sched_to_app(s, "aggregator", ag->host, json_pack(
+				"{s:s, s:I, s:o, s:s, s:i, s:I, s:f, s:o}", "type", "aggregate",
+				"agg", (json_int_t)aggx[t->carries], "inputs", in,
+				"dst", s->cl.hosts[t->dst].name, "chan", 1, "bytes",
+				(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps",
+				sched_batch_steps(t)));
+			rc = add_xfer(s, aggx[t->carries], SCHED_WHAT_AGGREGATE, 0, t->src, t->dst,
+				      1, t->bytes, t, b->now_s);
+		} else {
+			const struct sched_pull *pl = &pulls[psel[t->carries]];
+			uint64_t x = sched_fresh_xfer(s);
+			sent[b->n_updates + t->carries] = 1;
+			sched_to_app(s, "server", t->src, send_msg(s, "model", pl->id, x, t->dst, 3,
+				     t->bytes, t, b->now_s));
+			rc = add_xfer(s, x, SCHED_WHAT_MODEL, pl->id, t->src, t->dst, 3, t->bytes,
+				      t, b->now_s);
+		}
+	}
+
+	/* 3. Transfers within one host (no network, no plan transfer): unpaced, now. */
+	for (int k = 0; k < p->n_order && !rc; k++) {
+		int i = p->order[k];
+		struct sched_update *u = &s->upd[sel[i]];
+		if (sent[i])
+			continue;
+		int dst = agg_of[i] >= 0 ? p->aggregates[agg_of[i]].host : srv;
+		int chan = agg_of[i] >= 0 ? 2 : 1;
+		u->xfer = chan == 1 ? u->id : sched_fresh_xfer(s);
+		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->xfer, dst,
+			     chan, u->bytes, NULL, b->now_s));
+		rc = add_xfer(s, u->xfer, SCHED_WHAT_UPDATE, u->id, u->worker, dst, chan, u->bytes,
+			      NULL, b->now_s);
+	}
+	for (int q = 0; q < b->n_pulls && !rc; q++) {
+		if (sent[b->n_updates + q])
+			continue;
+		const struct sched_pull *pl = &pulls[psel[q]];
+		uint64_t x = sched_fresh_xfer(s);
+		sched_to_app(s, "server", srv, send_msg(s, "model", pl->id, x, pl->worker, 3,
+			     b->model_bytes, NULL, b->now_s));
+		rc = add_xfer(s, x, SCHED_WHAT_MODEL, pl->id, srv, pl->worker, 3, b->model_bytes,
+			      NULL, b->now_s);
+	}
+
+	/* 4. Fates: planned (direct / aggregated) and dropped (delay bound, §5.1.3). */
+	for (int k = 0; k < p->n_order; k++) {
+		int i = p->order[k];
+		struct sched_update *u = &s->upd[sel[i]];
+		u->state = SCHED_UPD_PLANNED;
+		u->agg = agg_of[i] >= 0 ? aggx[agg_of[i]] : 0;
+		sched_rec_update(s, u, u->agg ? "aggregated" : "direct", NULL);
+	}
+	for (int k = 0; k < p->n_dropped; k++)
+		drop_update(s, &s->upd[sel[p->dropped[k]]], "delay bound");
+out:
+	free(aggx);
+	free(agg_of);
+	free(sent);
+	return rc;
+}
+
+/* Remove the answered pulls (indexes @psel, ascending) from s->pulls. */
+static void remove_pulls(struct sched *s, const int *psel, int n)
+{
+	int k = 0, j = 0;
+
+	for (int i = 0; i < s->n_pulls; i++) {
+		if (j < n && psel[j] == i) {
+			j++;
+			continue;
+		}
+		s->pulls[k++] = s->pulls[i];
+	}
+	s->n_pulls = k;
+}
+
+static void free_batch(struct plan_batch *b)
+{
+	free(b->hosts);
+	free(b->changes);
+	free(b->servers);
+	free(b->aggregators);
+	free(b->updates);
+	free(b->pulls);
+}
+
+/* Fill @b (arrays allocated here, free_batch) for the selected updates and pulls. */
+static int build_batch(struct sched *s, double now, const int *sel, int n_sel, const int *psel,
+		       int n_psel, struct plan_batch *b)
+{
+	int n_h = s->cl.n_hosts, cap_ch = 0;
+
+	memset(b, 0, sizeof(*b));
+	b->mode = s->server.sync ? PLAN_SYNC : PLAN_ASYNC;
+	b->now_s = now - s->t0 + s->cfg.lead_s;
+	b->n_hosts = n_h;
+	b->hosts = calloc((size_t)n_h, sizeof(*b->hosts));
+	b->servers = malloc(sizeof(int));
+	b->aggregators = calloc((size_t)n_h, sizeof(int));
+	b->updates = calloc((size_t)n_sel + 1, sizeof(*b->updates));
+	b->pulls = calloc((size_t)n_psel + 1, sizeof(*b->pulls));
+	if (!b->hosts || !b->servers || !b->aggregators || !b->updates || !b->pulls)
+		return -ENOMEM;
+	for (int h = 0; h < n_h; h++) {
+		snprintf(b->hosts[h].name, PLAN_NAME_MAX, "%s", s->cl.hosts[h].name);
+		for (int up = 0; up < 2; up++) {
+			double cap = sched_batch_link_gbps(s, h, up, now) * s->cfg.headroom;
+			double *at = up ? &b->hosts[h].up_gbps : &b->hosts[h].down_gbps;
+			if (carry_link(s, h, up, cap, b->now_s, at, &b->changes, &b->n_changes,
+				       &cap_ch))
+				return -ENOMEM;
+		}
+		if ((s->hosts[h].apps & SCHED_ROLE_AGGREGATOR) && s->hosts[h].alive &&
+		    h != s->server.host && (!s->agg_allowed || s->agg_allowed[h]))
+			b->aggregators[b->n_aggregators++] = h;
+	}
+	b->n_servers = 1;
+	b->servers[0] = s->server.host;
+	b->replica = -1;
+	b->tau_max = s->server.tau_max;
+	b->momentum = s->server.momentum;
+	int64_t planned = 0;
+	for (int i = 0; i < s->n_upd; i++)
+		planned += s->upd[i].state == SCHED_UPD_PLANNED;
+	b->v_init = s->server.version + planned;
+	for (int k = 0; k < n_sel; k++) {
+		const struct sched_update *u = &s->upd[sel[k]];
+		struct plan_update *pu = &b->updates[k];
+		snprintf(pu->id, PLAN_NAME_MAX, "%" PRIu64, u->id);
+		pu->worker = u->worker;
+		pu->bytes = u->bytes;
+		pu->version = u->version;
+		pu->norm = u->norm;
+		pu->ready_s = b->now_s;
+	}
+	b->n_updates = n_sel;
+	for (int k = 0; k < n_psel; k++) {
+		snprintf(b->pulls[k].id, PLAN_NAME_MAX, "%" PRIu64, s->pulls[psel[k]].id);
+		b->pulls[k].worker = s->pulls[psel[k]].worker;
+		b->pulls[k].ready_s = b->now_s;
+	}
+	b->n_pulls = n_psel;
+	b->model_bytes = n_psel ? s->server.bytes : 0;
+	return 0;
+}
+
+/* Batch delay statistics over the server commits (delay = version before commit - v(g)). */
+static void delays(const struct sched *s, const struct plan_batch *b, const struct plan *p,
+		   double *mean, int64_t *max)
+{
+	double sum = 0;
+	int n = 0;
+
+	*max = 0;
+	for (int c = 0; c < p->n_commits; c++) {
+		const struct plan_commit *pc = &p->commits[c];
+		int one = pc->carries;
+		int m = pc->kind == PLAN_CARRY_AGGREGATE ? p->aggregates[one].n_inputs : 1;
+		const int *in = pc->kind == PLAN_CARRY_AGGREGATE ? p->aggregates[one].inputs : &one;
+		if (pc->host != s->server.host)
+			continue;
+		for (int k = 0; k < m; k++) {
+			int64_t d = pc->version - m - b->updates[in[k]].version;
+			sum += (double)d;
+			n++;
+			if (d > *max)
+				*max = d;
+		}
+	}
+	*mean = n ? sum / n : 0.0;
+}
+
+int sched_batch_tick(struct sched *s, double now)
+{
+	if (s->server.host < 0 || !s->hosts[s->server.host].alive)
+		return 0;
+	int *sel = malloc(sizeof(int) * ((size_t)s->n_upd + 1));
+	int *psel = malloc(sizeof(int) * ((size_t)s->n_pulls + 1));
+	int n_sel = 0, n_psel = 0, rc = 0;
+	struct plan_batch b;
+	struct plan p;
+
+	memset(&b, 0, sizeof(b));
+	memset(&p, 0, sizeof(p));
+	if (!sel || !psel) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	n_sel = select_updates(s, now, sel);
+	for (int i = 0; i < s->n_pulls; i++)
+		if (s->pulls[i].min_version <= s->server.version && s->hosts[s->pulls[i].worker].alive)
+			psel[n_psel++] = i;
+	if (n_sel == 0 && n_psel == 0)
+		goto out;
+	rc = build_batch(s, now, sel, n_sel, psel, n_psel, &b);
+	if (rc)
+		goto out;
+	struct timespec t1, t2;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	rc = plan_compute(&b, PLAN_IMPL_FAST, &p);
+	clock_gettime(CLOCK_MONOTONIC, &t2);
+	if (rc) {
+		log_err("batch %d: plan_compute refused the batch (%d updates, %d pulls): %s",
+			s->batch_no + 1, n_sel, n_psel, strerror(-rc));
+		goto out;
+	}
+	p.plan_ms = (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) * 1e-6;
+	s->batch_no++;
+	s->sync_wait_since = 0;
+	for (int k = 0; k < n_sel; k++)
+		s->upd[sel[k]].batch = s->batch_no;
+	if (s->hook)
+		s->hook(s->hook_arg, s->batch_no, &b, &p);
+	rc = command_plan(s, &b, &p, sel, psel, s->pulls);
+	if (rc)
+		goto out;
+	remove_pulls(s, psel, n_psel);
+
+	int aggregated = 0;
+	for (int a = 0; a < p.n_aggregates; a++)
+		if (p.aggregates[a].purpose == PLAN_PURPOSE_SERVER)
+			aggregated += p.aggregates[a].n_inputs;
+	double mean;
+	int64_t max;
+	delays(s, &b, &p, &mean, &max);
+	log_info("batch %d: |U|=%d dropped=%d aggregated=%d plan=%.2f ms mean_delay=%.1f "
+		 "max_delay=%" PRId64 " v_init=%" PRId64 " pulls=%d", s->batch_no, n_sel,
+		 p.n_dropped, aggregated, p.plan_ms, mean, max, b.v_init, n_psel);
+	struct sched_rec_batch r = { .t = now, .batch = s->batch_no, .n_updates = n_sel,
+		.dropped = p.n_dropped, .aggregated = aggregated, .pulls = n_psel,
+		.plan_ms = p.plan_ms, .mean_delay = mean, .max_delay = max, .v_init = b.v_init };
+	sched_rec_batch(s, &r);
+	rc = 1;
+out:
+	plan_free(&p);
+	free_batch(&b);
+	free(sel);
+	free(psel);
+	return rc;
+}

@@ -1,0 +1,102 @@
+/* sched_rec.c - JSON-lines record files of the scheduler daemon, flushed line by line. */
+#include "sched_rec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static FILE *open_one(const char *dir, const char *name, char *err, size_t errlen)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "a");
+	if (!f)
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	return f;
+}
+
+int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
+{
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		int rc = -errno;
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return rc;
+	}
+	s->rec_batches = open_one(dir, "batches.jsonl", err, errlen);
+	if (s->rec_batches)
+		s->rec_updates = open_one(dir, "updates.jsonl", err, errlen);
+	if (s->rec_updates)
+		s->rec_transfers = open_one(dir, "transfers.jsonl", err, errlen);
+	if (!s->rec_transfers) {
+		int rc = -errno;
+		sched_rec_close(s);
+		return rc ? rc : -EIO;
+	}
+	return 0;
+}
+
+void sched_rec_close(struct sched *s)
+{
+	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers };
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (*f[i])
+			fclose(*f[i]);
+		*f[i] = NULL;
+	}
+}
+
+/* @x rounded to 4 decimals, so records stay readable (jansson prints 17 digits). */
+static double r4(double x)
+{
+	return round(x * 1e4) / 1e4;
+}
+
+static void put_line(FILE *f, json_t *o)
+{
+	if (f && o) {
+		char *txt = json_dumps(o, JSON_COMPACT);
+		if (txt) {
+			fprintf(f, "%s\n", txt);
+			fflush(f);
+			free(txt);
+		}
+	}
+	json_decref(o);
+}
+
+void sched_rec_batch(struct sched *s, const struct sched_rec_batch *r)
+{
+	if (!s->rec_batches)
+		return;
+	put_line(s->rec_batches, json_pack("{s:f, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:I, s:I}",
+		"t", r->t, "batch", r->batch, "n_updates", r->n_updates, "dropped", r->dropped,
+		"aggregated", r->aggregated, "pulls", r->pulls, "plan_ms", r4(r->plan_ms),
+		"mean_delay", r4(r->mean_delay), "max_delay", (json_int_t)r->max_delay,
+		"v_init", (json_int_t)r->v_init));
+}
+
+void sched_rec_update(struct sched *s, const struct sched_update *u, const char *fate,
+		      const char *reason)
+{
+	if (!s->rec_updates)
+		return;
+	put_line(s->rec_updates, json_pack("{s:I, s:s, s:s, s:i, s:s, s:I}",
+		"id", (json_int_t)u->id, "worker", s->cl.hosts[u->worker].name, "fate", fate,
+		"batch", u->batch, "reason", reason ? reason : "", "version", (json_int_t)u->version));
+}
+
+void sched_rec_transfer(struct sched *s, const struct sched_xfer *x)
+{
+	static const char *const what[] = { "update", "aggregate", "model" };
+
+	if (!s->rec_transfers)
+		return;
+	put_line(s->rec_transfers, json_pack("{s:I, s:s, s:s, s:s, s:I, s:f, s:f, s:i}",
+		"xfer", (json_int_t)x->xfer, "src", s->cl.hosts[x->src].name,
+		"dst", s->cl.hosts[x->dst].name, "what", what[x->what], "bytes", (json_int_t)x->bytes,
+		"start", s->t0 + x->start, "end", s->t0 + x->end, "chan", x->chan));
+}

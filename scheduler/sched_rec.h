@@ -1,0 +1,39 @@
+/* sched_rec.h - the scheduler's record files (docs/fabric.md): batches, updates, transfers. */
+#ifndef MLF_SCHED_REC_H
+#define MLF_SCHED_REC_H
+
+#include "sched_state.h"
+
+/**
+ * sched_rec_open - create DIR (if needed) and open batches.jsonl, updates.jsonl and
+ * transfers.jsonl in it for appending. Returns 0 or -errno with @err naming the file.
+ */
+int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen);
+
+/** sched_rec_close - close the record files (safe when none are open). */
+void sched_rec_close(struct sched *s);
+
+/** One batch's summary line of batches.jsonl (delays in versions, plan_ms in milliseconds). */
+struct sched_rec_batch {
+	double t;            /* CLOCK_REALTIME seconds */
+	int batch;
+	int n_updates, dropped, aggregated, pulls;
+	double plan_ms, mean_delay;
+	int64_t max_delay, v_init;
+};
+
+/** sched_rec_batch - append one line to batches.jsonl and flush it. */
+void sched_rec_batch(struct sched *s, const struct sched_rec_batch *r);
+
+/**
+ * sched_rec_update - append the fate of update @u to updates.jsonl (@fate: "direct",
+ * "aggregated", "dropped" or "lost"; @reason may be NULL). A lost update gets a second line
+ * after its planned one: the last line of an id is its fate.
+ */
+void sched_rec_update(struct sched *s, const struct sched_update *u, const char *fate,
+		      const char *reason);
+
+/** sched_rec_transfer - append commanded transfer @x to transfers.jsonl (CLOCK_REALTIME times). */
+void sched_rec_transfer(struct sched *s, const struct sched_xfer *x);
+
+#endif

@@ -1,0 +1,93 @@
+/* sched_state.c - lookups and bookkeeping over the scheduler daemon's state tables. */
+#include "sched_state.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double sched_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int sched_find_update(const struct sched *s, uint64_t id)
+{
+	for (int i = s->n_upd - 1; i >= 0; i--)
+		if (s->upd[i].id == id)
+			return i;
+	return -1;
+}
+
+int sched_find_xfer(const struct sched *s, uint64_t xfer)
+{
+	for (int i = s->n_xfers - 1; i >= 0; i--)
+		if (s->xfers[i].xfer == xfer)
+			return i;
+	return -1;
+}
+
+uint64_t sched_fresh_xfer(struct sched *s)
+{
+	return SCHED_XFER_FRESH | ++s->xfer_counter;
+}
+
+int sched_grow(void **arr, int n, int *cap, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	int nc = *cap ? *cap * 2 : 64;
+	void *p = realloc(*arr, (size_t)nc * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+const char *sched_role_name(unsigned role)
+{
+	switch (role) {
+	case SCHED_ROLE_WORKER: return "worker";
+	case SCHED_ROLE_SERVER: return "server";
+	case SCHED_ROLE_AGGREGATOR: return "aggregator";
+	default: return "replica";
+	}
+}
+
+int sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
+{
+	char app[96];
+	int rc = -ENOTCONN;
+
+	if (host >= 0 && s->hosts[host].alive && s->hosts[host].conn >= 0) {
+		snprintf(app, sizeof(app), "%s@%s", role, s->cl.hosts[host].name);
+		json_object_set_new(msg, "app", json_string(app));
+		rc = ctl_queue(&s->conns[s->hosts[host].conn].c, msg);
+	}
+	json_decref(msg);
+	return rc;
+}
+
+void sched_compact(struct sched *s, double now_plan)
+{
+	int k = 0;
+
+	for (int i = 0; i < s->n_upd; i++)
+		if (s->upd[i].state == SCHED_UPD_PENDING || s->upd[i].state == SCHED_UPD_PLANNED)
+			s->upd[k++] = s->upd[i];
+	s->n_upd = k;
+	k = 0;
+	for (int i = 0; i < s->n_xfers; i++) {
+		struct sched_xfer *x = &s->xfers[i];
+		if (x->end + 60.0 < now_plan) {
+			free(x->steps);
+			continue;
+		}
+		s->xfers[k++] = *x;
+	}
+	s->n_xfers = k;
+}

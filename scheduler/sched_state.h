@@ -1,0 +1,195 @@
+/* sched_state.h - the scheduler daemon's state: hosts, applications, updates, pulls, transfers. */
+#ifndef MLF_SCHED_STATE_H
+#define MLF_SCHED_STATE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "cluster.h"
+#include "ctl.h"
+#include "plan.h"
+
+#define SCHED_LINK_HIST 32        /* link reports kept per host (one every 0.1 s: 3.2 s) */
+#define SCHED_XFER_FRESH (1ull << 62) /* scheduler-chosen transfer ids: 1 << 62 | counter */
+#define SCHED_MAX_STEPS 256       /* rate steps per command (lib/appmsg.h) */
+
+/** Application roles, as bits of sched_host.apps. */
+enum sched_role {
+	SCHED_ROLE_WORKER = 1 << 0,
+	SCHED_ROLE_SERVER = 1 << 1,
+	SCHED_ROLE_AGGREGATOR = 1 << 2,
+	SCHED_ROLE_REPLICA = 1 << 3,
+};
+
+/** One `link` report of a host's monitor (docs/control.md): capacities in Gbit/s at time t. */
+struct sched_link_report {
+	double t;          /* CLOCK_REALTIME seconds of the measurement */
+	double up_gbps;
+	double down_gbps;
+};
+
+/** What the scheduler knows of one cluster host. */
+struct sched_host {
+	int conn;          /* index into sched.conns of its dataplane connection, or -1 */
+	int alive;         /* connected and heard from within --peer-timeout */
+	double last_heard; /* CLOCK_REALTIME seconds of the last message from its dataplane */
+	int n_reports;     /* valid entries of reports[] (a ring, newest at next_report - 1) */
+	int next_report;
+	struct sched_link_report reports[SCHED_LINK_HIST];
+	unsigned apps;     /* enum sched_role bits of the registered applications */
+};
+
+/** Life of an update (docs/fabric.md updates.jsonl fates). */
+enum sched_upd_state {
+	SCHED_UPD_PENDING = 0,   /* announced, not planned yet */
+	SCHED_UPD_PLANNED = 1,   /* commanded (direct or aggregated), not committed yet */
+	SCHED_UPD_COMMITTED = 2, /* the server reported its commit */
+	SCHED_UPD_DROPPED = 3,   /* dropped by the plan (delay bound) or before planning */
+	SCHED_UPD_LOST = 4,      /* planned but will never be committed (failure, dead peer) */
+};
+
+/** A worker update the scheduler was told about (`update` message). */
+struct sched_update {
+	uint64_t id;       /* update id chosen by the worker */
+	int worker;        /* cluster host index of the worker */
+	uint64_t bytes;    /* payload bytes */
+	int64_t version;   /* v(g): model version it was computed from */
+	double norm;       /* ||g||_2 as reported */
+	double t_arrival;  /* CLOCK_REALTIME seconds the scheduler got it */
+	enum sched_upd_state state;
+	int batch;         /* batch number that planned it, -1 before */
+	uint64_t xfer;     /* its own transfer: the update id (direct) or a fresh id (to an aggregator) */
+	uint64_t agg;      /* the aggregate's transfer id when aggregated, else 0 */
+};
+
+/** A pull request waiting for a model transfer. */
+struct sched_pull {
+	uint64_t id;
+	int worker;          /* host index */
+	int64_t min_version; /* answered once the server committed this version (-1: at once) */
+	double t_arrival;    /* CLOCK_REALTIME seconds */
+};
+
+/** What a commanded transfer carries. */
+enum sched_what { SCHED_WHAT_UPDATE = 0, SCHED_WHAT_AGGREGATE = 1, SCHED_WHAT_MODEL = 2 };
+
+/**
+ * A transfer the scheduler commanded. Times are plan times: seconds since the scheduler's time
+ * origin (sched.t0); the reserved rate profile (Gbit/s of payload) stays subtracted from the
+ * links of later batches until the planned end passes or a `done` arrives.
+ */
+struct sched_xfer {
+	uint64_t xfer;
+	enum sched_what what;
+	uint64_t id;        /* update id (UPDATE), pull id (MODEL), 0 (AGGREGATE) */
+	int src, dst;       /* host indexes */
+	int chan;
+	uint64_t bytes;
+	double start, end;  /* plan times, s */
+	int n_steps;
+	struct plan_rate_step *steps; /* plan times, owned */
+	int done;           /* a `done` arrived (or the transfer was declared lost) */
+};
+
+/** A dataplane connection (before `hello`, host is -1). */
+struct sched_conn {
+	struct ctl_conn c;
+	int host;          /* cluster host index after hello, else -1 */
+	int closing;       /* close once the queued bytes are written (refused hello) */
+	double t_open;     /* CLOCK_REALTIME seconds of accept */
+};
+
+/** Daemon options (mlf-scheduler flags, docs/scheduler.md). */
+struct sched_config {
+	char listen[64];        /* "IP:PORT"; "" = the scheduler host's IP and control_port */
+	double batch_s;         /* --batch-ms / 1000 */
+	double t_lag_s;         /* --t-lag: a link report is used from t + t_lag on */
+	double peer_timeout_s;  /* --peer-timeout */
+	double headroom;        /* --headroom: plan capacity = link capacity x headroom */
+	double lead_s;          /* --lead-ms / 1000: plans start this long after now */
+	double sync_timeout_s;  /* --sync-timeout */
+	int max_batch;          /* most updates in one batch (an aggregate names <= 62 parts) */
+	char aggregators[512];  /* --aggregators h1,h2 ("" = every registered aggregator) */
+	char records[512];      /* --records DIR ("" = none) */
+};
+
+/** Called after every plan_compute (tests inspect the batch the daemon built). */
+typedef void (*sched_batch_hook)(void *arg, int batch_no, const struct plan_batch *b,
+				 const struct plan *p);
+
+/** The server registration (`register` with role server). */
+struct sched_server {
+	int host;            /* host index, -1 before registration */
+	int sync;            /* mode "sync" (MLfabric-S, §6) */
+	uint64_t n_floats;
+	uint64_t bytes;      /* bytes of an update */
+	int64_t version;     /* last committed version the server reported */
+	int64_t tau_max;     /* delay bound */
+	double momentum;     /* gamma of eq. 2 */
+	int n_workers;
+};
+
+/** The whole daemon state. */
+struct sched {
+	struct sched_config cfg;
+	struct cluster cl;
+	double t0;            /* CLOCK_REALTIME seconds of the time origin (start) */
+	int listen_fd;
+
+	struct sched_host *hosts;     /* cl.n_hosts */
+	int *agg_allowed;             /* cl.n_hosts flags from --aggregators */
+	struct sched_server server;
+
+	struct sched_conn *conns;
+	int n_conns, cap_conns;
+
+	struct sched_update *upd;
+	int n_upd, cap_upd;
+	struct sched_pull *pulls;
+	int n_pulls, cap_pulls;
+	struct sched_xfer *xfers;
+	int n_xfers, cap_xfers;
+
+	uint64_t xfer_counter;        /* next fresh transfer id is SCHED_XFER_FRESH | counter */
+	int batch_no;                 /* batches planned so far */
+	double next_batch;            /* CLOCK_REALTIME seconds of the next batch tick */
+	double sync_wait_since;       /* CLOCK_REALTIME seconds a sync batch started waiting, 0 */
+
+	FILE *rec_batches, *rec_updates, *rec_transfers;
+
+	sched_batch_hook hook;
+	void *hook_arg;
+};
+
+/** sched_now - CLOCK_REALTIME in seconds. */
+double sched_now(void);
+
+/** sched_find_update - index into s->upd of update @id, or -1. */
+int sched_find_update(const struct sched *s, uint64_t id);
+
+/** sched_find_xfer - index into s->xfers of transfer @xfer, or -1. */
+int sched_find_xfer(const struct sched *s, uint64_t xfer);
+
+/** sched_fresh_xfer - a new scheduler-chosen transfer id (1 << 62 | counter, docs/control.md). */
+uint64_t sched_fresh_xfer(struct sched *s);
+
+/** sched_grow - make room for one more element in *@arr (@n used, *@cap allocated, @size bytes
+ * each). Returns 0 or -ENOMEM. */
+int sched_grow(void **arr, int n, int *cap, size_t size);
+
+/**
+ * sched_to_app - queue @msg (reference stolen) for application "<role>@<host name>": adds
+ * "app" and sends it over that host's dataplane connection. Returns 0, or -ENOTCONN when the
+ * host has no live connection (the message is discarded).
+ */
+int sched_to_app(struct sched *s, const char *role, int host, json_t *msg);
+
+/** sched_role_name - "worker", "server", "aggregator", "replica" for one enum sched_role bit. */
+const char *sched_role_name(unsigned role);
+
+/** sched_compact - forget updates in a final state and transfers that ended 60 s ago. */
+void sched_compact(struct sched *s, double now_plan);
+
+#endif

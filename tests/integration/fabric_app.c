@@ -1,0 +1,227 @@
+/* fabric_app.c - test program of tests/integration/fabric_*.sh: a worker, a server or a raw control client on include/mlfabric.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "dpclient.h"
+#include "log.h"
+#include "mlfabric.h"
+
+static volatile sig_atomic_t quit;
+static void on_signal(int sig) { quit = sig; }
+
+struct server_state {
+	float *w;
+	size_t n;
+	int64_t version;
+	long applied, expect_next, out_of_order;
+};
+
+/* Applies u (plain sum, the test needs no momentum); checks updates carry 1, 2, 3, ... in order. */
+static int64_t on_update(void *arg, const struct mlf_update *u)
+{
+	struct server_state *s = arg;
+
+	for (size_t i = 0; i < s->n; i++)
+		s->w[i] += u->u[i];
+	s->version += u->hdr->n_parts;
+	s->applied++;
+	if (u->hdr->n_parts == 1 && u->u[0] != (float)s->expect_next)
+		s->out_of_order++;
+	s->expect_next = (long)u->u[0] + 1;
+	printf("update xfer=%llx src=%s parts=%u first=%g last=%g version=%lld\n", (unsigned long long)u->xfer,
+	       u->src, u->hdr->n_parts, (double)u->u[0], (double)u->u[u->n - 1], (long long)s->version);
+	fflush(stdout);
+	return s->version;
+}
+
+static int64_t on_request(void *arg, float *model, size_t n)
+{
+	struct server_state *s = arg;
+
+	memcpy(model, s->w, n * sizeof(float));
+	return s->version;
+}
+
+static void usage(void)
+{
+	printf("usage: fabric_app server|worker|ctl --cluster C --host H [--mode direct|async|sync] [--server S] [--workers W]\n"
+	       "         [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
+	       "server: serve a model of n floats (0), print every update, exit at version K.\n"
+	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1;\n"
+	       "        --mode sync: K allreduce iterations instead (--workers: the server's n_workers).\n"
+	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
+}
+
+static int ctl_probe(const char *sock, const char *text, const char *expect, double timeout)
+{
+	char err[256];
+	mlfabric_t *m = mlfabric_connect(sock, err, sizeof(err));
+	struct mlfabric_event ev;
+	struct timespec t0, t;
+
+	if (!m) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (mlfabric_ctl_send(m, text) < 0) {
+		fprintf(stderr, "cannot send control message\n");
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int rc = mlfabric_poll(m, &ev, 100);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (rc == 1 && ev.kind == MLFABRIC_EV_CTL) {
+			json_t *o = json_loads(ev.ctl, 0, NULL);
+			const char *ty = json_string_value(json_object_get(o, "type"));
+			printf("ctl %s\n", ev.ctl);
+			fflush(stdout);
+			if (ty && !strcmp(ty, expect)) {
+				json_decref(o);
+				mlfabric_event_release(&ev);
+				break;
+			}
+			json_decref(o);
+		}
+		if (rc == 1)
+			mlfabric_event_release(&ev);
+		if (rc < 0 || (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 > timeout) {
+			fprintf(stderr, "no '%s' control message within %.1f s\n", expect, timeout);
+			mlfabric_close(m);
+			return 1;
+		}
+	}
+	mlfabric_close(m);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "cluster", 1, NULL, 'c' }, { "host", 1, NULL, 'H' }, { "mode", 1, NULL, 'm' },
+		{ "server", 1, NULL, 'S' }, { "n", 1, NULL, 'n' }, { "count", 1, NULL, 'k' },
+		{ "sock", 1, NULL, 's' }, { "send", 1, NULL, 'j' }, { "expect", 1, NULL, 'e' },
+		{ "timeout", 1, NULL, 't' }, { "first", 1, NULL, 'f' }, { "help", 0, NULL, 'h' },
+		{ "workers", 1, NULL, 'W' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mlf_opts o = { .mode = MLF_MODE_DIRECT };
+	const char *server = NULL, *send = NULL, *expect = NULL, *what;
+	size_t n = 1000;
+	long count = 10, first = 1;
+	int workers = 1;
+	double timeout = 10;
+	char err[256];
+	int c;
+	mlf_t *f;
+
+	if (argc < 2) {
+		usage();
+		return 2;
+	}
+	what = argv[1];
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': o.cluster = optarg; break;
+		case 'H': o.host = optarg; break;
+		case 'm':
+			o.mode = !strcmp(optarg, "direct") ? MLF_MODE_DIRECT :
+				 !strcmp(optarg, "sync") ? MLF_MODE_SYNC : MLF_MODE_ASYNC;
+			break;
+		case 'W': workers = atoi(optarg); break;
+		case 'S': server = optarg; break;
+		case 'n': n = strtoul(optarg, NULL, 10); break;
+		case 'k': count = strtol(optarg, NULL, 10); break;
+		case 's': o.sock = optarg; break;
+		case 'j': send = optarg; break;
+		case 'e': expect = optarg; break;
+		case 't': timeout = strtod(optarg, NULL); break;
+		case 'f': first = strtol(optarg, NULL, 10); break;
+		case 'h': usage(); return 0;
+		default: usage(); return 2;
+		}
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	log_component = what;
+	if (!strcmp(what, "ctl"))
+		return send && expect && o.sock ? ctl_probe(o.sock, send, expect, timeout) : (usage(), 2);
+	o.timeout_s = timeout;
+	if (!(f = mlf_open(&o, err, sizeof(err)))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (!strcmp(what, "server")) {
+		struct server_state s = { .w = calloc(n, sizeof(float)), .n = n, .expect_next = 1 };
+		struct mlf_params p = { .tau_max = 8, .n_workers = workers };
+		if (mlf_register_as_server(f, &p, n, 0, on_update, on_request, &s) < 0) {
+			fprintf(stderr, "%s\n", mlf_error(f));
+			return 1;
+		}
+		printf("server ready\n");
+		fflush(stdout);
+		while (!quit && s.version < count)
+			usleep(10000);
+		sleep(1); /* answer the workers' last gets */
+		printf("server applied=%ld version=%lld out_of_order=%ld w0=%g\n", s.applied,
+		       (long long)s.version, s.out_of_order, (double)s.w[0]);
+		mlf_close(f);
+		return 0;
+	}
+	if (!strcmp(what, "worker") && server) {
+		float *u = calloc(n, sizeof(float)), *w = calloc(n, sizeof(float));
+		int64_t v = -1;
+		int rc = 0;
+		struct mlf_worker_stats ws;
+		if (mlf_register_as_worker(f, server) < 0) {
+			fprintf(stderr, "%s\n", mlf_error(f));
+			return 1;
+		}
+		for (long i = first; i < first + count && o.mode == MLF_MODE_SYNC; i++) {
+			for (size_t k = 0; k < n; k++)
+				u[k] = (float)i;
+			if ((rc = mlf_allreduce(f, server, u, n, 1.0, v < 0 ? 0 : v, w, &v, timeout)) < 0) {
+				fprintf(stderr, "%s\n", mlf_error(f));
+				return 1;
+			}
+			printf("allreduce version=%lld w0=%g\n", (long long)v, (double)w[0]);
+		}
+		for (long i = first; i < first + count && o.mode != MLF_MODE_SYNC; i++) {
+			for (size_t k = 0; k < n; k++)
+				u[k] = (float)i;
+			int64_t id = mlf_push(f, server, u, n, 1.0, i - 1);
+			if (id < 0) {
+				fprintf(stderr, "push: %s\n", mlf_error(f));
+				return 1;
+			}
+			printf("push id=%lld\n", (long long)id);
+		}
+		fflush(stdout);
+		for (int tries = 0; tries < 100 && v < first + count - 1 && o.mode != MLF_MODE_SYNC; tries++) {
+			if ((rc = mlf_get(f, server, w, n, &v, timeout)) < 0) {
+				fprintf(stderr, "%s\n", mlf_error(f));
+				break;
+			}
+			if (v < first + count - 1)
+				usleep(50000);
+		}
+		mlf_get_worker_stats(f, &ws);
+		printf("get version=%lld w0=%g wlast=%g pushed=%llu sent=%llu models=%llu\n", (long long)v,
+		       (double)w[0], (double)w[n - 1], (unsigned long long)ws.pushed, (unsigned long long)ws.sent,
+		       (unsigned long long)ws.models);
+		mlf_close(f);
+		return rc < 0;
+	}
+	usage();
+	return 2;
+}

@@ -1,0 +1,206 @@
+/* fabric_fakesched.c - a tiny scripted scheduler on lib/ctl.h for tests/integration/fabric_*.sh:
+ * prints every message it receives and answers with fixed commands (scenario relay or aggregate). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "ctl.h"
+
+#define MAX_CONNS 16
+#define XFER_BASE (1ULL << 62)
+
+static volatile sig_atomic_t quit;
+static void on_signal(int sig) { quit = sig; }
+
+static struct {
+	struct ctl_conn c;
+	char host[32];
+	int used;
+} conns[MAX_CONNS];
+
+static const char *scenario = "relay", *agg_host = "ag", *server_host = "ps";
+static json_t *weights;
+static int count = 2, phantom, commit_seen;
+static json_t *inputs, *pulls;
+static unsigned long long next_xfer = 1;
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Sends @msg (stolen) to the connection of the host named after '@' in @app (or @host). */
+static void to_host(const char *host, json_t *msg)
+{
+	const char *at = strchr(host, '@');
+
+	host = at ? at + 1 : host;
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].used && !strcmp(conns[i].host, host)) {
+			ctl_queue(&conns[i].c, msg);
+			ctl_flush(&conns[i].c);
+			char *t = json_dumps(msg, JSON_COMPACT);
+			printf("tx %s %s\n", host, t);
+			free(t);
+			fflush(stdout);
+			json_decref(msg);
+			return;
+		}
+	printf("no connection of host %s\n", host);
+	json_decref(msg);
+}
+
+static void answer_pulls(void)
+{
+	size_t i;
+	json_t *p;
+
+	json_array_foreach(pulls, i, p)
+		to_host(server_host, json_pack("{s:s, s:s, s:s, s:O, s:I, s:s, s:i, s:f, s:[]}", "type", "send",
+			"app", "server@ps", "what", "model", "id", json_object_get(p, "id"),
+			"xfer", (json_int_t)(XFER_BASE | next_xfer++), "dst", json_string_value(json_object_get(p, "host")),
+			"chan", 3, "start", now_s(), "steps"));
+	json_array_clear(pulls);
+}
+
+static void handle(int i, json_t *m)
+{
+	const char *type = ctl_type(m), *app = json_string_value(json_object_get(m, "app"));
+	char *t = json_dumps(m, JSON_COMPACT);
+
+	printf("rx %s %s\n", conns[i].host[0] ? conns[i].host : "?", t);
+	fflush(stdout);
+	free(t);
+	if (!strcmp(type, "hello")) {
+		snprintf(conns[i].host, sizeof(conns[i].host), "%s", json_string_value(json_object_get(m, "host")) ?: "?");
+		to_host(conns[i].host, json_pack("{s:s, s:s, s:f, s:i}", "type", "welcome", "host", conns[i].host,
+						 "t_lag", 0.2, "batch_ms", 100));
+	} else if (!strcmp(type, "register") && app) {
+		to_host(app, json_pack("{s:s, s:s, s:I}", "type", "registered", "app", app, "xfer_base", (json_int_t)XFER_BASE));
+		if (!strcmp(scenario, "relay")) {
+			to_host(app, json_pack("{s:s, s:s, s:i, s:s}", "type", "drop", "app", app, "id", 12345, "reason", "test"));
+			to_host(app, json_pack("{s:s, s:s, s:i, s:s}", "type", "drop", "app", "nobody@x", "id", 1, "reason", "test"));
+		}
+	} else if (!strcmp(type, "update") && !strcmp(scenario, "aggregate")) {
+		json_array_append(inputs, json_object_get(m, "id"));
+		to_host(app, json_pack("{s:s, s:s, s:s, s:O, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app", app,
+				       "what", "update", "id", json_object_get(m, "id"),
+				       "xfer", (json_int_t)(XFER_BASE | next_xfer++), "dst", agg_host, "chan", 2,
+				       "start", now_s(), "steps"));
+		if ((int)json_array_size(inputs) == count) {
+			json_int_t agg = (json_int_t)(XFER_BASE | 1000);
+			json_t *cmd;
+			if (phantom)
+				json_array_append_new(inputs, json_integer(999999));
+			to_host(server_host, json_pack("{s:s, s:s, s:i, s:[I]}", "type", "order", "app", "server@ps",
+						       "chan", 1, "xfers", agg));
+			cmd = json_pack("{s:s, s:s, s:I, s:O, s:s, s:i, s:f, s:[[f,f]]}", "type", "aggregate",
+					"app", "aggregator@ag", "agg", agg, "inputs", inputs, "dst", server_host, "chan", 1,
+					"start", now_s() + 0.05, "steps", 0.0, 1.0);
+			if (weights)
+				json_object_set(cmd, "weights", weights);
+			to_host(agg_host, cmd);
+		}
+	} else if (!strcmp(type, "pull")) {
+		json_array_append(pulls, m);
+		if (commit_seen)
+			answer_pulls();
+	} else if (!strcmp(type, "commit")) {
+		commit_seen = 1;
+		answer_pulls();
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "listen", 1, NULL, 'l' }, { "scenario", 1, NULL, 's' }, { "count", 1, NULL, 'n' },
+		{ "weights", 1, NULL, 'w' }, { "phantom", 0, NULL, 'p' }, { "time-limit", 1, NULL, 't' },
+		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	const char *listen_at = "0.0.0.0:7070";
+	double limit = 60, t0 = now_s();
+	char err[256];
+	int c, lfd;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'l': listen_at = optarg; break;
+		case 's': scenario = optarg; break;
+		case 'n': count = atoi(optarg); break;
+		case 'w': weights = json_loads(optarg, 0, NULL); break;
+		case 'p': phantom = 1; break;
+		case 't': limit = atof(optarg); break;
+		default:
+			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate] [--count N]\n"
+			       "         [--weights JSON-ARRAY] [--phantom] [--time-limit S]\n"
+			       "relay: answer register with registered + a drop, and send a command to an unknown app.\n"
+			       "aggregate: route N updates to aggregator host ag, then order + aggregate them to ps;\n"
+			       "           --phantom adds an input that never arrives. Pulls are answered after a commit.\n");
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	inputs = json_array();
+	pulls = json_array();
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if ((lfd = ctl_listen(listen_at, err, sizeof(err))) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	printf("listening %s\n", listen_at);
+	fflush(stdout);
+	while (!quit && now_s() - t0 < limit) {
+		struct pollfd p[MAX_CONNS + 1] = { { .fd = lfd, .events = POLLIN } };
+		for (int i = 0; i < MAX_CONNS; i++)
+			p[i + 1] = (struct pollfd){ .fd = conns[i].used ? conns[i].c.fd : -1, .events = POLLIN };
+		if (poll(p, MAX_CONNS + 1, 100) <= 0)
+			continue;
+		if (p[0].revents & POLLIN) {
+			int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			for (int i = 0; fd >= 0 && i < MAX_CONNS; i++)
+				if (!conns[i].used) {
+					ctl_init(&conns[i].c, fd);
+					conns[i].used = 1;
+					conns[i].host[0] = '\0';
+					break;
+				}
+		}
+		for (int i = 0; i < MAX_CONNS; i++) {
+			json_t *m;
+			long n;
+			int rc;
+			if (!conns[i].used || !(p[i + 1].revents & (POLLIN | POLLHUP)))
+				continue;
+			while ((n = ctl_read(&conns[i].c)) > 0)
+				;
+			while ((rc = ctl_next(&conns[i].c, &m, err, sizeof(err))) != 0) {
+				if (rc < 0) {
+					printf("bad line from %s: %s\n", conns[i].host, err);
+					continue;
+				}
+				handle(i, m);
+				json_decref(m);
+			}
+			if (n == 0 || (n < 0 && n != -EAGAIN)) {
+				printf("closed %s\n", conns[i].host);
+				fflush(stdout);
+				ctl_close(&conns[i].c);
+				conns[i].used = 0;
+			}
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,855 @@
+/* test_sched.c - Check tests of the scheduler daemon with fake dataplanes over TCP on 127.0.0.1. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ck_run.h"
+#include "ctl.h"
+#include "sched_batch.h"
+#include "sched_daemon.h"
+
+/* Cluster "sch": the server's downlink (1 Gbit/s) is the bottleneck, so aggregating at a0 pays. */
+static const char *cluster_json =
+	"{\"name\":\"sch\",\"hosts\":["
+	"{\"name\":\"ps\",\"ip\":\"10.81.0.2\",\"up_gbps\":10,\"down_gbps\":1,"
+	"\"roles\":[\"server\",\"scheduler\"]},"
+	"{\"name\":\"w0\",\"ip\":\"10.81.0.10\",\"up_gbps\":10,\"down_gbps\":10,\"roles\":[\"worker\"]},"
+	"{\"name\":\"w1\",\"ip\":\"10.81.0.11\",\"up_gbps\":10,\"down_gbps\":10,\"roles\":[\"worker\"]},"
+	"{\"name\":\"w2\",\"ip\":\"10.81.0.12\",\"up_gbps\":10,\"down_gbps\":10,\"roles\":[\"worker\"]},"
+	"{\"name\":\"a0\",\"ip\":\"10.81.0.20\",\"up_gbps\":10,\"down_gbps\":10,"
+	"\"roles\":[\"aggregator\"]}]}";
+
+#define MAX_FAKES 8
+#define MAX_MSGS 1024
+
+/* A fake dataplane: one control connection; heartbeats unless silent. */
+struct fake {
+	struct ctl_conn c;
+	char host[32];
+	int open, silent;
+};
+
+/* Every message received by a fake, in arrival order (the server's fake is read first). */
+struct got {
+	int fake;
+	json_t *m;
+	int used;
+};
+
+static struct fake fakes[MAX_FAKES];
+static int n_fakes;
+static struct got got[MAX_MSGS];
+static int n_got;
+
+static struct sched *daemon_s;
+static pthread_t daemon_thread;
+static volatile sig_atomic_t daemon_stop;
+static char dir[64], port_addr[64], records[128];
+
+/* What the hook saw: the last batch the daemon built and its plan. */
+static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
+static int hook_batches, hook_mode, hook_n_updates, hook_n_commits, hook_n_changes;
+static double hook_up[8], hook_down[8], hook_now;
+static int64_t hook_v_init;
+static uint64_t hook_commit_first[64]; /* id of each commit's (first) update */
+static int hook_commit_parts[64];
+
+static void hook(void *arg, int no, const struct plan_batch *b, const struct plan *p)
+{
+	pthread_mutex_lock(&hook_mu);
+	hook_batches = no;
+	hook_mode = b->mode;
+	hook_n_updates = b->n_updates;
+	hook_v_init = b->v_init;
+	hook_now = b->now_s;
+	hook_n_changes = b->n_changes;
+	for (int h = 0; h < b->n_hosts && h < 8; h++) {
+		hook_up[h] = b->hosts[h].up_gbps;
+		hook_down[h] = b->hosts[h].down_gbps;
+	}
+	hook_n_commits = p->n_commits < 64 ? p->n_commits : 64;
+	for (int c = 0; c < hook_n_commits; c++) {
+		const struct plan_commit *pc = &p->commits[c];
+		int u = pc->kind == PLAN_CARRY_AGGREGATE ? p->aggregates[pc->carries].inputs[0] :
+			pc->carries;
+		hook_commit_first[c] = strtoull(b->updates[u].id, NULL, 10);
+		hook_commit_parts[c] = pc->kind == PLAN_CARRY_AGGREGATE ?
+			p->aggregates[pc->carries].n_inputs : 1;
+	}
+	pthread_mutex_unlock(&hook_mu);
+}
+
+static void *daemon_main(void *arg)
+{
+	sched_daemon_run(daemon_s, &daemon_stop);
+	return NULL;
+}
+
+/* Start a daemon on 127.0.0.1 with test timings; @tweak may change the config. */
+static void start_daemon(void (*tweak)(struct sched_config *))
+{
+	struct sched_config cfg;
+	char path[128], err[256] = "";
+
+	snprintf(dir, sizeof(dir), "/tmp/test_sched.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/cluster.json", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(cluster_json, f);
+	fclose(f);
+	snprintf(records, sizeof(records), "%s/rec", dir);
+	sched_daemon_defaults(&cfg);
+	cfg.batch_s = 0.02;
+	cfg.peer_timeout_s = 0.5;
+	cfg.t_lag_s = 0.3;
+	snprintf(cfg.records, sizeof(cfg.records), "%s", records);
+	if (tweak)
+		tweak(&cfg);
+	for (int i = 0; i < 50 && !daemon_s; i++) {
+		snprintf(port_addr, sizeof(port_addr), "127.0.0.1:%d",
+			 20000 + (int)((getpid() * 7 + i * 131) % 30000));
+		snprintf(cfg.listen, sizeof(cfg.listen), "%s", port_addr);
+		daemon_s = sched_daemon_create(&cfg, path, err, sizeof(err));
+	}
+	ck_assert_msg(daemon_s != NULL, "daemon: %s", err);
+	sched_daemon_set_hook(daemon_s, hook, NULL);
+	ck_assert_int_eq(pthread_create(&daemon_thread, NULL, daemon_main, NULL), 0);
+}
+
+static void stop_daemon(void)
+{
+	daemon_stop = 1;
+	pthread_join(daemon_thread, NULL);
+	sched_daemon_free(daemon_s);
+	daemon_s = NULL;
+	for (int i = 0; i < n_fakes; i++)
+		if (fakes[i].open)
+			ctl_close(&fakes[i].c);
+	for (int i = 0; i < n_got; i++)
+		json_decref(got[i].m);
+	n_got = n_fakes = 0;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void fake_send(int f, json_t *m)
+{
+	ck_assert_int_ge(ctl_send(&fakes[f].c, m), 0);
+	json_decref(m);
+}
+
+/* Heartbeat the live fakes and collect what arrives, for @secs seconds. */
+static void pump(double secs)
+{
+	static double last_hb;
+	double end = now_s() + secs;
+
+	do {
+		if (now_s() - last_hb > 0.1) {
+			last_hb = now_s();
+			for (int i = 0; i < n_fakes; i++)
+				if (fakes[i].open && !fakes[i].silent)
+					fake_send(i, json_pack("{s:s, s:s, s:f}", "type", "heartbeat",
+							       "host", fakes[i].host, "t", last_hb));
+		}
+		struct pollfd pf[MAX_FAKES];
+		for (int i = 0; i < n_fakes; i++)
+			pf[i] = (struct pollfd){ .fd = fakes[i].open ? fakes[i].c.fd : -1,
+						 .events = POLLIN };
+		poll(pf, (nfds_t)n_fakes, 5);
+		for (int i = 0; i < n_fakes; i++) {
+			if (!fakes[i].open)
+				continue;
+			long r = ctl_read(&fakes[i].c);
+			if (r == 0) {
+				ctl_close(&fakes[i].c);
+				fakes[i].open = 0;
+				continue;
+			}
+			json_t *m;
+			char err[128];
+			while (ctl_next(&fakes[i].c, &m, err, sizeof(err)) == 1 && n_got < MAX_MSGS)
+				got[n_got++] = (struct got){ .fake = i, .m = m };
+		}
+	} while (now_s() < end);
+}
+
+/* The first unused message of @type at fake @f (waiting up to @timeout s), marked used. */
+static json_t *wait_msg(int f, const char *type, double timeout)
+{
+	double end = now_s() + timeout;
+	for (;;) {
+		for (int i = 0; i < n_got; i++)
+			if (!got[i].used && got[i].fake == f && !strcmp(ctl_type(got[i].m), type)) {
+				got[i].used = 1;
+				return got[i].m;
+			}
+		if (now_s() > end)
+			return NULL;
+		pump(0.01);
+	}
+}
+
+static int count_msgs(int f, const char *type)
+{
+	int n = 0;
+	for (int i = 0; i < n_got; i++)
+		n += got[i].fake == f && !strcmp(ctl_type(got[i].m), type);
+	return n;
+}
+
+/* Connect a fake dataplane for @host without saying hello. */
+static int fake_connect(const char *host)
+{
+	char err[128];
+	int fd = ctl_connect(port_addr, err, sizeof(err));
+	ck_assert_msg(fd >= 0, "%s", err);
+	int f = n_fakes++;
+	ctl_init(&fakes[f].c, fd);
+	snprintf(fakes[f].host, sizeof(fakes[f].host), "%s", host);
+	fakes[f].open = 1;
+	fakes[f].silent = 0;
+	return f;
+}
+
+/* Connect and say hello; asserts the welcome. */
+static int fake_open(const char *host)
+{
+	int f = fake_connect(host);
+	fake_send(f, json_pack("{s:s, s:s, s:f, s:f}", "type", "hello", "host", host, "up_gbps",
+			       10.0, "down_gbps", 10.0));
+	json_t *w = wait_msg(f, "welcome", 2.0);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_str_eq(json_string_value(json_object_get(w, "host")), host);
+	return f;
+}
+
+static char *app_of(int f, const char *role, char *buf)
+{
+	sprintf(buf, "%s@%s", role, fakes[f].host);
+	return buf;
+}
+
+static void reg(int f, const char *role)
+{
+	char app[64];
+	fake_send(f, json_pack("{s:s, s:s, s:s, s:s}", "type", "register", "app",
+			       app_of(f, role, app), "role", role, "server", "ps"));
+	ck_assert_ptr_nonnull(wait_msg(f, "registered", 2.0));
+}
+
+static void reg_server(int f, const char *mode, int64_t version, int64_t tau_max, int n_workers)
+{
+	fake_send(f, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:f, s:i}", "type",
+			       "register", "app", "server@ps", "role", "server", "mode", mode,
+			       "n_floats", 2500000, "bytes", 10001024, "version",
+			       (json_int_t)version, "tau_max", (json_int_t)tau_max, "momentum",
+			       0.9, "n_workers", n_workers));
+	ck_assert_ptr_nonnull(wait_msg(f, "registered", 2.0));
+}
+
+static void push(int f, uint64_t id, int64_t version, uint64_t bytes)
+{
+	char app[64];
+	fake_send(f, json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update", "app",
+			       app_of(f, "worker", app), "id", (json_int_t)id, "server", "ps",
+			       "bytes", (json_int_t)bytes, "version", (json_int_t)version, "norm",
+			       1.0));
+}
+
+/*
+ * Open the fakes ps, w0..w(@n-1) (into @w) and, with @a0, a0; register the workers, the
+ * aggregator and (unless @mode is NULL) the server with @mode, @version, @tau_max, n workers.
+ * Returns the server's fake.
+ */
+static int setup(const char *mode, int64_t version, int64_t tau_max, int n, int *w, int *a0)
+{
+	char name[8];
+	int ps = fake_open("ps");
+
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		w[i] = fake_open(name);
+	}
+	if (a0)
+		*a0 = fake_open("a0");
+	if (mode)
+		reg_server(ps, mode, version, tau_max, n);
+	for (int i = 0; i < n; i++)
+		reg(w[i], "worker");
+	if (a0)
+		reg(*a0, "aggregator");
+	return ps;
+}
+
+static int saved_stderr = -1;
+static char stderr_path[128];
+
+/* Send the daemon's log (stderr) to a file until captured_lines(). */
+static void capture_stderr(void)
+{
+	snprintf(stderr_path, sizeof(stderr_path), "%s/stderr", dir);
+	int lf = open(stderr_path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	ck_assert_int_ge(lf, 0);
+	saved_stderr = dup(2);
+	dup2(lf, 2);
+	close(lf);
+}
+
+/* Restore stderr; the number of captured log lines containing @needle. */
+static int captured_lines(const char *needle)
+{
+	char line[512];
+	int n = 0;
+
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	FILE *f = fopen(stderr_path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static uint64_t jid(json_t *m, const char *k)
+{
+	return (uint64_t)json_integer_value(json_object_get(m, k));
+}
+
+/* Lines of records file @name containing @needle. */
+static int rec_count(const char *name, const char *needle)
+{
+	char path[256], line[1024];
+	int n = 0;
+	snprintf(path, sizeof(path), "%s/%s", records, name);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+START_TEST(unknown_host_refused)
+{
+	start_daemon(NULL);
+	int f = fake_connect("zz9");
+	fake_send(f, json_pack("{s:s, s:s, s:f, s:f}", "type", "hello", "host", "zz9", "up_gbps",
+			       1.0, "down_gbps", 1.0));
+	json_t *e = wait_msg(f, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "zz9"));
+	pump(0.2);
+	ck_assert_int_eq(fakes[f].open, 0); /* the scheduler closed the connection */
+	stop_daemon();
+}
+END_TEST
+
+START_TEST(malformed_json_keeps_connection)
+{
+	start_daemon(NULL);
+	int f = fake_open("w0");
+	ck_assert_int_gt(write(fakes[f].c.fd, "{\"type\": \"update\", oops\n", 24), 0);
+	json_t *e = wait_msg(f, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "JSON"));
+	/* an update without "id" is refused naming the field */
+	fake_send(f, json_pack("{s:s, s:s, s:s, s:i, s:i, s:f}", "type", "update", "app",
+			       "worker@w0", "server", "ps", "bytes", 100, "version", 0, "norm", 1.0));
+	e = wait_msg(f, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "\"id\""));
+	fake_send(f, json_pack("{s:s}", "type", "bogus"));
+	e = wait_msg(f, "error", 2.0);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "bogus"));
+	/* still usable: a registration goes through */
+	reg(f, "worker");
+	ck_assert_int_eq(fakes[f].open, 1);
+	stop_daemon();
+}
+END_TEST
+
+/* Three workers, aggregator a0: order first, every update exactly once, order = plan commits. */
+START_TEST(batch_order_sends_aggregates)
+{
+	start_daemon(NULL);
+	int w[3], a0, ps = setup("async", 100, 8, 3, w, &a0);
+	uint64_t ids[3];
+	for (int i = 0; i < 3; i++) {
+		ids[i] = ((uint64_t)(i + 2) << 40) | 1;
+		push(w[i], ids[i], 99, 10001024);
+	}
+	json_t *order = wait_msg(ps, "order", 2.0);
+	ck_assert_ptr_nonnull(order);
+	pump(0.3);
+	/* the order arrived before any send or aggregate */
+	int order_at = -1, first_cmd = n_got;
+	for (int i = 0; i < n_got; i++) {
+		const char *t = ctl_type(got[i].m);
+		if (got[i].m == order)
+			order_at = i;
+		if ((!strcmp(t, "send") || !strcmp(t, "aggregate")) && i < first_cmd)
+			first_cmd = i;
+	}
+	ck_assert_int_ge(order_at, 0);
+	ck_assert_int_lt(order_at, first_cmd);
+	ck_assert_str_eq(json_string_value(json_object_get(order, "app")), "server@ps");
+
+	/* each update exactly once in a chan-1 send, an aggregate's inputs or a drop */
+	int seen[3] = { 0 }, to_agg = 0;
+	json_t *agg = NULL;
+	for (int i = 0; i < n_got; i++) {
+		json_t *m = got[i].m;
+		const char *t = ctl_type(m);
+		for (int k = 0; k < 3; k++) {
+			if (!strcmp(t, "send") && jid(m, "id") == ids[k]) {
+				ck_assert_int_eq(got[i].fake, w[k]);
+				if (json_integer_value(json_object_get(m, "chan")) == 1) {
+					seen[k]++;
+					ck_assert_uint_eq(jid(m, "xfer"), ids[k]);
+				} else {
+					ck_assert_str_eq(json_string_value(json_object_get(m, "dst")), "a0");
+					ck_assert_uint_ge(jid(m, "xfer"), 1ull << 62);
+					to_agg++;
+				}
+				ck_assert(json_is_array(json_object_get(m, "steps")));
+			}
+			if (!strcmp(t, "drop") && jid(m, "id") == ids[k])
+				seen[k]++;
+		}
+		if (!strcmp(t, "aggregate")) {
+			ck_assert_int_eq(got[i].fake, a0);
+			ck_assert_str_eq(json_string_value(json_object_get(m, "app")), "aggregator@a0");
+			ck_assert_str_eq(json_string_value(json_object_get(m, "dst")), "ps");
+			agg = m;
+			size_t j;
+			json_t *v;
+			json_array_foreach(json_object_get(m, "inputs"), j, v)
+				for (int k = 0; k < 3; k++)
+					seen[k] += (uint64_t)json_integer_value(v) == ids[k];
+		}
+	}
+	for (int k = 0; k < 3; k++)
+		ck_assert_int_eq(seen[k], 1);
+	/* the server's downlink is the bottleneck: the plan aggregates at a0 */
+	ck_assert_ptr_nonnull(agg);
+	ck_assert_int_eq(to_agg, (int)json_array_size(json_object_get(agg, "inputs")));
+
+	/* the order is the plan's commit order */
+	pthread_mutex_lock(&hook_mu);
+	json_t *xs = json_object_get(order, "xfers");
+	ck_assert_int_eq((int)json_array_size(xs), hook_n_commits);
+	for (int c = 0; c < hook_n_commits; c++) {
+		uint64_t x = (uint64_t)json_integer_value(json_array_get(xs, (size_t)c));
+		if (hook_commit_parts[c] == 1 && x < (1ull << 62)) {
+			ck_assert_uint_eq(x, hook_commit_first[c]);
+		} else {
+			ck_assert_uint_eq(x, jid(agg, "agg"));
+			ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(
+				json_object_get(agg, "inputs"), 0)), hook_commit_first[c]);
+		}
+	}
+	ck_assert_int_eq(hook_v_init, 100);
+	pthread_mutex_unlock(&hook_mu);
+
+	/* records: one batch line, three update fates */
+	ck_assert_int_eq(rec_count("batches.jsonl", "\"n_updates\":3"), 1);
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"aggregated\""), to_agg);
+	ck_assert_int_ge(rec_count("transfers.jsonl", "\"what\":\"aggregate\""), 1);
+
+	/* the next batch's v_init counts the planned, uncommitted updates */
+	push(w[0], ((uint64_t)2 << 40) | 2, 100, 1000);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_v_init, 103);
+	pthread_mutex_unlock(&hook_mu);
+	stop_daemon();
+}
+END_TEST
+
+START_TEST(stale_update_dropped)
+{
+	start_daemon(NULL);
+	int w0;
+
+	setup("async", 100, 4, 1, &w0, NULL);
+	uint64_t stale = ((uint64_t)2 << 40) | 7, fresh = ((uint64_t)2 << 40) | 8;
+	push(w0, stale, 90, 1000);  /* deadline 90 + 4 - 100 < 1: can never meet the delay bound */
+	push(w0, fresh, 100, 1000);
+	json_t *d = wait_msg(w0, "drop", 2.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), stale);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(d, "reason")), "delay bound"));
+	json_t *s = wait_msg(w0, "send", 2.0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(jid(s, "id"), fresh);
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(w0, "send"), 1);
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"dropped\""), 1);
+	stop_daemon();
+}
+END_TEST
+
+/* A worker that goes silent is named and its pending updates are dropped. */
+START_TEST(silent_host_named_and_dropped)
+{
+	int w[2];
+	start_daemon(NULL);
+	capture_stderr();
+	int ps = setup(NULL, 0, 0, 2, w, NULL); /* no server registered: updates stay pending */
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 1000);
+	fakes[w[1]].silent = 1;
+	pump(1.0);
+	ck_assert_int_eq(captured_lines("peer w1 silent for"), 1);
+	ck_assert_int_eq(fakes[w[1]].open, 0);
+	ck_assert_int_eq(fakes[w[0]].open, 1);
+	ck_assert_int_eq(rec_count("updates.jsonl", "peer w1 dead"), 1);
+	ck_assert_int_eq(fakes[ps].open, 1);
+	stop_daemon();
+}
+END_TEST
+
+static void no_agg(struct sched_config *c)
+{
+	snprintf(c->aggregators, sizeof(c->aggregators), "w2");
+}
+
+/*
+ * Daemon without aggregators, server ps (async, version 0, tau_max 8), worker w0 (*@w0); update
+ * (2 << 40) | 1 of 100 kB pushed and its direct send asserted. Returns the server's fake.
+ */
+static int one_update_sent(int *w0)
+{
+	uint64_t id = ((uint64_t)2 << 40) | 1;
+
+	start_daemon(no_agg);
+	int ps = setup("async", 0, 8, 1, w0, NULL);
+	push(*w0, id, 0, 100000);
+	json_t *s = wait_msg(*w0, "send", 2.0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(jid(s, "xfer"), id);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "chan")), 1);
+	return ps;
+}
+
+/* A failed done: the server is told to skip the transfer, the worker gets a drop. */
+START_TEST(failed_done_skips)
+{
+	int w0, ps = one_update_sent(&w0);
+	uint64_t id = ((uint64_t)2 << 40) | 1;
+	fake_send(w0, json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:s}", "type", "done", "app",
+				"worker@w0", "xfer", (json_int_t)id, "status", -110, "bytes", 0, "t",
+				now_s(), "reason", "receiver silent"));
+	json_t *k = wait_msg(ps, "skip", 2.0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
+								      0)), id);
+	json_t *d = wait_msg(w0, "drop", 2.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), id);
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"lost\""), 1);
+	/* the lost update is not counted in the next v_init */
+	push(w0, id + 1, 0, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_v_init, 0);
+	pthread_mutex_unlock(&hook_mu);
+	stop_daemon();
+}
+END_TEST
+
+START_TEST(pull_gets_model)
+{
+	start_daemon(NULL);
+	int w[2], ps = setup("async", 5, 8, 2, w, NULL), w1 = w[1];
+	fake_send(w1, json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app", "worker@w1", "id",
+				77, "server", "ps"));
+	json_t *s = wait_msg(ps, "send", 2.0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(json_string_value(json_object_get(s, "what")), "model");
+	ck_assert_uint_eq(jid(s, "id"), 77);
+	ck_assert_str_eq(json_string_value(json_object_get(s, "dst")), "w1");
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "chan")), 3);
+	ck_assert_uint_eq(jid(s, "bytes"), 10001024);
+	stop_daemon();
+}
+END_TEST
+
+/* MLfabric-S: no batch until every worker has an update; min_version pulls wait for commits. */
+START_TEST(sync_waits_for_all)
+{
+	start_daemon(NULL);
+	int w[3], ps = setup("sync", 10, 8, 3, w, NULL);
+	push(w[0], ((uint64_t)2 << 40) | 1, 10, 1000);
+	push(w[1], ((uint64_t)3 << 40) | 1, 10, 1000);
+	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w0",
+				  "id", 5, "server", "ps", "min_version", 13));
+	pump(0.4);
+	ck_assert_int_eq(count_msgs(ps, "order"), 0);
+	ck_assert_int_eq(count_msgs(w[0], "send") + count_msgs(w[1], "send"), 0);
+	push(w[2], ((uint64_t)4 << 40) | 1, 10, 1000);
+	json_t *o = wait_msg(ps, "order", 2.0);
+	ck_assert_ptr_nonnull(o);
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_mode, PLAN_SYNC);
+	ck_assert_int_eq(hook_n_updates, 3);
+	pthread_mutex_unlock(&hook_mu);
+	pump(0.2);
+	ck_assert_int_eq(count_msgs(ps, "send"), 0); /* version 13 not committed yet */
+	fake_send(ps, json_pack("{s:s, s:s, s:I, s:i, s:f}", "type", "commit", "app", "server@ps",
+				"xfer", json_integer_value(json_array_get(json_object_get(o, "xfers"),
+									  0)),
+				"version", 13, "t", now_s()));
+	json_t *s = wait_msg(ps, "send", 2.0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(jid(s, "id"), 5);
+	stop_daemon();
+}
+END_TEST
+
+/* A link report is used only once it is t_lag old. */
+START_TEST(link_report_after_t_lag)
+{
+	start_daemon(NULL);
+	int w0;
+
+	setup("async", 0, 100, 1, &w0, NULL);
+	fake_send(w0, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
+				"w0", "t", now_s(), "up_gbps", 2.0, "down_gbps", 4.0, "tx_gbps", 0.0,
+				"rx_gbps", 0.0));
+	push(w0, ((uint64_t)2 << 40) | 1, 0, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_double_eq_tol(hook_up[1], 10 * 0.95, 1e-9); /* the config's, report too new */
+	ck_assert_double_eq_tol(hook_down[0], 1 * 0.95, 1e-6);
+	pthread_mutex_unlock(&hook_mu);
+	pump(0.35);
+	push(w0, ((uint64_t)2 << 40) | 2, 0, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_double_eq_tol(hook_up[1], 2 * 0.95, 1e-9);
+	ck_assert_double_eq_tol(hook_down[1], 4 * 0.95, 1e-9);
+	pthread_mutex_unlock(&hook_mu);
+	stop_daemon();
+}
+END_TEST
+
+/* A running transfer's reservation is carried: the next batch sees less capacity. */
+START_TEST(running_transfer_carried)
+{
+	start_daemon(no_agg);
+	int w0;
+
+	setup("async", 0, 100, 1, &w0, NULL);
+	push(w0, ((uint64_t)2 << 40) | 1, 0, 100000000); /* 100 MB over 0.95 Gbit/s: ~0.84 s */
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	pump(0.1);
+	push(w0, ((uint64_t)2 << 40) | 2, 0, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_double_lt(hook_down[0], 0.01);   /* ps.down fully reserved by the first */
+	ck_assert_double_lt(hook_up[1], 10 * 0.95 - 0.9);
+	ck_assert_int_ge(hook_n_changes, 2);       /* both links come back when it ends */
+	pthread_mutex_unlock(&hook_mu);
+	stop_daemon();
+}
+END_TEST
+
+/* A disconnected aggregator: its aggregate is skipped at the server, its inputs dropped. */
+START_TEST(dead_aggregator_skips_aggregate)
+{
+	start_daemon(NULL);
+	int w[2], a0, ps = setup("async", 0, 8, 2, w, &a0);
+	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
+	json_t *ag = wait_msg(a0, "aggregate", 2.0);
+	ck_assert_ptr_nonnull(ag);
+	ctl_close(&fakes[a0].c);
+	fakes[a0].open = 0;
+	json_t *k = wait_msg(ps, "skip", 2.0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
+								      0)), jid(ag, "agg"));
+	size_t n_in = json_array_size(json_object_get(ag, "inputs"));
+	int drops = 0;
+	for (int i = 0; i < 2; i++)
+		drops += wait_msg(w[i], "drop", 1.0) != NULL;
+	ck_assert_int_eq(drops, (int)n_in);
+	ck_assert_int_eq(rec_count("updates.jsonl", "peer a0 dead"), (int)n_in);
+	/* no aggregator left: the next updates go directly */
+	push(w[0], ((uint64_t)2 << 40) | 2, 0, 10001024);
+	json_t *s = wait_msg(w[0], "send", 2.0);
+	while (s && json_integer_value(json_object_get(s, "chan")) != 1)
+		s = wait_msg(w[0], "send", 2.0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(json_string_value(json_object_get(s, "dst")), "ps");
+	stop_daemon();
+}
+END_TEST
+
+static void short_sync(struct sched_config *c)
+{
+	c->sync_timeout_s = 0.3;
+}
+
+/* MLfabric-S with a missing worker: after --sync-timeout the batch goes without it, named. */
+START_TEST(sync_timeout_names_missing)
+{
+	start_daemon(short_sync);
+	capture_stderr();
+	int w[3], ps = setup("sync", 0, 8, 3, w, NULL);
+	push(w[0], ((uint64_t)2 << 40) | 1, 0, 1000);
+	push(w[2], ((uint64_t)4 << 40) | 1, 0, 1000);
+	pump(0.15);
+	ck_assert_int_eq(count_msgs(ps, "order"), 0);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	ck_assert_int_eq(captured_lines("missing: w1"), 1);
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_n_updates, 2);
+	pthread_mutex_unlock(&hook_mu);
+	stop_daemon();
+}
+END_TEST
+
+/* Steps: offsets from the start; more than 256 steps merged with the bytes kept. */
+START_TEST(steps_merged_keep_bytes)
+{
+	struct plan_rate_step r[1000];
+	struct plan_transfer t = { .start_s = 5.0, .end_s = 5.0 + 1000 * 0.001, .n_rate = 1000,
+				   .rate = r };
+	double bits = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		r[i] = (struct plan_rate_step){ .from_s = 5.0 + i * 0.001, .gbps = 1 + i % 7 };
+		bits += r[i].gbps * 0.001;
+	}
+	json_t *a = sched_batch_steps(&t);
+	ck_assert_int_le((int)json_array_size(a), 256);
+	ck_assert_int_ge((int)json_array_size(a), 200);
+	double got_bits = 0, prev = -1;
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		double off = json_real_value(json_array_get(json_array_get(a, i), 0));
+		double g = json_real_value(json_array_get(json_array_get(a, i), 1));
+		double next = i + 1 < json_array_size(a) ?
+			json_real_value(json_array_get(json_array_get(a, i + 1), 0)) : 1.0;
+		ck_assert_double_gt(off, prev);
+		prev = off;
+		got_bits += g * (next - off);
+	}
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(a, 0), 0)), 0, 1e-12);
+	ck_assert_double_eq_tol(got_bits, bits, 1e-9);
+	json_decref(a);
+	/* few steps: unchanged */
+	t.n_rate = 2;
+	t.end_s = 5.002;
+	a = sched_batch_steps(&t);
+	ck_assert_int_eq((int)json_array_size(a), 2);
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(a, 1), 0)), 0.001,
+				1e-12);
+	ck_assert_double_eq(json_real_value(json_array_get(json_array_get(a, 1), 1)), 2);
+	json_decref(a);
+}
+END_TEST
+
+/* Every bad message gets an error that names the field; nothing crashes. */
+START_TEST(bad_fields_named)
+{
+	static const struct { const char *line, *names; } bad[] = {
+		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"x\"}", "mode" },
+		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"async\"}", "n_floats" },
+		{ "{\"type\":\"register\",\"app\":\"w@w0\",\"role\":\"painter\"}", "role" },
+		{ "{\"type\":\"register\",\"app\":\"worker@w1\",\"role\":\"worker\",\"server\":\"ps\"}", "app" },
+		{ "{\"type\":\"register\",\"role\":\"worker\",\"server\":\"ps\"}", "app" },
+		{ "{\"type\":\"register\",\"app\":\"worker@w0\",\"role\":\"worker\",\"server\":\"nope\"}", "nope" },
+		{ "{\"type\":\"update\",\"app\":\"worker@w0\",\"id\":-3}", "id" },
+		{ "{\"type\":\"update\",\"app\":\"worker@w0\",\"id\":3,\"server\":\"ps\",\"bytes\":\"x\"}", "bytes" },
+		{ "{\"type\":\"update\",\"app\":\"worker@w0\",\"id\":3,\"server\":\"ps\",\"bytes\":9,\"version\":1}", "norm" },
+		{ "{\"type\":\"pull\",\"app\":\"worker@w0\",\"id\":3,\"server\":\"ps\",\"min_version\":1.5}", "min_version" },
+		{ "{\"type\":\"done\",\"app\":\"worker@w0\",\"xfer\":12345,\"status\":0}", "12345" },
+		{ "{\"type\":\"done\",\"app\":\"worker@w0\",\"xfer\":1}", "status" },
+		{ "{\"type\":\"commit\",\"app\":\"server@w0\",\"xfer\":1,\"version\":2}", "server" },
+		{ "{\"type\":\"partial\",\"app\":\"aggregator@w0\",\"agg\":1}", "missing" },
+		{ "{\"type\":\"link\",\"host\":\"w0\",\"t\":1,\"up_gbps\":-1,\"down_gbps\":1}", "up_gbps" },
+		{ "[1,2]", "object" },
+		{ "{\"type\":\"hello\",\"host\":\"w1\"}", "already" },
+	};
+	start_daemon(NULL);
+	int f = fake_open("w0");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_gt(write(fakes[f].c.fd, bad[i].line, strlen(bad[i].line)), 0);
+		ck_assert_int_eq(write(fakes[f].c.fd, "\n", 1), 1);
+		json_t *e = wait_msg(f, "error", 2.0);
+		ck_assert_msg(e != NULL, "no error for %s", bad[i].line);
+		const char *r = json_string_value(json_object_get(e, "reason"));
+		ck_assert_msg(strstr(r, bad[i].names) != NULL, "%s: reason '%s' does not name %s",
+			      bad[i].line, r, bad[i].names);
+	}
+	reg(f, "worker");
+	ck_assert_int_eq(count_msgs(f, "error"), (int)(sizeof(bad) / sizeof(bad[0])));
+	stop_daemon();
+}
+END_TEST
+
+/* A dead server: planned updates lost (drop to the workers), new updates dropped at once. */
+START_TEST(dead_server_loses_planned)
+{
+	int w0, ps = one_update_sent(&w0);
+	uint64_t id = ((uint64_t)2 << 40) | 1;
+	ctl_close(&fakes[ps].c);
+	fakes[ps].open = 0;
+	json_t *d = wait_msg(w0, "drop", 2.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), id);
+	push(w0, id + 1, 0, 100000);
+	d = wait_msg(w0, "drop", 2.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), id + 1);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(d, "reason")), "ps"));
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"lost\""), 1);
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"dropped\""), 1);
+	stop_daemon();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sched");
+	TCase *tc = tcase_create("daemon");
+
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, unknown_host_refused);
+	tcase_add_test(tc, malformed_json_keeps_connection);
+	tcase_add_test(tc, batch_order_sends_aggregates);
+	tcase_add_test(tc, stale_update_dropped);
+	tcase_add_test(tc, silent_host_named_and_dropped);
+	tcase_add_test(tc, failed_done_skips);
+	tcase_add_test(tc, pull_gets_model);
+	tcase_add_test(tc, sync_waits_for_all);
+	tcase_add_test(tc, link_report_after_t_lag);
+	tcase_add_test(tc, running_transfer_carried);
+	tcase_add_test(tc, dead_aggregator_skips_aggregate);
+	tcase_add_test(tc, sync_timeout_names_missing);
+	tcase_add_test(tc, steps_merged_keep_bytes);
+	tcase_add_test(tc, bad_fields_named);
+	tcase_add_test(tc, dead_server_loses_planned);
+	suite_add_tcase(s, tc);
+	return ck_run(s);
+}

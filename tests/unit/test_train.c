@@ -1,0 +1,275 @@
+/* test_train.c - Check tests of lib/train: eq. 2 apply, aggregates, stragglers, shards, evaluation, records. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ck_run.h"
+#include "train.h"
+#include "vec.h"
+
+#define FMNIST "/usr/share/datasets/fashion-mnist"
+
+/* A two-parameter model with w_t = w_{t-1} = @w0 and momentum @g. */
+static void small_model(struct train_model *m, float *w, float *wp, const float *w0, double g)
+{
+	memset(m, 0, sizeof(*m));
+	m->n = 2;
+	m->w = w;
+	m->w_prev = wp;
+	memcpy(w, w0, 2 * sizeof(float));
+	memcpy(wp, w0, 2 * sizeof(float));
+	m->gamma = g;
+}
+
+START_TEST(eq2_matches_hand_computation)
+{
+	/* gamma 0.5, w0 = (1, 2); by hand:
+	 * w1 = w0 + (0.1, -0.2) + 0.5 (w0 - w0)             = (1.1, 1.8)
+	 * w2 = w1 + (0.1, 0.1)  + 0.5 (w1 - w0) = (1.1 + 0.1 + 0.05, 1.8 + 0.1 - 0.1) = (1.25, 1.8)
+	 * w3 = w2 + (-0.2, 0)   + 0.5 (w2 - w1) = (1.25 - 0.2 + 0.075, 1.8 + 0 + 0) = (1.125, 1.8) */
+	static const float w0[2] = { 1, 2 }, u[3][2] = { { 0.1f, -0.2f }, { 0.1f, 0.1f }, { -0.2f, 0 } };
+	static const float want[3][2] = { { 1.1f, 1.8f }, { 1.25f, 1.8f }, { 1.125f, 1.8f } };
+	float w[2], wp[2];
+	struct train_model m;
+
+	small_model(&m, w, wp, w0, 0.5);
+	for (int t = 0; t < 3; t++) {
+		ck_assert_int_eq(train_apply(&m, u[t], 1), t + 1);
+		ck_assert_float_eq_tol(w[0], want[t][0], 1e-6);
+		ck_assert_float_eq_tol(w[1], want[t][1], 1e-6);
+	}
+	ck_assert_int_eq(m.version, 3);
+	ck_assert_float_eq_tol(wp[0], 1.25f, 1e-6);
+}
+END_TEST
+
+START_TEST(aggregate_is_one_step_with_the_sum)
+{
+	static const float w0[2] = { 0.5f, -1 }, g1[2] = { 0.3f, 0.1f }, g2[2] = { -0.1f, 0.2f },
+			   g3[2] = { 0.05f, 0.05f };
+	float w[2], wp[2], sum[2] = { 0, 0 }, step[2] = { 0.2f, 0.2f }, before[2];
+	struct train_model m;
+
+	small_model(&m, w, wp, w0, 0.9);
+	train_apply(&m, step, 1); /* give the model momentum: w - w_prev = (0.2, 0.2) */
+	vec_add_f32(sum, g1, 2);
+	vec_add_f32(sum, g2, 2);
+	vec_add_f32(sum, g3, 2);
+	memcpy(before, w, sizeof(before));
+	ck_assert_int_eq(train_apply(&m, sum, 3), 4);
+	for (int i = 0; i < 2; i++) {
+		float expect = before[i] + (g1[i] + g2[i] + g3[i]) + 0.9f * 0.2f;
+		ck_assert_float_eq_tol(w[i], expect, 1e-6);
+		ck_assert_float_eq(wp[i], before[i]);
+	}
+
+	/* three separate steps give a different model (momentum compounds), same version */
+	small_model(&m, w, wp, w0, 0.9);
+	train_apply(&m, step, 1);
+	train_apply(&m, g1, 1);
+	train_apply(&m, g2, 1);
+	ck_assert_int_eq(train_apply(&m, g3, 1), 4);
+	ck_assert(fabsf(w[0] - (before[0] + sum[0] + 0.18f)) > 1e-3);
+}
+END_TEST
+
+START_TEST(stragglers_binomial_and_deterministic)
+{
+	struct train_straggle a, b, c;
+	const int N = 20000;
+	int slow = 0, same = 1, differ = 0;
+
+	ck_assert_int_eq(train_straggle_parse("0.1,4", 7, &a), 0);
+	ck_assert_int_eq(train_straggle_parse("0.1,4", 7, &b), 0);
+	ck_assert_int_eq(train_straggle_parse("0.1,4", 8, &c), 0);
+	for (int i = 0; i < N; i++) {
+		double fa = train_straggle_next(&a), fb = train_straggle_next(&b), fc = train_straggle_next(&c);
+		ck_assert(fa == 1.0 || fa == 4.0);
+		slow += fa > 1;
+		same &= fa == fb;
+		differ += fa != fc;
+	}
+	/* Binomial(20000, 0.1): mean 2000, sd 42.4; 5 sd either side */
+	ck_assert_int_ge(slow, 2000 - 212);
+	ck_assert_int_le(slow, 2000 + 212);
+	ck_assert(same);
+	ck_assert_int_gt(differ, 100);
+
+	ck_assert_int_eq(train_straggle_parse("C2", 1, &a), 0);
+	ck_assert(a.rate == 0.10 && a.factor == 4);
+	ck_assert_int_eq(train_straggle_parse("c3", 1, &a), 0);
+	ck_assert(a.rate == 0.04 && a.factor == 2);
+	ck_assert_int_eq(train_straggle_parse("none", 1, &a), 0);
+	for (int i = 0; i < 100; i++)
+		ck_assert(train_straggle_next(&a) == 1.0);
+	ck_assert_int_eq(train_straggle_parse("1.5,2", 1, &a), -EINVAL);
+	ck_assert_int_eq(train_straggle_parse("0.1,0.5", 1, &a), -EINVAL);
+	ck_assert_int_eq(train_straggle_parse("0.1", 1, &a), -EINVAL);
+	ck_assert_int_eq(train_straggle_parse("0.1,2x", 1, &a), -EINVAL);
+	ck_assert(train_straggle_sleep(0.01, 1.0) == 0);
+	ck_assert_double_eq_tol(train_straggle_sleep(0.01, 2.0), 0.01, 1e-12);
+}
+END_TEST
+
+START_TEST(shards_cover_every_image_once)
+{
+	static const int ns[] = { 1, 2, 3, 7, 16, 64 };
+	static unsigned char seen[60000];
+
+	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+		size_t next = 0, lo = 60000, hi = 0;
+		memset(seen, 0, sizeof(seen));
+		for (int i = 0; i < ns[k]; i++) {
+			size_t b, e;
+			train_shard_range(60000, i, ns[k], &b, &e);
+			ck_assert_uint_eq(b, next);
+			ck_assert_uint_le(e, 60000);
+			for (size_t j = b; j < e; j++)
+				seen[j]++;
+			lo = e - b < lo ? e - b : lo;
+			hi = e - b > hi ? e - b : hi;
+			next = e;
+		}
+		ck_assert_uint_eq(next, 60000);
+		ck_assert_uint_le(hi - lo, 1);
+		for (size_t j = 0; j < 60000; j++)
+			ck_assert_int_eq(seen[j], 1);
+	}
+	int i, n;
+	ck_assert_int_eq(train_shard_parse("2/3", &i, &n), 0);
+	ck_assert(i == 2 && n == 3);
+	ck_assert_int_eq(train_shard_parse("3/3", &i, &n), -EINVAL);
+	ck_assert_int_eq(train_shard_parse("-1/3", &i, &n), -EINVAL);
+	ck_assert_int_eq(train_shard_parse("1/0", &i, &n), -EINVAL);
+	ck_assert_int_eq(train_shard_parse("1", &i, &n), -EINVAL);
+	ck_assert_int_eq(train_shard_parse("1/2x", &i, &n), -EINVAL);
+}
+END_TEST
+
+START_TEST(shard_load_keeps_only_the_shard)
+{
+	struct idx_dataset all, sh;
+	char err[256];
+
+	ck_assert_int_eq(train_load(FMNIST, 0, 3000, &all, err, sizeof(err)), 0);
+	ck_assert_int_eq(train_load_shard(FMNIST, 3000, 1, 3, &sh, err, sizeof(err)), 0);
+	ck_assert_uint_eq(sh.n, 1000);
+	ck_assert_int_eq(memcmp(sh.pixels, all.pixels + 1000 * 784, 1000 * 784 * sizeof(float)), 0);
+	ck_assert_int_eq(memcmp(sh.labels, all.labels + 1000, 1000), 0);
+	idx_free(&sh);
+	ck_assert_int_eq(train_load_shard(FMNIST, 70000, 1, 2, &sh, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "fewer"));
+	ck_assert_int_eq(train_load_shard(FMNIST, 3000, 3, 3, &sh, err, sizeof(err)), -EINVAL);
+	idx_free(&all);
+}
+END_TEST
+
+START_TEST(trained_tiny_model_beats_chance)
+{
+	struct idx_dataset tr, te;
+	struct mlp_shape s;
+	struct train_model m;
+	char err[256];
+	double acc0, loss0, acc, loss;
+	uint64_t rng = 3;
+
+	ck_assert_int_eq(train_load(FMNIST, 0, 6000, &tr, err, sizeof(err)), 0);
+	ck_assert_int_eq(train_load(FMNIST, 1, 500, &te, err, sizeof(err)), 0);
+	ck_assert_int_eq(mlp_shape_parse("784,32,10", &s), 0);
+	ck_assert_int_eq(train_model_init(&m, &s, 1, 0.9), 0);
+	ck_assert_int_eq(train_eval(&s, m.w, &te, 0, &acc0, &loss0), 0);
+
+	float *x = malloc(sizeof(float) * 32 * 784), *g = malloc(sizeof(float) * m.n);
+	uint8_t y[32];
+	for (int it = 0; it < 300; it++) {
+		train_sample_batch(&tr, 0, tr.n, 32, &rng, x, y);
+		ck_assert(mlp_grad(&s, m.w, x, y, 32, g) >= 0);
+		vec_scale_f32(g, -0.01f, m.n); /* u = -lr * gradient, eq. 1 */
+		train_apply(&m, g, 1);
+	}
+	ck_assert_int_eq(train_eval(&s, m.w, &te, 0, &acc, &loss), 0);
+	ck_assert_double_gt(acc, 0.5);
+	ck_assert_double_lt(loss, loss0);
+	/* the evaluation agrees with mlp_accuracy; k limits the examples */
+	ck_assert_double_eq_tol(acc, mlp_accuracy(&s, m.w, te.pixels, te.labels, te.n), 1e-12);
+	ck_assert_int_eq(train_eval(&s, m.w, &te, 100, &acc, &loss), 0);
+	ck_assert_double_eq_tol(acc, mlp_accuracy(&s, m.w, te.pixels, te.labels, 100), 1e-12);
+	/* the error of a missing data directory names the file */
+	ck_assert_int_eq(train_load("/nonexistent", 1, 0, &te, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/t10k-images"));
+	free(x);
+	free(g);
+	train_model_free(&m);
+	idx_free(&tr);
+	idx_free(&te);
+}
+END_TEST
+
+START_TEST(mode_names)
+{
+	enum mlf_mode m;
+
+	ck_assert_int_eq(train_mode_parse("mlfabric-a", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_ASYNC);
+	ck_assert_int_eq(train_mode_parse("MLfabric-S", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_SYNC);
+	ck_assert_int_eq(train_mode_parse("async", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_DIRECT);
+	ck_assert_int_eq(train_mode_parse("sync", &m), -EINVAL);
+}
+END_TEST
+
+START_TEST(records_are_json_lines)
+{
+	char dir[] = "/tmp/mlf-rec-XXXXXX", sub[64], path[96], err[256];
+	FILE *f;
+	json_error_t je;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/run", dir);
+	f = train_rec_open(sub, "x.jsonl", err, sizeof(err));
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(train_rec_line(f, json_pack("{s:i,s:f}", "id", 1, "t", 1.5)), 0);
+	ck_assert_int_eq(train_rec_line(f, json_pack("{s:i}", "id", 2)), 0);
+	/* flushed per line: readable before close */
+	snprintf(path, sizeof(path), "%s/x.jsonl", sub);
+	json_t *all = json_load_file(path, JSON_DISABLE_EOF_CHECK, &je);
+	ck_assert_ptr_nonnull(all);
+	ck_assert_int_eq(json_integer_value(json_object_get(all, "id")), 1);
+	json_decref(all);
+	fclose(f);
+	ck_assert_int_eq(train_rec_file(sub, "s.json", json_pack("{s:i}", "applied", 9), err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/s.json", sub);
+	all = json_load_file(path, 0, &je);
+	ck_assert_int_eq(json_integer_value(json_object_get(all, "applied")), 9);
+	json_decref(all);
+	ck_assert_ptr_null(train_rec_open("/proc/nonexistent/x", "y", err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "/proc/nonexistent/x"));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/x.jsonl", sub);
+	unlink(path);
+	rmdir(sub);
+	rmdir(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("train");
+	TCase *tc = tcase_create("train");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, eq2_matches_hand_computation);
+	tcase_add_test(tc, aggregate_is_one_step_with_the_sum);
+	tcase_add_test(tc, stragglers_binomial_and_deterministic);
+	tcase_add_test(tc, shards_cover_every_image_once);
+	tcase_add_test(tc, shard_load_keeps_only_the_shard);
+	tcase_add_test(tc, trained_tiny_model_beats_chance);
+	tcase_add_test(tc, mode_names);
+	tcase_add_test(tc, records_are_json_lines);
+	suite_add_tcase(s, tc);
+	return ck_run(s);
+}
