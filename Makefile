@@ -50,6 +50,7 @@ LIBMLF_SRCS := $(wildcard lib/*.c)
 LIBMLF      := $(BUILD)/libmlf.a
 $(LIBMLF): $(LIBMLF_SRCS:%.c=$(BUILD)/%.o)
 	@mkdir -p $(@D)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/%.o: %.c

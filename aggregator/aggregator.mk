@@ -10,8 +10,8 @@ $(BUILD)/tests/fabric_%: $(BUILD)/tests/integration/fabric_%.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS) -lpthread
 
-UNIT_TESTS += $(BUILD)/tests/test_fabric
-$(BUILD)/tests/test_fabric: $(BUILD)/tests/unit/test_fabric.o $(LIBMLF)
+UNIT_TESTS += $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib
+$(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lpthread
 

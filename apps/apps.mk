@@ -27,3 +27,6 @@ $(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(LIBMLF)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
 endif
+INTEG_TESTS += tests/integration/apps_async.sh
+INTEG_TESTS += tests/integration/apps_mlfabric.sh
+INTEG_TESTS += tests/integration/apps_sync.sh

@@ -206,9 +206,6 @@ int main(int argc, char **argv)
 		return log_err("%s", err), 1;
 	if (train_load(o.data, 1, o.eval_images, &test, err, sizeof(err)))
 		return log_err("%s", err), 1;
-	if (!(ps.applied_f = train_rec_open(o.records, "applied.jsonl", err, sizeof(err))) ||
-	    !(acc_f = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err))))
-		return log_err("%s", err), 1;
 	snap = malloc(sizeof(float) * ps.m.n);
 	if (!snap)
 		return log_err("no memory for a model snapshot (%zu floats)", ps.m.n), 1;
@@ -221,6 +218,12 @@ int main(int argc, char **argv)
 	f = mlf_open(&fo, err, sizeof(err));
 	if (!f)
 		return log_err("cannot open the fabric endpoint: %s", err), 1;
+	if (!(ps.applied_f = train_rec_open(o.records, "applied.jsonl", err, sizeof(err))) ||
+	    !(acc_f = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err)))) {
+		log_err("%s", err);
+		mlf_close(f);
+		return 1;
+	}
 	par.tau_max = o.tau_max;
 	par.momentum = o.momentum;
 	par.n_workers = o.workers;

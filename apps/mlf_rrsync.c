@@ -101,6 +101,7 @@ struct rr_root {
 	struct idx_dataset test;
 	FILE *acc, *iters;
 	double t0, next_eval, last_acc;
+	long last_eval_it; /* iteration of the last evaluation, -1 before the first */
 };
 
 static void rr_evaluate(struct rr_root *r, const struct rr_opts *o, const struct mlp_shape *s,
@@ -113,6 +114,7 @@ static void rr_evaluate(struct rr_root *r, const struct rr_opts *o, const struct
 		return;
 	}
 	r->last_acc = acc;
+	r->last_eval_it = it;
 	train_rec_line(r->acc, json_pack("{s:f,s:I,s:I,s:f,s:f}", "t", t, "version", (json_int_t)it,
 					 "iteration", (json_int_t)it, "accuracy", acc, "loss", loss));
 	log_info("iteration %ld  t=%.1fs  accuracy %.4f  loss %.4f", it, t - r->t0, acc, loss);
@@ -180,6 +182,7 @@ int main(int argc, char **argv)
 	MPI_Barrier(MPI_COMM_WORLD);
 	root.t0 = train_now();
 	root.next_eval = root.t0;
+	root.last_eval_it = -1;
 	for (;;) {
 		double t_start = train_now(), compute_s, allreduce_s, factor;
 
@@ -211,7 +214,8 @@ int main(int argc, char **argv)
 							     "allreduce_s", allreduce_s, "straggled", factor > 1));
 	}
 	if (rank == 0) {
-		rr_evaluate(&root, &o, &shape, m.w, it);
+		if (root.last_eval_it != it)
+			rr_evaluate(&root, &o, &shape, m.w, it);
 		log_info("stopped after %ld iterations, %.1f s: %s", it, train_now() - root.t0,
 			 rr_stop_signal ? "signal" : root.last_acc >= o.target ? "target accuracy reached" :
 			 (o.iterations && it >= o.iterations) ? "iteration limit" : "time limit");

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mlfabric.h"
@@ -140,8 +141,6 @@ int main(int argc, char **argv)
 		return log_err("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none", o.straggle), 2;
 	if (train_load_shard(o.data, o.train_images, o.shard_i, o.shard_n, &shard, err, sizeof(err)))
 		return log_err("%s", err), 1;
-	if (!(pushes = train_rec_open(o.records, "pushes.jsonl", err, sizeof(err))))
-		return log_err("%s", err), 1;
 	size_t n = mlp_param_count(&shape);
 	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
 	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
@@ -164,6 +163,11 @@ int main(int argc, char **argv)
 		mlf_close(f);
 		return 1;
 	}
+	if (!(pushes = train_rec_open(o.records, "pushes.jsonl", err, sizeof(err)))) {
+		log_err("%s", err);
+		mlf_close(f);
+		return 1;
+	}
 	signal(SIGTERM, wk_on_signal);
 	signal(SIGINT, wk_on_signal);
 	t0 = train_now();
@@ -174,7 +178,7 @@ int main(int argc, char **argv)
 	while (!wk_stop && (!o.iterations || it < o.iterations) &&
 	       (!o.duration || train_now() - t0 < o.duration)) {
 		double ts = train_now(), compute_s, factor, norm;
-		int64_t r, id = 0;
+		int64_t r, id = 0, v_g;
 
 		if (o.mode != MLF_MODE_SYNC || it == 0) {
 			r = mlf_get(f, o.server, w, n, &version, o.timeout);
@@ -194,6 +198,7 @@ int main(int argc, char **argv)
 		factor = train_straggle_next(&st);
 		train_straggle_sleep(compute_s, factor);
 		straggled += factor > 1;
+		v_g = version; /* v(g): the model version this update is computed from */
 		vec_scale_f32(u, (float)-o.lr, n); /* u = -lr * gradient (eq. 1) */
 		norm = vec_norm2_f32(u, n);
 		if (o.mode == MLF_MODE_SYNC) {
@@ -213,7 +218,7 @@ int main(int argc, char **argv)
 		busy += train_now() - ts;
 		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b}", "t", train_now(), "id",
 						 id > 0 ? json_integer(id) : json_null(), "version",
-						 (json_int_t)version, "norm", norm, "compute_s", compute_s,
+						 (json_int_t)v_g, "norm", norm, "compute_s", compute_s,
 						 "straggled", factor > 1));
 		if (train_now() >= next_progress) {
 			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", train_now() - t0, it,
@@ -221,7 +226,16 @@ int main(int argc, char **argv)
 			next_progress += 2;
 		}
 	}
-	mlf_get_worker_stats(f, &ws);
+	/* let the pushed updates leave before closing (close fails what is still pending) */
+	for (double until = train_now() + o.timeout;; usleep(10000)) {
+		mlf_get_worker_stats(f, &ws);
+		if (ws.sent + ws.dropped + ws.aggregated >= ws.pushed || train_now() >= until)
+			break;
+	}
+	if (ws.sent + ws.dropped + ws.aggregated < ws.pushed)
+		log_warn("%llu pushed updates still unsent to %s after %.1f s",
+			 (unsigned long long)(ws.pushed - ws.sent - ws.dropped - ws.aggregated), o.server,
+			 o.timeout);
 	mlf_close(f);
 	log_info("stopped after %ld iterations (%ld straggled): pushed %llu sent %llu dropped %llu aggregated %llu",
 		 it, straggled, (unsigned long long)ws.pushed, (unsigned long long)ws.sent,

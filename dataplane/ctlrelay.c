@@ -219,7 +219,7 @@ static void from_sched(json_t *msg)
 		snprintf(reason, sizeof(reason), "host %s: no application '%s' (message type '%s')",
 			 dp.cluster.hosts[dp.me].name, app, type);
 		log_warn("%s", reason);
-		to_sched(json_pack("{s:s, s:s}", "type", "error", "reason", reason));
+		to_sched(json_pack("{s:s, s:s, s:s}", "type", "error", "app", app, "reason", reason));
 		return;
 	}
 	char *text = json_dumps(msg, JSON_COMPACT);

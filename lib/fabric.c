@@ -23,6 +23,7 @@
 
 #define MAX_AGG_INPUTS 256      /* inputs held by an aggregator before a command names them */
 #define REGISTER_RETRY_S 0.5    /* register again while the dataplane has no scheduler yet */
+#define SKIPPED_MAX 1024        /* transfer ids the scheduler reported lost, remembered by a server */
 
 /* An update announced to the scheduler, waiting for its send or drop command. */
 struct held_update {
@@ -101,6 +102,8 @@ struct mlf {
 	size_t n_floats;
 	int64_t version;
 	struct mlf_params params;
+	uint64_t skipped[SKIPPED_MAX]; /* ring of ids passed to `skip`: a late arrival is not applied */
+	unsigned n_skipped;
 	/* aggregator */
 	struct agg_input inputs[MAX_AGG_INPUTS];
 	int n_inputs;
@@ -484,6 +487,12 @@ static void server_update(struct mlf *f, struct mlfabric_event *ev)
 			(unsigned long long)ev->id, err);
 		return;
 	}
+	for (unsigned i = 0; i < SKIPPED_MAX && i < f->n_skipped; i++)
+		if (f->skipped[i] == ev->id) {
+			log_warn("transfer %llx from host %s arrived after the scheduler reported it lost; not applied",
+				 (unsigned long long)ev->id, ev->peer);
+			return;
+		}
 	u = (struct mlf_update){ .hdr = h, .u = (const float *)((const char *)h + MLF_PAYLOAD_HDR),
 				 .n = h->n_floats, .xfer = ev->id, .src = ev->peer };
 	v = f->on_update(f->arg, &u);
@@ -607,13 +616,28 @@ static void on_ctl(struct mlf *f, const char *text)
 		if (c.kind == FABRIC_CMD_ERROR)
 			log_warn("%s: refused: %s", f->app, c.reason);
 		break;
-	case FABRIC_CMD_SCHEDULER_LOST:
-		log_warn("%s: the dataplane lost the scheduler connection", f->app);
+	case FABRIC_CMD_SCHEDULER_LOST: {
+		struct held_update *held;
 		pthread_mutex_lock(&f->lock);
 		f->sched_lost = 1;
+		held = f->held; /* never commanded now: a new scheduler knows nothing of them */
+		f->held = NULL;
 		pthread_cond_broadcast(&f->cond);
 		pthread_mutex_unlock(&f->lock);
+		log_warn("%s: the dataplane lost the scheduler connection", f->app);
+		while (held) {
+			struct held_update *u = held;
+			held = u->next;
+			log_warn("%s: update %llu dropped: scheduler lost before it was commanded", f->app,
+				 (unsigned long long)u->id);
+			pthread_mutex_lock(&f->lock);
+			f->ws.dropped++;
+			pthread_mutex_unlock(&f->lock);
+			mlfabric_buf_free(&u->buf);
+			free(u);
+		}
 		break;
+	}
 	case FABRIC_CMD_SEND:
 		cmd_send(f, &c);
 		break;
@@ -627,6 +651,8 @@ static void on_ctl(struct mlf *f, const char *text)
 		mlfabric_commit_order(f->dp, c.chan, c.ids, c.n_ids, 0);
 		break;
 	case FABRIC_CMD_SKIP:
+		for (int i = 0; i < c.n_ids; i++)
+			f->skipped[f->n_skipped++ % SKIPPED_MAX] = c.ids[i];
 		mlfabric_order_skip(f->dp, c.chan, c.ids, c.n_ids);
 		break;
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "mlfabric.h"
 #include "sched_daemon.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -31,6 +32,7 @@ static void usage(FILE *f)
 		"  --t-lag S            a link report is used from t + t_lag on (default 0.2)\n"
 		"  --peer-timeout S     a dataplane silent this long is dead (default 2)\n"
 		"  --sync-timeout S     MLfabric-S: plan without missing workers after S (default 30)\n"
+		"  --xfer-timeout S     a transfer with no done S after its planned end is lost (10)\n"
 		"  --aggregators H,H    only these hosts may aggregate (default: every registered one)\n"
 		"  --headroom F         plan capacity = link capacity x F (default 0.95)\n"
 		"  --max-batch N        most updates per batch, 1..62 (default 62)\n"
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
 		{ "batch-ms", required_argument, 0, 'b' }, { "lead-ms", required_argument, 0, 'L' },
 		{ "t-lag", required_argument, 0, 't' }, { "peer-timeout", required_argument, 0, 'p' },
 		{ "sync-timeout", required_argument, 0, 's' },
+		{ "xfer-timeout", required_argument, 0, 'x' },
 		{ "aggregators", required_argument, 0, 'a' },
 		{ "headroom", required_argument, 0, 'H' }, { "max-batch", required_argument, 0, 'm' },
 		{ "records", required_argument, 0, 'r' }, { "verbose", no_argument, 0, 'v' },
@@ -79,9 +82,10 @@ int main(int argc, char **argv)
 		case 't': bad |= num_arg("--t-lag", optarg, 0, 3600, &cfg.t_lag_s); break;
 		case 'p': bad |= num_arg("--peer-timeout", optarg, 0.01, 3600, &cfg.peer_timeout_s); break;
 		case 's': bad |= num_arg("--sync-timeout", optarg, 0, 86400, &cfg.sync_timeout_s); break;
+		case 'x': bad |= num_arg("--xfer-timeout", optarg, 0.01, 86400, &cfg.xfer_timeout_s); break;
 		case 'a': snprintf(cfg.aggregators, sizeof(cfg.aggregators), "%s", optarg); break;
 		case 'H': bad |= num_arg("--headroom", optarg, 0.01, 1, &cfg.headroom); break;
-		case 'm': bad |= num_arg("--max-batch", optarg, 1, 62, &d); cfg.max_batch = (int)d; break;
+		case 'm': bad |= num_arg("--max-batch", optarg, 1, MLF_PAYLOAD_MAX_PARTS, &d); cfg.max_batch = (int)d; break;
 		case 'r': snprintf(cfg.records, sizeof(cfg.records), "%s", optarg); break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;

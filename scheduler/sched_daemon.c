@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mlfabric.h"
 #include "sched_batch.h"
 #include "sched_rec.h"
 
@@ -27,7 +28,8 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->headroom = 0.95;
 	cfg->lead_s = 0.01;
 	cfg->sync_timeout_s = 30.0;
-	cfg->max_batch = 62; /* MLF_PAYLOAD_MAX_PARTS: an aggregate can name every update */
+	cfg->xfer_timeout_s = 10.0;
+	cfg->max_batch = MLF_PAYLOAD_MAX_PARTS; /* an aggregate can name every update */
 }
 
 /* ---- replies and errors ---------------------------------------------------------------- */
@@ -162,6 +164,49 @@ static void conn_close(struct sched *s, int ci)
 	c->closing = 0;
 }
 
+/* Does the loss of the @roles applications of host @h doom unfinished transfer @x? */
+static int xfer_needs(const struct sched *s, const struct sched_xfer *x, int h, unsigned roles)
+{
+	if ((roles & SCHED_ROLE_WORKER) && ((x->what == SCHED_WHAT_UPDATE && x->src == h) ||
+					    (x->what == SCHED_WHAT_MODEL && x->dst == h)))
+		return 1;
+	if ((roles & SCHED_ROLE_AGGREGATOR) && ((x->chan == 2 && x->dst == h) ||
+						(x->what == SCHED_WHAT_AGGREGATE && x->src == h)))
+		return 1;
+	return (roles & SCHED_ROLE_SERVER) && h == s->server.host &&
+	       ((x->chan == 1 && x->dst == h) || (x->what == SCHED_WHAT_MODEL && x->src == h));
+}
+
+/*
+ * The @roles applications of host @h are gone (dead host, or an application its dataplane no
+ * longer has): fail their unfinished transfers, drop their pending updates and pulls.
+ */
+static void apps_gone(struct sched *s, int h, unsigned roles, const char *reason)
+{
+	int server = (roles & SCHED_ROLE_SERVER) && h == s->server.host;
+
+	for (int i = 0; i < s->n_upd; i++)
+		if (s->upd[i].state == SCHED_UPD_PENDING &&
+		    (server || ((roles & SCHED_ROLE_WORKER) && s->upd[i].worker == h)))
+			lose_update(s, &s->upd[i], reason);
+	if (roles & SCHED_ROLE_WORKER) {
+		int k = 0;
+		for (int i = 0; i < s->n_pulls; i++)
+			if (s->pulls[i].worker != h)
+				s->pulls[k++] = s->pulls[i];
+		s->n_pulls = k;
+	}
+	for (int i = 0; i < s->n_xfers; i++)
+		if (!s->xfers[i].done && xfer_needs(s, &s->xfers[i], h, roles))
+			xfer_failed(s, i, reason);
+	if (server) {
+		for (int i = 0; i < s->n_upd; i++)
+			lose_update(s, &s->upd[i], reason);
+		log_warn("server at %s is gone: updates are dropped until it is back",
+			 s->cl.hosts[h].name);
+	}
+}
+
 /* Host @h is dead (silent or disconnected): fail what involves it, drop its pending updates. */
 static void host_dead(struct sched *s, int h)
 {
@@ -171,24 +216,35 @@ static void host_dead(struct sched *s, int h)
 	s->hosts[h].alive = 0;
 	if (s->hosts[h].conn >= 0)
 		conn_close(s, s->hosts[h].conn);
-	for (int i = 0; i < s->n_upd; i++)
-		if (s->upd[i].state == SCHED_UPD_PENDING && (s->upd[i].worker == h ||
-							     s->server.host == h))
-			lose_update(s, &s->upd[i], reason);
-	int k = 0;
-	for (int i = 0; i < s->n_pulls; i++)
-		if (s->pulls[i].worker != h)
-			s->pulls[k++] = s->pulls[i];
-	s->n_pulls = k;
-	for (int i = 0; i < s->n_xfers; i++)
-		if (!s->xfers[i].done && (s->xfers[i].src == h || s->xfers[i].dst == h))
-			xfer_failed(s, i, reason);
-	if (s->server.host == h) {
-		for (int i = 0; i < s->n_upd; i++)
-			lose_update(s, &s->upd[i], reason);
-		log_warn("server at %s is gone: updates are dropped until it is back",
-			 s->cl.hosts[h].name);
-	}
+	apps_gone(s, h, SCHED_ROLE_WORKER | SCHED_ROLE_SERVER | SCHED_ROLE_AGGREGATOR |
+		  SCHED_ROLE_REPLICA, reason);
+}
+
+/*
+ * A dataplane's `error`: logged. With "app" (an application of that host the dataplane no
+ * longer has), that application is unregistered and what depends on it fails.
+ */
+static void on_peer_error(struct sched *s, int ci, json_t *m)
+{
+	int h = s->conns[ci].host;
+	const char *reason = json_string_value(json_object_get(m, "reason"));
+	const char *app = json_string_value(json_object_get(m, "app"));
+	const char *at = app ? strchr(app, '@') : NULL;
+	char why[160];
+
+	log_warn("peer %s reports an error: %s", s->cl.hosts[h].name, reason ? reason : "-");
+	if (!at || strcmp(at + 1, s->cl.hosts[h].name))
+		return;
+	for (unsigned b = SCHED_ROLE_WORKER; b <= SCHED_ROLE_REPLICA; b <<= 1)
+		if (!strncmp(app, sched_role_name(b), (size_t)(at - app)) &&
+		    strlen(sched_role_name(b)) == (size_t)(at - app) && (s->hosts[h].apps & b)) {
+			snprintf(why, sizeof(why), "application %s gone", app);
+			apps_gone(s, h, b, why);
+			s->hosts[h].apps &= ~b;
+			if (b == SCHED_ROLE_SERVER && s->server.host == h)
+				s->server.host = -1;
+			log_warn("%s unregistered", app);
+		}
 }
 
 /* ---- message handlers ------------------------------------------------------------------ */
@@ -506,6 +562,10 @@ void sched_daemon_handle(struct sched *s, int ci, json_t *m)
 	s->hosts[s->conns[ci].host].last_heard = now;
 	if (!strcmp(type, "heartbeat"))
 		return;
+	if (!strcmp(type, "error")) {
+		on_peer_error(s, ci, m);
+		return;
+	}
 	if (!strcmp(type, "link")) {
 		on_link(s, ci, m);
 		return;
@@ -597,6 +657,21 @@ static void check_peers(struct sched *s, double now)
 		}
 }
 
+/* Transfers with no `done` --xfer-timeout after their planned end are lost (nothing waits). */
+static void check_xfers(struct sched *s, double now)
+{
+	char reason[128];
+
+	for (int i = 0; i < s->n_xfers; i++) {
+		struct sched_xfer *x = &s->xfers[i];
+		double late = now - s->t0 - x->end;
+		if (x->done || late <= s->cfg.xfer_timeout_s)
+			continue;
+		snprintf(reason, sizeof(reason), "no done report %.1f s after its planned end", late);
+		xfer_failed(s, i, reason);
+	}
+}
+
 static void flush_all(struct sched *s)
 {
 	for (int ci = 0; ci < s->n_conns; ci++) {
@@ -652,6 +727,7 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 				read_conn(s, ci);
 		double now = sched_now();
 		check_peers(s, now);
+		check_xfers(s, now);
 		if (now >= s->next_batch) {
 			sched_batch_tick(s, now);
 			sched_compact(s, now - s->t0);

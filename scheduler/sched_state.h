@@ -110,6 +110,7 @@ struct sched_config {
 	double headroom;        /* --headroom: plan capacity = link capacity x headroom */
 	double lead_s;          /* --lead-ms / 1000: plans start this long after now */
 	double sync_timeout_s;  /* --sync-timeout */
+	double xfer_timeout_s;  /* --xfer-timeout: no `done` this long after the planned end = lost */
 	int max_batch;          /* most updates in one batch (an aggregate names <= 62 parts) */
 	char aggregators[512];  /* --aggregators h1,h2 ("" = every registered aggregator) */
 	char records[512];      /* --records DIR ("" = none) */

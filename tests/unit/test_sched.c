@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ck_run.h"
@@ -98,8 +100,8 @@ static void start_daemon(void (*tweak)(struct sched_config *))
 	struct sched_config cfg;
 	char path[128], err[256] = "";
 
-	snprintf(dir, sizeof(dir), "/tmp/test_sched.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(dir, sizeof(dir), "/tmp/test_sched.%d", (int)getpid());
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	snprintf(path, sizeof(path), "%s/cluster.json", dir);
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
@@ -333,6 +335,15 @@ static uint64_t jid(json_t *m, const char *k)
 	return (uint64_t)json_integer_value(json_object_get(m, k));
 }
 
+/* Wait for a `skip` at the server's fake @ps whose first transfer is @xfer. */
+static void expect_skip(int ps, uint64_t xfer)
+{
+	json_t *k = wait_msg(ps, "skip", 2.0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
+								      0)), xfer);
+}
+
 /* Lines of records file @name containing @needle. */
 static int rec_count(const char *name, const char *needle)
 {
@@ -558,10 +569,7 @@ START_TEST(failed_done_skips)
 	fake_send(w0, json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:s}", "type", "done", "app",
 				"worker@w0", "xfer", (json_int_t)id, "status", -110, "bytes", 0, "t",
 				now_s(), "reason", "receiver silent"));
-	json_t *k = wait_msg(ps, "skip", 2.0);
-	ck_assert_ptr_nonnull(k);
-	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
-								      0)), id);
+	expect_skip(ps, id);
 	json_t *d = wait_msg(w0, "drop", 2.0);
 	ck_assert_ptr_nonnull(d);
 	ck_assert_uint_eq(jid(d, "id"), id);
@@ -673,21 +681,30 @@ START_TEST(running_transfer_carried)
 }
 END_TEST
 
+/*
+ * Daemon, server ps, workers w0 and w1 (@w), aggregator a0 (*@a0); both workers push a 10 MB
+ * update and the plan aggregates them at a0 (the server's downlink is the bottleneck).
+ * Returns the `aggregate` command; *@ps is the server's fake.
+ */
+static json_t *aggregate_planned(int *w, int *a0, int *ps)
+{
+	start_daemon(NULL);
+	*ps = setup("async", 0, 8, 2, w, a0);
+	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
+	json_t *ag = wait_msg(*a0, "aggregate", 2.0);
+	ck_assert_ptr_nonnull(ag);
+	return ag;
+}
+
 /* A disconnected aggregator: its aggregate is skipped at the server, its inputs dropped. */
 START_TEST(dead_aggregator_skips_aggregate)
 {
-	start_daemon(NULL);
-	int w[2], a0, ps = setup("async", 0, 8, 2, w, &a0);
-	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
-	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
-	json_t *ag = wait_msg(a0, "aggregate", 2.0);
-	ck_assert_ptr_nonnull(ag);
+	int w[2], a0, ps;
+	json_t *ag = aggregate_planned(w, &a0, &ps);
 	ctl_close(&fakes[a0].c);
 	fakes[a0].open = 0;
-	json_t *k = wait_msg(ps, "skip", 2.0);
-	ck_assert_ptr_nonnull(k);
-	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"),
-								      0)), jid(ag, "agg"));
+	expect_skip(ps, jid(ag, "agg"));
 	size_t n_in = json_array_size(json_object_get(ag, "inputs"));
 	int drops = 0;
 	for (int i = 0; i < 2; i++)
@@ -829,6 +846,115 @@ START_TEST(dead_server_loses_planned)
 }
 END_TEST
 
+/* The program: a subprocess on 127.0.0.1 accepts a dataplane and exits 0 on SIGTERM. */
+START_TEST(program_runs_and_stops)
+{
+	char d[64], path[128], rec[128], listen[64], err[128];
+	snprintf(d, sizeof(d), "/tmp/test_sched_prog.%d", (int)getpid());
+	ck_assert_int_eq(mkdir(d, 0700), 0);
+	snprintf(path, sizeof(path), "%s/cluster.json", d);
+	snprintf(rec, sizeof(rec), "%s/rec", d);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(cluster_json, f);
+	fclose(f);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", 20000 + (int)((getpid() * 13) % 30000));
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 2);
+		execl("build/mlf-scheduler", "mlf-scheduler", "--cluster", path, "--listen", listen,
+		      "--records", rec, "--batch-ms", "20", (char *)NULL);
+		_exit(127);
+	}
+	int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		fd = ctl_connect(listen, err, sizeof(err));
+		if (fd < 0)
+			usleep(20000);
+	}
+	ck_assert_msg(fd >= 0, "%s", err);
+	struct ctl_conn c;
+	ctl_init(&c, fd);
+	json_t *h = json_pack("{s:s, s:s}", "type", "hello", "host", "w2");
+	ck_assert_int_ge(ctl_send(&c, h), 0);
+	json_decref(h);
+	json_t *w = NULL;
+	for (int i = 0; i < 100 && !w; i++) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		poll(&pf, 1, 20);
+		ctl_read(&c);
+		ctl_next(&c, &w, err, sizeof(err));
+	}
+	ck_assert_ptr_nonnull(w);
+	ck_assert_str_eq(ctl_type(w), "welcome");
+	ck_assert_double_eq_tol(json_number_value(json_object_get(w, "batch_ms")), 20, 1e-9);
+	json_decref(w);
+	ctl_close(&c);
+	kill(pid, SIGTERM);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	char bpath[256];
+	snprintf(bpath, sizeof(bpath), "%s/batches.jsonl", rec);
+	ck_assert_int_eq(access(bpath, F_OK), 0);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A dataplane's error naming a gone application: it is unregistered, its aggregate skipped. */
+START_TEST(gone_app_unregistered)
+{
+	int w[2], a0, ps;
+	json_t *ag = aggregate_planned(w, &a0, &ps);
+	fake_send(a0, json_pack("{s:s, s:s, s:s}", "type", "error", "app", "aggregator@a0",
+				"reason", "host a0: no application 'aggregator@a0'"));
+	expect_skip(ps, jid(ag, "agg"));
+	ck_assert_int_eq(fakes[a0].open, 1);
+	ck_assert_int_eq(count_msgs(a0, "error"), 0); /* no error answered to an error */
+	push(w[0], ((uint64_t)2 << 40) | 2, 0, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 2, 0, 10001024);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(a0, "aggregate"), 1);
+	stop_daemon();
+}
+END_TEST
+
+static void short_xfer_timeout(struct sched_config *c)
+{
+	no_agg(c);
+	c->xfer_timeout_s = 0.3;
+}
+
+/* A commanded transfer nobody reports on is lost after --xfer-timeout: nothing waits forever. */
+START_TEST(unreported_transfer_times_out)
+{
+	start_daemon(short_xfer_timeout);
+	int w0, ps = setup("async", 0, 8, 1, &w0, NULL);
+	uint64_t id = ((uint64_t)2 << 40) | 1, done_id = id + 1;
+	push(w0, id, 0, 1000);
+	push(w0, done_id, 0, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
+	fake_send(w0, json_pack("{s:s, s:s, s:I, s:i}", "type", "done", "app", "worker@w0", "xfer",
+				(json_int_t)done_id, "status", 0));
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(ps, "skip"), 0);
+	expect_skip(ps, id);
+	json_t *d = wait_msg(w0, "drop", 1.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), id);
+	pump(0.5);
+	ck_assert_int_eq(count_msgs(ps, "skip"), 1); /* the reported one is not skipped */
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched");
@@ -850,6 +976,9 @@ int main(void)
 	tcase_add_test(tc, steps_merged_keep_bytes);
 	tcase_add_test(tc, bad_fields_named);
 	tcase_add_test(tc, dead_server_loses_planned);
+	tcase_add_test(tc, program_runs_and_stops);
+	tcase_add_test(tc, gone_app_unregistered);
+	tcase_add_test(tc, unreported_transfer_times_out);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -1,0 +1,268 @@
+/* sched_bench.c - bench-sched: the scheduler daemon's batch cost and update-to-command latency. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "log.h"
+#include "sched_daemon.h"
+
+#define AGGS 4
+
+struct bench_plan_stats {
+	pthread_mutex_t mu;
+	int batches, updates;
+	double plan_ms_sum, plan_ms_max;
+};
+
+static struct bench_plan_stats stats = { .mu = PTHREAD_MUTEX_INITIALIZER };
+static volatile sig_atomic_t stop_flag;
+
+static void on_batch(void *arg, int no, const struct plan_batch *b, const struct plan *p)
+{
+	pthread_mutex_lock(&stats.mu);
+	stats.batches++;
+	stats.updates += b->n_updates;
+	stats.plan_ms_sum += p->plan_ms;
+	if (p->plan_ms > stats.plan_ms_max)
+		stats.plan_ms_max = p->plan_ms;
+	pthread_mutex_unlock(&stats.mu);
+}
+
+static void *run_daemon(void *s)
+{
+	sched_daemon_run(s, &stop_flag);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Host i of the bench cluster: 0 = ps, 1..n = workers, then AGGS aggregators. */
+static void host_name(int i, int n, char *buf, size_t len)
+{
+	if (i == 0)
+		snprintf(buf, len, "ps");
+	else if (i <= n)
+		snprintf(buf, len, "w%d", i - 1);
+	else
+		snprintf(buf, len, "a%d", i - n - 1);
+}
+
+static int write_cluster(const char *path, int n)
+{
+	FILE *f = fopen(path, "w");
+	char name[16];
+
+	if (!f)
+		return -errno;
+	fprintf(f, "{\"name\":\"schb\",\"hosts\":[");
+	for (int i = 0; i < n + 1 + AGGS; i++) {
+		host_name(i, n, name, sizeof(name));
+		fprintf(f, "%s{\"name\":\"%s\",\"ip\":\"10.81.%d.%d\",\"up_gbps\":10,\"down_gbps\":%d,"
+			"\"roles\":[\"%s\"]}", i ? "," : "", name, 1 + i / 200, 1 + i % 200,
+			i == 0 ? 1 : 10, i == 0 ? "server" : i <= n ? "worker" : "aggregator");
+	}
+	fprintf(f, "]}\n");
+	fclose(f);
+	return 0;
+}
+
+/* Send @m (stolen) and read until a message of @type arrives on @c; returns it or NULL. */
+static json_t *call(struct ctl_conn *c, json_t *m, const char *type)
+{
+	char err[128];
+	json_t *r = NULL;
+
+	ctl_send(c, m);
+	json_decref(m);
+	for (int tries = 0; tries < 200 && !r; tries++) {
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+		poll(&pf, 1, 10);
+		ctl_read(c);
+		while (!r && ctl_next(c, &r, err, sizeof(err)) == 1)
+			if (strcmp(ctl_type(r), type)) {
+				json_decref(r);
+				r = NULL;
+			}
+	}
+	return r;
+}
+
+/* One configuration: @n workers push one update each per round, @rounds rounds. */
+static int bench_one(int n, int rounds, double batch_ms, const char *dir, int port)
+{
+	char path[256], err[256], name[16], app[48];
+	struct sched_config cfg;
+	int n_hosts = n + 1 + AGGS;
+	struct ctl_conn *c = calloc((size_t)n_hosts, sizeof(*c));
+	double *lat = calloc((size_t)n * rounds, sizeof(double));
+	int n_lat = 0, dropped = 0;
+
+	snprintf(path, sizeof(path), "%s/cluster-%d.json", dir, n);
+	if (!c || !lat || write_cluster(path, n))
+		return -ENOMEM;
+	sched_daemon_defaults(&cfg);
+	cfg.batch_s = batch_ms / 1e3;
+	cfg.peer_timeout_s = 30;
+	snprintf(cfg.listen, sizeof(cfg.listen), "127.0.0.1:%d", port);
+	struct sched *s = sched_daemon_create(&cfg, path, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "bench-sched: %s\n", err);
+		return -EINVAL;
+	}
+	sched_daemon_set_hook(s, on_batch, NULL);
+	stats.batches = stats.updates = 0;
+	stats.plan_ms_sum = stats.plan_ms_max = 0;
+	pthread_t th;
+	stop_flag = 0;
+	pthread_create(&th, NULL, run_daemon, s);
+	for (int i = 0; i < n_hosts; i++) {
+		int fd = ctl_connect(cfg.listen, err, sizeof(err));
+		if (fd < 0) {
+			fprintf(stderr, "bench-sched: %s\n", err);
+			exit(1);
+		}
+		ctl_init(&c[i], fd);
+		host_name(i, n, name, sizeof(name));
+		json_decref(call(&c[i], json_pack("{s:s, s:s}", "type", "hello", "host", name),
+				 "welcome"));
+		const char *role = i == 0 ? "server" : i <= n ? "worker" : "aggregator";
+		snprintf(app, sizeof(app), "%s@%s", role, name);
+		json_t *reg = json_pack("{s:s, s:s, s:s, s:s}", "type", "register", "app", app,
+					"role", role, "server", "ps");
+		if (i == 0)
+			json_object_update_new(reg, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:i}",
+				"mode", "async", "n_floats", 250000, "bytes", 1001024, "version", 0,
+				"tau_max", 1000000, "momentum", 0.9, "n_workers", n));
+		json_decref(call(&c[i], reg, "registered"));
+	}
+	double spread_max = 0;
+	srand(1);
+	for (int r = 0; r < rounds; r++) {
+		usleep((useconds_t)(rand() % (int)(batch_ms * 1000))); /* random phase to the tick */
+		double t_push = now_s(), first = 0, last = 0;
+		for (int w = 1; w <= n; w++) {
+			host_name(w, n, name, sizeof(name));
+			snprintf(app, sizeof(app), "worker@%s", name);
+			json_t *u = json_pack("{s:s, s:s, s:I, s:s, s:i, s:i, s:f}", "type", "update",
+					      "app", app, "id", (json_int_t)(((uint64_t)w << 40) | r),
+					      "server", "ps", "bytes", 1001024, "version", r * n,
+					      "norm", 1.0);
+			ctl_send(&c[w], u);
+			json_decref(u);
+		}
+		for (int w = 1; w <= n; w++) {
+			json_t *m = NULL;
+			char e[128];
+			while (!m) {
+				struct pollfd pf = { .fd = c[w].fd, .events = POLLIN };
+				poll(&pf, 1, 100);
+				ctl_read(&c[w]);
+				while (!m && ctl_next(&c[w], &m, e, sizeof(e)) == 1)
+					if (strcmp(ctl_type(m), "send") && strcmp(ctl_type(m), "drop")) {
+						json_decref(m);
+						m = NULL;
+					}
+			}
+			dropped += !strcmp(ctl_type(m), "drop");
+			last = now_s();
+			if (w == 1)
+				first = last;
+			lat[n_lat++] = (last - t_push) * 1e3;
+			json_decref(m);
+		}
+		if ((last - first) * 1e3 > spread_max)
+			spread_max = (last - first) * 1e3;
+		for (int i = 0; i < n_hosts; i++) {
+			ctl_read(&c[i]);
+			c[i].in_len = 0; /* orders and aggregates: not timed */
+		}
+	}
+	stop_flag = 1;
+	pthread_join(th, NULL);
+	qsort(lat, (size_t)n_lat, sizeof(double), cmp_double);
+	double sum = 0;
+	for (int i = 0; i < n_lat; i++)
+		sum += lat[i];
+	printf("| %d | %d | %.1f | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %d |\n", n, stats.batches,
+	       stats.batches ? (double)stats.updates / stats.batches : 0.0,
+	       stats.batches ? stats.plan_ms_sum / stats.batches : 0.0, stats.plan_ms_max,
+	       sum / n_lat, lat[n_lat / 2], lat[n_lat - 1], spread_max, dropped);
+	fflush(stdout);
+	for (int i = 0; i < n_hosts; i++)
+		ctl_close(&c[i]);
+	sched_daemon_free(s);
+	free(c);
+	free(lat);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "workers", required_argument, 0, 'w' },
+		{ "rounds", required_argument, 0, 'r' }, { "batch-ms", required_argument, 0, 'b' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+	char workers[256] = "8,32,62", dir[64], *save = NULL;
+	int rounds = 20, c;
+	double batch_ms = 100;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'w')
+			snprintf(workers, sizeof(workers), "%s", optarg);
+		else if (c == 'r')
+			rounds = atoi(optarg);
+		else if (c == 'b')
+			batch_ms = atof(optarg);
+		else {
+			printf("usage: bench-sched [--workers 8,32,62] [--rounds 20] [--batch-ms 100]\n"
+			       "The scheduler daemon in-process with fake dataplanes on 127.0.0.1: every\n"
+			       "round each worker announces one 1 MB update; prints per worker count the\n"
+			       "batches, updates per batch, plan_compute ms, and the latency from the\n"
+			       "update message to the worker's send command (ms; includes waiting for\n"
+			       "the batch tick, so about batch-ms/2 on average), and the largest spread\n"
+			       "between the first and last worker's send of one batch.\n");
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	snprintf(dir, sizeof(dir), "/tmp/bench-sched.%d", (int)getpid());
+	if (rounds < 1 || batch_ms <= 0 || mkdir(dir, 0700) < 0) {
+		fprintf(stderr, "bench-sched: --rounds >= 1, --batch-ms > 0, and a writable /tmp\n");
+		return 2;
+	}
+	log_threshold = LOG_WARN;
+	printf("bench-sched: %d rounds, batch %.0f ms, 4 aggregators, server downlink 1 Gbit/s\n\n",
+	       rounds, batch_ms);
+	printf("| workers | batches | updates/batch | plan ms mean | plan ms max | "
+	       "update->send ms mean | p50 | max | send spread ms max | dropped |\n"
+	       "|---|---|---|---|---|---|---|---|---|---|\n");
+	for (char *t = strtok_r(workers, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int n = atoi(t);
+		if (n < 1 || n > 62) {
+			fprintf(stderr, "bench-sched: --workers: %s is not in 1..62\n", t);
+			return 2;
+		}
+		if (bench_one(n, rounds, batch_ms, dir, 20000 + (int)(getpid() % 20000) + n))
+			return 1;
+	}
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) ? 1 : 0;
+}

@@ -1,0 +1,77 @@
+# tests/integration/apps_lib.sh - shared part of the apps_*.sh tests (sourced, not run): an "app*"
+# cluster in 10.83.x.x, mlf-ps and mlf-workers started in their hosts' namespaces, clean-up.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+PS="$ROOT/build/mlf-ps"
+WK="$ROOT/build/mlf-worker"
+APP_PIDS=""
+
+apps_cleanup() {
+	local rc=$?
+	for p in $APP_PIDS; do kill "$p" 2>/dev/null || true; done
+	if [ $rc -ne 0 ] && [ -n "$WORK" ]; then
+		for f in "$WORK"/*.log; do [ -s "$f" ] && { echo "--- tail of $f"; tail -4 "$f"; }; done >&2
+	fi
+	(exit $rc)
+	tb_cleanup
+}
+
+# apps_begin NAME SUBNET HOST:SUFFIX:ROLES...: write cluster NAME with hosts at 10.83.SUBNET.SUFFIX
+# (roles a JSON list body, e.g. '"worker"'), links of $APPS_GBPS Gbit/s (default 10), bring it up,
+# make the work directory.
+apps_begin() {
+	local name=$1 net=$2 cfg sep="" h hn ip roles
+	shift 2
+	[ -x "$PS" ] && [ -x "$WK" ] || { echo "SKIP $TEST_NAME: build/mlf-ps or build/mlf-worker not built"; exit 0; }
+	need_dataplane
+	cfg=$(mktemp --tmpdir=/dev/shm "$name.XXXXXX.json")
+	{
+		echo "{\"name\": \"$name\", \"hosts\": ["
+		for h in "$@"; do
+			IFS=: read -r hn ip roles <<<"$h"
+			printf '%s{"name": "%s", "ip": "10.83.%s.%s", "up_gbps": %s, "down_gbps": %s, "roles": [%s]}\n' \
+				"$sep" "$hn" "$net" "$ip" "${APPS_GBPS:-10}" "${APPS_GBPS:-10}" "$roles"
+			sep=","
+		done
+		echo "]}"
+	} >"$cfg"
+	CLUSTER=$cfg
+	tb_begin
+	trap apps_cleanup EXIT
+	cp "$cfg" "$WORK/cluster.json" && rm -f "$cfg" && CLUSTER="$WORK/cluster.json"
+}
+
+# apps_run NAME HOST PROGRAM ARGS...: run PROGRAM in HOST's namespace in the background, output in
+# NAME.log; sets PID_<NAME>.
+apps_run() {
+	local name=$1 host=$2
+	shift 2
+	"$TB" exec "$CLUSTER" "$host" "$@" >"$WORK/$name.log" 2>&1 &
+	APP_PIDS="$APP_PIDS $!"
+	eval "PID_$name=$!"
+}
+
+# apps_stop_ps: SIGTERM to the server (started as apps_run ps ...), which must exit cleanly.
+apps_stop_ps() {
+	kill -TERM "$PID_ps"
+	wait "$PID_ps" || fail "mlf-ps did not exit cleanly on SIGTERM: $(tail -2 "$WORK/ps.log")"
+	[ -s "$WORK/ps/server.json" ] || fail "mlf-ps wrote no server.json"
+}
+
+# apps_accuracy_rose MIN: the server's last accuracy exceeds MIN and its first; prints both.
+apps_accuracy_rose() {
+	local first last
+	first=$(head -1 "$WORK/ps/accuracy.jsonl" | jq .accuracy)
+	last=$(tail -1 "$WORK/ps/accuracy.jsonl" | jq .accuracy)
+	awk -v a="$last" -v f="$first" -v m="$1" 'BEGIN { exit !(a > m && a > f) }' ||
+		fail "server accuracy went from $first to $last (expected > $1)"
+	echo "$first -> $last"
+}
+
+# apps_applied_once: no update id appears twice in applied.jsonl, every line's delay is at - version.
+apps_applied_once() {
+	local dups bad
+	dups=$(jq .id "$WORK/ps/applied.jsonl" | sort | uniq -d | wc -l)
+	[ "$dups" = 0 ] || fail "$dups updates applied more than once"
+	bad=$(jq -s 'map(select(.delay != .at - .version or .delay < 0)) | length' "$WORK/ps/applied.jsonl")
+	[ "$bad" = 0 ] || fail "$bad applied.jsonl lines with a delay other than at - version >= 0"
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# apps_mlfabric.sh - MLfabric-A end to end over 1 Gbit/s links: mlf-scheduler, mlf-aggregator, mlf-ps
+# and 3 mlf-workers train the default model for ~20 s; the links cannot carry every update, so the
+# scheduler drops some; test accuracy rises above 0.5, every applied update respects the delay bound
+# 2, each update is applied at most once, and every pushed update is applied or dropped/lost.
+. "$(dirname "$0")/apps_lib.sh"
+[ -x "$ROOT/build/mlf-scheduler" ] && [ -x "$ROOT/build/mlf-aggregator" ] ||
+	{ echo "SKIP $TEST_NAME: build/mlf-scheduler or build/mlf-aggregator not built"; exit 0; }
+APPS_GBPS=1
+apps_begin appmf 4 'ps:2:"server","scheduler"' 'w0:10:"worker"' 'w1:11:"worker"' 'w2:12:"worker"' \
+	'ag:20:"aggregator"'
+mkdir -p "$WORK/sched"
+apps_run sched ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/sched"
+for h in ps w0 w1 w2 ag; do dp_start $h; done
+apps_run agg ag "$ROOT/build/mlf-aggregator" --cluster "$CLUSTER" --host ag
+
+TAU=2
+apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 3 --tau-max $TAU \
+	--eval-every 2 --eval-images 500 --records "$WORK/ps"
+sleep 1
+kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+for i in 0 1 2; do
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/3 \
+		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i"
+done
+for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
+sleep 1
+apps_stop_ps
+
+rose=$(apps_accuracy_rose 0.5)
+pushed=$(cat "$WORK"/w*/pushes.jsonl | wc -l)
+applied=$(jq .applied "$WORK/ps/server.json")
+ok "MLfabric-A, 3 workers on 1 Gbit/s links: $pushed pushes, $applied applied, server accuracy $rose"
+
+apps_applied_once
+maxd=$(jq -s 'map(.delay) | max' "$WORK/ps/applied.jsonl")
+[ "$maxd" -le $TAU ] || fail "an update was applied with delay $maxd > delay bound $TAU"
+[ "$(jq .version "$WORK/ps/server.json")" = "$applied" ] ||
+	fail "server version $(jq .version "$WORK/ps/server.json") != $applied applied updates"
+# every pushed id was applied or the scheduler recorded why not (dropped / lost)
+cat "$WORK"/w*/pushes.jsonl | jq .id | sort >"$WORK/pushed.ids"
+jq .id "$WORK/ps/applied.jsonl" | sort >"$WORK/applied.ids"
+jq -r 'select(.fate == "dropped" or .fate == "lost") | .id' "$WORK/sched/updates.jsonl" | sort >"$WORK/notapplied.ids"
+unexplained=$(comm -23 "$WORK/pushed.ids" "$WORK/applied.ids" | comm -23 - "$WORK/notapplied.ids" | wc -l)
+[ "$unexplained" = 0 ] || fail "$unexplained pushed updates neither applied nor dropped/lost in the scheduler's records"
+dropped=$(jq -s 'map(.dropped) | add' "$WORK"/w*/worker.json)
+[ "$dropped" -gt 0 ] || fail "no update dropped: the 1 Gbit/s links did not constrain the run"
+aggs=$(jq -s 'map(select(.parts > 1)) | length' "$WORK/ps/applied.jsonl")
+ok "delays <= $TAU (max $maxd), each update applied at most once, $dropped dropped at the workers, $aggs parts via aggregates"

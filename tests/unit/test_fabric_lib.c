@@ -1,0 +1,275 @@
+/* test_fabric_lib.c - Check tests of lib/fabric.c against a scripted fake dataplane (a Unix
+ * SOCK_SEQPACKET server in a thread): registration, payload validation at the server, commits,
+ * refusal of a malformed command, skip (ORDER flag, late arrival not applied), a get that times
+ * out naming the server. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "appmsg.h"
+#include "ck_run.h"
+#include "dpclient.h"
+#include "mlfabric.h"
+
+#define N 16
+
+static char dir[64], cfg[96], sock[96];
+static int lfd;
+
+/* What the fake dataplane saw. */
+static struct {
+	char commit[1024], error[1024], commit2[1024];
+	int listens, skip_orders;
+	uint64_t skipped_id;
+} seen;
+
+static void setup(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	FILE *f;
+
+	strcpy(dir, "/tmp/test_fabric_XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cfg, sizeof(cfg), "%s/c.json", dir);
+	snprintf(sock, sizeof(sock), "%s/dp.sock", dir);
+	f = fopen(cfg, "w");
+	fputs("{\"name\":\"fabu\",\"hosts\":[{\"name\":\"x\",\"ip\":\"10.82.9.1\"},"
+	      "{\"name\":\"w0\",\"ip\":\"10.82.9.2\"},{\"name\":\"w7\",\"ip\":\"10.82.9.3\"}]}", f);
+	fclose(f);
+	strcpy(sa.sun_path, sock);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	memset(&seen, 0, sizeof(seen));
+}
+
+static void teardown(void)
+{
+	close(lfd);
+	unlink(sock);
+	unlink(cfg);
+	rmdir(dir);
+}
+
+static void send_ctl(int fd, const char *text)
+{
+	struct appmsg m;
+	ck_assert_int_eq(appmsg_ctl(&m, text), 0);
+	ck_assert_int_eq(appmsg_send(fd, &m, -1), 0);
+}
+
+/* A received update: header @magic with one part (id 42), N floats of value @v. */
+static void send_update(int fd, uint32_t magic, float v, const char *peer, uint64_t xfer)
+{
+	struct mlfabric_buf b;
+	struct mlf_payload_hdr *h;
+	struct appmsg m = { .type = APPMSG_RX_DONE, .id = xfer, .chan = 1 };
+
+	ck_assert_int_eq(mlfabric_buf_alloc(mlf_payload_bytes(N), &b), 0);
+	h = b.data;
+	h->magic = magic;
+	h->n_parts = 1;
+	h->n_floats = N;
+	h->parts[0].id = 42;
+	for (int i = 0; i < N; i++)
+		((float *)((char *)b.data + MLF_PAYLOAD_HDR))[i] = v;
+	m.bytes = b.size;
+	strcpy(m.peer, peer);
+	ck_assert_int_eq(appmsg_send(fd, &m, b.fd), 0);
+	mlfabric_buf_free(&b);
+}
+
+/* Waits for the next CTL message whose text contains @want; other messages are counted. */
+static void expect_ctl(int fd, const char *want, char *out, size_t cap)
+{
+	struct appmsg m;
+	int mfd;
+
+	for (;;) {
+		ck_assert_int_eq(appmsg_recv(fd, &m, &mfd), 1);
+		if (mfd >= 0)
+			close(mfd);
+		if (m.type == APPMSG_LISTEN)
+			seen.listens++;
+		if (m.type == APPMSG_ORDER && (m.flags & APPMSG_ORDER_SKIP) && m.n == 1) {
+			seen.skip_orders++;
+			seen.skipped_id = m.u.ids[0];
+		}
+		if (m.type == APPMSG_CTL && strstr(m.u.text, want)) {
+			size_t l = strnlen(m.u.text, cap - 1);
+			memcpy(out, m.u.text, l);
+			out[l] = '\0';
+			return;
+		}
+	}
+}
+
+static void *fake_server_dp(void *arg)
+{
+	int fd = accept(lfd, NULL, NULL);
+	char buf[1024];
+
+	(void)arg;
+	expect_ctl(fd, "\"register\"", buf, sizeof(buf));
+	send_ctl(fd, "{\"type\":\"registered\",\"app\":\"server@x\",\"xfer_base\":1099511627776}");
+	send_update(fd, 0x12345678, 1.0f, "w7", 7);            /* bad magic: never applied */
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 2.5f, "w0", 8);
+	expect_ctl(fd, "\"commit\"", seen.commit, sizeof(seen.commit));
+	send_ctl(fd, "{\"type\":\"send\",\"app\":\"server@x\",\"id\":1}"); /* no "what" */
+	expect_ctl(fd, "\"error\"", seen.error, sizeof(seen.error));
+	/* transfer 9 is reported lost; when it turns up anyway it must not be applied */
+	send_ctl(fd, "{\"type\":\"skip\",\"app\":\"server@x\",\"chan\":1,\"xfers\":[9]}");
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 100.0f, "w0", 9);
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 1.0f, "w0", 10);
+	expect_ctl(fd, "\"commit\"", seen.commit2, sizeof(seen.commit2));
+	close(fd);
+	return NULL;
+}
+
+struct srv {
+	float w[N];
+	int64_t version;
+	int calls;
+	char src[32];
+};
+
+static int64_t on_update(void *arg, const struct mlf_update *u)
+{
+	struct srv *s = arg;
+	for (size_t i = 0; i < u->n; i++)
+		s->w[i] += u->u[i];
+	s->calls++;
+	snprintf(s->src, sizeof(s->src), "%s", u->src);
+	return s->version += u->hdr->n_parts;
+}
+
+static int64_t on_request(void *arg, float *model, size_t n)
+{
+	struct srv *s = arg;
+	memcpy(model, s->w, n * sizeof(float));
+	return s->version;
+}
+
+START_TEST(server_validates_applies_commits_and_refuses_bad_commands)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "x", .sock = sock, .timeout_s = 5 };
+	struct mlf_params p = { .tau_max = 8, .n_workers = 1 };
+	struct srv s = { .version = 10 };
+	char err[256], logpath[128];
+	pthread_t t;
+	mlf_t *f;
+	FILE *log;
+	int saved = dup(2);
+
+	snprintf(logpath, sizeof(logpath), "%s/log", dir);
+	ck_assert_ptr_nonnull(freopen(logpath, "w", stderr));
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_server_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_server(f, &p, N, 10, on_update, on_request, &s), 0);
+	pthread_join(t, NULL);
+	mlf_close(f);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ck_assert_int_eq(seen.listens, 1);
+	/* the bad payload was skipped; the good one applied once, committed with its part and version */
+	ck_assert_int_eq(s.calls, 2);
+	ck_assert_str_eq(s.src, "w0");
+	ck_assert_float_eq(s.w[N - 1], 3.5f); /* 2.5 + 1, not the skipped 100 */
+	ck_assert_int_eq(seen.skip_orders, 1);
+	ck_assert_uint_eq(seen.skipped_id, 9);
+	ck_assert_ptr_nonnull(strstr(seen.commit2, "\"xfer\":10,"));
+	json_t *c = json_loads(seen.commit, 0, NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "xfer")), 8);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "version")), 11);
+	ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(c, "parts"), 0)), 42);
+	ck_assert_str_eq(json_string_value(json_object_get(c, "app")), "server@x");
+	json_decref(c);
+	ck_assert_msg(strstr(seen.error, "missing or bad field 'what'") != NULL, "error: %s", seen.error);
+	/* the log names the source host of the bad payload */
+	log = fopen(logpath, "r");
+	ck_assert_ptr_nonnull(log);
+	char line[512];
+	int named = 0;
+	while (fgets(line, sizeof(line), log))
+		named |= (strstr(line, "bad update payload from host w7") != NULL && strstr(line, "magic") != NULL) |
+			 2 * (strstr(line, "transfer 9 from host w0 arrived after the scheduler reported it lost") != NULL);
+	fclose(log);
+	unlink(logpath);
+	ck_assert_msg(named & 1, "no log line naming host w7 and the bad magic");
+	ck_assert_msg(named & 2, "no log line for the late skipped transfer 9");
+}
+END_TEST
+
+static void *fake_silent_dp(void *arg)
+{
+	int fd = accept(lfd, NULL, NULL);
+	char buf[1024];
+
+	(void)arg;
+	expect_ctl(fd, "\"register\"", buf, sizeof(buf));
+	send_ctl(fd, "{\"type\":\"registered\",\"app\":\"worker@w0\",\"xfer_base\":2199023255552}");
+	expect_ctl(fd, "\"pull\"", buf, sizeof(buf)); /* never answered */
+	sleep(1);
+	close(fd);
+	return NULL;
+}
+
+START_TEST(get_times_out_naming_the_server)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5 };
+	float w[N];
+	int64_t v = -7;
+	char err[256];
+	pthread_t t;
+	mlf_t *f;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_silent_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_worker(f, "nosuchhost"), -EINVAL);
+	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 0.3), -ETIMEDOUT);
+	ck_assert_msg(strstr(mlf_error(f), "no model from server x within 0.3 s") != NULL, "%s", mlf_error(f));
+	ck_assert_int_eq(v, -7);
+	pthread_join(t, NULL);
+	mlf_close(f);
+}
+END_TEST
+
+START_TEST(open_names_the_missing_dataplane)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = "/nonexistent/dp.sock" };
+	char err[256] = "";
+
+	ck_assert_ptr_null(mlf_open(&o, err, sizeof(err)));
+	ck_assert_msg(strstr(err, "/nonexistent/dp.sock") != NULL, "%s", err);
+	o.host = "nobody";
+	ck_assert_ptr_null(mlf_open(&o, err, sizeof(err)));
+	ck_assert_msg(strstr(err, "no host named 'nobody'") != NULL, "%s", err);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fabric_lib");
+	TCase *tc = tcase_create("fabric_lib");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, server_validates_applies_commits_and_refuses_bad_commands);
+	tcase_add_test(tc, get_times_out_naming_the_server);
+	tcase_add_test(tc, open_names_the_missing_dataplane);
+	suite_add_tcase(s, tc);
+	return ck_run(s);
+}
