@@ -116,6 +116,7 @@ jq -e '.dead_workers == ["w2"] and .stop_reason == "time_limit"' "$WORK/kill/mlf
 	fail "run.json: $(jq -c '{dead_workers, stop_reason}' "$WORK/kill/mlfabric-a/run.json")"
 [ "$(ip netns list | grep -c "^$CN-" || true)" = 0 ] || fail "namespaces left after the run with a dead worker"
 after=$(jq -r --argjson k "$(cat "$WORK/killed_at")" 'select(.t > $k + 2) | .id' "$WORK/kill/mlfabric-a/records/applied.jsonl" | wc -l)
+[ "$after" -ge 10 ] || fail "the server applied only $after updates from 2 s after w2's death on (stalled behind the dead worker?)"
 ok "worker w2 killed at 6 s: run finished at the time limit, w2 named in run.log ($after updates applied from 2 s after its death)"
 
 # bad input: an unknown host, a dataplane that fails to start, a worker without a dataplane
