@@ -8,6 +8,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT" || exit 1
+case "${1:-}" in -h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 EXPS=("$@")
 [ ${#EXPS[@]} -gt 0 ] || EXPS=(conf/exp-c1-n1.json conf/exp-c2-n1.json conf/exp-c1-n2.json)
 [ "$(id -u)" = 0 ] || { echo "bench-fabric: needs root (network namespaces)" >&2; exit 2; }

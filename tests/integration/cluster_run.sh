@@ -86,7 +86,10 @@ i=0
 on_term() { echo "{\"applied\":$i,\"version\":$i,\"rx_bytes\":$((i * 1000)),\"rx_transfers\":$i}" >"$OPT_records/server.json"; }
 while :; do i=$((i + 1))
 	echo "{\"t\":$(date +%s.%N),\"xfer\":$i,\"src\":\"w0\",\"id\":$i,\"worker\":\"w0\",\"version\":$i,\"at\":$((i + i % 3)),\"delay\":$((i % 3)),\"parts\":1}" >>"$OPT_records/applied.jsonl"
-	echo "{\"t\":$(date +%s.%N),\"version\":$i,\"accuracy\":$(awk -v i=$i -v c="${FAKE_ACC_STEP:-0.05}" 'BEGIN { print 0.1 + c * i }'),\"loss\":1}" >>"$OPT_records/accuracy.jsonl"
+	# every evaluation is followed by one 0.3 lower: the runner must stop at the first one at the target
+	a=$(awk -v i=$i -v c="${FAKE_ACC_STEP:-0.05}" 'BEGIN { print 0.1 + c * i }')
+	echo "{\"t\":$(date +%s.%N),\"version\":$i,\"accuracy\":$a,\"loss\":1}" >>"$OPT_records/accuracy.jsonl"
+	echo "{\"t\":$(date +%s.%N),\"version\":$i,\"accuracy\":$(awk -v a=$a 'BEGIN { print a - 0.3 }'),\"loss\":1}" >>"$OPT_records/accuracy.jsonl"
 	nap 0.5
 done
 SH
@@ -137,6 +140,9 @@ for s in mlfabric-a async rr-sync; do
 	[ "$(grep -c "$s: t=[0-9]*s accuracy=" "$WORK/out")" -ge 2 ] || fail "$s: fewer than 2 progress lines"
 done
 grep -q "^mlfabric-a  *true " "$WORK/out" || fail "no summary table row for mlfabric-a"
+# the fake server reaches 0.6 about 4 s after t0 (its last line only 3 s later): stop by 7 s
+awk -v a="$(jq .t0 "$R/async/run.json")" -v e="$(jq .t_end "$R/async/run.json")" 'BEGIN { exit !(e - a < 7) }' ||
+	fail "async stopped $(jq '.t_end - .t0' "$R/async/run.json") s after t0: the target reached before the last evaluation was missed"
 ok "three systems ran in turn, each stopped at the target with progress lines and a summary table"
 
 # the commands each process got
