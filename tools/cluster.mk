@@ -1,7 +1,7 @@
 # tools/cluster.mk - the experiment runner tools/mlf-cluster: `make run` (the main job, conf/exp-default.json),
 # `make bench-fabric` (C1-N1, C2-N1, C1-N2 with MLfabric-A, Async and RR-Sync) and their tests.
 
-INTEG_TESTS += tests/integration/cluster_results.sh tests/integration/fabric_train.sh
+INTEG_TESTS += tests/integration/cluster_results.sh tests/integration/cluster_run.sh tests/integration/fabric_train.sh
 BENCHES     += bench-fabric
 
 .PHONY: bench-fabric

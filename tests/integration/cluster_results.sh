@@ -36,7 +36,7 @@ ok "rate schedule: deterministic per seed, N3 only {1,10} x scale, N1/N2 frequen
 # ---- results from synthetic records ----
 R="$WORK/run"
 mkdir -p "$R"/{mlfabric-a,async,rr-sync}/records/{w0,w1}
-jq '. + {systems: ["mlfabric-a", "async", "rr-sync"]}' "$ROOT/conf/exp-c1-n1.json" >"$R/experiment.json"
+jq '. + {systems: ["mlfabric-a", "async", "rr-sync"], target_accuracy: 0.78}' "$ROOT/conf/exp-c1-n1.json" >"$R/experiment.json"
 A="$R/mlfabric-a"
 echo '{"system":"mlfabric-a","n_workers":2,"t0":1000,"t_end":1010,"stop_reason":"target"}' >"$A/run.json"
 for x in "1002 0.3" "1004 0.6" "1006 0.8" "1008 0.82"; do set -- $x
