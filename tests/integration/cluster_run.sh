@@ -171,17 +171,20 @@ prev_end=0
 for s in mlfabric-a async; do
 	te=$(jq .t_end "$R/$s/run.json")
 	for h in ps w0 w1; do
-		got=$(awk -v a="$prev_end" -v e="$te" -v p="clur-$h" '$1 > a && $1 <= e && $2 == p { sub(".*capacity,", "", $3); print $3 }' "$WORK/tel.log" | xargs)
+		got=$(awk -v a="$prev_end" -v e="$te" -v p="clur-$h" '$1 > a && $1 <= e && $2 == p && $3 ~ /capacity,/ { sub(".*capacity,", "", $3); print $3 }' "$WORK/tel.log" | xargs)
+		shaper=$(awk -v a="$prev_end" -v e="$te" -v p="clur-$h" '$1 > a && $1 <= e && $2 == p && $3 ~ /shaper,/ { sub(".*shaper,", "", $3); print $3 }' "$WORK/tel.log" | xargs)
 		n=$(wc -w <<<"$got")
 		[ "$n" -ge 2 ] || fail "$s: $h declared only $n capacities"
 		want=$(awk -v h="$h" '$3 == h { print $4 "," $5 }' "$R/network.tsv" | head -n "$n" | xargs)
 		[ "$got" = "$want" ] || fail "$s: $h declared [$got], schedule says [$want]"
+		wantup=$(awk -v h="$h" '$3 == h { print $4 }' "$R/network.tsv" | head -n "$n" | xargs)
+		[ "$shaper" = "$wantup" ] || fail "$s: $h egress shaper [$shaper], uplink schedule says [$wantup]"
 	done
 	prev_end=$te
 done
 te=$(jq .t_end "$R/rr-sync/run.json")
 awk -v a="$prev_end" -v e="$te" '$1 > a + 1 && $1 <= e' "$WORK/tel.log" | grep -q . && fail "capacities declared during rr-sync"
-ok "tbf at period 0 and declared capacities per period match the seeded schedule for both systems; none for rr-sync"
+ok "tbf at period 0, declared capacities and the egress shaper (= uplink) per period match the seeded schedule for both systems; none for rr-sync"
 
 for s in mlfabric-a async rr-sync; do grep -q "$s: teardown done" "$R/run.log" || fail "$s: teardown not confirmed"; done
 for f in accuracy delays timeline; do [ -s "$R/$f.png" ] || fail "$f.png missing"; done
