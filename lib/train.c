@@ -91,12 +91,23 @@ double train_straggle_next(struct train_straggle *st)
 	return u < st->rate ? st->factor : 1.0;
 }
 
+/* Sleeps @s seconds (> 0), resuming after signals. */
+static void sleep_s(double s)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
 double train_compute_pad(double t_start, double min_s)
 {
 	double elapsed = train_now() - t_start;
 
 	if (min_s > elapsed) {
-		train_straggle_sleep(min_s - elapsed, 2.0);
+		sleep_s(min_s - elapsed);
 		return min_s;
 	}
 	return elapsed;
@@ -105,14 +116,10 @@ double train_compute_pad(double t_start, double min_s)
 double train_straggle_sleep(double compute_s, double factor)
 {
 	double extra = (factor - 1) * compute_s;
-	struct timespec ts;
 
 	if (!(extra > 0))
 		return 0;
-	ts.tv_sec = (time_t)extra;
-	ts.tv_nsec = (long)((extra - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	sleep_s(extra);
 	return extra;
 }
 
