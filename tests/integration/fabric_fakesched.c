@@ -101,7 +101,7 @@ static json_t *order_cmd(const char *app, int chan, json_int_t xfer)
 /*
  * Scenario replica: update 1 goes to the server (keep) and to the replica; updates 2.. only to
  * the server (update 3 with keep, then release); at server version @count the server sends its
- * state to the replica; on the state commit: snapshot tag 1 to both, promote; after `promoted`
+ * state to the replica; on the state commit: snapshot tags 1..18 to both, promote; after `promoted`
  * workers are told server_moved and updates go to the promoted replica.
  * Scenario chain: the server is told its chain replica; updates go to the server only.
  */
@@ -136,8 +136,10 @@ static void replica_commit(const char *app, json_t *m)
 	if (!strncmp(app, "replica@", 8)) {
 		replica_commits++;
 		if (json_is_true(json_object_get(m, "state"))) {
-			to_host(server_host, json_pack("{s:s, s:s, s:i}", "type", "snapshot", "app", server_app, "tag", 1));
-			to_host(replica_host, json_pack("{s:s, s:s, s:i}", "type", "snapshot", "app", app, "tag", 1));
+			for (int tag = 1; tag <= 18; tag++) { /* the library keeps the newest 16 */
+				to_host(server_host, json_pack("{s:s, s:s, s:i}", "type", "snapshot", "app", server_app, "tag", tag));
+				to_host(replica_host, json_pack("{s:s, s:s, s:i}", "type", "snapshot", "app", app, "tag", tag));
+			}
 			to_host(replica_host, json_pack("{s:s, s:s, s:I}", "type", "promote", "app", app, "version",
 							(json_int_t)v));
 		}
@@ -248,7 +250,7 @@ int main(int argc, char **argv)
 			       "aggregate: route N updates to aggregator host ag, then order + aggregate them to ps;\n"
 			       "           --phantom adds an input that never arrives. Pulls are answered after a commit.\n"
 			       "replica: update 1 to server ps (keep) and replica r1, the others to ps; at ps version N\n"
-			       "         a state send to r1, then snapshot tag 1 and promote r1; later workers go to r1.\n"
+			       "         a state send to r1, then snapshot tags 1..18 and promote r1; later workers go to r1.\n"
 			       "chain: ps is told to chain-replicate to r1; updates go to ps.\n");
 			return c == 'h' ? 0 : 2;
 		}

@@ -3,8 +3,8 @@
 # w0 pushes 3 updates (update i = 1000 copies of i) to server ps (momentum 0.5); update 1 is sent
 # twice with keep (server and replica r1 apply it: same model), update 3 with keep and then
 # released; at version 3 the server sends its state (w and h) to r1, which installs it bit for
-# bit and commits it with state:true and ||h||; snapshot tag 1 writes both models (mlf-verify:
-# divergence 0); r1 is promoted, answers `promoted` as server@r1, and a second worker, told
+# bit and commits it with state:true and ||h||; snapshot tags 1..18 write both models (16 kept
+# per role; mlf-verify: divergence 0 for each); r1 is promoted, answers `promoted` as server@r1, and a second worker, told
 # server_moved, pushes updates 4 and 5 for "ps" that go to r1, which applies them on the
 # installed momentum history and answers the worker's pull with w0 = 21.9375 (by hand:
 # h = 0.5 h + u, w += h over u = 1..5).
@@ -48,13 +48,16 @@ hn=$(sed 's/.*"history_norm":\([0-9.e+-]*\).*/\1/' <<<"$cl")
 awk -v h="$hn" 'BEGIN { e = h - 4.25 * sqrt(1000); exit !(e < 1e-3 && e > -1e-3) }' ||
 	fail "history_norm $hn, expected ||h|| = 4.25 sqrt(1000) = 134.40: $cl"
 [[ "$cl" == *'"version":3'* ]] || fail "state commit not at version 3: $cl"
-# snapshots and mlf-verify
-wait_for "$WORK/verify/snapshots.jsonl" '"role":"replica"' 5
-wait_for "$WORK/verify/snapshots.jsonl" '"role":"server"' 5
-[ -s "$WORK/verify/server-1.f32" ] && [ -s "$WORK/verify/replica-1.f32" ] || fail "snapshot files missing: $(ls "$WORK/verify")"
-[ "$(stat -c %s "$WORK/verify/server-1.f32")" = $((16 + 4000)) ] || fail "snapshot size $(stat -c %s "$WORK/verify/server-1.f32")"
+# snapshots (tags 1..18: the newest 16 kept per role) and mlf-verify
+wait_for "$WORK/verify/snapshots.jsonl" '"role":"replica","host":"r1","tag":18' 5
+wait_for "$WORK/verify/snapshots.jsonl" '"role":"server","host":"ps","tag":18' 5
+[ "$(ls "$WORK/verify" | grep -c '^server-[0-9]*\.f32$')" = 16 ] && [ "$(ls "$WORK/verify" | grep -c '^replica-[0-9]*\.f32$')" = 16 ] ||
+	fail "expected 16 snapshots per role: $(ls "$WORK/verify" | tr '\n' ' ')"
+[ -e "$WORK/verify/server-2.f32" ] || [ -e "$WORK/verify/replica-1.f32" ] && fail "the oldest snapshots were not deleted"
+[ "$(stat -c %s "$WORK/verify/server-3.f32")" = $((16 + 4000)) ] || fail "snapshot size $(stat -c %s "$WORK/verify/server-3.f32")"
+[ "$(grep -c . "$WORK/verify/snapshots.jsonl")" = 36 ] || fail "snapshots.jsonl: $(grep -c . "$WORK/verify/snapshots.jsonl") lines, expected 36"
 "$VERIFY" "$WORK/verify" --div-max 0 >"$WORK/verify.out" 2>&1 || fail "mlf-verify: $(cat "$WORK/verify.out")"
-grep -Eq '^ *1 +3 +3 +0(\.0+)? ' "$WORK/verify.out" || fail "mlf-verify table: $(cat "$WORK/verify.out")"
+[ "$(grep -Ec '^ *([3-9]|1[0-8]) +3 +3 +0 ' "$WORK/verify.out")" = 16 ] || fail "mlf-verify table: $(cat "$WORK/verify.out")"
 # promotion and the moved server
 wait_for "$WORK/sched.out" 'rx r1 .*"type":"promoted"' 5
 pr=$(grep 'rx r1 .*"type":"promoted"' "$WORK/sched.out")
