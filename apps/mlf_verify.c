@@ -206,6 +206,7 @@ int main(int argc, char **argv)
 	}
 	free(bb);
 	free(bd);
+	fflush(stdout);
 	if (rc == 2)
 		return 2;
 	if (!pairs) {
