@@ -319,11 +319,17 @@ int main(int argc, char **argv)
 	par.n_workers = o.workers;
 	par.div_max = o.div_max;
 	mlf_set_state_callbacks(f, ps_get_state, ps_set_state, &ps);
-	if (o.replica)
-		rc = mlf_register_as_replica(f, o.server, &par, ps.m.n, ps.m.version,
-					     strcmp(o.replication, "chain") ? MLF_REPL_MLFABRIC : MLF_REPL_CHAIN,
-					     ps_on_update, ps_on_request, &ps);
-	else
+	if (o.replica) {
+		/* the scheduler refuses a replica while no server is registered: retry until --timeout */
+		double until = train_now() + o.timeout;
+		while ((rc = mlf_register_as_replica(f, o.server, &par, ps.m.n, ps.m.version,
+						     strcmp(o.replication, "chain") ? MLF_REPL_MLFABRIC : MLF_REPL_CHAIN,
+						     ps_on_update, ps_on_request, &ps)) == -EINVAL &&
+		       train_now() < until) {
+			log_warn("register as replica: %s; retrying", mlf_error(f));
+			usleep(500000);
+		}
+	} else
 		rc = mlf_register_as_server(f, &par, ps.m.n, ps.m.version, ps_on_update, ps_on_request, &ps);
 	if (rc) {
 		log_err("register as %s: %s", o.replica ? "replica" : "server", mlf_error(f));

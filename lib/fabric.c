@@ -1350,6 +1350,12 @@ static int do_register(struct mlf *f, enum role role, const uint16_t *chans, int
 			f->reg_reason[0] ? f->reg_reason : "no answer from the scheduler");
 	else if (rc < 0)
 		set_err(f, "%s: registration refused: %s", f->app, f->reg_reason);
+	if (rc < 0) {
+		f->role = ROLE_NONE; /* the caller may register again (e.g. a replica before its server) */
+		f->reg_state = 0;
+		f->reg_no_sched = 0;
+		f->reg_reason[0] = '\0';
+	}
 	pthread_mutex_unlock(&f->lock);
 	json_decref(reg);
 	return rc;

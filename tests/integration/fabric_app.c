@@ -218,9 +218,17 @@ int main(int argc, char **argv)
 					  .expect_next = 1, .g = momentum };
 		struct mlf_params p = { .tau_max = 8, .n_workers = workers, .momentum = momentum, .div_max = 1 };
 		int replica = !strcmp(what, "replica");
+		int rc, tries = 0;
 		mlf_set_state_callbacks(f, get_state, set_state, &s);
-		if ((replica ? mlf_register_as_replica(f, server, &p, n, 0, repl, on_update, on_request, &s)
-			     : mlf_register_as_server(f, &p, n, 0, on_update, on_request, &s)) < 0) {
+		/* a replica refused (no server yet) registers again on the same endpoint */
+		while ((rc = replica ? mlf_register_as_replica(f, server, &p, n, 0, repl, on_update, on_request, &s)
+				     : mlf_register_as_server(f, &p, n, 0, on_update, on_request, &s)) == -EINVAL &&
+		       replica && ++tries < 40 && !quit) {
+			printf("refused: %s\n", mlf_error(f));
+			fflush(stdout);
+			usleep(250000);
+		}
+		if (rc < 0) {
 			fprintf(stderr, "%s\n", mlf_error(f));
 			return 1;
 		}

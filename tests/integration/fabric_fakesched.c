@@ -167,6 +167,9 @@ static void handle(int i, json_t *m)
 		snprintf(conns[i].host, sizeof(conns[i].host), "%s", json_string_value(json_object_get(m, "host")) ?: "?");
 		to_host(conns[i].host, json_pack("{s:s, s:s, s:f, s:i}", "type", "welcome", "host", conns[i].host,
 						 "t_lag", 0.2, "batch_ms", 100));
+	} else if (!strcmp(type, "register") && app && !strncmp(app, "replica@", 8) && !server_up) {
+		to_host(app, json_pack("{s:s, s:s, s:s}", "type", "error", "app", app, "reason",
+				       "replica refused: no server is registered"));
 	} else if (!strcmp(type, "register") && app) {
 		if (promoted && !strncmp(app, "worker@", 7)) /* before registered: the worker maps at once */
 			to_host(app, json_pack("{s:s, s:s, s:s}", "type", "server_moved", "app", app, "server", server_host));

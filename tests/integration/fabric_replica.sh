@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fabric_replica.sh - the library's replica (docs/replication.md) with a (fake) scheduler: worker
 # w0 pushes 3 updates (update i = 1000 copies of i) to server ps (momentum 0.5); update 1 is sent
-# twice with keep (server and replica r1 apply it: same model), update 3 with keep and then
+# twice with keep (server and replica r1 apply it: same model; r1, started first, is refused
+# until ps registered and then registers again), update 3 with keep and then
 # released; at version 3 the server sends its state (w and h) to r1, which installs it bit for
 # bit and commits it with state:true and ||h||; snapshot tags 1..18 write both models (16 kept
 # per role; mlf-verify: divergence 0 for each); r1 is promoted, answers `promoted` as server@r1, and a second worker, told
@@ -17,8 +18,10 @@ dp_start ps
 dp_start w0
 dp_start r1
 wait_for "$WORK/sched.out" '"type":"hello","host":"r1"' 5
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 1000 --momentum 0.5 --stay --verify "$WORK/verify"
+# the replica first: refused while no server is registered, it registers again on the same endpoint
 bg replica "$APP" replica --cluster "$CLUSTER" --host r1 --server ps --mode async --n 1000 --momentum 0.5 --verify "$WORK/verify"
+wait_for "$WORK/replica.out" "refused: replica@r1: registration refused: replica refused: no server is registered" 10
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 1000 --momentum 0.5 --stay --verify "$WORK/verify"
 wait_for "$WORK/server.out" "server ready role=server" 10
 wait_for "$WORK/replica.out" "replica ready role=replica" 10
 grep -q 'rx r1 .*"type":"register".*"role":"replica"' "$WORK/sched.out" || fail "no replica registration"
