@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -288,6 +289,8 @@ int main(int argc, char **argv)
 		return log_err("--restore: %s", err), 1;
 	if (o.restore)
 		log_info("restored version %lld from %s", (long long)ps.m.version, o.restore);
+	if (o.ckpt_every > 0 && mkdir(o.ckpt_dir, 0755) < 0 && errno != EEXIST)
+		return log_err("--checkpoint-dir %s: %s", o.ckpt_dir, strerror(errno)), 1;
 	ps.ckpt_dir = o.ckpt_dir;
 	ps.ckpt_every = o.ckpt_every;
 	ps.ckpt_next = (uint64_t)o.ckpt_every;
