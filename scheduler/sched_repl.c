@@ -202,6 +202,9 @@ void sched_repl_commit(struct sched *s, json_t *m, uint64_t xfer, int64_t versio
 	}
 	if (version > r->version)
 		r->version = version;
+	int xi = sched_find_xfer(s, xfer);
+	if (xi >= 0)
+		s->xfers[xi].done = 1;
 	json_t *parts = json_object_get(m, "parts"), *v;
 	size_t k;
 	if (json_is_array(parts) && json_array_size(parts) > 0) {
@@ -378,6 +381,9 @@ void sched_repl_gone(struct sched *s, const char *why)
 	if (r->host < 0)
 		return;
 	int h = r->host, n = lose_replica_copies(s);
+	for (int i = 0; i < s->n_xfers; i++)
+		if (s->xfers[i].replica || s->xfers[i].what == SCHED_WHAT_STATE)
+			s->xfers[i].done = 1; /* nothing waits for them any more */
 	if (r->chain)
 		tell_chain(s, -1);
 	r->host = -1;
@@ -439,9 +445,20 @@ int sched_repl_failover(struct sched *s, int old, double now)
 	}
 	send_skips(s, xs);
 	r->n_carried = 0;
-	for (int i = 0; i < s->n_xfers; i++)
-		if (!s->xfers[i].replica && s->xfers[i].chan == 1)
-			s->xfers[i].done = 1;
+	for (int i = 0; i < s->n_xfers; i++) {
+		struct sched_xfer *x = &s->xfers[i];
+		if (x->done || x->replica)
+			continue;
+		if (x->chan == 1 || x->what == SCHED_WHAT_STATE)
+			x->done = 1;
+		if (x->what == SCHED_WHAT_MODEL && x->src == old &&
+		    !sched_grow((void **)&s->pulls, s->n_pulls, &s->cap_pulls, sizeof(*s->pulls))) {
+			/* the new server answers the pull the old one did not */
+			x->done = 1;
+			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,
+				.min_version = -1, .t_arrival = now };
+		}
+	}
 	s->server.host = -1;
 	sched_to_app(s, "replica", r->host, json_pack("{s:s, s:I}", "type", "promote", "version",
 		     (json_int_t)r->version));

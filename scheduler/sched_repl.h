@@ -99,7 +99,8 @@ void sched_repl_gone(struct sched *s, const char *why);
 /**
  * sched_repl_failover - the server on host @old is gone (detected at @now, CLOCK_REALTIME s).
  * With a caught-up replica: loses what the replica will not have (`drop` "server failed",
- * `skip` chan 4, `release`), sends `promote` and returns 1 (planning waits for `promoted`).
+ * `skip` chan 4, `release`), puts the pulls the old server did not answer back in the queue,
+ * sends `promote` and returns 1 (planning waits for `promoted`).
  * Returns 0 without a usable replica (the caller does the issue-4 behaviour).
  */
 int sched_repl_failover(struct sched *s, int old, double now);
