@@ -1079,12 +1079,12 @@ static void verify_each_batch(struct sched_config *c)
 	c->verify_every = 1;
 }
 
-/* Three workers push with a caught-up replica and div_max 0: every copy committed now. */
-static void replicate_three(double div_max, uint64_t *ids, int *ps)
+/* Three workers push 10 MB updates (@mode server) with a caught-up replica at @div_max. */
+static void replicate_three(const char *mode, double div_max, uint64_t *ids, int *ps)
 {
 	int w[3], a0;
 	want_r0 = 1;
-	*ps = setup("async", 0, 8, 3, w, &a0);
+	*ps = setup(mode, 0, 8, 3, w, &a0);
 	ck_assert_str_eq(ctl_type(reg_replica(r0, div_max, NULL, 2500000, 0)), "registered");
 	for (int i = 0; i < 3; i++) {
 		ids[i] = ((uint64_t)(i + 2) << 40) | 1;
@@ -1099,7 +1099,7 @@ START_TEST(replica_div0_copies_ordered)
 	int ps;
 
 	start_daemon(verify_each_batch);
-	replicate_three(0.0, ids, &ps);
+	replicate_three("async", 0.0, ids, &ps);
 	json_t *o4 = wait_msg(r0, "order", 2.0);
 	ck_assert_ptr_nonnull(o4);
 	ck_assert_int_eq(json_integer_value(json_object_get(o4, "chan")), 4);
@@ -1138,7 +1138,7 @@ START_TEST(replica_punted_copies_sent_later)
 	int ps;
 
 	start_daemon(NULL);
-	replicate_three(1e9, ids, &ps);
+	replicate_three("async", 1e9, ids, &ps);
 	pump(0.4);
 	pthread_mutex_lock(&hook_mu);
 	int punted = hook_punted[1], lag2 = hook_lag[2], batches = hook_batches;
@@ -1159,6 +1159,28 @@ START_TEST(replica_punted_copies_sent_later)
 					json_array_get(xs, k))));
 		}
 	ck_assert_int_ge(orders4, 1);
+	stop_daemon();
+}
+END_TEST
+
+/* MLfabric-S with a replica: the sync batch carries the replica copies too. */
+START_TEST(replica_sync_mode)
+{
+	uint64_t ids[3];
+	int ps;
+
+	start_daemon(NULL);
+	replicate_three("sync", 0.0, ids, &ps);
+	json_t *o4 = wait_msg(r0, "order", 2.0);
+	ck_assert_ptr_nonnull(o4);
+	pump(0.2);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_ge(one_last_copy(ids[i]), 2);
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_mode, PLAN_SYNC);
+	ck_assert_int_eq(hook_replica[1], 5);
+	ck_assert_int_eq(hook_punted[1], 0);
+	pthread_mutex_unlock(&hook_mu);
 	stop_daemon();
 }
 END_TEST
@@ -1346,6 +1368,7 @@ int main(void)
 	tcase_add_test(tc, replica_registration_refused);
 	tcase_add_test(tc, replica_div0_copies_ordered);
 	tcase_add_test(tc, replica_punted_copies_sent_later);
+	tcase_add_test(tc, replica_sync_mode);
 	tcase_add_test(tc, replica_catchup_and_stale);
 	tcase_add_test(tc, failover_promotes_replica);
 	tcase_add_test(tc, chain_replica_told_not_planned);
