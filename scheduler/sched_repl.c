@@ -405,11 +405,15 @@ void sched_repl_gone(struct sched *s, const char *why)
 	}
 }
 
+static void write_failover(struct sched *s);
+
 int sched_repl_failover(struct sched *s, int old, double now)
 {
 	struct sched_replica *r = &s->repl;
 	struct sched_failover *fo = &s->fo;
 
+	if (fo->active && fo->new_server >= 0)
+		write_failover(s); /* the previous one never saw a commit */
 	if (r->host < 0 || !s->hosts[r->host].alive || r->catchup != SCHED_CATCHUP_NONE ||
 	    fo->active || old != s->server.host)
 		return 0;

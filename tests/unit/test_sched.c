@@ -1332,6 +1332,16 @@ START_TEST(chain_replica_told_not_planned)
 	for (int i = 0; i < n_got; i++)
 		ck_assert_str_ne(jstr(got[i].m, "dst"), "r0");
 	ck_assert_int_eq(one_last_copy(((uint64_t)2 << 40) | 1), 1);
+	/* a failed chain forward breaks the chain: catch-up, then the server is told again */
+	fake_send(ps, json_pack("{s:s, s:s, s:I, s:i}", "type", "done", "app", "server@ps",
+				"xfer", (json_int_t)(((uint64_t)2 << 40) | 1), "status", -5));
+	commit_at(ps, "server@ps", ((uint64_t)2 << 40) | 1, 1, 0);
+	uint64_t sx = expect_state_send(ps);
+	ck_assert_int_eq(count_msgs(w0, "drop"), 0); /* the update itself is not lost */
+	commit_at(r0, "replica@r0", sx, 1, 1);
+	t = wait_msg(ps, "replica", 2.0);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(jstr(t, "host"), "r0");
 	fake_send(r0, json_pack("{s:s, s:s, s:s}", "type", "error", "app", "replica@r0", "reason",
 				"application gone"));
 	t = wait_msg(ps, "replica", 2.0);
