@@ -533,8 +533,10 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m)
 static void commit_one(struct sched *s, uint64_t id)
 {
 	int ui = sched_find_update(s, id);
-	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED)
+	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED) {
 		s->upd[ui].state = SCHED_UPD_COMMITTED;
+		sched_repl_server_committed(s, &s->upd[ui]);
+	}
 }
 
 static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
@@ -569,8 +571,10 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 	}
 	for (int i = 0; i < s->n_upd; i++)
 		if (s->upd[i].state == SCHED_UPD_PLANNED &&
-		    (s->upd[i].agg == xfer || (!s->upd[i].agg && s->upd[i].xfer == xfer)))
+		    (s->upd[i].agg == xfer || (!s->upd[i].agg && s->upd[i].xfer == xfer))) {
 			s->upd[i].state = SCHED_UPD_COMMITTED;
+			sched_repl_server_committed(s, &s->upd[i]);
+		}
 }
 
 static void on_partial(struct sched *s, int ci, const char *app, json_t *m)

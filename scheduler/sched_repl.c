@@ -148,6 +148,7 @@ int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint6
 	r->history_norm = 0;
 	r->n_carried = 0;
 	r->catchup = SCHED_CATCHUP_NONE;
+	r->synced_batch = s->batch_no;
 	if (version == 0 && s->server.version == 0 && planned == 0) {
 		if (chain)
 			tell_chain(s, h);
@@ -193,6 +194,7 @@ void sched_repl_commit(struct sched *s, json_t *m, uint64_t xfer, int64_t versio
 		r->history_norm = json_is_number(hn) ? json_number_value(hn) : 0.0;
 		r->catchup = SCHED_CATCHUP_NONE;
 		r->n_carried = 0;
+		r->synced_batch = s->batch_no;
 		log_info("replica at %s caught up at version %" PRId64 " (history norm %g): "
 			 "planning paused %.2f s", s->cl.hosts[r->host].name, version,
 			 r->history_norm, now - r->catchup_since);
@@ -546,4 +548,17 @@ void sched_repl_verify(struct sched *s, int batch_no)
 	if (s->repl.host >= 0)
 		sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:i}", "type",
 			     "snapshot", "tag", batch_no));
+}
+
+void sched_repl_server_committed(struct sched *s, const struct sched_update *u)
+{
+	const struct sched_replica *r = &s->repl;
+	char why[128];
+
+	if (r->host < 0 || r->chain || r->catchup != SCHED_CATCHUP_NONE ||
+	    u->rstate != SCHED_REP_NONE || u->batch > r->synced_batch)
+		return;
+	snprintf(why, sizeof(why), "update %" PRIu64 " committed at the server after the state "
+		 "snapshot", u->id);
+	sched_repl_stale(s, why);
 }

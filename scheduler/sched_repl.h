@@ -77,6 +77,12 @@ void sched_repl_state_failed(struct sched *s, const char *why);
 void sched_repl_server_lost(struct sched *s, struct sched_update *u);
 
 /**
+ * sched_repl_server_committed - update @u was committed at the server: one planned before
+ * the replica caught up (a catch-up that timed out) is missing at the replica: stale.
+ */
+void sched_repl_server_committed(struct sched *s, const struct sched_update *u);
+
+/**
  * sched_repl_worker_gone - the worker application of host @h is gone: a punted copy it held
  * can never be sent, so the replica is stale.
  */

@@ -1253,6 +1253,34 @@ START_TEST(replica_catchup_and_stale)
 }
 END_TEST
 
+static void short_catchup(struct sched_config *c)
+{
+	c->catchup_timeout_s = 0.2;
+}
+
+/* A catch-up that timed out: an update the server commits after the snapshot -> again. */
+START_TEST(catchup_timeout_late_commit)
+{
+	int w0;
+	uint64_t id = ((uint64_t)2 << 40) | 1;
+
+	start_daemon(short_catchup);
+	want_r0 = 1;
+	int ps = setup("async", 100, 8, 1, &w0, NULL);
+	push(w0, id, 100, 1000);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, NULL, 2500000, 100)), "registered");
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(r0, "order"), 0); /* waits for the server's commit */
+	uint64_t sx = expect_state_send(ps);          /* ... at most --catchup-timeout */
+	commit_at(r0, "replica@r0", sx, 100, 1);
+	pump(0.1);
+	commit_at(ps, "server@ps", id, 101, 0);       /* not in the snapshot */
+	ck_assert_uint_ne(expect_state_send(ps), sx);
+	stop_daemon();
+}
+END_TEST
+
 /* The server's application dies: promote the replica, redirect the workers, count the losses. */
 START_TEST(failover_promotes_replica)
 {
@@ -1380,6 +1408,7 @@ int main(void)
 	tcase_add_test(tc, replica_punted_copies_sent_later);
 	tcase_add_test(tc, replica_sync_mode);
 	tcase_add_test(tc, replica_catchup_and_stale);
+	tcase_add_test(tc, catchup_timeout_late_commit);
 	tcase_add_test(tc, failover_promotes_replica);
 	tcase_add_test(tc, chain_replica_told_not_planned);
 	suite_add_tcase(s, tc);
