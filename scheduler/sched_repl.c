@@ -125,6 +125,10 @@ int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint6
 		snprintf(err, errlen, "register: no server is registered");
 		return -1;
 	}
+	if (h == s->server.host) {
+		snprintf(err, errlen, "register: %s is the server's host", s->cl.hosts[h].name);
+		return -1;
+	}
 	if (n_floats != s->server.n_floats) {
 		snprintf(err, errlen, "register: field \"n_floats\": %" PRIu64 " differs from the "
 			 "server's %" PRIu64, n_floats, s->server.n_floats);

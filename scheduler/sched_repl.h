@@ -43,10 +43,11 @@ int sched_repl_carry(struct sched *s, const struct plan_batch *b, const struct p
 /**
  * sched_repl_register - a replica on host @h (docs/replication.md `register` role replica):
  * Div_max @div_max, @chain replication, model of @n_floats floats at @version. Refused (-1,
- * @err says why) when no live server is registered, when n_floats differs from the server's or
- * when another live replica is registered. A replica that starts with the server from version
- * 0 before anything was planned is caught up at once; any other starts a catch-up. A chain
- * replica that is caught up is announced to the server (`replica` message). Returns 0.
+ * @err says why) when no live server is registered, on the server's host, when n_floats
+ * differs from the server's, or when another live replica is registered. A replica that
+ * starts with the server from version 0 before anything was planned is caught up at once; any
+ * other starts a catch-up. A chain replica that is caught up is announced to the server
+ * (`replica` message). Returns 0.
  */
 int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint64_t n_floats,
 			int64_t version, char *err, size_t errlen);
