@@ -1,4 +1,4 @@
-/* sched_repl.c - replica registration, carried copies, catch-up and fail-over of the scheduler daemon. */
+/* sched_repl.c - the replica in the scheduler: registration, carried copies, catch-up, fail-over. */
 #include "sched_repl.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* sched_repl.h - the scheduler's replica: registration, planning state, catch-up, fail-over (§3.3, §5.3). */
+/* sched_repl.h - the scheduler's replica: registration, carried copies, catch-up, fail-over (§3.3, §5.3). */
 #ifndef MLF_SCHED_REPL_H
 #define MLF_SCHED_REPL_H
 

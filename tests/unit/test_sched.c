@@ -1340,6 +1340,36 @@ START_TEST(failover_promotes_replica)
 }
 END_TEST
 
+/* A silent server host (no replica copies pending): promotion after --peer-timeout. */
+START_TEST(failover_on_silent_server_host)
+{
+	int w0;
+
+	start_daemon(NULL);
+	want_r0 = 1;
+	int ps = setup("async", 0, 8, 1, &w0, NULL);
+	ck_assert_str_eq(ctl_type(reg_replica(r0, 1.0, "chain", 2500000, 0)), "registered");
+	ck_assert_ptr_nonnull(wait_msg(ps, "replica", 2.0));
+	fakes[ps].silent = 1;
+	json_t *pr = wait_msg(r0, "promote", 2.0);
+	ck_assert_ptr_nonnull(pr);
+	fake_send(r0, json_pack("{s:s, s:s, s:i, s:f}", "type", "promoted", "app", "server@r0",
+				"version", 0, "history_norm", 0.0));
+	json_t *mv = wait_msg(w0, "server_moved", 2.0);
+	ck_assert_ptr_nonnull(mv);
+	ck_assert_str_eq(jstr(mv, "server"), "r0");
+	push(w0, ((uint64_t)2 << 40) | 1, 0, 1000);
+	json_t *o = wait_msg(r0, "order", 2.0);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(jstr(o, "app"), "server@r0");
+	commit_at(r0, "server@r0", ((uint64_t)2 << 40) | 1, 1, 0);
+	pump(0.1);
+	ck_assert_int_eq(rec_count("failover.jsonl", "\"lost_committed\":0"), 1);
+	ck_assert_int_eq(rec_count("failover.jsonl", "\"new_server\":\"r0\""), 1);
+	stop_daemon();
+}
+END_TEST
+
 /* A chain replica: the server is told, nothing is planned to it; told again when it goes. */
 START_TEST(chain_replica_told_not_planned)
 {
@@ -1411,6 +1441,7 @@ int main(void)
 	tcase_add_test(tc, catchup_timeout_late_commit);
 	tcase_add_test(tc, failover_promotes_replica);
 	tcase_add_test(tc, chain_replica_told_not_planned);
+	tcase_add_test(tc, failover_on_silent_server_host);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
