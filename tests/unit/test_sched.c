@@ -1340,16 +1340,25 @@ START_TEST(failover_promotes_replica)
 }
 END_TEST
 
+/* Daemon, server ps, worker *@w0, chain replica r0; returns ps (told `replica` in *@told). */
+static int chain_setup(int *w0, json_t **told)
+{
+	start_daemon(NULL);
+	want_r0 = 1;
+	int ps = setup("async", 0, 8, 1, w0, NULL);
+	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, "chain", 2500000, 0)), "registered");
+	*told = wait_msg(ps, "replica", 2.0);
+	ck_assert_ptr_nonnull(*told);
+	return ps;
+}
+
 /* A silent server host (no replica copies pending): promotion after --peer-timeout. */
 START_TEST(failover_on_silent_server_host)
 {
 	int w0;
+	json_t *t;
+	int ps = chain_setup(&w0, &t);
 
-	start_daemon(NULL);
-	want_r0 = 1;
-	int ps = setup("async", 0, 8, 1, &w0, NULL);
-	ck_assert_str_eq(ctl_type(reg_replica(r0, 1.0, "chain", 2500000, 0)), "registered");
-	ck_assert_ptr_nonnull(wait_msg(ps, "replica", 2.0));
 	fakes[ps].silent = 1;
 	json_t *pr = wait_msg(r0, "promote", 2.0);
 	ck_assert_ptr_nonnull(pr);
@@ -1374,13 +1383,9 @@ END_TEST
 START_TEST(chain_replica_told_not_planned)
 {
 	int w0;
+	json_t *t;
+	int ps = chain_setup(&w0, &t);
 
-	start_daemon(NULL);
-	want_r0 = 1;
-	int ps = setup("async", 0, 8, 1, &w0, NULL);
-	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, "chain", 2500000, 0)), "registered");
-	json_t *t = wait_msg(ps, "replica", 2.0);
-	ck_assert_ptr_nonnull(t);
 	ck_assert_str_eq(jstr(t, "host"), "r0");
 	ck_assert_str_eq(jstr(t, "replication"), "chain");
 	push(w0, ((uint64_t)2 << 40) | 1, 0, 1000);
