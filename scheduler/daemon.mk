@@ -2,7 +2,8 @@
 # Check tests (fake dataplanes over TCP on 127.0.0.1). Uses $(LIBPLAN) from scheduler/module.mk.
 
 SCHED_OBJS := $(BUILD)/scheduler/sched_state.o $(BUILD)/scheduler/sched_rec.o \
-	      $(BUILD)/scheduler/sched_batch.o $(BUILD)/scheduler/sched_daemon.o
+	      $(BUILD)/scheduler/sched_batch.o $(BUILD)/scheduler/sched_daemon.o \
+	      $(BUILD)/scheduler/sched_repl.o
 
 $(BUILD)/mlf-scheduler: $(BUILD)/scheduler/mlf_scheduler.o $(SCHED_OBJS) $(BUILD)/libplan.a $(LIBMLF)
 	@mkdir -p $(@D)

@@ -24,7 +24,8 @@ static void usage(FILE *f)
 		"usage: mlf-scheduler --cluster C.json [options]\n"
 		"The MLfabric scheduler: accepts every host's dataplane (docs/control.md), plans a\n"
 		"batch of pending updates and pulls every --batch-ms (ordering, delay bound,\n"
-		"aggregation; paper 5 and 6) and commands the transfers. docs/scheduler.md.\n"
+		"aggregation, replication; paper 5 and 6) and commands the transfers; catches a\n"
+		"replica up and fails over to it (docs/replication.md). docs/scheduler.md.\n"
 		"  --cluster FILE       cluster config (required)\n"
 		"  --listen IP:PORT     control address (default: scheduler host's IP, control_port)\n"
 		"  --batch-ms MS        batch period (default 100)\n"
@@ -36,7 +37,11 @@ static void usage(FILE *f)
 		"  --aggregators H,H    only these hosts may aggregate (default: every registered one)\n"
 		"  --headroom F         plan capacity = link capacity x F (default 0.95)\n"
 		"  --max-batch N        most updates per batch, 1..62 (default 62)\n"
-		"  --records DIR        write batches/updates/transfers.jsonl into DIR\n"
+		"  --records DIR        write batches/updates/transfers/failover.jsonl into DIR\n"
+		"  --replica-aggregators H,H  hosts that may aggregate replica copies (default:\n"
+		"                       the aggregators in use)\n"
+		"  --verify-every N     snapshot server and replica after every N-th batch (0 = off)\n"
+		"  --catchup-timeout S  catch-up waits at most S for the server's commits (10)\n"
 		"  -v, --verbose        debug logging\n"
 		"  -h, --help           this text\n");
 }
@@ -65,6 +70,9 @@ int main(int argc, char **argv)
 		{ "aggregators", required_argument, 0, 'a' },
 		{ "headroom", required_argument, 0, 'H' }, { "max-batch", required_argument, 0, 'm' },
 		{ "records", required_argument, 0, 'r' }, { "verbose", no_argument, 0, 'v' },
+		{ "replica-aggregators", required_argument, 0, 'R' },
+		{ "verify-every", required_argument, 0, 'V' },
+		{ "catchup-timeout", required_argument, 0, 'C' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct sched_config cfg;
 	const char *cluster = NULL;
@@ -87,6 +95,9 @@ int main(int argc, char **argv)
 		case 'H': bad |= num_arg("--headroom", optarg, 0.01, 1, &cfg.headroom); break;
 		case 'm': bad |= num_arg("--max-batch", optarg, 1, MLF_PAYLOAD_MAX_PARTS, &d); cfg.max_batch = (int)d; break;
 		case 'r': snprintf(cfg.records, sizeof(cfg.records), "%s", optarg); break;
+		case 'R': snprintf(cfg.replica_aggregators, sizeof(cfg.replica_aggregators), "%s", optarg); break;
+		case 'V': bad |= num_arg("--verify-every", optarg, 0, 1e9, &d); cfg.verify_every = (int)d; break;
+		case 'C': bad |= num_arg("--catchup-timeout", optarg, 0, 86400, &cfg.catchup_timeout_s); break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "sched_rec.h"
+#include "sched_repl.h"
 
 double sched_batch_link_gbps(const struct sched *s, int host, int up, double now)
 {
@@ -104,12 +105,12 @@ static int carry_link(const struct sched *s, int host, int up, double cap, doubl
 }
 
 /* Pick the updates of this batch (indexes into s->upd). Returns how many, or 0 to wait. */
-static int select_updates(struct sched *s, double now, int *sel)
+static int select_updates(struct sched *s, double now, int *sel, int max)
 {
 	int n = 0;
 
 	if (!s->server.sync) {
-		for (int i = 0; i < s->n_upd && n < s->cfg.max_batch; i++)
+		for (int i = 0; i < s->n_upd && n < max; i++)
 			if (s->upd[i].state == SCHED_UPD_PENDING)
 				sel[n++] = i;
 		return n;
@@ -124,7 +125,7 @@ static int select_updates(struct sched *s, double now, int *sel)
 				first = i;
 				break;
 			}
-		if (first >= 0 && n < s->cfg.max_batch) {
+		if (first >= 0 && n < max) {
 			sel[n++] = first;
 			have++;
 		}
@@ -178,8 +179,7 @@ json_t *sched_batch_steps(const struct plan_transfer *t)
 	return a;
 }
 
-/* Remember a commanded transfer (its profile stays reserved) and record it. */
-static int add_xfer(struct sched *s, uint64_t xfer, enum sched_what what, uint64_t id, int src,
+int sched_batch_add_xfer(struct sched *s, uint64_t xfer, enum sched_what what, uint64_t id, int src,
 		    int dst, int chan, uint64_t bytes, const struct plan_transfer *t, double now_s)
 {
 	if (sched_grow((void **)&s->xfers, s->n_xfers, &s->cap_xfers, sizeof(*s->xfers)))
@@ -207,15 +207,31 @@ static int add_xfer(struct sched *s, uint64_t xfer, enum sched_what what, uint64
 	return 0;
 }
 
-/* `send` of an update or model; @t NULL = a transfer within one host (unpaced, now). */
+/*
+ * `send` of an update or model; @t NULL = a transfer within one host (unpaced, now). @keep:
+ * another copy of the update is commanded later, the worker keeps holding it.
+ */
 static json_t *send_msg(struct sched *s, const char *what, uint64_t id, uint64_t xfer, int dst,
-			int chan, uint64_t bytes, const struct plan_transfer *t, double now_s)
+			int chan, uint64_t bytes, const struct plan_transfer *t, double now_s,
+			int keep)
 {
-	return json_pack("{s:s, s:s, s:I, s:I, s:s, s:i, s:I, s:f, s:o}", "type", "send",
+	return json_pack("{s:s, s:s, s:I, s:I, s:s, s:i, s:I, s:f, s:o, s:b}", "type", "send",
 			 "what", what, "id", (json_int_t)id, "xfer", (json_int_t)xfer,
 			 "dst", s->cl.hosts[dst].name, "chan", chan, "bytes", (json_int_t)bytes,
 			 "start", s->t0 + (t ? t->start_s : now_s), "steps",
-			 t ? sched_batch_steps(t) : json_array());
+			 t ? sched_batch_steps(t) : json_array(), "keep", keep);
+}
+
+/* `order` of @xs (stolen) on @chan to @role at @host, flushed before anything else. */
+static void send_order(struct sched *s, const char *role, int host, int chan, json_t *xs)
+{
+	if (json_array_size(xs) > 0) {
+		sched_to_app(s, role, host, json_pack("{s:s, s:i, s:O}", "type", "order", "chan",
+			     chan, "xfers", xs));
+		if (s->hosts[host].conn >= 0)
+			ctl_flush(&s->conns[s->hosts[host].conn].c);
+	}
+	json_decref(xs);
 }
 
 static void drop_update(struct sched *s, struct sched_update *u, const char *reason)
@@ -226,126 +242,244 @@ static void drop_update(struct sched *s, struct sched_update *u, const char *rea
 	sched_rec_update(s, u, "dropped", reason);
 }
 
-/* The commands of @p (docs/control.md): order first, then transfers, local sends, drops. */
-static int command_plan(struct sched *s, const struct plan_batch *b, const struct plan *p,
-			const int *sel, const int *psel, const struct sched_pull *pulls)
+/* Per-update bookkeeping of one batch's commands (arrays of b->n_updates). */
+struct cmd_work {
+	uint64_t *aggx;   /* transfer id of each aggregate (server and replica) */
+	int *agg_of;      /* server aggregate of update i, or -1 */
+	int *ragg_of;     /* replica aggregate of update i, or -1 */
+	int *left;        /* copies of update i still to command in this batch */
+	char *more;       /* 1: update i's replica copy is punted (a later copy follows) */
+	char *rcommit;    /* 1: update i's replica copy is committed in this batch */
+	char *sent;       /* server copy (or pull) commanded through a plan transfer */
+	char *rsent;      /* replica copy commanded through a plan transfer */
+};
+
+static void cmd_work_free(struct cmd_work *w)
 {
-	int srv = s->server.host;
-	uint64_t *aggx = calloc((size_t)p->n_aggregates + 1, sizeof(*aggx));
-	int *agg_of = malloc(sizeof(int) * ((size_t)b->n_updates + 1));
-	char *sent = calloc((size_t)b->n_updates + (size_t)b->n_pulls + 1, 1);
-	int rc = 0;
+	free(w->aggx);
+	free(w->agg_of);
+	free(w->ragg_of);
+	free(w->left);
+	free(w->more);
+	free(w->rcommit);
+	free(w->sent);
+	free(w->rsent);
+}
 
-	if (!aggx || !agg_of || !sent) {
-		rc = -ENOMEM;
-		goto out;
-	}
+/* Fill @w for plan @p; assigns aggregate and replica transfer ids. Returns 0 or -ENOMEM. */
+static int cmd_work_init(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			 const int *sel, struct cmd_work *w)
+{
+	size_t nu = (size_t)b->n_updates + 1;
+
+	w->aggx = calloc((size_t)p->n_aggregates + 1, sizeof(*w->aggx));
+	w->agg_of = malloc(sizeof(int) * nu);
+	w->ragg_of = malloc(sizeof(int) * nu);
+	w->left = calloc(nu, sizeof(int));
+	w->more = calloc(nu, 1);
+	w->rcommit = calloc(nu, 1);
+	w->sent = calloc(nu + (size_t)b->n_pulls, 1);
+	w->rsent = calloc(nu, 1);
+	if (!w->aggx || !w->agg_of || !w->ragg_of || !w->left || !w->more || !w->rcommit ||
+	    !w->sent || !w->rsent)
+		return -ENOMEM;
 	for (int i = 0; i < b->n_updates; i++)
-		agg_of[i] = -1;
+		w->agg_of[i] = w->ragg_of[i] = -1;
 	for (int a = 0; a < p->n_aggregates; a++) {
-		if (p->aggregates[a].purpose != PLAN_PURPOSE_SERVER)
-			continue;
-		aggx[a] = sched_fresh_xfer(s);
-		for (int k = 0; k < p->aggregates[a].n_inputs; k++)
-			agg_of[p->aggregates[a].inputs[k]] = a;
+		const struct plan_aggregate *ag = &p->aggregates[a];
+		w->aggx[a] = sched_fresh_xfer(s);
+		for (int k = 0; k < ag->n_inputs; k++)
+			(ag->purpose == PLAN_PURPOSE_SERVER ? w->agg_of : w->ragg_of)[ag->inputs[k]] = a;
 	}
-
-	/* 1. The server's commit order, flushed before anything else is queued. */
-	json_t *xs = json_array();
-	for (int c = 0; c < p->n_commits; c++) {
-		const struct plan_commit *pc = &p->commits[c];
-		if (pc->host != srv)
-			continue;
-		uint64_t x = pc->kind == PLAN_CARRY_AGGREGATE ? aggx[pc->carries] :
-			     s->upd[sel[pc->carries]].id;
-		json_array_append_new(xs, json_integer((json_int_t)x));
-	}
-	if (json_array_size(xs) > 0) {
-		sched_to_app(s, "server", srv, json_pack("{s:s, s:i, s:O}", "type", "order", "chan",
-			     1, "xfers", xs));
-		if (s->hosts[srv].conn >= 0)
-			ctl_flush(&s->conns[s->hosts[srv].conn].c);
-	}
-	json_decref(xs);
-
-	/* 2. Every planned transfer. */
-	for (int i = 0; i < p->n_transfers && !rc; i++) {
-		const struct plan_transfer *t = &p->transfers[i];
-		if (t->purpose == PLAN_PURPOSE_REPLICA)
-			continue;
-		if (t->kind == PLAN_CARRY_UPDATE) {
-			struct sched_update *u = &s->upd[sel[t->carries]];
-			int direct = t->dst == srv;
-			u->xfer = direct ? u->id : sched_fresh_xfer(s);
-			sent[t->carries] = 1;
-			sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->xfer,
-				     t->dst, direct ? 1 : 2, u->bytes, t, b->now_s));
-			rc = add_xfer(s, u->xfer, SCHED_WHAT_UPDATE, u->id, t->src, t->dst,
-				      direct ? 1 : 2, u->bytes, t, b->now_s);
-		} else if (t->kind == PLAN_CARRY_AGGREGATE) {
-			const struct plan_aggregate *ag = &p->aggregates[t->carries];
-			json_t *in = json_array();
-			for (int k = 0; k < ag->n_inputs; k++)
-				json_array_append_new(in, json_integer(
-					(json_int_t)s->upd[sel[ag->inputs[k]]].id));
-			sched_to_app(s, "aggregator", ag->host, json_pack(
-				"{s:s, s:I, s:o, s:s, s:i, s:I, s:f, s:o}", "type", "aggregate",
-				"agg", (json_int_t)aggx[t->carries], "inputs", in,
-				"dst", s->cl.hosts[t->dst].name, "chan", 1, "bytes",
-				(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps",
-				sched_batch_steps(t)));
-			rc = add_xfer(s, aggx[t->carries], SCHED_WHAT_AGGREGATE, 0, t->src, t->dst,
-				      1, t->bytes, t, b->now_s);
-		} else {
-			const struct sched_pull *pl = &pulls[psel[t->carries]];
-			uint64_t x = sched_fresh_xfer(s);
-			sent[b->n_updates + t->carries] = 1;
-			sched_to_app(s, "server", t->src, send_msg(s, "model", pl->id, x, t->dst, 3,
-				     t->bytes, t, b->now_s));
-			rc = add_xfer(s, x, SCHED_WHAT_MODEL, pl->id, t->src, t->dst, 3, t->bytes,
-				      t, b->now_s);
+	for (int k = 0; k < p->n_order; k++)
+		w->left[p->order[k]]++;
+	for (int c = 0; c < p->n_replica_commits; c++) {
+		const struct plan_commit *pc = &p->replica_commits[c];
+		int one = pc->carries;
+		int m = pc->kind == PLAN_CARRY_AGGREGATE ? p->aggregates[one].n_inputs : 1;
+		const int *in = pc->kind == PLAN_CARRY_AGGREGATE ? p->aggregates[one].inputs : &one;
+		for (int k = 0; k < m; k++) {
+			struct sched_update *u = &s->upd[sel[in[k]]];
+			w->rcommit[in[k]] = 1;
+			w->left[in[k]]++;
+			u->rxfer = sched_fresh_xfer(s);
+			u->ragg = w->ragg_of[in[k]] >= 0 ? w->aggx[w->ragg_of[in[k]]] : 0;
 		}
 	}
+	for (int k = 0; k < p->n_punted; k++)
+		w->more[p->punted[k]] = 1;
+	return 0;
+}
 
-	/* 3. Transfers within one host (no network, no plan transfer): unpaced, now. */
+/* Whether the copy of update @i commanded now is followed by another (`keep`). */
+static int keep_next(struct cmd_work *w, int i)
+{
+	return --w->left[i] > 0 || w->more[i];
+}
+
+/* The `order`s: the server's commit order (chan 1), then the replica's (chan 4). */
+static void command_orders(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			   const int *sel, const struct cmd_work *w)
+{
+	int srv = s->server.host;
+	json_t *xs = json_array();
+
+	for (int c = 0; c < p->n_commits; c++) {
+		const struct plan_commit *pc = &p->commits[c];
+		if (pc->host == srv)
+			json_array_append_new(xs, json_integer((json_int_t)(pc->kind ==
+				PLAN_CARRY_AGGREGATE ? w->aggx[pc->carries] : s->upd[sel[pc->carries]].id)));
+	}
+	send_order(s, "server", srv, 1, xs);
+	if (b->replica < 0)
+		return;
+	xs = json_array();
+	for (int c = 0; c < p->n_replica_commits; c++) {
+		const struct plan_commit *pc = &p->replica_commits[c];
+		json_array_append_new(xs, json_integer((json_int_t)(pc->kind == PLAN_CARRY_AGGREGATE ?
+			w->aggx[pc->carries] : s->upd[sel[pc->carries]].rxfer)));
+	}
+	send_order(s, "replica", b->replica, 4, xs);
+}
+
+/* Command plan transfer @t (an update copy, an aggregate or a model). */
+static int command_transfer(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			    const int *sel, const int *psel, const struct sched_pull *pulls,
+			    struct cmd_work *w, const struct plan_transfer *t)
+{
+	int srv = s->server.host, rep = t->purpose == PLAN_PURPOSE_REPLICA, rc;
+
+	if (t->kind == PLAN_CARRY_UPDATE) {
+		int i = t->carries;
+		struct sched_update *u = &s->upd[sel[i]];
+		int direct = t->dst == (rep ? b->replica : srv);
+		int chan = direct ? (rep ? 4 : 1) : 2;
+		uint64_t x = rep ? u->rxfer : direct ? u->id : sched_fresh_xfer(s);
+		if (rep)
+			w->rsent[i] = 1;
+		else
+			w->sent[i] = 1;
+		if (!rep)
+			u->xfer = x;
+		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, x, t->dst, chan,
+			     u->bytes, t, b->now_s, keep_next(w, i)));
+		rc = sched_batch_add_xfer(s, x, SCHED_WHAT_UPDATE, u->id, t->src, t->dst, chan,
+					  u->bytes, t, b->now_s);
+	} else if (t->kind == PLAN_CARRY_AGGREGATE) {
+		const struct plan_aggregate *ag = &p->aggregates[t->carries];
+		json_t *in = json_array();
+		for (int k = 0; k < ag->n_inputs; k++)
+			json_array_append_new(in, json_integer(
+				(json_int_t)s->upd[sel[ag->inputs[k]]].id));
+		sched_to_app(s, "aggregator", ag->host, json_pack(
+			"{s:s, s:I, s:o, s:s, s:i, s:I, s:f, s:o}", "type", "aggregate",
+			"agg", (json_int_t)w->aggx[t->carries], "inputs", in,
+			"dst", s->cl.hosts[t->dst].name, "chan", rep ? 4 : 1, "bytes",
+			(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps",
+			sched_batch_steps(t)));
+		rc = sched_batch_add_xfer(s, w->aggx[t->carries], SCHED_WHAT_AGGREGATE, 0, t->src,
+					  t->dst, rep ? 4 : 1, t->bytes, t, b->now_s);
+	} else {
+		const struct sched_pull *pl = &pulls[psel[t->carries]];
+		uint64_t x = sched_fresh_xfer(s);
+		w->sent[b->n_updates + t->carries] = 1;
+		sched_to_app(s, "server", t->src, send_msg(s, "model", pl->id, x, t->dst, 3,
+			     t->bytes, t, b->now_s, 0));
+		rc = sched_batch_add_xfer(s, x, SCHED_WHAT_MODEL, pl->id, t->src, t->dst, 3,
+					  t->bytes, t, b->now_s);
+	}
+	if (!rc)
+		s->xfers[s->n_xfers - 1].replica = rep;
+	return rc;
+}
+
+/* Copies within one host (no network, no plan transfer): unpaced, now. */
+static int command_local(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			 const int *sel, struct cmd_work *w)
+{
+	int srv = s->server.host, rc = 0;
+
 	for (int k = 0; k < p->n_order && !rc; k++) {
 		int i = p->order[k];
 		struct sched_update *u = &s->upd[sel[i]];
-		if (sent[i])
+		if (w->sent[i])
 			continue;
-		int dst = agg_of[i] >= 0 ? p->aggregates[agg_of[i]].host : srv;
-		int chan = agg_of[i] >= 0 ? 2 : 1;
+		int dst = w->agg_of[i] >= 0 ? p->aggregates[w->agg_of[i]].host : srv;
+		int chan = w->agg_of[i] >= 0 ? 2 : 1;
 		u->xfer = chan == 1 ? u->id : sched_fresh_xfer(s);
 		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->xfer, dst,
-			     chan, u->bytes, NULL, b->now_s));
-		rc = add_xfer(s, u->xfer, SCHED_WHAT_UPDATE, u->id, u->worker, dst, chan, u->bytes,
-			      NULL, b->now_s);
+			     chan, u->bytes, NULL, b->now_s, keep_next(w, i)));
+		rc = sched_batch_add_xfer(s, u->xfer, SCHED_WHAT_UPDATE, u->id, u->worker, dst,
+					  chan, u->bytes, NULL, b->now_s);
 	}
+	for (int i = 0; i < b->n_updates && !rc; i++) {
+		struct sched_update *u = &s->upd[sel[i]];
+		if (!w->rcommit[i] || w->rsent[i])
+			continue;
+		int dst = w->ragg_of[i] >= 0 ? p->aggregates[w->ragg_of[i]].host : b->replica;
+		int chan = w->ragg_of[i] >= 0 ? 2 : 4;
+		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->rxfer, dst,
+			     chan, u->bytes, NULL, b->now_s, keep_next(w, i)));
+		rc = sched_batch_add_xfer(s, u->rxfer, SCHED_WHAT_UPDATE, u->id, u->worker, dst,
+					  chan, u->bytes, NULL, b->now_s);
+		if (!rc)
+			s->xfers[s->n_xfers - 1].replica = 1;
+	}
+	return rc;
+}
+
+/*
+ * The commands of @p (docs/control.md, docs/replication.md): the orders first, then
+ * transfers, local sends, drops. Every update gets exactly one command without `keep`
+ * (its last copy) or a `drop`; a punted copy keeps the worker holding it.
+ */
+static int command_plan(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			const int *sel, const int *psel, const struct sched_pull *pulls)
+{
+	struct cmd_work w;
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	rc = cmd_work_init(s, b, p, sel, &w);
+	if (rc)
+		goto out;
+	command_orders(s, b, p, sel, &w);
+	for (int i = 0; i < p->n_transfers && !rc; i++)
+		rc = command_transfer(s, b, p, sel, psel, pulls, &w, &p->transfers[i]);
+	if (!rc)
+		rc = command_local(s, b, p, sel, &w);
 	for (int q = 0; q < b->n_pulls && !rc; q++) {
-		if (sent[b->n_updates + q])
+		if (w.sent[b->n_updates + q])
 			continue;
 		const struct sched_pull *pl = &pulls[psel[q]];
 		uint64_t x = sched_fresh_xfer(s);
-		sched_to_app(s, "server", srv, send_msg(s, "model", pl->id, x, pl->worker, 3,
-			     b->model_bytes, NULL, b->now_s));
-		rc = add_xfer(s, x, SCHED_WHAT_MODEL, pl->id, srv, pl->worker, 3, b->model_bytes,
-			      NULL, b->now_s);
+		sched_to_app(s, "server", s->server.host, send_msg(s, "model", pl->id, x,
+			     pl->worker, 3, b->model_bytes, NULL, b->now_s, 0));
+		rc = sched_batch_add_xfer(s, x, SCHED_WHAT_MODEL, pl->id, s->server.host,
+					  pl->worker, 3, b->model_bytes, NULL, b->now_s);
 	}
 
-	/* 4. Fates: planned (direct / aggregated) and dropped (delay bound, §5.1.3). */
+	/* Fates: planned (direct / aggregated), replica copies, dropped (delay bound, §5.1.3). */
+	for (int i = 0; i < b->n_updates; i++) {
+		struct sched_update *u = &s->upd[sel[i]];
+		if (w.rcommit[i])
+			u->rstate = SCHED_REP_PLANNED;
+		else if (w.more[i])
+			u->rstate = SCHED_REP_PUNTED;
+		if (b->updates[i].replica_only && w.rcommit[i])
+			sched_rec_update(s, u, u->agg ? "aggregated" : "direct", NULL);
+	}
 	for (int k = 0; k < p->n_order; k++) {
 		int i = p->order[k];
 		struct sched_update *u = &s->upd[sel[i]];
 		u->state = SCHED_UPD_PLANNED;
-		u->agg = agg_of[i] >= 0 ? aggx[agg_of[i]] : 0;
+		u->agg = w.agg_of[i] >= 0 ? w.aggx[w.agg_of[i]] : 0;
 		sched_rec_update(s, u, u->agg ? "aggregated" : "direct", NULL);
 	}
 	for (int k = 0; k < p->n_dropped; k++)
 		drop_update(s, &s->upd[sel[p->dropped[k]]], "delay bound");
 out:
-	free(aggx);
-	free(agg_of);
-	free(sent);
+	cmd_work_free(&w);
 	return rc;
 }
 
@@ -370,13 +504,17 @@ static void free_batch(struct plan_batch *b)
 	free(b->changes);
 	free(b->servers);
 	free(b->aggregators);
+	free(b->replica_aggregators);
 	free(b->updates);
 	free(b->pulls);
 }
 
-/* Fill @b (arrays allocated here, free_batch) for the selected updates and pulls. */
-static int build_batch(struct sched *s, double now, const int *sel, int n_sel, const int *psel,
-		       int n_psel, struct plan_batch *b)
+/*
+ * Fill @b (arrays allocated here, free_batch) for the selected updates and pulls; the first
+ * @n_car of @sel are carried replica copies (replica_only) when the replica is planned.
+ */
+static int build_batch(struct sched *s, double now, const int *sel, int n_sel, int n_car,
+		       const int *psel, int n_psel, struct plan_batch *b)
 {
 	int n_h = s->cl.n_hosts, cap_ch = 0;
 
@@ -431,6 +569,8 @@ static int build_batch(struct sched *s, double now, const int *sel, int n_sel, c
 	}
 	b->n_pulls = n_psel;
 	b->model_bytes = n_psel ? s->server.bytes : 0;
+	if (sched_repl_planned(s))
+		return sched_repl_fill(s, b, n_car);
 	return 0;
 }
 
@@ -476,13 +616,19 @@ int sched_batch_tick(struct sched *s, double now)
 		rc = -ENOMEM;
 		goto out;
 	}
-	n_sel = select_updates(s, now, sel);
+	sched_repl_tick(s, now);
+	int n_car = 0;
+	if (sched_repl_planned(s))
+		n_car = sched_repl_carried_sel(s, sel);
+	if (!sched_repl_paused(s))
+		n_sel = n_car + select_updates(s, now, sel + n_car, s->cfg.max_batch > n_car ?
+					       s->cfg.max_batch - n_car : 0);
 	for (int i = 0; i < s->n_pulls; i++)
 		if (s->pulls[i].min_version <= s->server.version && s->hosts[s->pulls[i].worker].alive)
 			psel[n_psel++] = i;
 	if (n_sel == 0 && n_psel == 0)
 		goto out;
-	rc = build_batch(s, now, sel, n_sel, psel, n_psel, &b);
+	rc = build_batch(s, now, sel, n_sel, n_car, psel, n_psel, &b);
 	if (rc)
 		goto out;
 	struct timespec t1, t2;
@@ -492,6 +638,8 @@ int sched_batch_tick(struct sched *s, double now)
 	if (rc) {
 		log_err("batch %d: plan_compute refused the batch (%d updates, %d pulls): %s",
 			s->batch_no + 1, n_sel, n_psel, strerror(-rc));
+		if (rc == -EINVAL && b.replica >= 0) /* e.g. no capacity towards the replica */
+			sched_repl_stale(s, "the planner refused the batch with the replica");
 		goto out;
 	}
 	p.plan_ms = (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) * 1e-6;
@@ -502,6 +650,8 @@ int sched_batch_tick(struct sched *s, double now)
 	if (s->hook)
 		s->hook(s->hook_arg, s->batch_no, &b, &p);
 	rc = command_plan(s, &b, &p, sel, psel, s->pulls);
+	if (!rc && b.replica >= 0)
+		rc = sched_repl_carry(s, &b, &p, sel);
 	if (rc)
 		goto out;
 	remove_pulls(s, psel, n_psel);
@@ -513,13 +663,22 @@ int sched_batch_tick(struct sched *s, double now)
 	double mean;
 	int64_t max;
 	delays(s, &b, &p, &mean, &max);
+	char rtxt[128] = "";
+	if (b.replica >= 0)
+		snprintf(rtxt, sizeof(rtxt), " replica_commits=%d punted=%d divergence_bound=%.4g "
+			 "replica_lag=%" PRId64, p.n_replica_commits, p.n_punted,
+			 p.divergence_bound, b.replica_lag);
 	log_info("batch %d: |U|=%d dropped=%d aggregated=%d plan=%.2f ms mean_delay=%.1f "
-		 "max_delay=%" PRId64 " v_init=%" PRId64 " pulls=%d", s->batch_no, n_sel,
-		 p.n_dropped, aggregated, p.plan_ms, mean, max, b.v_init, n_psel);
+		 "max_delay=%" PRId64 " v_init=%" PRId64 " pulls=%d%s", s->batch_no, n_sel,
+		 p.n_dropped, aggregated, p.plan_ms, mean, max, b.v_init, n_psel, rtxt);
 	struct sched_rec_batch r = { .t = now, .batch = s->batch_no, .n_updates = n_sel,
 		.dropped = p.n_dropped, .aggregated = aggregated, .pulls = n_psel,
-		.plan_ms = p.plan_ms, .mean_delay = mean, .max_delay = max, .v_init = b.v_init };
+		.plan_ms = p.plan_ms, .mean_delay = mean, .max_delay = max, .v_init = b.v_init,
+		.replica = b.replica >= 0, .divergence_bound = p.divergence_bound,
+		.replica_commits = p.n_replica_commits, .punted = p.n_punted,
+		.replica_version = s->repl.version };
 	sched_rec_batch(s, &r);
+	sched_repl_verify(s, s->batch_no);
 	rc = 1;
 out:
 	plan_free(&p);

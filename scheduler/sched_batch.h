@@ -10,8 +10,11 @@
  * passed), builds a struct plan_batch from the state (capacities from link reports older than
  * t_lag times headroom, minus the rate profiles of transfers still running; v_init = last
  * committed version + planned-but-uncommitted updates), runs plan_compute (PLAN_IMPL_FAST),
- * calls the hook, and queues the commands: `order` to the server first, then `send`,
- * `aggregate` and `drop` (docs/control.md). Logs one line per batch and writes the records.
+ * calls the hook, and queues the commands: `order` to the server first (and chan 4 to the
+ * replica), then `send` (with `keep`), `aggregate` and `drop` (docs/control.md,
+ * docs/replication.md). With a caught-up replica the carried copies go first as replica_only
+ * updates; a catch-up or fail-over pauses the updates (pulls are still answered). Logs one
+ * line per batch and writes the records.
  * @now: CLOCK_REALTIME seconds.
  * Returns 1 when a batch was planned, 0 when there was nothing to plan, -ENOMEM, or -EINVAL
  * when plan_compute refused the batch (logged; the updates stay pending).
@@ -32,5 +35,15 @@ double sched_batch_link_gbps(const struct sched *s, int host, int up, double now
  * over the same interval. Returns a new JSON array (NULL only when out of memory).
  */
 json_t *sched_batch_steps(const struct plan_transfer *t);
+
+/**
+ * sched_batch_add_xfer - remember commanded transfer @xfer (what it carries, update or pull
+ * @id, host indexes @src -> @dst, @chan, @bytes) so its rate profile stays reserved, and
+ * record it in transfers.jsonl. @t is its plan transfer, or NULL for an unpaced one at plan
+ * time @now_s (seconds since s->t0). Returns 0 or -ENOMEM.
+ */
+int sched_batch_add_xfer(struct sched *s, uint64_t xfer, enum sched_what what, uint64_t id,
+			 int src, int dst, int chan, uint64_t bytes, const struct plan_transfer *t,
+			 double now_s);
 
 #endif

@@ -18,6 +18,7 @@
 #include "mlfabric.h"
 #include "sched_batch.h"
 #include "sched_rec.h"
+#include "sched_repl.h"
 
 void sched_daemon_defaults(struct sched_config *cfg)
 {
@@ -30,6 +31,7 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->sync_timeout_s = 30.0;
 	cfg->xfer_timeout_s = 10.0;
 	cfg->max_batch = MLF_PAYLOAD_MAX_PARTS; /* an aggregate can name every update */
+	cfg->catchup_timeout_s = 10.0;
 }
 
 /* ---- replies and errors ---------------------------------------------------------------- */
@@ -124,6 +126,8 @@ static int lose_update(struct sched *s, struct sched_update *u, const char *reas
 	sched_to_app(s, "worker", u->worker, json_pack("{s:s, s:I, s:s}", "type", "drop", "id",
 		     (json_int_t)u->id, "reason", reason));
 	sched_rec_update(s, u, was_planned ? "lost" : "dropped", reason);
+	if (was_planned)
+		sched_repl_server_lost(s, u);
 	return was_planned;
 }
 
@@ -134,6 +138,18 @@ static void xfer_failed(struct sched *s, int xi, const char *reason)
 	int lost = 0, finished = x->done; /* delivered or committed already */
 
 	x->done = 1;
+	if (x->what == SCHED_WHAT_STATE) {
+		sched_repl_state_failed(s, reason);
+		return;
+	}
+	if (x->replica) {
+		char why[320];
+		snprintf(why, sizeof(why), "replica transfer %" PRIu64 " %s -> %s failed: %s",
+			 x->xfer, s->cl.hosts[x->src].name, s->cl.hosts[x->dst].name, reason);
+		if (!finished)
+			sched_repl_stale(s, why);
+		return;
+	}
 	if (x->what == SCHED_WHAT_MODEL) {
 		log_warn("model transfer %" PRIu64 " (pull %" PRIu64 ") to %s failed: %s", x->xfer,
 			 x->id, s->cl.hosts[x->dst].name, reason);
@@ -150,7 +166,7 @@ static void xfer_failed(struct sched *s, int xi, const char *reason)
 	}
 	log_warn("transfer %" PRIu64 " %s -> %s failed (%s): %d update(s) lost", x->xfer,
 		 s->cl.hosts[x->src].name, s->cl.hosts[x->dst].name, reason, lost);
-	if (x->chan == 1 && !finished)
+	if (x->chan == 1 && !finished && s->server.host >= 0)
 		skip_at_server(s, x->xfer);
 }
 
@@ -173,8 +189,11 @@ static int xfer_needs(const struct sched *s, const struct sched_xfer *x, int h, 
 	if ((roles & SCHED_ROLE_AGGREGATOR) && ((x->chan == 2 && x->dst == h) ||
 						(x->what == SCHED_WHAT_AGGREGATE && x->src == h)))
 		return 1;
+	if ((roles & SCHED_ROLE_REPLICA) && h == s->repl.host && x->chan == 4 && x->dst == h)
+		return 1;
 	return (roles & SCHED_ROLE_SERVER) && h == s->server.host &&
-	       ((x->chan == 1 && x->dst == h) || (x->what == SCHED_WHAT_MODEL && x->src == h));
+	       ((x->chan == 1 && x->dst == h) || ((x->what == SCHED_WHAT_MODEL ||
+						   x->what == SCHED_WHAT_STATE) && x->src == h));
 }
 
 /*
@@ -184,6 +203,15 @@ static int xfer_needs(const struct sched *s, const struct sched_xfer *x, int h, 
 static void apps_gone(struct sched *s, int h, unsigned roles, const char *reason)
 {
 	int server = (roles & SCHED_ROLE_SERVER) && h == s->server.host;
+
+	if ((roles & SCHED_ROLE_REPLICA) && h == s->repl.host)
+		sched_repl_gone(s, reason);
+	if (roles & SCHED_ROLE_WORKER)
+		sched_repl_worker_gone(s, h);
+	if (server && sched_repl_failover(s, h, sched_now())) {
+		server = 0;
+		roles &= ~(unsigned)SCHED_ROLE_SERVER;
+	}
 
 	for (int i = 0; i < s->n_upd; i++)
 		if (s->upd[i].state == SCHED_UPD_PENDING &&
@@ -235,9 +263,13 @@ static void on_peer_error(struct sched *s, int ci, json_t *m)
 	log_warn("peer %s reports an error: %s", s->cl.hosts[h].name, reason ? reason : "-");
 	if (!at || strcmp(at + 1, s->cl.hosts[h].name))
 		return;
+	/* A promoted replica may still call itself replica@host: it is the server. */
+	int promoted = h == s->server.host && !strncmp(app, s->server.role, (size_t)(at - app)) &&
+		       strlen(s->server.role) == (size_t)(at - app);
 	for (unsigned b = SCHED_ROLE_WORKER; b <= SCHED_ROLE_REPLICA; b <<= 1)
-		if (!strncmp(app, sched_role_name(b), (size_t)(at - app)) &&
-		    strlen(sched_role_name(b)) == (size_t)(at - app) && (s->hosts[h].apps & b)) {
+		if (((promoted && b == SCHED_ROLE_SERVER) ||
+		     (!promoted && !strncmp(app, sched_role_name(b), (size_t)(at - app)) &&
+		      strlen(sched_role_name(b)) == (size_t)(at - app))) && (s->hosts[h].apps & b)) {
 			snprintf(why, sizeof(why), "application %s gone", app);
 			apps_gone(s, h, b, why);
 			s->hosts[h].apps &= ~b;
@@ -298,6 +330,8 @@ static int server_field(struct sched *s, int ci, const char *app, json_t *m)
 		return -1;
 	const char *at = strchr(v, '@');
 	int h = cluster_find(&s->cl, at ? at + 1 : v);
+	if (h >= 0 && s->server_alias[h] && s->server.host >= 0)
+		h = s->server.host; /* the server moved (fail-over) */
 	if (h < 0)
 		reply_err(s, ci, app, "%s: field \"server\": unknown host '%s'", ctl_type(m), v);
 	else if (s->server.host >= 0 && h != s->server.host) {
@@ -339,6 +373,7 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 		return;
 	}
 	sv.n_workers = (int)nw;
+	snprintf(sv.role, sizeof(sv.role), "server");
 	for (int i = 0; i < s->n_upd; i++)
 		if (s->upd[i].state == SCHED_UPD_PLANNED)
 			lose_update(s, &s->upd[i], "the server registered again");
@@ -346,6 +381,40 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 	log_info("server at %s: mode %s, %" PRIu64 " bytes per update, version %" PRId64
 		 ", tau_max %" PRId64 ", momentum %g, %d workers", s->cl.hosts[sv.host].name, mode,
 		 sv.bytes, sv.version, sv.tau_max, sv.momentum, sv.n_workers);
+}
+
+/* `register` role replica (docs/replication.md). Returns 0 when accepted, else -1 (answered). */
+static int on_register_replica(struct sched *s, int ci, const char *app, json_t *m)
+{
+	double div_max;
+	uint64_t n_floats, bytes;
+	int64_t version;
+	double momentum;
+	char err[256];
+	const char *repl = json_string_value(json_object_get(m, "replication"));
+
+	if (s->server.host < 0 || !s->hosts[s->server.host].alive) {
+		reply_err(s, ci, app, "register: no server is registered");
+		return -1;
+	}
+	if (server_field(s, ci, app, m) < 0 || get_num(s, ci, app, m, "div_max", &div_max) ||
+	    get_u64(s, ci, app, m, "n_floats", &n_floats) ||
+	    get_u64(s, ci, app, m, "bytes", &bytes) ||
+	    get_i64(s, ci, app, m, "version", &version) ||
+	    get_num(s, ci, app, m, "momentum", &momentum))
+		return -1;
+	if (json_object_get(m, "replication") && (!repl || (strcmp(repl, "mlfabric") &&
+							    strcmp(repl, "chain")))) {
+		reply_err(s, ci, app, "register: field \"replication\" is not \"mlfabric\" or "
+			  "\"chain\"");
+		return -1;
+	}
+	if (sched_repl_register(s, s->conns[ci].host, div_max, repl && !strcmp(repl, "chain"),
+				n_floats, version, err, sizeof(err))) {
+		reply_err(s, ci, app, "%s", err);
+		return -1;
+	}
+	return 0;
 }
 
 static void on_register(struct sched *s, int ci, const char *app, json_t *m)
@@ -371,8 +440,8 @@ static void on_register(struct sched *s, int ci, const char *app, json_t *m)
 		if (server_field(s, ci, app, m) < 0)
 			return;
 	} else if (bit == SCHED_ROLE_REPLICA) {
-		log_info("replica at %s registered; replication is not planned yet (issue 5)",
-			 s->cl.hosts[h].name);
+		if (on_register_replica(s, ci, app, m))
+			return;
 	}
 	s->hosts[h].apps |= bit;
 	log_info("%s registered", app);
@@ -434,6 +503,18 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m)
 	if (get_u64(s, ci, app, m, "xfer", &xfer) || get_i64(s, ci, app, m, "status", &status))
 		return;
 	int xi = sched_find_xfer(s, xfer);
+	int h = s->conns[ci].host;
+	if (s->repl.host >= 0 && s->repl.chain && h == s->server.host &&
+	    (xi < 0 || s->xfers[xi].src != h)) {
+		/* the server's unscheduled chain forward of an applied transfer */
+		if (status < 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "the server's chain forward of transfer %" PRIu64
+				 " failed (status %" PRId64 ")", xfer, status);
+			sched_repl_stale(s, why);
+		}
+		return;
+	}
 	if (xi < 0) {
 		reply_err(s, ci, app, "done: field \"xfer\": unknown transfer %" PRIu64, xfer);
 		return;
@@ -452,8 +533,10 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m)
 static void commit_one(struct sched *s, uint64_t id)
 {
 	int ui = sched_find_update(s, id);
-	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED)
+	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED) {
 		s->upd[ui].state = SCHED_UPD_COMMITTED;
+		sched_repl_server_committed(s, &s->upd[ui]);
+	}
 }
 
 static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
@@ -463,6 +546,10 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 
 	if (get_u64(s, ci, app, m, "xfer", &xfer) || get_i64(s, ci, app, m, "version", &version))
 		return;
+	if (s->conns[ci].host == s->repl.host && !strncmp(app, "replica@", 8)) {
+		sched_repl_commit(s, m, xfer, version, sched_now());
+		return;
+	}
 	if (s->conns[ci].host != s->server.host) {
 		reply_err(s, ci, app, "commit: %s is not the registered server's host",
 			  s->cl.hosts[s->conns[ci].host].name);
@@ -470,6 +557,7 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 	}
 	if (version > s->server.version)
 		s->server.version = version;
+	sched_repl_server_commit(s, sched_now());
 	int xi = sched_find_xfer(s, xfer);
 	if (xi >= 0)
 		s->xfers[xi].done = 1;
@@ -483,8 +571,10 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 	}
 	for (int i = 0; i < s->n_upd; i++)
 		if (s->upd[i].state == SCHED_UPD_PLANNED &&
-		    (s->upd[i].agg == xfer || (!s->upd[i].agg && s->upd[i].xfer == xfer)))
+		    (s->upd[i].agg == xfer || (!s->upd[i].agg && s->upd[i].xfer == xfer))) {
 			s->upd[i].state = SCHED_UPD_COMMITTED;
+			sched_repl_server_committed(s, &s->upd[i]);
+		}
 }
 
 static void on_partial(struct sched *s, int ci, const char *app, json_t *m)
@@ -495,6 +585,14 @@ static void on_partial(struct sched *s, int ci, const char *app, json_t *m)
 
 	if (get_u64(s, ci, app, m, "agg", &agg))
 		return;
+	int xi = sched_find_xfer(s, agg);
+	if (xi >= 0 && s->xfers[xi].replica) {
+		char why[128];
+		snprintf(why, sizeof(why), "replica aggregate %" PRIu64 " at %s sent partial", agg,
+			 s->cl.hosts[s->conns[ci].host].name);
+		sched_repl_stale(s, why);
+		return;
+	}
 	if (!json_is_array(missing)) {
 		reply_err(s, ci, app, "partial: field \"missing\" %s",
 			  missing ? "is not an array" : "is missing");
@@ -507,6 +605,20 @@ static void on_partial(struct sched *s, int ci, const char *app, json_t *m)
 	}
 	log_warn("aggregate %" PRIu64 " at %s sent without %zu input(s)", agg,
 		 s->cl.hosts[s->conns[ci].host].name, json_array_size(missing));
+}
+
+static void on_promoted(struct sched *s, int ci, const char *app, json_t *m)
+{
+	int64_t version;
+	char err[256];
+
+	if (get_i64(s, ci, app, m, "version", &version))
+		return;
+	if (sched_repl_promoted(s, s->conns[ci].host, version, sched_now(), err, sizeof(err)))
+		reply_err(s, ci, app, "%s", err);
+	else
+		snprintf(s->server.role, sizeof(s->server.role), "%.*s",
+			 (int)(strchr(app, '@') - app), app);
 }
 
 /* An application message: check "app" names a role on this connection's host, dispatch. */
@@ -535,6 +647,8 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 		on_done(s, ci, app, m);
 	else if (!strcmp(type, "commit"))
 		on_commit(s, ci, app, m);
+	else if (!strcmp(type, "promoted"))
+		on_promoted(s, ci, app, m);
 	else
 		on_partial(s, ci, app, m);
 }
@@ -542,7 +656,7 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 void sched_daemon_handle(struct sched *s, int ci, json_t *m)
 {
 	static const char *const app_types[] = { "register", "update", "pull", "done", "commit",
-						 "partial" };
+						 "partial", "promoted" };
 	const char *type = ctl_type(m);
 	double now = sched_now();
 
@@ -741,23 +855,25 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 
 /* ---- life cycle ------------------------------------------------------------------------ */
 
-static int parse_aggregators(struct sched *s, char *err, size_t errlen)
+/* Host flags *@out from the comma-separated host list @spec of option @opt ("" = none). */
+static int parse_hosts(struct sched *s, const char *opt, const char *spec, int **out, char *err,
+		       size_t errlen)
 {
-	char list[sizeof(s->cfg.aggregators)], *save = NULL;
+	char list[512], *save = NULL;
 
-	if (!s->cfg.aggregators[0])
+	if (!spec[0])
 		return 0;
-	s->agg_allowed = calloc((size_t)s->cl.n_hosts, sizeof(int));
-	if (!s->agg_allowed)
+	*out = calloc((size_t)s->cl.n_hosts, sizeof(int));
+	if (!*out)
 		return -ENOMEM;
-	snprintf(list, sizeof(list), "%s", s->cfg.aggregators);
+	snprintf(list, sizeof(list), "%s", spec);
 	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		int h = cluster_find(&s->cl, t);
 		if (h < 0) {
-			snprintf(err, errlen, "--aggregators: unknown host '%s'", t);
+			snprintf(err, errlen, "%s: unknown host '%s'", opt, t);
 			return -EINVAL;
 		}
-		s->agg_allowed[h] = 1;
+		(*out)[h] = 1;
 	}
 	return 0;
 }
@@ -775,16 +891,20 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 	s->cfg = *cfg;
 	s->listen_fd = -1;
 	s->server.host = -1;
+	s->repl.host = -1;
 	if (cluster_load(cluster_path, &s->cl, err, errlen))
 		goto fail;
 	s->hosts = calloc((size_t)s->cl.n_hosts, sizeof(*s->hosts));
-	if (!s->hosts) {
+	s->server_alias = calloc((size_t)s->cl.n_hosts, sizeof(int));
+	if (!s->hosts || !s->server_alias) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (int h = 0; h < s->cl.n_hosts; h++)
 		s->hosts[h].conn = -1;
-	if (parse_aggregators(s, err, errlen))
+	if (parse_hosts(s, "--aggregators", cfg->aggregators, &s->agg_allowed, err, errlen) ||
+	    parse_hosts(s, "--replica-aggregators", cfg->replica_aggregators, &s->ragg_allowed, err,
+			errlen))
 		goto fail;
 	if (cfg->listen[0]) {
 		snprintf(addr, sizeof(addr), "%s", cfg->listen);
@@ -830,7 +950,12 @@ void sched_daemon_free(struct sched *s)
 		close(s->listen_fd);
 	for (int i = 0; i < s->n_xfers; i++)
 		free(s->xfers[i].steps);
+	if (s->hosts)
+		sched_repl_finish(s);
 	sched_rec_close(s);
+	free(s->repl.carried);
+	free(s->ragg_allowed);
+	free(s->server_alias);
 	free(s->conns);
 	free(s->upd);
 	free(s->pulls);

@@ -30,7 +30,9 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 		s->rec_updates = open_one(dir, "updates.jsonl", err, errlen);
 	if (s->rec_updates)
 		s->rec_transfers = open_one(dir, "transfers.jsonl", err, errlen);
-	if (!s->rec_transfers) {
+	if (s->rec_transfers)
+		s->rec_failover = open_one(dir, "failover.jsonl", err, errlen);
+	if (!s->rec_failover) {
 		int rc = -errno;
 		sched_rec_close(s);
 		return rc ? rc : -EIO;
@@ -40,7 +42,7 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 
 void sched_rec_close(struct sched *s)
 {
-	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers };
+	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers, &s->rec_failover };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i])
@@ -72,26 +74,38 @@ void sched_rec_batch(struct sched *s, const struct sched_rec_batch *r)
 {
 	if (!s->rec_batches)
 		return;
-	put_line(s->rec_batches, json_pack("{s:f, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:I, s:I}",
+	json_t *o = json_pack("{s:f, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:I, s:I}",
 		"t", r->t, "batch", r->batch, "n_updates", r->n_updates, "dropped", r->dropped,
 		"aggregated", r->aggregated, "pulls", r->pulls, "plan_ms", r4(r->plan_ms),
 		"mean_delay", r4(r->mean_delay), "max_delay", (json_int_t)r->max_delay,
-		"v_init", (json_int_t)r->v_init));
+		"v_init", (json_int_t)r->v_init);
+	if (o && r->replica) {
+		json_object_set_new(o, "divergence_bound", json_real(r->divergence_bound));
+		json_object_set_new(o, "replica_commits", json_integer(r->replica_commits));
+		json_object_set_new(o, "punted", json_integer(r->punted));
+		json_object_set_new(o, "replica_version", json_integer((json_int_t)r->replica_version));
+	}
+	put_line(s->rec_batches, o);
 }
 
 void sched_rec_update(struct sched *s, const struct sched_update *u, const char *fate,
 		      const char *reason)
 {
+	static const char *const rep[] = { NULL, "committed", "committed", "punted", "lost" };
+
 	if (!s->rec_updates)
 		return;
-	put_line(s->rec_updates, json_pack("{s:I, s:s, s:s, s:i, s:s, s:I}",
+	json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I}",
 		"id", (json_int_t)u->id, "worker", s->cl.hosts[u->worker].name, "fate", fate,
-		"batch", u->batch, "reason", reason ? reason : "", "version", (json_int_t)u->version));
+		"batch", u->batch, "reason", reason ? reason : "", "version", (json_int_t)u->version);
+	if (o && rep[u->rstate])
+		json_object_set_new(o, "replica", json_string(rep[u->rstate]));
+	put_line(s->rec_updates, o);
 }
 
 void sched_rec_transfer(struct sched *s, const struct sched_xfer *x)
 {
-	static const char *const what[] = { "update", "aggregate", "model" };
+	static const char *const what[] = { "update", "aggregate", "model", "state" };
 
 	if (!s->rec_transfers)
 		return;
@@ -99,4 +113,24 @@ void sched_rec_transfer(struct sched *s, const struct sched_xfer *x)
 		"xfer", (json_int_t)x->xfer, "src", s->cl.hosts[x->src].name,
 		"dst", s->cl.hosts[x->dst].name, "what", what[x->what], "bytes", (json_int_t)x->bytes,
 		"start", s->t0 + x->start, "end", s->t0 + x->end, "chan", x->chan));
+}
+
+/* A CLOCK_REALTIME time, or JSON null when it did not happen (0). */
+static json_t *when(double t)
+{
+	return t > 0 ? json_real(t) : json_null();
+}
+
+void sched_rec_failover(struct sched *s)
+{
+	const struct sched_failover *fo = &s->fo;
+
+	if (!s->rec_failover)
+		return;
+	put_line(s->rec_failover, json_pack("{s:o, s:o, s:o, s:s, s:s, s:I, s:i, s:i}",
+		"t_gone", when(fo->t_gone), "t_promoted", when(fo->t_promoted),
+		"t_first_commit", when(fo->t_first_commit), "old_server",
+		s->cl.hosts[fo->old_server].name, "new_server", fo->new_server >= 0 ?
+		s->cl.hosts[fo->new_server].name : "", "version", (json_int_t)fo->version,
+		"lost_committed", fo->lost_committed, "lost_planned", fo->lost_planned));
 }

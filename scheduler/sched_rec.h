@@ -5,8 +5,8 @@
 #include "sched_state.h"
 
 /**
- * sched_rec_open - create DIR (if needed) and open batches.jsonl, updates.jsonl and
- * transfers.jsonl in it for appending. Returns 0 or -errno with @err naming the file.
+ * sched_rec_open - create DIR (if needed) and open batches.jsonl, updates.jsonl,
+ * transfers.jsonl and failover.jsonl in it for appending. Returns 0 or -errno with @err naming the file.
  */
 int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen);
 
@@ -20,6 +20,10 @@ struct sched_rec_batch {
 	int n_updates, dropped, aggregated, pulls;
 	double plan_ms, mean_delay;
 	int64_t max_delay, v_init;
+	int replica;              /* 1: the batch carried a replica (the fields below are written) */
+	double divergence_bound;  /* the plan's bound on ||w_s - w_r||_2 (eq. 11) */
+	int replica_commits, punted;
+	int64_t replica_version;  /* the replica's last reported commit version */
 };
 
 /** sched_rec_batch - append one line to batches.jsonl and flush it. */
@@ -27,13 +31,22 @@ void sched_rec_batch(struct sched *s, const struct sched_rec_batch *r);
 
 /**
  * sched_rec_update - append the fate of update @u to updates.jsonl (@fate: "direct",
- * "aggregated", "dropped" or "lost"; @reason may be NULL). A lost update gets a second line
- * after its planned one: the last line of an id is its fate.
+ * "aggregated", "dropped" or "lost"; @reason may be NULL), with `replica` from u->rstate
+ * ("committed" when planned or committed there, "punted", "lost"; absent without a copy).
+ * A lost update gets a second line after its planned one, so does a change of its replica
+ * copy: the last line of an id is its fate.
  */
 void sched_rec_update(struct sched *s, const struct sched_update *u, const char *fate,
 		      const char *reason);
 
 /** sched_rec_transfer - append commanded transfer @x to transfers.jsonl (CLOCK_REALTIME times). */
 void sched_rec_transfer(struct sched *s, const struct sched_xfer *x);
+
+/**
+ * sched_rec_failover - append s->fo to failover.jsonl: t_gone, t_promoted, t_first_commit
+ * (CLOCK_REALTIME seconds, null when it did not happen), old_server, new_server, version,
+ * lost_committed, lost_planned.
+ */
+void sched_rec_failover(struct sched *s);
 
 #endif

@@ -64,6 +64,8 @@ int sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
 	int rc = -ENOTCONN;
 
 	if (host >= 0 && s->hosts[host].alive && s->hosts[host].conn >= 0) {
+		if (!strcmp(role, "server") && host == s->server.host && s->server.role[0])
+			role = s->server.role;
 		snprintf(app, sizeof(app), "%s@%s", role, s->cl.hosts[host].name);
 		json_object_set_new(msg, "app", json_string(app));
 		rc = ctl_queue(&s->conns[s->hosts[host].conn].c, msg);
@@ -77,7 +79,8 @@ void sched_compact(struct sched *s, double now_plan)
 	int k = 0;
 
 	for (int i = 0; i < s->n_upd; i++)
-		if (s->upd[i].state == SCHED_UPD_PENDING || s->upd[i].state == SCHED_UPD_PLANNED)
+		if (s->upd[i].state == SCHED_UPD_PENDING || s->upd[i].state == SCHED_UPD_PLANNED ||
+		    s->upd[i].rstate == SCHED_REP_PLANNED || s->upd[i].rstate == SCHED_REP_PUNTED)
 			s->upd[k++] = s->upd[i];
 	s->n_upd = k;
 	k = 0;

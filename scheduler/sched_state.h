@@ -50,6 +50,15 @@ enum sched_upd_state {
 	SCHED_UPD_LOST = 4,      /* planned but will never be committed (failure, dead peer) */
 };
 
+/** Fate of an update's replica copy (docs/replication.md; updates.jsonl `replica`). */
+enum sched_rep_state {
+	SCHED_REP_NONE = 0,      /* no replica copy (no replica planned, or dropped) */
+	SCHED_REP_PLANNED = 1,   /* replica copy commanded, its commit at the replica not seen yet */
+	SCHED_REP_COMMITTED = 2, /* the replica reported its commit */
+	SCHED_REP_PUNTED = 3,    /* punted: the worker holds it for a later batch (replica_only) */
+	SCHED_REP_LOST = 4,      /* the replica copy will never be applied (stale replica, failure) */
+};
+
 /** A worker update the scheduler was told about (`update` message). */
 struct sched_update {
 	uint64_t id;       /* update id chosen by the worker */
@@ -62,6 +71,10 @@ struct sched_update {
 	int batch;         /* batch number that planned it, -1 before */
 	uint64_t xfer;     /* its own transfer: the update id (direct) or a fresh id (to an aggregator) */
 	uint64_t agg;      /* the aggregate's transfer id when aggregated, else 0 */
+	enum sched_rep_state rstate; /* its replica copy (§5.3) */
+	uint64_t rxfer;    /* transfer id of its replica copy (to the replica or a replica
+			    * aggregator), 0 before it is commanded */
+	uint64_t ragg;     /* the replica aggregate's transfer id when aggregated, else 0 */
 };
 
 /** A pull request waiting for a model transfer. */
@@ -73,7 +86,12 @@ struct sched_pull {
 };
 
 /** What a commanded transfer carries. */
-enum sched_what { SCHED_WHAT_UPDATE = 0, SCHED_WHAT_AGGREGATE = 1, SCHED_WHAT_MODEL = 2 };
+enum sched_what {
+	SCHED_WHAT_UPDATE = 0,
+	SCHED_WHAT_AGGREGATE = 1,
+	SCHED_WHAT_MODEL = 2,
+	SCHED_WHAT_STATE = 3, /* a state snapshot server -> replica (catch-up) */
+};
 
 /**
  * A transfer the scheduler commanded. Times are plan times: seconds since the scheduler's time
@@ -91,6 +109,8 @@ struct sched_xfer {
 	int n_steps;
 	struct plan_rate_step *steps; /* plan times, owned */
 	int done;           /* a `done` arrived (or the transfer was declared lost) */
+	int replica;        /* 1: carries a replica copy (§5.3: chan 4, or chan 2 to a replica
+			     * aggregator); its loss makes the replica stale, not the update lost */
 };
 
 /** A dataplane connection (before `hello`, host is -1). */
@@ -114,6 +134,9 @@ struct sched_config {
 	int max_batch;          /* most updates in one batch (an aggregate names <= 62 parts) */
 	char aggregators[512];  /* --aggregators h1,h2 ("" = every registered aggregator) */
 	char records[512];      /* --records DIR ("" = none) */
+	char replica_aggregators[512]; /* --replica-aggregators h1,h2 ("" = the aggregators) */
+	int verify_every;       /* --verify-every N: `snapshot` after every N-th batch (0 = off) */
+	double catchup_timeout_s; /* --catchup-timeout: longest wait for the server's commits */
 };
 
 /** Called after every plan_compute (tests inspect the batch the daemon built). */
@@ -130,6 +153,42 @@ struct sched_server {
 	int64_t tau_max;     /* delay bound */
 	double momentum;     /* gamma of eq. 2 */
 	int n_workers;
+	char role[16];       /* role part of its app name: "server", or "replica" for a promoted
+			      * replica that kept its name (messages go to <role>@<host>) */
+};
+
+/** Catch-up of the replica (docs/replication.md "Catch-up"). */
+enum sched_catchup {
+	SCHED_CATCHUP_NONE = 0,        /* caught up (or no replica) */
+	SCHED_CATCHUP_WAIT_SERVER = 1, /* planning paused until the server committed everything */
+	SCHED_CATCHUP_WAIT_STATE = 2,  /* state snapshot commanded, waiting for its commit */
+};
+
+/** The replica registration (`register` with role replica) and what it still misses. */
+struct sched_replica {
+	int host;              /* host index, -1 when none */
+	int chain;             /* replication "chain": registered, never planned */
+	double div_max;        /* Div_max, bound on ||w_s - w_r||_2 */
+	uint64_t n_floats;
+	int64_t version;       /* last commit version the replica reported */
+	double history_norm;   /* ||h|| bound at the state common to server and replica */
+	enum sched_catchup catchup;
+	double catchup_since;  /* CLOCK_REALTIME seconds the pause started */
+	uint64_t state_xfer;   /* the state snapshot's transfer id (WAIT_STATE) */
+	int synced_batch;      /* batch_no when it caught up: earlier batches' updates committed
+				* later are missing at the replica (catch-up timeout) */
+	uint64_t *carried;     /* update ids whose replica copy was punted, in replica order */
+	int n_carried, cap_carried;
+};
+
+/** A fail-over in progress or done (failover.jsonl; CLOCK_REALTIME seconds, 0 = not yet). */
+struct sched_failover {
+	int active;            /* promote sent, failover.jsonl not written yet */
+	double t_gone, t_promoted, t_first_commit;
+	int old_server, new_server; /* host indexes (new_server -1 until promoted) */
+	int64_t version;       /* version the new server serves from */
+	int lost_committed;    /* committed at the old server only */
+	int lost_planned;      /* planned, committed nowhere */
 };
 
 /** The whole daemon state. */
@@ -141,7 +200,11 @@ struct sched {
 
 	struct sched_host *hosts;     /* cl.n_hosts */
 	int *agg_allowed;             /* cl.n_hosts flags from --aggregators */
+	int *ragg_allowed;            /* cl.n_hosts flags from --replica-aggregators */
+	int *server_alias;            /* cl.n_hosts flags: old server hosts now served by server */
 	struct sched_server server;
+	struct sched_replica repl;
+	struct sched_failover fo;
 
 	struct sched_conn *conns;
 	int n_conns, cap_conns;
@@ -158,7 +221,7 @@ struct sched {
 	double next_batch;            /* CLOCK_REALTIME seconds of the next batch tick */
 	double sync_wait_since;       /* CLOCK_REALTIME seconds a sync batch started waiting, 0 */
 
-	FILE *rec_batches, *rec_updates, *rec_transfers;
+	FILE *rec_batches, *rec_updates, *rec_transfers, *rec_failover;
 
 	sched_batch_hook hook;
 	void *hook_arg;
@@ -182,7 +245,8 @@ int sched_grow(void **arr, int n, int *cap, size_t size);
 
 /**
  * sched_to_app - queue @msg (reference stolen) for application "<role>@<host name>": adds
- * "app" and sends it over that host's dataplane connection. Returns 0, or -ENOTCONN when the
+ * "app" and sends it over that host's dataplane connection (role "server" at the server's
+ * host is the name the server uses, see sched_server.role). Returns 0, or -ENOTCONN when the
  * host has no live connection (the message is discarded).
  */
 int sched_to_app(struct sched *s, const char *role, int host, json_t *msg);
@@ -190,7 +254,10 @@ int sched_to_app(struct sched *s, const char *role, int host, json_t *msg);
 /** sched_role_name - "worker", "server", "aggregator", "replica" for one enum sched_role bit. */
 const char *sched_role_name(unsigned role);
 
-/** sched_compact - forget updates in a final state and transfers that ended 60 s ago. */
+/**
+ * sched_compact - forget updates in a final state (server and replica copies both settled)
+ * and transfers that ended 60 s ago.
+ */
 void sched_compact(struct sched *s, double now_plan);
 
 #endif
