@@ -332,8 +332,20 @@ void ctlrelay_from_app(int client, const char *text)
 
 void ctlrelay_client_gone(int client)
 {
-	if (client >= 0 && client < MAX_APPS)
-		cr.apps[client][0] = '\0';
+	char reason[160];
+
+	if (client < 0 || client >= MAX_APPS || !cr.apps[client][0])
+		return;
+	if (cr.up) {
+		snprintf(reason, sizeof(reason), "application %s closed its connection to the dataplane of host %s",
+			 cr.apps[client], dp.cluster.hosts[dp.me].name);
+		log_info("%s: scheduler told", reason);
+		to_sched(json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "app", cr.apps[client], "host",
+				   dp.cluster.hosts[dp.me].name, "reason", reason));
+		if (ctl_flush(&cr.conn) < 0)
+			log_debug("scheduler %s: flush deferred", cr.addr);
+	}
+	cr.apps[client][0] = '\0';
 }
 
 void ctlrelay_close(void)

@@ -27,7 +27,9 @@ int ctlrelay_poll(void);
  */
 void ctlrelay_from_app(int client, const char *text);
 
-/** ctlrelay_client_gone - app connection @client closed: forget the app name it registered. */
+/** ctlrelay_client_gone - app connection @client closed: tell the scheduler (`error` with the app
+ * name, docs/control.md: it unregisters the app and fails what depends on it, e.g. a fail-over
+ * when it was the server) and forget the name. */
 void ctlrelay_client_gone(int client);
 
 /** ctlrelay_close - close the scheduler connection. */

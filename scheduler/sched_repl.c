@@ -162,6 +162,11 @@ int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint6
 	log_info("replica at %s: %s replication, div_max %g, version %" PRId64 "%s",
 		 s->cl.hosts[h].name, chain ? "chain" : "mlfabric", div_max, version,
 		 r->catchup ? "; catching up from the server" : "; in step with the server");
+	if (!chain && s->server.momentum > 0)
+		log_warn("replica at %s: momentum %g: an aggregate is applied as one momentum step (eq. 2), "
+			 "so a replica aggregated differently from the server drifts from it and the "
+			 "divergence bound holds exactly only with momentum 0 (docs/replication.md)",
+			 s->cl.hosts[h].name, s->server.momentum);
 	return 0;
 }
 

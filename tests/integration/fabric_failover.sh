@@ -3,8 +3,8 @@
 # workers w0 and w1 push 5 updates each (update i = copies of i, plain sums) to server ps; the
 # scheduler replicates them to replica r1 (mlfabric replication, div_max 1, aggregator ag), the
 # replica ends with the server's model (w0 = 30), snapshots every batch pair up with mlf-verify;
-# then the server is killed: w2's update makes the scheduler notice (it is lost with the server),
-# the scheduler promotes r1, and worker w3 pushes updates 11 and 12 for "ps" that the promoted
+# then the server is killed: its dataplane tells the scheduler at once that the server app is
+# gone, the scheduler promotes r1, and worker w3 pushes updates 11 and 12 for "ps" that the promoted
 # replica applies (w0 = 30 + 11 + 12 = 53).
 . "$(dirname "$0")/fabric_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] && "$ROOT/build/mlf-scheduler" --help | grep -q -- --verify-every ||
@@ -35,10 +35,9 @@ rc=$?
 [ $rc = 0 ] || fail "mlf-verify: $(cat "$WORK/verify.out")"
 grep -Eq '^ +[0-9]+ +10 +10 +0 ' "$WORK/verify.out" || fail "no snapshot pair at version 10: $(cat "$WORK/verify.out")"
 kill -9 "$PID_server"
-# the scheduler learns of the dead server app when it next commands it (for w2's update, lost
-# with the server); after the promotion, w3's updates 11 and 12 are applied by r1
-bg w2 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w2 --server ps --mode async --n 10000 --first 100 --count 1
-wait_for "$WORK/replica.err" "promoted from replica" 10
+# the dataplane of ps reports the server app gone (no traffic needed); after the promotion,
+# w3's updates 11 and 12 are applied by r1
+wait_for "$WORK/replica.err" "promoted from replica" 5
 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w3 --server ps --mode async --n 10000 --first 11 --count 2 \
 	>"$WORK/w3.out" 2>"$WORK/w3.err" || fail "worker w3 failed: $(cat "$WORK/w3.err")"
 line=$(grep '^get ' "$WORK/w3.out")
