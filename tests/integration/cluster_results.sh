@@ -42,7 +42,7 @@ echo '{"system":"mlfabric-a","n_workers":2,"t0":1000,"t_end":1010,"stop_reason":
 for x in "1002 0.3" "1004 0.6" "1006 0.8" "1008 0.82"; do set -- $x
 	echo "{\"t\":$1,\"version\":$((($1 - 1000) * 10)),\"accuracy\":$2,\"loss\":1}"; done >"$A/records/accuracy.jsonl"
 for d in 3 0 8 1 2; do echo "{\"t\":1003,\"xfer\":1,\"src\":\"w0\",\"id\":1,\"worker\":\"w0\",\"version\":1,\"at\":$((1 + d)),\"delay\":$d,\"parts\":1}"; done >"$A/records/applied.jsonl"
-for f in direct direct aggregated dropped direct aggregated; do echo "{\"id\":1,\"worker\":\"w0\",\"fate\":\"$f\",\"batch\":1,\"reason\":\"\"}"; done >"$A/records/updates.jsonl"
+i=0; for f in direct direct aggregated dropped direct aggregated; do i=$((i + 1)); echo "{\"id\":$i,\"worker\":\"w0\",\"fate\":\"$f\",\"batch\":1,\"reason\":\"\"}"; done >"$A/records/updates.jsonl"
 echo '{"applied":5,"version":5,"rx_bytes":16300000,"rx_transfers":4}' >"$A/records/server.json"
 echo '{"iterations":10,"pushed":3,"sent":2,"dropped":1,"aggregated":1,"mean_iteration_s":0.1}' >"$A/records/w0/worker.json"
 echo '{"iterations":12,"pushed":3,"sent":3,"dropped":0,"aggregated":1,"mean_iteration_s":0.3}' >"$A/records/w1/worker.json"
