@@ -1,4 +1,4 @@
-/* mlf_ps.c - the parameter server: applies worker updates with momentum (paper eq. 2), answers pulls, evaluates. */
+/* mlf_ps.c - the parameter server (or its replica): applies worker updates with momentum (paper eq. 2), answers pulls, evaluates. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -17,10 +17,11 @@
 /* Command-line settings (docs/fabric.md). */
 struct ps_opts {
 	const char *cluster, *host, *mode_name, *model, *records, *data, *sock;
+	const char *server, *replication, *verify, *ckpt_dir, *restore;
 	enum mlf_mode mode;
-	int workers;
-	double momentum, eval_every, timeout;
-	long tau_max;
+	int workers, replica;
+	double momentum, eval_every, timeout, div_max;
+	long tau_max, ckpt_every;
 	size_t eval_images;
 	uint64_t seed;
 };
@@ -32,6 +33,10 @@ struct ps {
 	struct cluster cl;
 	FILE *applied_f;
 	uint64_t applied, rx_bytes, rx_transfers, bad_updates;
+	const char *ckpt_dir;   /* --checkpoint-dir */
+	long ckpt_every;        /* --checkpoint-every: updates between checkpoints (0 = none) */
+	uint64_t ckpt_next, checkpoints;
+	double ckpt_seconds;
 };
 
 static volatile sig_atomic_t ps_stop;
@@ -42,9 +47,21 @@ static void ps_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mlf-ps --cluster C.json --host H --mode mlfabric-a|mlfabric-s|async --workers N [options]\n"
+		"       mlf-ps --replica --server PS --div-max D --cluster C.json --host H --mode M [options]\n"
 		"Parameter server: holds the model, applies every update or aggregate the fabric hands\n"
 		"it with momentum (paper eq. 2; an aggregate of m updates is one step, version += m),\n"
 		"answers pulls, evaluates test accuracy. Stops on SIGTERM/SIGINT and writes server.json.\n"
+		"With --replica it keeps a replica of server PS's model (docs/replication.md): applies the\n"
+		"updates the fabric replicates to it (same flags as the server: model, momentum, seed),\n"
+		"and once promoted (fail-over) serves and evaluates like the server.\n"
+		"  --replica           run as the replica of --server PS\n"
+		"  --server PS         the server host the replica copies\n"
+		"  --div-max D         divergence bound ||w_server - w_replica||_2 (replica; default 1)\n"
+		"  --replication R     mlfabric (planned update copies, default) or chain (server forwards)\n"
+		"  --verify DIR        verification mode: write snapshots to DIR on the scheduler's command\n"
+		"  --checkpoint-every N  write DIR/checkpoint.bin every N applied updates (0 = off, default)\n"
+		"  --checkpoint-dir D  checkpoint directory (default: --records)\n"
+		"  --restore FILE      start from checkpoint FILE (its model, momentum history, version)\n"
 		"  --model SIZES       layer sizes (default 784,1024,10)\n"
 		"  --momentum G        gamma of eq. 2 (default 0.9)\n"
 		"  --tau-max T         delay bound in versions (default 8)\n"
@@ -64,13 +81,16 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		{ "workers", 1, 0, 'w' }, { "model", 1, 0, 'm' }, { "momentum", 1, 0, 'g' },
 		{ "tau-max", 1, 0, 'T' }, { "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' },
 		{ "records", 1, 0, 'r' }, { "seed", 1, 0, 'S' }, { "data", 1, 0, 'd' },
-		{ "sock", 1, 0, 's' }, { "timeout", 1, 0, 't' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "sock", 1, 0, 's' }, { "timeout", 1, 0, 't' }, { "help", 0, 0, 'h' },
+		{ "replica", 0, 0, 'R' }, { "server", 1, 0, 'P' }, { "div-max", 1, 0, 'D' },
+		{ "replication", 1, 0, 'L' }, { "verify", 1, 0, 'V' }, { "checkpoint-every", 1, 0, 'C' },
+		{ "checkpoint-dir", 1, 0, 'K' }, { "restore", 1, 0, 'E' }, { 0, 0, 0, 0 },
 	};
 	int c;
 
 	*o = (struct ps_opts){ .model = "784,1024,10", .records = ".", .data = DEFAULT_DATA,
 			       .momentum = 0.9, .eval_every = 2, .timeout = 10, .tau_max = 8,
-			       .eval_images = 1000, .seed = 1 };
+			       .eval_images = 1000, .seed = 1, .div_max = 1, .replication = "mlfabric" };
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->cluster = optarg; break;
@@ -87,6 +107,14 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		case 'd': o->data = optarg; break;
 		case 's': o->sock = optarg; break;
 		case 't': o->timeout = atof(optarg); break;
+		case 'R': o->replica = 1; break;
+		case 'P': o->server = optarg; break;
+		case 'D': o->div_max = atof(optarg); break;
+		case 'L': o->replication = optarg; break;
+		case 'V': o->verify = optarg; break;
+		case 'C': o->ckpt_every = atol(optarg); break;
+		case 'K': o->ckpt_dir = optarg; break;
+		case 'E': o->restore = optarg; break;
 		case 'h': ps_usage(stdout); return 1;
 		default: ps_usage(stderr); return -1;
 		}
@@ -97,8 +125,16 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		return fprintf(stderr, "mlf-ps: --cluster, --host and --mode are required (see --help)\n"), -1;
 	if (train_mode_parse(o->mode_name, &o->mode))
 		return fprintf(stderr, "mlf-ps: unknown --mode '%s' (mlfabric-a, mlfabric-s, async)\n", o->mode_name), -1;
-	if (o->workers < 1 || o->tau_max < 0 || o->eval_every <= 0 || o->timeout <= 0)
+	if ((o->workers < 1 && !o->replica) || o->workers < 0 || o->tau_max < 0 || o->eval_every <= 0 || o->timeout <= 0)
 		return fprintf(stderr, "mlf-ps: --workers must be >= 1, --tau-max >= 0, --eval-every and --timeout > 0\n"), -1;
+	if (o->replica && !o->server)
+		return fprintf(stderr, "mlf-ps: --replica needs --server PS (the server host it copies)\n"), -1;
+	if (o->replica && (o->div_max < 0 || (strcmp(o->replication, "mlfabric") && strcmp(o->replication, "chain"))))
+		return fprintf(stderr, "mlf-ps: --div-max must be >= 0 and --replication mlfabric or chain\n"), -1;
+	if (o->ckpt_every < 0)
+		return fprintf(stderr, "mlf-ps: --checkpoint-every must be >= 0\n"), -1;
+	if (!o->ckpt_dir)
+		o->ckpt_dir = o->records;
 	return 0;
 }
 
@@ -108,6 +144,50 @@ static const char *ps_update_worker(const struct cluster *cl, uint64_t id)
 	uint64_t h = id >> 40;
 
 	return h >= 1 && h <= (uint64_t)cl->n_hosts ? cl->hosts[h - 1].name : "?";
+}
+
+/* Checkpoint (event thread, lock held): blocks the apply as a checkpointing server does. */
+static void ps_checkpoint(struct ps *ps)
+{
+	char path[4096], err[512];
+	double t = train_now();
+
+	snprintf(path, sizeof(path), "%s/checkpoint.bin", ps->ckpt_dir);
+	ps->ckpt_next = ps->applied + (uint64_t)ps->ckpt_every;
+	if (train_checkpoint_write(&ps->m, path, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		return;
+	}
+	ps->checkpoints++;
+	ps->ckpt_seconds += train_now() - t;
+	log_debug("checkpoint at version %lld written to %s in %.3f s", (long long)ps->m.version, path,
+		  train_now() - t);
+}
+
+/* State callback (event thread): model w and momentum history h (docs/replication.md). */
+static int64_t ps_get_state(void *arg, float *w, float *h, size_t n)
+{
+	struct ps *ps = arg;
+	int64_t v;
+
+	pthread_mutex_lock(&ps->lock);
+	v = n == ps->m.n ? train_state_get(&ps->m, w, h) : ps->m.version;
+	pthread_mutex_unlock(&ps->lock);
+	return v;
+}
+
+/* State callback (event thread): a replica's catch-up installs the server's state. */
+static int ps_set_state(void *arg, const float *w, const float *h, size_t n, int64_t version)
+{
+	struct ps *ps = arg;
+
+	if (n != ps->m.n)
+		return -EINVAL;
+	pthread_mutex_lock(&ps->lock);
+	train_state_set(&ps->m, w, h, version);
+	pthread_mutex_unlock(&ps->lock);
+	log_info("state installed: version %lld (history norm %g)", (long long)version, train_history_norm(&ps->m));
+	return 0;
 }
 
 /* Update callback (event thread): apply with eq. 2, one applied.jsonl line per part. */
@@ -131,6 +211,8 @@ static int64_t ps_on_update(void *arg, const struct mlf_update *u)
 	ps->applied += (uint64_t)parts;
 	ps->rx_bytes += mlf_payload_bytes(u->n);
 	ps->rx_transfers++;
+	if (ps->ckpt_every > 0 && ps->applied >= ps->ckpt_next)
+		ps_checkpoint(ps);
 	pthread_mutex_unlock(&ps->lock);
 	for (uint32_t i = 0; i < h->n_parts; i++) {
 		const struct mlf_part *p = &h->parts[i];
@@ -191,7 +273,7 @@ int main(int argc, char **argv)
 	FILE *acc_f;
 	mlf_t *f;
 	float *snap;
-	double t0;
+	double t0, promoted_at = 0;
 	int rc = ps_parse(argc, argv, &o);
 
 	if (rc)
@@ -202,6 +284,13 @@ int main(int argc, char **argv)
 		return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
 	if (train_model_init(&ps.m, &shape, o.seed, o.momentum))
 		return log_err("bad --momentum %g (must be in [0, 1)) or no memory for the model", o.momentum), 2;
+	if (o.restore && train_checkpoint_read(&ps.m, o.restore, err, sizeof(err)))
+		return log_err("--restore: %s", err), 1;
+	if (o.restore)
+		log_info("restored version %lld from %s", (long long)ps.m.version, o.restore);
+	ps.ckpt_dir = o.ckpt_dir;
+	ps.ckpt_every = o.ckpt_every;
+	ps.ckpt_next = (uint64_t)o.ckpt_every;
 	if (cluster_load(o.cluster, &ps.cl, err, sizeof(err)))
 		return log_err("%s", err), 1;
 	if (train_load(o.data, 1, o.eval_images, &test, err, sizeof(err)))
@@ -215,6 +304,7 @@ int main(int argc, char **argv)
 	fo.sock = o.sock;
 	fo.mode = o.mode;
 	fo.timeout_s = o.timeout;
+	fo.verify_dir = o.verify;
 	f = mlf_open(&fo, err, sizeof(err));
 	if (!f)
 		return log_err("cannot open the fabric endpoint: %s", err), 1;
@@ -227,35 +317,59 @@ int main(int argc, char **argv)
 	par.tau_max = o.tau_max;
 	par.momentum = o.momentum;
 	par.n_workers = o.workers;
-	rc = mlf_register_as_server(f, &par, ps.m.n, 0, ps_on_update, ps_on_request, &ps);
+	par.div_max = o.div_max;
+	mlf_set_state_callbacks(f, ps_get_state, ps_set_state, &ps);
+	if (o.replica)
+		rc = mlf_register_as_replica(f, o.server, &par, ps.m.n, ps.m.version,
+					     strcmp(o.replication, "chain") ? MLF_REPL_MLFABRIC : MLF_REPL_CHAIN,
+					     ps_on_update, ps_on_request, &ps);
+	else
+		rc = mlf_register_as_server(f, &par, ps.m.n, ps.m.version, ps_on_update, ps_on_request, &ps);
 	if (rc) {
-		log_err("register as server: %s", mlf_error(f));
+		log_err("register as %s: %s", o.replica ? "replica" : "server", mlf_error(f));
 		mlf_close(f);
 		return 1;
 	}
 	signal(SIGTERM, ps_on_signal);
 	signal(SIGINT, ps_on_signal);
 	t0 = train_now();
-	log_info("serving %s (%zu parameters) in mode %s for %d workers, delay bound %ld", o.model,
-		 ps.m.n, o.mode_name, o.workers, o.tau_max);
+	if (o.replica)
+		log_info("replica of %s (%zu parameters, %s replication, divergence bound %g) from version %lld",
+			 o.server, ps.m.n, o.replication, o.div_max, (long long)ps.m.version);
+	else
+		log_info("serving %s (%zu parameters) in mode %s for %d workers, delay bound %ld", o.model,
+			 ps.m.n, o.mode_name, o.workers, o.tau_max);
 	while (!ps_stop) {
 		double next = train_now() + o.eval_every;
-		ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
-		while (!ps_stop && train_now() < next)
+		int serving = !strcmp(mlf_role(f), "server");
+		if (o.replica && serving && !promoted_at) {
+			promoted_at = train_now();
+			log_info("promoted to server at version %lld: evaluating from now on", (long long)ps.m.version);
+		}
+		if (serving)
+			ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
+		while (!ps_stop && train_now() < next && (serving || strcmp(mlf_role(f), "server")))
 			usleep(20000);
 	}
 	mlf_close(f);
-	ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
+	if (!o.replica || promoted_at)
+		ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
 	log_info("stopping on signal %d: version %lld, %llu updates applied in %llu transfers",
 		 (int)ps_stop, (long long)ps.m.version, (unsigned long long)ps.applied,
 		 (unsigned long long)ps.rx_transfers);
 	if (ps.bad_updates)
 		log_warn("%llu transfers had the wrong size and were not applied", (unsigned long long)ps.bad_updates);
-	rc = train_rec_file(o.records, "server.json",
-			    json_pack("{s:I,s:I,s:I,s:I}", "applied", (json_int_t)ps.applied, "version",
-				      (json_int_t)ps.m.version, "rx_bytes", (json_int_t)ps.rx_bytes,
-				      "rx_transfers", (json_int_t)ps.rx_transfers),
-			    err, sizeof(err));
+	json_t *sj = json_pack("{s:I,s:I,s:I,s:I,s:s,s:f,s:I,s:f}", "applied", (json_int_t)ps.applied,
+			       "version", (json_int_t)ps.m.version, "rx_bytes", (json_int_t)ps.rx_bytes,
+			       "rx_transfers", (json_int_t)ps.rx_transfers, "role",
+			       o.replica && !promoted_at ? "replica" : "server", "history_norm",
+			       train_history_norm(&ps.m), "checkpoints", (json_int_t)ps.checkpoints,
+			       "checkpoint_s", ps.ckpt_seconds);
+	if (promoted_at)
+		json_object_set_new(sj, "promoted_at", json_real(promoted_at));
+	if (o.replica)
+		json_object_set_new(sj, "replica_of", json_string(o.server));
+	rc = train_rec_file(o.records, "server.json", sj, err, sizeof(err));
 	if (rc)
 		log_err("%s", err);
 	fclose(ps.applied_f);

@@ -28,6 +28,8 @@
 
 #define MLF_PAYLOAD_MAGIC_UPDATE 0x55464c4du /* "MLFU": an update or an aggregate of updates */
 #define MLF_PAYLOAD_MAGIC_MODEL  0x4d464c4du /* "MLFM": a model snapshot */
+#define MLF_PAYLOAD_MAGIC_STATE  0x53464c4du /* "MLFS": a state snapshot: 2n floats, w then the
+					      * momentum history h (replica catch-up, issue 5) */
 #define MLF_PAYLOAD_MAX_PARTS 62             /* worker updates one aggregate can name */
 
 /** One worker update inside an update/aggregate payload (its id and the version it was computed from). */
@@ -81,6 +83,15 @@ struct mlf_opts {
 	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10) */
 	double agg_input_timeout_s; /* aggregator: inputs missing this long after the commanded
 				     * start are given up (`partial`), seconds (default 5) */
+	const char *verify_dir; /* server/replica: verification mode (docs/replication.md): on the
+				 * scheduler's `snapshot` write <dir>/<role>-<tag>.f32 and a line of
+				 * <dir>/snapshots.jsonl; NULL = snapshots are ignored */
+};
+
+/** How a replica is kept up to date (docs/replication.md, paper §3.3 and §7.3). */
+enum mlf_replication {
+	MLF_REPL_MLFABRIC = 0, /* workers send update copies, planned by the scheduler (§5.3) */
+	MLF_REPL_CHAIN = 1,    /* the server forwards each applied update before committing it */
 };
 
 /** One endpoint (opaque). */
@@ -99,6 +110,13 @@ void mlf_close(mlf_t *f);
 
 /** mlf_error - the last error text of @f (one line; "" when none). */
 const char *mlf_error(const mlf_t *f);
+
+/**
+ * mlf_role - what @f is now: "worker", "server", "replica", "aggregator", or "" before it
+ * registered. A replica promoted to server (fail-over, docs/replication.md) says "server".
+ * Safe to call from any thread, also from a callback.
+ */
+const char *mlf_role(mlf_t *f);
 
 /* ---- worker (Table 1: registerAsWorker, push, get, AllReduce) ------------------------------ */
 
@@ -169,6 +187,28 @@ typedef int64_t (*mlf_update_cb)(void *arg, const struct mlf_update *u);
 typedef int64_t (*mlf_request_cb)(void *arg, float *model, size_t n);
 
 /**
+ * State callback (copy): copy the model w into @w and the momentum history h (paper eq. 2:
+ * h_{t+1} = gamma h_t + u, w_{t+1} = w_t + h_{t+1}; h_t = w_t - w_{t-1}) into @h, @n floats
+ * each; return the model version. Used for catch-up state transfers and snapshots.
+ */
+typedef int64_t (*mlf_get_state_cb)(void *arg, float *w, float *h, size_t n);
+
+/**
+ * State callback (install): replace the model by @w and the momentum history by @h (@n floats
+ * each) at @version (a replica's catch-up from the server's state). Return 0, or < 0 when
+ * the state cannot be installed (the transfer is then not committed).
+ */
+typedef int (*mlf_set_state_cb)(void *arg, const float *w, const float *h, size_t n, int64_t version);
+
+/**
+ * mlf_set_state_callbacks - give @f access to the whole training state (model and momentum
+ * history). Call before mlf_register_as_server / mlf_register_as_replica. Needed for a
+ * server's `send what:"state"` (catch-up), a replica's catch-up, and for snapshots of a
+ * replica (a server's snapshots fall back to its request callback). @arg is passed to both.
+ */
+void mlf_set_state_callbacks(mlf_t *f, mlf_get_state_cb get_state, mlf_set_state_cb set_state, void *arg);
+
+/**
  * mlf_register_as_server - serve a model of @n float32 values with parameters @p.
  * @version0: the model's version now. Returns 0, -EINVAL (bad params), -ENOTCONN.
  */
@@ -176,11 +216,18 @@ int mlf_register_as_server(mlf_t *f, const struct mlf_params *p, size_t n, int64
 			   mlf_update_cb on_update, mlf_request_cb on_request, void *arg);
 
 /**
- * mlf_register_as_replica - keep a replica of @server's model (issue 5): it receives a prefix of
- * the server's commit order with divergence <= p->div_max. Returns 0, -EINVAL, -ENOTCONN.
+ * mlf_register_as_replica - keep a replica of @server's model (paper §3.3, docs/replication.md):
+ * it applies, with @on_update, a prefix of the server's commit order (chan 4, divergence
+ * ||w_server - w_replica||_2 <= p->div_max with @replication MLF_REPL_MLFABRIC; every applied
+ * transfer, forwarded by the server, with MLF_REPL_CHAIN) and reports a commit for each.
+ * @version0: the replica model's version now (0 when it starts from the same initial model).
+ * After a `promote` (fail-over) the endpoint is the server: it handles chan 1 with @on_update
+ * and answers pulls with @on_request. Returns 0, -EINVAL (bad params, unknown server host,
+ * @replication unknown), -ENOTCONN, or the scheduler's refusal (-EINVAL, the reason in mlf_error).
  */
 int mlf_register_as_replica(mlf_t *f, const char *server, const struct mlf_params *p, size_t n,
-			    mlf_update_cb on_update, void *arg);
+			    int64_t version0, enum mlf_replication replication, mlf_update_cb on_update,
+			    mlf_request_cb on_request, void *arg);
 
 /* ---- aggregator (an application of the fabric, §4) ------------------------------------------- */
 

@@ -9,7 +9,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +26,14 @@
 #define MAX_AGG_INPUTS 256      /* inputs held by an aggregator before a command names them */
 #define REGISTER_RETRY_S 0.5    /* register again while the dataplane has no scheduler yet */
 #define SKIPPED_MAX 1024        /* transfer ids the scheduler reported lost, remembered by a server */
+#define MOVED_MAX 8             /* server names a worker maps to the current server (server_moved) */
+#define SNAP_KEEP 16            /* verification snapshots kept per role (newest tags) */
+
+/* An arrival held back while the server waits for a chain forward's delivery. */
+struct queued_ev {
+	struct mlfabric_event ev;
+	struct queued_ev *next;
+};
 
 /* An update announced to the scheduler, waiting for its send or drop command. */
 struct held_update {
@@ -104,6 +114,29 @@ struct mlf {
 	struct mlf_params params;
 	uint64_t skipped[SKIPPED_MAX]; /* ring of ids passed to `skip`: a late arrival is not applied */
 	unsigned n_skipped;
+	/* state access (catch-up, snapshots) */
+	mlf_get_state_cb get_state;
+	mlf_set_state_cb set_state;
+	void *state_arg;
+	/* replica */
+	enum mlf_replication replication;
+	/* server: chain replication (the `replica` message) */
+	char chain_host[APPMSG_NAME_MAX];
+	struct {
+		int active;       /* a forward is in flight: commit and later arrivals wait */
+		uint64_t fwd;     /* the forward's transfer id (dataplane-chosen) */
+		uint64_t xfer;    /* the applied transfer it carries */
+		json_t *commit;   /* the commit reported once the forward is delivered */
+	} chain;
+	struct queued_ev *chain_q, *chain_q_tail;
+	/* worker: server names mapped to the current server after `server_moved` */
+	char worker_server[APPMSG_NAME_MAX], server_now[APPMSG_NAME_MAX];
+	char moved_from[MOVED_MAX][APPMSG_NAME_MAX];
+	int n_moved;
+	/* verification mode */
+	char verify_dir[200];
+	uint64_t snap_tags[2][SNAP_KEEP]; /* [0] server, [1] replica: ring of written tags */
+	unsigned n_snaps[2];
 	/* aggregator */
 	struct agg_input inputs[MAX_AGG_INPUTS];
 	int n_inputs;
@@ -223,49 +256,166 @@ static int snapshot(struct mlf *f, struct mlfabric_buf *b)
 	return 0;
 }
 
+/* ||x||_2 of @n floats, accumulated in double. */
+static double norm2(const float *x, size_t n)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += (double)x[i] * (double)x[i];
+	return sqrt(s);
+}
+
+/* A state snapshot (w then h, MLF_PAYLOAD_MAGIC_STATE) from the state callback, in a fresh buffer. */
+static int state_snapshot(struct mlf *f, struct mlfabric_buf *b)
+{
+	struct mlf_payload_hdr *h;
+	float *w;
+	int rc;
+
+	if (!f->get_state || !f->n_floats)
+		return -EINVAL;
+	if ((rc = mlfabric_buf_alloc(mlf_payload_bytes(2 * f->n_floats), b)) < 0)
+		return rc;
+	h = b->data;
+	w = (float *)((char *)b->data + MLF_PAYLOAD_HDR);
+	h->magic = MLF_PAYLOAD_MAGIC_STATE;
+	h->n_floats = 2 * f->n_floats;
+	h->version = f->get_state(f->state_arg, w, w + f->n_floats, f->n_floats);
+	return 0;
+}
+
+/* Takes held update @id off the list (@keep: leaves it there); NULL when not held. */
+static struct held_update *held_take(struct mlf *f, uint64_t id, int keep)
+{
+	struct held_update **p, *u = NULL;
+
+	pthread_mutex_lock(&f->lock);
+	for (p = &f->held; *p; p = &(*p)->next)
+		if ((*p)->id == id) {
+			u = *p;
+			if (!keep)
+				*p = u->next;
+			break;
+		}
+	pthread_mutex_unlock(&f->lock);
+	return u;
+}
+
 static void cmd_send(struct mlf *f, struct fabric_cmd *c)
 {
 	struct mlfabric_buf b;
 	uint64_t bytes, id;
 	char reason[APPMSG_REASON_MAX];
 
-	if (c->what_model) {
-		if (f->role != ROLE_SERVER || snapshot(f, &b) < 0) {
-			snprintf(reason, sizeof(reason), "%s cannot send a model (pull %llu)", f->app,
+	if (c->what_model || c->what_state) {
+		if (f->role != ROLE_SERVER || (c->what_model ? snapshot(f, &b) : state_snapshot(f, &b)) < 0) {
+			snprintf(reason, sizeof(reason), "%s cannot send a %s (%s %llu)", f->app,
+				 c->what_model ? "model" : "state", c->what_model ? "pull" : "id",
 				 (unsigned long long)c->id);
+			log_warn("send command: %s", reason);
 			report_done(f, c->xfer, -EINVAL, 0, now_s(), reason);
 			return;
 		}
 		bytes = b.size;
 	} else {
-		struct held_update **p, *u = NULL;
-		pthread_mutex_lock(&f->lock);
-		for (p = &f->held; *p; p = &(*p)->next)
-			if ((*p)->id == c->id) {
-				u = *p;
-				*p = u->next;
-				break;
-			}
-		if (u && c->chan == 2)
-			f->ws.aggregated++;
-		pthread_mutex_unlock(&f->lock);
+		struct held_update *u = held_take(f, c->id, c->keep);
 		if (!u) {
 			snprintf(reason, sizeof(reason), "%s holds no update %llu", f->app, (unsigned long long)c->id);
 			log_warn("send command: %s", reason);
 			report_done(f, c->xfer, -ENOENT, 0, now_s(), reason);
 			return;
 		}
-		b = u->buf;
 		bytes = u->bytes;
-		free(u);
+		if (c->keep) {
+			/* the dataplane owns a buffer once sent: the copy goes, the update stays held */
+			if (mlfabric_buf_alloc(bytes, &b) < 0) {
+				snprintf(reason, sizeof(reason), "%s: no memory for a copy of update %llu", f->app,
+					 (unsigned long long)c->id);
+				log_err("send command: %s", reason);
+				report_done(f, c->xfer, -ENOMEM, 0, now_s(), reason);
+				return;
+			}
+			memcpy(b.data, u->buf.data, bytes);
+		} else {
+			b = u->buf;
+			free(u);
+		}
+		if (c->chan == 2) {
+			pthread_mutex_lock(&f->lock);
+			f->ws.aggregated++;
+			pthread_mutex_unlock(&f->lock);
+		}
 	}
 	if (send_buf(f, &b, bytes, c->dst, c->chan, c->xfer, c->start, c->steps, c->n_steps, &id) < 0) {
 		report_done(f, c->xfer, -EINVAL, bytes, now_s(), f->err);
 		return;
 	}
 	pthread_mutex_lock(&f->lock);
-	track_out(f, id, !c->what_model, c->chan == 2);
+	track_out(f, id, !c->what_model && !c->what_state, c->chan == 2);
 	pthread_mutex_unlock(&f->lock);
+}
+
+/* `release`: the last copy of update @c->id is not needed any more (not counted as dropped). */
+static void cmd_release(struct mlf *f, const struct fabric_cmd *c)
+{
+	struct held_update *u = held_take(f, c->id, 0);
+
+	if (!u) {
+		log_warn("release command: no update %llu held", (unsigned long long)c->id);
+		return;
+	}
+	mlfabric_buf_free(&u->buf);
+	free(u);
+}
+
+/* Appends @name to the names mapped to the current server unless it is there or is @now. */
+static void moved_add(struct mlf *f, const char *name, const char *now)
+{
+	if (!name[0] || !strcmp(name, now))
+		return;
+	for (int i = 0; i < f->n_moved; i++)
+		if (!strcmp(f->moved_from[i], name))
+			return;
+	if (f->n_moved == MOVED_MAX) {
+		log_warn("worker: more than %d server moves; the oldest name is no longer mapped", MOVED_MAX);
+		memmove(f->moved_from[0], f->moved_from[1], sizeof(f->moved_from[0]) * (MOVED_MAX - 1));
+		f->n_moved--;
+	}
+	snprintf(f->moved_from[f->n_moved++], sizeof(f->moved_from[0]), "%s", name);
+}
+
+/* `server_moved`: pushes and gets naming an earlier server host go to host @c->dst from now on. */
+static void cmd_server_moved(struct mlf *f, const struct fabric_cmd *c)
+{
+	if (cluster_find(&f->cl, c->dst) < 0) {
+		log_err("server_moved: unknown host '%s'; ignored", c->dst);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	moved_add(f, f->worker_server, c->dst);
+	moved_add(f, f->server_now, c->dst);
+	for (int i = 0; i < f->n_moved; i++)
+		if (!strcmp(f->moved_from[i], c->dst)) {
+			memmove(f->moved_from[i], f->moved_from[i + 1], sizeof(f->moved_from[0]) * (size_t)(f->n_moved - i - 1));
+			f->n_moved--;
+			break;
+		}
+	snprintf(f->server_now, sizeof(f->server_now), "%s", c->dst);
+	pthread_mutex_unlock(&f->lock);
+	log_info("%s: the server now runs on %s", f->app, c->dst);
+}
+
+/* The host serving @server now (@out), after the `server_moved`s seen so far; caller holds the lock. */
+static const char *server_map(struct mlf *f, const char *server, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s", server);
+	for (int i = 0; i < f->n_moved; i++)
+		if (!strcmp(f->moved_from[i], server)) {
+			snprintf(out, cap, "%s", f->server_now);
+			break;
+		}
+	return out;
 }
 
 static void cmd_drop(struct mlf *f, const struct fabric_cmd *c)
@@ -472,14 +622,107 @@ static void cmd_aggregate(struct mlf *f, struct fabric_cmd *c)
 
 /* ---- arrivals ---------------------------------------------------------------------------- */
 
+/* The commit of transfer @xfer (version @v after it, the parts of @h) as a control message. */
+static json_t *commit_msg(uint64_t xfer, int64_t v, const struct mlf_payload_hdr *h)
+{
+	json_t *parts = json_array();
+
+	for (uint32_t k = 0; h && k < h->n_parts; k++)
+		json_array_append_new(parts, json_integer((json_int_t)h->parts[k].id));
+	return json_pack("{s:s, s:I, s:I, s:f, s:o}", "type", "commit", "xfer", (json_int_t)xfer,
+			 "version", (json_int_t)v, "t", now_s(), "parts", parts);
+}
+
+/* The chain forward of transfer @xfer failed (@why): logged, the chain is broken, the scheduler told. */
+static void chain_broken(struct mlf *f, uint64_t xfer, int status, const char *why)
+{
+	char reason[APPMSG_REASON_MAX];
+
+	snprintf(reason, sizeof(reason), "chain forward of transfer %llu to replica %s failed: %s",
+		 (unsigned long long)xfer, f->chain_host, why);
+	log_err("%s: %s; chain replication stopped", f->app, reason);
+	f->chain_host[0] = '\0';
+	report_done(f, xfer, status < 0 ? status : -EIO, 0, now_s(), reason);
+}
+
+/*
+ * Chain replication: sends a copy of applied transfer @ev to the chain replica on chan 4; the
+ * commit @commit (stolen) is reported once the dataplane says it was delivered (chain_sent), or
+ * at once when the forward cannot be started (the chain is then broken).
+ */
+static void chain_forward(struct mlf *f, const struct mlfabric_event *ev, json_t *commit)
+{
+	struct mlfabric_buf b;
+	uint64_t id;
+
+	if (mlfabric_buf_alloc(ev->bytes, &b) < 0) {
+		chain_broken(f, ev->id, -ENOMEM, "no memory for the copy");
+		ctl(f, commit);
+		return;
+	}
+	memcpy(b.data, ev->buf.data, ev->bytes);
+	if (send_buf(f, &b, ev->bytes, f->chain_host, 4, 0, 0, NULL, 0, &id) < 0) {
+		chain_broken(f, ev->id, -EINVAL, f->err);
+		ctl(f, commit);
+		return;
+	}
+	f->chain.active = 1;
+	f->chain.fwd = id;
+	f->chain.xfer = ev->id;
+	f->chain.commit = commit;
+}
+
+/* A replica's catch-up: installs the state in @ev with set_state, commits it with state: true. */
+static void replica_state(struct mlf *f, const struct mlfabric_event *ev)
+{
+	const struct mlf_payload_hdr *h = ev->buf.data;
+	const float *w = (const float *)((const char *)h + MLF_PAYLOAD_HDR);
+	json_t *m;
+	char err[160];
+	int rc;
+
+	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_STATE, err, sizeof(err)) < 0 ||
+	    (h->n_floats != 2 * f->n_floats && snprintf(err, sizeof(err), "%llu floats, 2 x the model is %zu",
+							  (unsigned long long)h->n_floats, 2 * f->n_floats))) {
+		log_err("bad state payload from host %s (transfer %llx): %s; not installed", ev->peer,
+			(unsigned long long)ev->id, err);
+		return;
+	}
+	if (!f->set_state) {
+		log_err("state from host %s (transfer %llx): no state callbacks set (mlf_set_state_callbacks); "
+			"not installed", ev->peer, (unsigned long long)ev->id);
+		return;
+	}
+	if ((rc = f->set_state(f->state_arg, w, w + f->n_floats, f->n_floats, h->version)) < 0) {
+		log_err("state from host %s (transfer %llx): set_state refused it (%d); not installed", ev->peer,
+			(unsigned long long)ev->id, rc);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	f->version = h->version;
+	pthread_mutex_unlock(&f->lock);
+	log_info("%s: state of version %lld installed from %s", f->app, (long long)h->version, ev->peer);
+	if (f->mode == MLF_MODE_DIRECT)
+		return;
+	m = commit_msg(ev->id, h->version, NULL);
+	json_object_set_new(m, "state", json_true());
+	json_object_set_new(m, "history_norm", json_real(norm2(w + f->n_floats, f->n_floats)));
+	ctl(f, m);
+}
+
 static void server_update(struct mlf *f, struct mlfabric_event *ev)
 {
 	const struct mlf_payload_hdr *h = ev->buf.data;
 	struct mlf_update u;
 	char err[160];
 	int64_t v;
-	json_t *parts;
+	json_t *commit;
 
+	if (ev->bytes >= MLF_PAYLOAD_HDR && h->magic == MLF_PAYLOAD_MAGIC_STATE && ev->chan == 4 &&
+	    f->role == ROLE_REPLICA) {
+		replica_state(f, ev);
+		return;
+	}
 	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_UPDATE, err, sizeof(err)) < 0 ||
 	    (h->n_floats != f->n_floats && snprintf(err, sizeof(err), "%llu floats, the model has %zu",
 						      (unsigned long long)h->n_floats, f->n_floats))) {
@@ -501,11 +744,59 @@ static void server_update(struct mlf *f, struct mlfabric_event *ev)
 	pthread_mutex_unlock(&f->lock);
 	if (f->mode == MLF_MODE_DIRECT)
 		return;
-	parts = json_array();
-	for (uint32_t k = 0; k < h->n_parts; k++)
-		json_array_append_new(parts, json_integer((json_int_t)h->parts[k].id));
-	ctl(f, json_pack("{s:s, s:I, s:I, s:f, s:o}", "type", "commit", "xfer", (json_int_t)ev->id,
-			 "version", (json_int_t)v, "t", now_s(), "parts", parts));
+	commit = commit_msg(ev->id, v, h);
+	if (f->role == ROLE_SERVER && ev->chan == 1 && f->chain_host[0])
+		chain_forward(f, ev, commit);
+	else
+		ctl(f, commit);
+}
+
+/* Applies the arrivals held back while a chain forward was in flight, until one waits again. */
+static void chain_drain(struct mlf *f)
+{
+	while (!f->chain.active && f->chain_q) {
+		struct queued_ev *q = f->chain_q;
+		f->chain_q = q->next;
+		if (!f->chain_q)
+			f->chain_q_tail = NULL;
+		server_update(f, &q->ev);
+		mlfabric_event_release(&q->ev);
+		free(q);
+	}
+}
+
+/* The dataplane's completion of the chain forward in flight: report the commit, go on. */
+static void chain_sent(struct mlf *f, const struct mlfabric_event *ev)
+{
+	json_t *commit = f->chain.commit;
+
+	f->chain.active = 0;
+	f->chain.commit = NULL;
+	if (ev->status)
+		chain_broken(f, f->chain.xfer, ev->status, ev->reason);
+	ctl(f, commit);
+	chain_drain(f);
+}
+
+/* Holds arrival @ev (kept mapped) until the chain forward in flight is delivered. */
+static void chain_hold(struct mlf *f, struct mlfabric_event *ev)
+{
+	struct queued_ev *q = calloc(1, sizeof(*q));
+
+	if (!q) {
+		log_err("transfer %llx from %s: no memory to hold it behind a chain forward; not applied",
+			(unsigned long long)ev->id, ev->peer);
+		return;
+	}
+	q->ev = *ev;
+	ev->buf.data = NULL; /* kept */
+	ev->buf.fd = -1;
+	ev->ctl = NULL;
+	if (f->chain_q_tail)
+		f->chain_q_tail->next = q;
+	else
+		f->chain_q = q;
+	f->chain_q_tail = q;
 }
 
 static void worker_model(struct mlf *f, struct mlfabric_event *ev)
@@ -540,6 +831,10 @@ static void on_sent(struct mlf *f, const struct mlfabric_event *ev)
 {
 	struct out_xfer *o = NULL;
 
+	if (f->chain.active && ev->id == f->chain.fwd) {
+		chain_sent(f, ev);
+		return;
+	}
 	pthread_mutex_lock(&f->lock);
 	for (struct out_xfer **p = &f->out; *p; p = &(*p)->next)
 		if ((*p)->xfer == ev->id) {
@@ -569,9 +864,17 @@ static void on_received(struct mlf *f, struct mlfabric_event *ev)
 	}
 	switch (ev->chan) {
 	case 1:
-	case 4:
-		if (f->on_update)
+		if (f->on_update && f->chain.active)
+			chain_hold(f, ev);
+		else if (f->on_update)
 			server_update(f, ev);
+		break;
+	case 4:
+		if (f->on_update && f->role == ROLE_REPLICA)
+			server_update(f, ev);
+		else
+			log_warn("transfer %llx from %s on the replica channel: %s is no replica; ignored",
+				 (unsigned long long)ev->id, ev->peer, f->app);
 		break;
 	case 2:
 		if (f->role == ROLE_AGGREGATOR)
@@ -588,6 +891,132 @@ static void on_received(struct mlf *f, struct mlfabric_event *ev)
 		log_warn("transfer %llx from %s on unused channel %u ignored", (unsigned long long)ev->id,
 			 ev->peer, ev->chan);
 	}
+}
+
+/* `replica`: chain replication to host @c->dst from the next applied transfer on ("" = none). */
+static void cmd_replica(struct mlf *f, const struct fabric_cmd *c)
+{
+	if (f->role != ROLE_SERVER) {
+		log_warn("%s: replica command for a non-server endpoint; ignored", f->app);
+		return;
+	}
+	if (c->dst[0] && (!c->chain || cluster_find(&f->cl, c->dst) < 0)) {
+		log_err("%s: replica command: %s; ignored", f->app,
+			c->chain ? "unknown replica host" : "only chain replication is forwarded by the server");
+		return;
+	}
+	snprintf(f->chain_host, sizeof(f->chain_host), "%s", c->dst);
+	log_info("%s: %s%s", f->app, c->dst[0] ? "chain replication to " : "no chain replica", c->dst);
+}
+
+/* `promote`: the replica becomes the server (chan 1, pulls, commits as the server); answers `promoted`. */
+static void cmd_promote(struct mlf *f, const struct fabric_cmd *c)
+{
+	double hn = 0;
+	int64_t v;
+	int rc;
+
+	if (f->role != ROLE_REPLICA) {
+		log_err("%s: promote command for a non-replica endpoint; ignored", f->app);
+		ctl(f, json_pack("{s:s, s:s}", "type", "error", "reason", "promote: this endpoint is no replica"));
+		return;
+	}
+	if ((rc = mlfabric_listen(f->dp, 1)) < 0) {
+		log_err("%s: promote: cannot receive on channel 1: %s", f->app, strerror(-rc));
+		ctl(f, json_pack("{s:s, s:s}", "type", "error", "reason", "promote: the dataplane refused channel 1"));
+		return;
+	}
+	if (f->get_state) {
+		float *w = malloc(2 * f->n_floats * sizeof(float));
+		if (w) {
+			f->get_state(f->state_arg, w, w + f->n_floats, f->n_floats);
+			hn = norm2(w + f->n_floats, f->n_floats);
+		}
+		free(w);
+	}
+	pthread_mutex_lock(&f->lock);
+	f->role = ROLE_SERVER;
+	snprintf(f->app, sizeof(f->app), "%s@%s", role_names[ROLE_SERVER], f->cl.hosts[f->me].name);
+	v = f->version;
+	pthread_mutex_unlock(&f->lock);
+	if (v != c->version)
+		log_warn("%s: promoted at version %lld; the scheduler last saw version %lld", f->app,
+			 (long long)v, (long long)c->version);
+	log_info("%s: promoted from replica: serving version %lld (history norm %g)", f->app, (long long)v, hn);
+	ctl(f, json_pack("{s:s, s:I, s:f}", "type", "promoted", "version", (json_int_t)v, "history_norm", hn));
+}
+
+/* Writes @n floats of @w at @version to @path through a temporary file. 0 or -errno. */
+static int snap_write(const char *path, const float *w, uint64_t n, int64_t version)
+{
+	char tmp[320];
+	FILE *o;
+	int ok;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!(o = fopen(tmp, "wb")))
+		return -errno;
+	ok = fwrite(&version, sizeof(version), 1, o) == 1 && fwrite(&n, sizeof(n), 1, o) == 1 &&
+	     fwrite(w, sizeof(float), n, o) == n;
+	ok = (fclose(o) == 0) && ok;
+	if (!ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* `snapshot` (verification mode): <dir>/<role>-<tag>.f32 and a snapshots.jsonl line; newest SNAP_KEEP kept. */
+static void cmd_snapshot(struct mlf *f, uint64_t tag)
+{
+	int r = f->role == ROLE_SERVER ? 0 : f->role == ROLE_REPLICA ? 1 : -1;
+	const char *role = role_names[f->role];
+	char path[300], old[300];
+	float *w;
+	int64_t v;
+	FILE *o;
+	int rc;
+
+	if (!f->verify_dir[0] || r < 0)
+		return;
+	if (!f->get_state && !f->on_request) {
+		log_warn("%s: snapshot %llu: no state or request callback; skipped", f->app, (unsigned long long)tag);
+		return;
+	}
+	if (!(w = malloc(2 * f->n_floats * sizeof(float)))) {
+		log_err("%s: snapshot %llu: no memory for %zu floats", f->app, (unsigned long long)tag, 2 * f->n_floats);
+		return;
+	}
+	v = f->get_state ? f->get_state(f->state_arg, w, w + f->n_floats, f->n_floats)
+			 : f->on_request(f->arg, w, f->n_floats);
+	snprintf(path, sizeof(path), "%s/%s-%llu.f32", f->verify_dir, role, (unsigned long long)tag);
+	rc = snap_write(path, w, f->n_floats, v);
+	free(w);
+	if (rc < 0) {
+		log_err("%s: snapshot %llu: cannot write %s: %s", f->app, (unsigned long long)tag, path, strerror(-rc));
+		return;
+	}
+	if (!f->n_snaps[r] || f->snap_tags[r][(f->n_snaps[r] - 1) % SNAP_KEEP] != tag) {
+		if (f->n_snaps[r] >= SNAP_KEEP) {
+			snprintf(old, sizeof(old), "%s/%s-%llu.f32", f->verify_dir, role,
+				 (unsigned long long)f->snap_tags[r][f->n_snaps[r] % SNAP_KEEP]);
+			unlink(old);
+		}
+		f->snap_tags[r][f->n_snaps[r]++ % SNAP_KEEP] = tag;
+	}
+	snprintf(old, sizeof(old), "%s/snapshots.jsonl", f->verify_dir);
+	if (!(o = fopen(old, "a"))) {
+		log_err("%s: snapshot %llu: cannot append to %s: %s", f->app, (unsigned long long)tag, old, strerror(errno));
+		return;
+	}
+	json_t *line = json_pack("{s:s, s:s, s:I, s:I, s:f, s:s}", "role", role, "host", f->cl.hosts[f->me].name,
+				 "tag", (json_int_t)tag, "version", (json_int_t)v, "t", now_s(), "file", path);
+	char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+	if (text)
+		fprintf(o, "%s\n", text);
+	free(text);
+	json_decref(line);
+	fclose(o);
 }
 
 static void on_ctl(struct mlf *f, const char *text)
@@ -643,6 +1072,21 @@ static void on_ctl(struct mlf *f, const char *text)
 		break;
 	case FABRIC_CMD_DROP:
 		cmd_drop(f, &c);
+		break;
+	case FABRIC_CMD_RELEASE:
+		cmd_release(f, &c);
+		break;
+	case FABRIC_CMD_REPLICA:
+		cmd_replica(f, &c);
+		break;
+	case FABRIC_CMD_PROMOTE:
+		cmd_promote(f, &c);
+		break;
+	case FABRIC_CMD_SERVER_MOVED:
+		cmd_server_moved(f, &c);
+		break;
+	case FABRIC_CMD_SNAPSHOT:
+		cmd_snapshot(f, c.id);
 		break;
 	case FABRIC_CMD_AGGREGATE:
 		cmd_aggregate(f, &c);
@@ -748,6 +1192,17 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 	f->mode = o->mode;
 	f->timeout_s = o->timeout_s > 0 ? o->timeout_s : 10;
 	f->agg_timeout_s = o->agg_input_timeout_s > 0 ? o->agg_input_timeout_s : 5;
+	if (o->verify_dir && o->verify_dir[0]) {
+		if (strlen(o->verify_dir) >= sizeof(f->verify_dir) - 40) {
+			snprintf(err, errlen, "verify directory path too long: %s", o->verify_dir);
+			goto fail;
+		}
+		if (mkdir(o->verify_dir, 0755) < 0 && errno != EEXIST) {
+			snprintf(err, errlen, "verify directory %s: %s", o->verify_dir, strerror(errno));
+			goto fail;
+		}
+		snprintf(f->verify_dir, sizeof(f->verify_dir), "%s", o->verify_dir);
+	}
 	if (o->sock)
 		snprintf(sock, sizeof(sock), "%s", o->sock);
 	else
@@ -813,6 +1268,13 @@ void mlf_close(mlf_t *f)
 	}
 	while (f->n_inputs)
 		drop_input(f, 0);
+	while (f->chain_q) {
+		struct queued_ev *q = f->chain_q;
+		f->chain_q = q->next;
+		mlfabric_event_release(&q->ev);
+		free(q);
+	}
+	json_decref(f->chain.commit);
 	mlfabric_close(f->dp);
 	close(f->wake[0]);
 	close(f->wake[1]);
@@ -825,6 +1287,25 @@ void mlf_close(mlf_t *f)
 const char *mlf_error(const mlf_t *f)
 {
 	return f ? f->err : "";
+}
+
+const char *mlf_role(mlf_t *f)
+{
+	const char *r;
+
+	if (!f)
+		return "";
+	pthread_mutex_lock(&f->lock);
+	r = role_names[f->role];
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+void mlf_set_state_callbacks(mlf_t *f, mlf_get_state_cb get_state, mlf_set_state_cb set_state, void *arg)
+{
+	f->get_state = get_state;
+	f->set_state = set_state;
+	f->state_arg = arg;
 }
 
 /* Waits on the endpoint's condition until @deadline (CLOCK_REALTIME s); 0 or ETIMEDOUT. */
@@ -900,6 +1381,7 @@ int mlf_register_as_worker(mlf_t *f, const char *server)
 		set_err(f, "register as worker: unknown server host '%s'", server ? server : "(null)");
 		return -EINVAL;
 	}
+	snprintf(f->worker_server, sizeof(f->worker_server), "%s", server);
 	return do_register(f, ROLE_WORKER, chans, 1, json_pack("{s:s}", "server", server));
 }
 
@@ -907,6 +1389,7 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 {
 	struct held_update *h;
 	struct mlf_payload_hdr *hdr;
+	char mapped[APPMSG_NAME_MAX];
 	uint64_t id;
 	int rc;
 
@@ -918,6 +1401,9 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 		set_err(f, "push: %s", f->dead ? "dataplane gone" : "scheduler connection lost");
 		return -ENOTCONN;
 	}
+	pthread_mutex_lock(&f->lock);
+	server = server_map(f, server, mapped, sizeof(mapped));
+	pthread_mutex_unlock(&f->lock);
 	h = calloc(1, sizeof(*h));
 	if (!h || (rc = mlfabric_buf_alloc(mlf_payload_bytes(n), &h->buf)) < 0) {
 		free(h);
@@ -979,6 +1465,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 		     int64_t *version, double timeout_s)
 {
 	double wait_s = timeout_s > 0 ? timeout_s : f->timeout_s, deadline = now_s() + wait_s;
+	char mapped[APPMSG_NAME_MAX];
 	uint64_t pull;
 	int rc = 0;
 
@@ -987,6 +1474,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&f->lock);
+	server = server_map(f, server, mapped, sizeof(mapped));
 	pull = next_id(f);
 	f->get.active = 1;
 	f->get.done = 0;
@@ -1091,19 +1579,30 @@ int mlf_register_as_server(mlf_t *f, const struct mlf_params *p, size_t n, int64
 }
 
 int mlf_register_as_replica(mlf_t *f, const char *server, const struct mlf_params *p, size_t n,
-			    mlf_update_cb on_update, void *arg)
+			    int64_t version0, enum mlf_replication replication, mlf_update_cb on_update,
+			    mlf_request_cb on_request, void *arg)
 {
 	static const uint16_t chans[] = { 4 };
 
-	if (!p || !on_update || n == 0 || !server || cluster_find(&f->cl, server) < 0 || p->div_max < 0) {
-		set_err(f, "register as replica: bad parameters or unknown server '%s'", server ? server : "(null)");
+	if (!p || !on_update || !on_request || n == 0 || !server || cluster_find(&f->cl, server) < 0 ||
+	    p->div_max < 0 || p->momentum < 0 || p->momentum >= 1 ||
+	    (replication != MLF_REPL_MLFABRIC && replication != MLF_REPL_CHAIN)) {
+		set_err(f, "register as replica: bad parameters (need callbacks, n > 0, div_max >= 0, momentum "
+			   "in [0, 1), replication mlfabric or chain) or unknown server '%s'", server ? server : "(null)");
 		return -EINVAL;
 	}
 	f->on_update = on_update;
+	f->on_request = on_request;
 	f->arg = arg;
 	f->n_floats = n;
+	f->version = version0;
+	f->params = *p;
+	f->replication = replication;
 	return do_register(f, ROLE_REPLICA, chans, 1,
-			   json_pack("{s:s, s:f}", "server", server, "div_max", p->div_max));
+			   json_pack("{s:s, s:f, s:s, s:I, s:I, s:I, s:f}", "server", server, "div_max", p->div_max,
+				     "replication", replication == MLF_REPL_CHAIN ? "chain" : "mlfabric",
+				     "n_floats", (json_int_t)n, "bytes", (json_int_t)mlf_payload_bytes(n),
+				     "version", (json_int_t)version0, "momentum", p->momentum));
 }
 
 int mlf_register_as_aggregator(mlf_t *f)

@@ -16,6 +16,9 @@ static const struct {
 	{ "scheduler_lost", FABRIC_CMD_SCHEDULER_LOST }, { "send", FABRIC_CMD_SEND },
 	{ "drop", FABRIC_CMD_DROP }, { "aggregate", FABRIC_CMD_AGGREGATE },
 	{ "order", FABRIC_CMD_ORDER }, { "skip", FABRIC_CMD_SKIP },
+	{ "release", FABRIC_CMD_RELEASE }, { "replica", FABRIC_CMD_REPLICA },
+	{ "promote", FABRIC_CMD_PROMOTE }, { "server_moved", FABRIC_CMD_SERVER_MOVED },
+	{ "snapshot", FABRIC_CMD_SNAPSHOT },
 };
 
 static int get_u64(json_t *o, const char *k, uint64_t *v)
@@ -136,15 +139,46 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 	char what[16];
 
 	switch (c->kind) {
-	case FABRIC_CMD_SEND:
-		if (get_str(o, "what", what, sizeof(what)) < 0 || (strcmp(what, "update") && strcmp(what, "model")))
+	case FABRIC_CMD_SEND: {
+		json_t *keep = json_object_get(o, "keep");
+		if (get_str(o, "what", what, sizeof(what)) < 0 ||
+		    (strcmp(what, "update") && strcmp(what, "model") && strcmp(what, "state")))
 			return "what";
 		c->what_model = !strcmp(what, "model");
+		c->what_state = !strcmp(what, "state");
 		if (get_u64(o, "id", &c->id) < 0)
 			return "id";
 		if (get_u64(o, "xfer", &c->xfer) < 0)
 			return "xfer";
+		if (keep && !json_is_boolean(keep))
+			return "keep";
+		c->keep = json_is_true(keep);
 		return parse_route(o, c);
+	}
+	case FABRIC_CMD_RELEASE:
+		return get_u64(o, "id", &c->id) < 0 ? "id" : NULL;
+	case FABRIC_CMD_SNAPSHOT:
+		return get_u64(o, "tag", &c->id) < 0 ? "tag" : NULL;
+	case FABRIC_CMD_SERVER_MOVED:
+		return get_str(o, "server", c->dst, sizeof(c->dst)) < 0 ? "server" : NULL;
+	case FABRIC_CMD_PROMOTE: {
+		json_t *v = json_object_get(o, "version");
+		if (!json_is_integer(v))
+			return "version";
+		c->version = json_integer_value(v);
+		return NULL;
+	}
+	case FABRIC_CMD_REPLICA: {
+		const char *h = json_string_value(json_object_get(o, "host"));
+		const char *r = json_string_value(json_object_get(o, "replication"));
+		if (!h || strlen(h) >= sizeof(c->dst))
+			return "host";
+		if (r && strcmp(r, "chain") && strcmp(r, "mlfabric"))
+			return "replication";
+		strcpy(c->dst, h);
+		c->chain = !r || !strcmp(r, "chain");
+		return NULL;
+	}
 	case FABRIC_CMD_DROP:
 		if (get_u64(o, "id", &c->id) < 0)
 			return "id";
@@ -227,13 +261,19 @@ int fabric_cmd_payload_check(const void *data, uint64_t bytes, uint32_t magic, c
 	}
 	if (h->magic != magic) {
 		snprintf(err, errlen, "bad magic 0x%08x (expected 0x%08x, %s)", h->magic, magic,
-			 magic == MLF_PAYLOAD_MAGIC_MODEL ? "a model" : "an update");
+			 magic == MLF_PAYLOAD_MAGIC_MODEL ? "a model" :
+			 magic == MLF_PAYLOAD_MAGIC_STATE ? "a state" : "an update");
 		return -EBADMSG;
 	}
 	if (h->n_parts > MLF_PAYLOAD_MAX_PARTS || (magic == MLF_PAYLOAD_MAGIC_UPDATE && h->n_parts == 0) ||
-	    (magic == MLF_PAYLOAD_MAGIC_MODEL && h->n_parts != 0)) {
+	    (magic != MLF_PAYLOAD_MAGIC_UPDATE && h->n_parts != 0)) {
 		snprintf(err, errlen, "n_parts %u out of range (%s)", h->n_parts,
-			 magic == MLF_PAYLOAD_MAGIC_MODEL ? "a model has 0" : "an update has 1..62");
+			 magic == MLF_PAYLOAD_MAGIC_UPDATE ? "an update has 1..62" :
+			 magic == MLF_PAYLOAD_MAGIC_MODEL ? "a model has 0" : "a state has 0");
+		return -EBADMSG;
+	}
+	if (magic == MLF_PAYLOAD_MAGIC_STATE && (h->n_floats == 0 || h->n_floats % 2)) {
+		snprintf(err, errlen, "a state has 2n floats (w then h), not %llu", (unsigned long long)h->n_floats);
 		return -EBADMSG;
 	}
 	if (h->n_floats > (bytes - MLF_PAYLOAD_HDR) / 4 || mlf_payload_bytes(h->n_floats) != bytes) {

@@ -19,6 +19,11 @@ enum fabric_cmd_kind {
 	FABRIC_CMD_AGGREGATE,      /* aggregator: sum inputs, send the aggregate */
 	FABRIC_CMD_ORDER,          /* server/replica: append to the commit order of chan */
 	FABRIC_CMD_SKIP,           /* server/replica: these transfers will never arrive */
+	FABRIC_CMD_RELEASE,        /* worker: forget held update @id (its last copy is not needed) */
+	FABRIC_CMD_REPLICA,        /* server: chain replica is host @dst ("" = none) */
+	FABRIC_CMD_PROMOTE,        /* replica: become the server (@version: last reported commit) */
+	FABRIC_CMD_SERVER_MOVED,   /* worker: the server now runs on host @dst */
+	FABRIC_CMD_SNAPSHOT,       /* server/replica: write the model for verification (tag @id) */
 };
 
 /** One parsed command; fields a kind does not use are zero. Free with fabric_cmd_free. */
@@ -26,9 +31,15 @@ struct fabric_cmd {
 	enum fabric_cmd_kind kind;
 	char app[64];
 	int what_model;          /* SEND: 1 = a model snapshot answering pull @id, 0 = update @id */
-	uint64_t id;             /* SEND/DROP: update or pull id; AGGREGATE: the aggregate's xfer */
+	int what_state;          /* SEND: 1 = a state snapshot (w then h) for the replica (catch-up) */
+	int keep;                /* SEND: 1 = send a copy, keep holding the update (more copies follow) */
+	int chain;               /* REPLICA: 1 = replication "chain" */
+	int64_t version;         /* PROMOTE: the replica's last reported commit version */
+	uint64_t id;             /* SEND/DROP/RELEASE: update or pull id; AGGREGATE: the aggregate's
+				  * xfer; SNAPSHOT: the tag (batch number) */
 	uint64_t xfer;           /* SEND: transfer id to use */
-	char dst[APPMSG_NAME_MAX]; /* SEND/AGGREGATE: destination host */
+	char dst[APPMSG_NAME_MAX]; /* SEND/AGGREGATE: destination host; REPLICA: the chain replica's
+				    * host ("" = none); SERVER_MOVED: the server's new host */
 	uint16_t chan;           /* SEND/AGGREGATE/ORDER/SKIP */
 	double start;            /* SEND/AGGREGATE: CLOCK_REALTIME start, seconds */
 	struct appmsg_step steps[APPMSG_MAX_STEPS]; /* offsets in ns from start, Gbit/s */
@@ -55,9 +66,10 @@ void fabric_cmd_free(struct fabric_cmd *c);
 /**
  * fabric_cmd_payload_check - validate the struct mlf_payload_hdr at the start of a received
  * transfer of @bytes bytes against the expected @magic (MLF_PAYLOAD_MAGIC_UPDATE: 1..62 parts,
- * MLF_PAYLOAD_MAGIC_MODEL: 0 parts). Returns 0, or -EBADMSG with @err saying what was wrong
- * (truncated below the 1024-byte header, bad magic, n_parts out of range, size not
- * MLF_PAYLOAD_HDR + 4 x n_floats).
+ * MLF_PAYLOAD_MAGIC_MODEL: 0 parts, MLF_PAYLOAD_MAGIC_STATE: 0 parts and an even, non-zero
+ * n_floats: w then h, docs/replication.md). Returns 0, or -EBADMSG with @err saying what was
+ * wrong (truncated below the 1024-byte header, bad magic, n_parts out of range, size not
+ * MLF_PAYLOAD_HDR + 4 x n_floats, a state of odd size).
  */
 int fabric_cmd_payload_check(const void *data, uint64_t bytes, uint32_t magic, char *err, size_t errlen);
 

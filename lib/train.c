@@ -2,12 +2,14 @@
 #include "train.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int train_model_init(struct train_model *m, const struct mlp_shape *s, uint64_t seed, double gamma)
 {
@@ -55,6 +57,132 @@ static uint64_t train_rng_next(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+int64_t train_state_get(const struct train_model *m, float *w, float *h)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		w[i] = m->w[i];
+		h[i] = m->w[i] - m->w_prev[i];
+	}
+	return m->version;
+}
+
+void train_state_set(struct train_model *m, const float *w, const float *h, int64_t version)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		m->w[i] = w[i];
+		m->w_prev[i] = w[i] - h[i];
+	}
+	m->version = version;
+}
+
+double train_history_norm(const struct train_model *m)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		double d = (double)m->w[i] - (double)m->w_prev[i];
+		s += d * d;
+	}
+	return sqrt(s);
+}
+
+/* Writes @len bytes of @p to @fd. 0 or -errno. */
+static int write_all(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+
+	while (len) {
+		ssize_t k = write(fd, c, len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		c += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+int train_checkpoint_write(const struct train_model *m, const char *path, char *err, size_t errlen)
+{
+	uint32_t head[2] = { TRAIN_CKPT_MAGIC, 0 };
+	uint64_t n = m->n;
+	char tmp[4096];
+	float *h = malloc(m->n * sizeof(float));
+	int fd, rc;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!h) {
+		snprintf(err, errlen, "checkpoint %s: out of memory", path);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n; i++)
+		h[i] = m->w[i] - m->w_prev[i];
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	rc = fd < 0 ? -errno : 0;
+	if (!rc)
+		rc = write_all(fd, head, sizeof(head));
+	if (!rc)
+		rc = write_all(fd, &m->version, sizeof(m->version));
+	if (!rc)
+		rc = write_all(fd, &n, sizeof(n));
+	if (!rc)
+		rc = write_all(fd, m->w, m->n * sizeof(float));
+	if (!rc)
+		rc = write_all(fd, h, m->n * sizeof(float));
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0 && close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	free(h);
+	if (rc) {
+		unlink(tmp);
+		snprintf(err, errlen, "checkpoint %s: %s", path, strerror(-rc));
+	}
+	return rc;
+}
+
+int train_checkpoint_read(struct train_model *m, const char *path, char *err, size_t errlen)
+{
+	uint32_t head[2];
+	int64_t version;
+	uint64_t n;
+	float *buf = NULL;
+	FILE *f = fopen(path, "rb");
+	int rc = 0;
+
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "checkpoint %s: %s", path, strerror(errno));
+		return rc;
+	}
+	if (fread(head, sizeof(head), 1, f) != 1 || fread(&version, sizeof(version), 1, f) != 1 ||
+	    fread(&n, sizeof(n), 1, f) != 1) {
+		snprintf(err, errlen, "checkpoint %s: truncated header", path);
+		rc = -EBADMSG;
+	} else if (head[0] != TRAIN_CKPT_MAGIC) {
+		snprintf(err, errlen, "checkpoint %s: bad magic 0x%08x (not a checkpoint)", path, head[0]);
+		rc = -EBADMSG;
+	} else if (n != m->n) {
+		snprintf(err, errlen, "checkpoint %s: %llu parameters, the model has %zu", path,
+			 (unsigned long long)n, m->n);
+		rc = -EBADMSG;
+	} else if (!(buf = malloc(2 * m->n * sizeof(float)))) {
+		snprintf(err, errlen, "checkpoint %s: out of memory", path);
+		rc = -ENOMEM;
+	} else if (fread(buf, sizeof(float), 2 * m->n, f) != 2 * m->n) {
+		snprintf(err, errlen, "checkpoint %s: truncated (fewer than 2 x %zu floats)", path, m->n);
+		rc = -EBADMSG;
+	} else {
+		train_state_set(m, buf, buf + m->n, version);
+	}
+	free(buf);
+	fclose(f);
+	return rc;
 }
 
 int train_straggle_parse(const char *spec, uint64_t seed, struct train_straggle *st)

@@ -44,6 +44,41 @@ void train_model_free(struct train_model *m);
  */
 int64_t train_apply(struct train_model *m, const float *u, int64_t parts);
 
+/**
+ * train_state_get - the training state of @m for replication (docs/replication.md): copy w_t
+ * into @w and the momentum history h_t = w_t - w_{t-1} into @h (m->n floats each). With eq. 2
+ * written as h_{t+1} = gamma h_t + u, w_{t+1} = w_t + h_{t+1}, h is in the same units as an
+ * update u = -lr * gradient and as the model difference the replication planner bounds.
+ * Returns the model version.
+ */
+int64_t train_state_get(const struct train_model *m, float *w, float *h);
+
+/**
+ * train_state_set - install state @w, @h (m->n floats each) at @version: w_t = @w,
+ * w_{t-1} = @w - @h (a replica's catch-up, a restore from a checkpoint).
+ */
+void train_state_set(struct train_model *m, const float *w, const float *h, int64_t version);
+
+/** train_history_norm - ||h_t||_2 = ||w_t - w_{t-1}||_2, the momentum history's norm (eq. 2). */
+double train_history_norm(const struct train_model *m);
+
+#define TRAIN_CKPT_MAGIC 0x434b4c4du /* "MLKC": a checkpoint file */
+
+/**
+ * train_checkpoint_write - write model @m to @path as a checkpoint: uint32 magic
+ * TRAIN_CKPT_MAGIC, uint32 0, int64 version, uint64 n, n float32 of w, n float32 of h
+ * (little endian), through a temporary file that is fsync'ed and renamed (a crash leaves the
+ * previous checkpoint). Blocking. Returns 0, or -errno with @err naming the path.
+ */
+int train_checkpoint_write(const struct train_model *m, const char *path, char *err, size_t errlen);
+
+/**
+ * train_checkpoint_read - load the checkpoint @path into @m (same n) with train_state_set.
+ * Returns 0, -ENOENT / -EACCES (cannot open), -EBADMSG (bad magic, n differs from the model's,
+ * truncated), with @err naming the path and the problem.
+ */
+int train_checkpoint_read(struct train_model *m, const char *path, char *err, size_t errlen);
+
 /* ---- stragglers (paper §7, compute settings C1..C3) ------------------------------------- */
 
 /** A straggler process: each iteration is slowed down by @factor with probability @rate. */

@@ -638,6 +638,8 @@ int sched_batch_tick(struct sched *s, double now)
 	if (rc) {
 		log_err("batch %d: plan_compute refused the batch (%d updates, %d pulls): %s",
 			s->batch_no + 1, n_sel, n_psel, strerror(-rc));
+		if (rc == -EINVAL && b.replica >= 0) /* e.g. no capacity towards the replica */
+			sched_repl_stale(s, "the planner refused the batch with the replica");
 		goto out;
 	}
 	p.plan_ms = (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) * 1e-6;

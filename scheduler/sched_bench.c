@@ -18,12 +18,13 @@
 
 struct bench_plan_stats {
 	pthread_mutex_t mu;
-	int batches, updates;
-	double plan_ms_sum, plan_ms_max;
+	int batches, updates, punted, rcommits;
+	double plan_ms_sum, plan_ms_max, bound_max;
 };
 
 static struct bench_plan_stats stats = { .mu = PTHREAD_MUTEX_INITIALIZER };
 static volatile sig_atomic_t stop_flag;
+static double replica_div = -1; /* --replica DIV_MAX: a replica host r0 (-1: none) */
 
 static void on_batch(void *arg, int no, const struct plan_batch *b, const struct plan *p)
 {
@@ -31,6 +32,10 @@ static void on_batch(void *arg, int no, const struct plan_batch *b, const struct
 	stats.batches++;
 	stats.updates += b->n_updates;
 	stats.plan_ms_sum += p->plan_ms;
+	stats.punted += p->n_punted;
+	stats.rcommits += p->n_replica_commits;
+	if (p->divergence_bound > stats.bound_max)
+		stats.bound_max = p->divergence_bound;
 	if (p->plan_ms > stats.plan_ms_max)
 		stats.plan_ms_max = p->plan_ms;
 	pthread_mutex_unlock(&stats.mu);
@@ -55,15 +60,22 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Host i of the bench cluster: 0 = ps, 1..n = workers, then AGGS aggregators. */
+/* Host i of the bench cluster: 0 = ps, 1..n = workers, then AGGS aggregators, then r0. */
 static void host_name(int i, int n, char *buf, size_t len)
 {
 	if (i == 0)
 		snprintf(buf, len, "ps");
 	else if (i <= n)
 		snprintf(buf, len, "w%d", i - 1);
-	else
+	else if (i <= n + AGGS)
 		snprintf(buf, len, "a%d", i - n - 1);
+	else
+		snprintf(buf, len, "r0");
+}
+
+static const char *host_role(int i, int n)
+{
+	return i == 0 ? "server" : i <= n ? "worker" : i <= n + AGGS ? "aggregator" : "replica";
 }
 
 static int write_cluster(const char *path, int n)
@@ -74,11 +86,11 @@ static int write_cluster(const char *path, int n)
 	if (!f)
 		return -errno;
 	fprintf(f, "{\"name\":\"schb\",\"hosts\":[");
-	for (int i = 0; i < n + 1 + AGGS; i++) {
+	for (int i = 0; i < n + 2 + AGGS; i++) {
 		host_name(i, n, name, sizeof(name));
 		fprintf(f, "%s{\"name\":\"%s\",\"ip\":\"10.81.%d.%d\",\"up_gbps\":10,\"down_gbps\":%d,"
 			"\"roles\":[\"%s\"]}", i ? "," : "", name, 1 + i / 200, 1 + i % 200,
-			i == 0 ? 1 : 10, i == 0 ? "server" : i <= n ? "worker" : "aggregator");
+			i == 0 || i > n + AGGS ? 1 : 10, host_role(i, n));
 	}
 	fprintf(f, "]}\n");
 	fclose(f);
@@ -111,7 +123,7 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 {
 	char path[256], err[256], name[16], app[48];
 	struct sched_config cfg;
-	int n_hosts = n + 1 + AGGS;
+	int n_hosts = n + 1 + AGGS + (replica_div >= 0);
 	struct ctl_conn *c = calloc((size_t)n_hosts, sizeof(*c));
 	double *lat = calloc((size_t)n * rounds, sizeof(double));
 	int n_lat = 0, dropped = 0;
@@ -129,8 +141,8 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 		return -EINVAL;
 	}
 	sched_daemon_set_hook(s, on_batch, NULL);
-	stats.batches = stats.updates = 0;
-	stats.plan_ms_sum = stats.plan_ms_max = 0;
+	stats.batches = stats.updates = stats.punted = stats.rcommits = 0;
+	stats.plan_ms_sum = stats.plan_ms_max = stats.bound_max = 0;
 	pthread_t th;
 	stop_flag = 0;
 	pthread_create(&th, NULL, run_daemon, s);
@@ -144,7 +156,7 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 		host_name(i, n, name, sizeof(name));
 		json_decref(call(&c[i], json_pack("{s:s, s:s}", "type", "hello", "host", name),
 				 "welcome"));
-		const char *role = i == 0 ? "server" : i <= n ? "worker" : "aggregator";
+		const char *role = host_role(i, n);
 		snprintf(app, sizeof(app), "%s@%s", role, name);
 		json_t *reg = json_pack("{s:s, s:s, s:s, s:s}", "type", "register", "app", app,
 					"role", role, "server", "ps");
@@ -152,6 +164,10 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 			json_object_update_new(reg, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:i}",
 				"mode", "async", "n_floats", 250000, "bytes", 1001024, "version", 0,
 				"tau_max", 1000000, "momentum", 0.9, "n_workers", n));
+		if (i > n + AGGS)
+			json_object_update_new(reg, json_pack("{s:f, s:i, s:i, s:i, s:f}", "div_max",
+				replica_div, "n_floats", 250000, "bytes", 1001024, "version", 0,
+				"momentum", 0.9));
 		json_decref(call(&c[i], reg, "registered"));
 	}
 	double spread_max = 0;
@@ -202,10 +218,13 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 	double sum = 0;
 	for (int i = 0; i < n_lat; i++)
 		sum += lat[i];
-	printf("| %d | %d | %.1f | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %d |\n", n, stats.batches,
+	printf("| %d | %d | %.1f | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %d |", n, stats.batches,
 	       stats.batches ? (double)stats.updates / stats.batches : 0.0,
 	       stats.batches ? stats.plan_ms_sum / stats.batches : 0.0, stats.plan_ms_max,
 	       sum / n_lat, lat[n_lat / 2], lat[n_lat - 1], spread_max, dropped);
+	if (replica_div >= 0)
+		printf(" %d | %d | %.3g |", stats.rcommits, stats.punted, stats.bound_max);
+	printf("\n");
 	fflush(stdout);
 	for (int i = 0; i < n_hosts; i++)
 		ctl_close(&c[i]);
@@ -219,6 +238,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "workers", required_argument, 0, 'w' },
 		{ "rounds", required_argument, 0, 'r' }, { "batch-ms", required_argument, 0, 'b' },
+		{ "replica", required_argument, 0, 'R' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	char workers[256] = "8,32,62", dir[64], *save = NULL;
 	int rounds = 20, c;
@@ -231,14 +251,19 @@ int main(int argc, char **argv)
 			rounds = atoi(optarg);
 		else if (c == 'b')
 			batch_ms = atof(optarg);
+		else if (c == 'R')
+			replica_div = atof(optarg);
 		else {
 			printf("usage: bench-sched [--workers 8,32,62] [--rounds 20] [--batch-ms 100]\n"
+			       "                   [--replica DIV_MAX]\n"
 			       "The scheduler daemon in-process with fake dataplanes on 127.0.0.1: every\n"
 			       "round each worker announces one 1 MB update; prints per worker count the\n"
 			       "batches, updates per batch, plan_compute ms, and the latency from the\n"
 			       "update message to the worker's send command (ms; includes waiting for\n"
 			       "the batch tick, so about batch-ms/2 on average), and the largest spread\n"
-			       "between the first and last worker's send of one batch.\n");
+			       "between the first and last worker's send of one batch. With --replica,\n"
+			       "a replica r0 (downlink 1 Gbit/s) at Div_max DIV_MAX is planned too (replica\n"
+			       "commits, punted copies, largest divergence bound are added).\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -247,12 +272,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-sched: --rounds >= 1, --batch-ms > 0, and a writable /tmp\n");
 		return 2;
 	}
-	log_threshold = LOG_WARN;
-	printf("bench-sched: %d rounds, batch %.0f ms, 4 aggregators, server downlink 1 Gbit/s\n\n",
+	log_threshold = getenv("BENCH_SCHED_LOG") ? LOG_INFO : LOG_WARN;
+	printf("bench-sched: %d rounds, batch %.0f ms, 4 aggregators, server downlink 1 Gbit/s",
 	       rounds, batch_ms);
-	printf("| workers | batches | updates/batch | plan ms mean | plan ms max | "
-	       "update->send ms mean | p50 | max | send spread ms max | dropped |\n"
-	       "|---|---|---|---|---|---|---|---|---|---|\n");
+	if (replica_div >= 0)
+		printf(", replica r0 with Div_max %g (norm 1 per update)", replica_div);
+	printf("\n\n| workers | batches | updates/batch | plan ms mean | plan ms max | "
+	       "update->send ms mean | p50 | max | send spread ms max | dropped |%s\n"
+	       "|---|---|---|---|---|---|---|---|---|---|%s\n", replica_div >= 0 ?
+	       " replica commits | punted | bound max |" : "", replica_div >= 0 ? "---|---|---|" : "");
 	for (char *t = strtok_r(workers, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		int n = atoi(t);
 		if (n < 1 || n > 62) {

@@ -503,6 +503,18 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m)
 	if (get_u64(s, ci, app, m, "xfer", &xfer) || get_i64(s, ci, app, m, "status", &status))
 		return;
 	int xi = sched_find_xfer(s, xfer);
+	int h = s->conns[ci].host;
+	if (s->repl.host >= 0 && s->repl.chain && h == s->server.host &&
+	    (xi < 0 || s->xfers[xi].src != h)) {
+		/* the server's unscheduled chain forward of an applied transfer */
+		if (status < 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "the server's chain forward of transfer %" PRIu64
+				 " failed (status %" PRId64 ")", xfer, status);
+			sched_repl_stale(s, why);
+		}
+		return;
+	}
 	if (xi < 0) {
 		reply_err(s, ci, app, "done: field \"xfer\": unknown transfer %" PRIu64, xfer);
 		return;
@@ -521,8 +533,10 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m)
 static void commit_one(struct sched *s, uint64_t id)
 {
 	int ui = sched_find_update(s, id);
-	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED)
+	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED) {
 		s->upd[ui].state = SCHED_UPD_COMMITTED;
+		sched_repl_server_committed(s, &s->upd[ui]);
+	}
 }
 
 static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
@@ -557,8 +571,10 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 	}
 	for (int i = 0; i < s->n_upd; i++)
 		if (s->upd[i].state == SCHED_UPD_PLANNED &&
-		    (s->upd[i].agg == xfer || (!s->upd[i].agg && s->upd[i].xfer == xfer)))
+		    (s->upd[i].agg == xfer || (!s->upd[i].agg && s->upd[i].xfer == xfer))) {
 			s->upd[i].state = SCHED_UPD_COMMITTED;
+			sched_repl_server_committed(s, &s->upd[i]);
+		}
 }
 
 static void on_partial(struct sched *s, int ci, const char *app, json_t *m)

@@ -1,4 +1,4 @@
-/* sched_repl.c - replica registration, carried copies, catch-up and fail-over of the scheduler daemon. */
+/* sched_repl.c - the replica in the scheduler: registration, carried copies, catch-up, fail-over. */
 #include "sched_repl.h"
 
 #include <errno.h>
@@ -125,6 +125,10 @@ int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint6
 		snprintf(err, errlen, "register: no server is registered");
 		return -1;
 	}
+	if (h == s->server.host) {
+		snprintf(err, errlen, "register: %s is the server's host", s->cl.hosts[h].name);
+		return -1;
+	}
 	if (n_floats != s->server.n_floats) {
 		snprintf(err, errlen, "register: field \"n_floats\": %" PRIu64 " differs from the "
 			 "server's %" PRIu64, n_floats, s->server.n_floats);
@@ -148,6 +152,7 @@ int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint6
 	r->history_norm = 0;
 	r->n_carried = 0;
 	r->catchup = SCHED_CATCHUP_NONE;
+	r->synced_batch = s->batch_no;
 	if (version == 0 && s->server.version == 0 && planned == 0) {
 		if (chain)
 			tell_chain(s, h);
@@ -193,6 +198,7 @@ void sched_repl_commit(struct sched *s, json_t *m, uint64_t xfer, int64_t versio
 		r->history_norm = json_is_number(hn) ? json_number_value(hn) : 0.0;
 		r->catchup = SCHED_CATCHUP_NONE;
 		r->n_carried = 0;
+		r->synced_batch = s->batch_no;
 		log_info("replica at %s caught up at version %" PRId64 " (history norm %g): "
 			 "planning paused %.2f s", s->cl.hosts[r->host].name, version,
 			 r->history_norm, now - r->catchup_since);
@@ -202,6 +208,9 @@ void sched_repl_commit(struct sched *s, json_t *m, uint64_t xfer, int64_t versio
 	}
 	if (version > r->version)
 		r->version = version;
+	int xi = sched_find_xfer(s, xfer);
+	if (xi >= 0)
+		s->xfers[xi].done = 1;
 	json_t *parts = json_object_get(m, "parts"), *v;
 	size_t k;
 	if (json_is_array(parts) && json_array_size(parts) > 0) {
@@ -378,6 +387,9 @@ void sched_repl_gone(struct sched *s, const char *why)
 	if (r->host < 0)
 		return;
 	int h = r->host, n = lose_replica_copies(s);
+	for (int i = 0; i < s->n_xfers; i++)
+		if (s->xfers[i].replica || s->xfers[i].what == SCHED_WHAT_STATE)
+			s->xfers[i].done = 1; /* nothing waits for them any more */
 	if (r->chain)
 		tell_chain(s, -1);
 	r->host = -1;
@@ -399,11 +411,15 @@ void sched_repl_gone(struct sched *s, const char *why)
 	}
 }
 
+static void write_failover(struct sched *s);
+
 int sched_repl_failover(struct sched *s, int old, double now)
 {
 	struct sched_replica *r = &s->repl;
 	struct sched_failover *fo = &s->fo;
 
+	if (fo->active && fo->new_server >= 0)
+		write_failover(s); /* the previous one never saw a commit */
 	if (r->host < 0 || !s->hosts[r->host].alive || r->catchup != SCHED_CATCHUP_NONE ||
 	    fo->active || old != s->server.host)
 		return 0;
@@ -439,9 +455,20 @@ int sched_repl_failover(struct sched *s, int old, double now)
 	}
 	send_skips(s, xs);
 	r->n_carried = 0;
-	for (int i = 0; i < s->n_xfers; i++)
-		if (!s->xfers[i].replica && s->xfers[i].chan == 1)
-			s->xfers[i].done = 1;
+	for (int i = 0; i < s->n_xfers; i++) {
+		struct sched_xfer *x = &s->xfers[i];
+		if (x->done || x->replica)
+			continue;
+		if (x->chan == 1 || x->what == SCHED_WHAT_STATE)
+			x->done = 1;
+		if (x->what == SCHED_WHAT_MODEL && x->src == old &&
+		    !sched_grow((void **)&s->pulls, s->n_pulls, &s->cap_pulls, sizeof(*s->pulls))) {
+			/* the new server answers the pull the old one did not */
+			x->done = 1;
+			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,
+				.min_version = -1, .t_arrival = now };
+		}
+	}
 	s->server.host = -1;
 	sched_to_app(s, "replica", r->host, json_pack("{s:s, s:I}", "type", "promote", "version",
 		     (json_int_t)r->version));
@@ -525,4 +552,17 @@ void sched_repl_verify(struct sched *s, int batch_no)
 	if (s->repl.host >= 0)
 		sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:i}", "type",
 			     "snapshot", "tag", batch_no));
+}
+
+void sched_repl_server_committed(struct sched *s, const struct sched_update *u)
+{
+	const struct sched_replica *r = &s->repl;
+	char why[128];
+
+	if (r->host < 0 || r->chain || r->catchup != SCHED_CATCHUP_NONE ||
+	    u->rstate != SCHED_REP_NONE || u->batch > r->synced_batch)
+		return;
+	snprintf(why, sizeof(why), "update %" PRIu64 " committed at the server after the state "
+		 "snapshot", u->id);
+	sched_repl_stale(s, why);
 }

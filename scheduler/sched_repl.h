@@ -1,4 +1,4 @@
-/* sched_repl.h - the scheduler's replica: registration, planning state, catch-up, fail-over (§3.3, §5.3). */
+/* sched_repl.h - the scheduler's replica: registration, carried copies, catch-up, fail-over (§3.3, §5.3). */
 #ifndef MLF_SCHED_REPL_H
 #define MLF_SCHED_REPL_H
 
@@ -43,10 +43,11 @@ int sched_repl_carry(struct sched *s, const struct plan_batch *b, const struct p
 /**
  * sched_repl_register - a replica on host @h (docs/replication.md `register` role replica):
  * Div_max @div_max, @chain replication, model of @n_floats floats at @version. Refused (-1,
- * @err says why) when no live server is registered, when n_floats differs from the server's or
- * when another live replica is registered. A replica that starts with the server from version
- * 0 before anything was planned is caught up at once; any other starts a catch-up. A chain
- * replica that is caught up is announced to the server (`replica` message). Returns 0.
+ * @err says why) when no live server is registered, on the server's host, when n_floats
+ * differs from the server's, or when another live replica is registered. A replica that
+ * starts with the server from version 0 before anything was planned is caught up at once; any
+ * other starts a catch-up. A chain replica that is caught up is announced to the server
+ * (`replica` message). Returns 0.
  */
 int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint64_t n_floats,
 			int64_t version, char *err, size_t errlen);
@@ -77,6 +78,12 @@ void sched_repl_state_failed(struct sched *s, const char *why);
 void sched_repl_server_lost(struct sched *s, struct sched_update *u);
 
 /**
+ * sched_repl_server_committed - update @u was committed at the server: one planned before
+ * the replica caught up (a catch-up that timed out) is missing at the replica: stale.
+ */
+void sched_repl_server_committed(struct sched *s, const struct sched_update *u);
+
+/**
  * sched_repl_worker_gone - the worker application of host @h is gone: a punted copy it held
  * can never be sent, so the replica is stale.
  */
@@ -99,7 +106,8 @@ void sched_repl_gone(struct sched *s, const char *why);
 /**
  * sched_repl_failover - the server on host @old is gone (detected at @now, CLOCK_REALTIME s).
  * With a caught-up replica: loses what the replica will not have (`drop` "server failed",
- * `skip` chan 4, `release`), sends `promote` and returns 1 (planning waits for `promoted`).
+ * `skip` chan 4, `release`), puts the pulls the old server did not answer back in the queue,
+ * sends `promote` and returns 1 (planning waits for `promoted`).
  * Returns 0 without a usable replica (the caller does the issue-4 behaviour).
  */
 int sched_repl_failover(struct sched *s, int old, double now);

@@ -175,6 +175,8 @@ struct sched_replica {
 	enum sched_catchup catchup;
 	double catchup_since;  /* CLOCK_REALTIME seconds the pause started */
 	uint64_t state_xfer;   /* the state snapshot's transfer id (WAIT_STATE) */
+	int synced_batch;      /* batch_no when it caught up: earlier batches' updates committed
+				* later are missing at the replica (catch-up timeout) */
 	uint64_t *carried;     /* update ids whose replica copy was punted, in replica order */
 	int n_carried, cap_carried;
 };

@@ -1,5 +1,5 @@
 /* test_fabric.c - Check tests of the fabric library's pieces: APPMSG_CTL limits, payload header
- * validation, scheduler command parsing, the aggregator's sum. */
+ * validation, scheduler command parsing (issue 4 and the replication commands), the aggregator's sum. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -169,6 +169,94 @@ START_TEST(command_parsing)
 }
 END_TEST
 
+/* The replication commands of docs/replication.md parse into the fields the library uses. */
+START_TEST(replication_command_parsing)
+{
+	static const char *const bad[] = {
+		"{\"type\":\"release\"}", "{\"type\":\"release\",\"id\":-3}",
+		"{\"type\":\"promote\"}", "{\"type\":\"promote\",\"version\":1.5}",
+		"{\"type\":\"server_moved\"}", "{\"type\":\"server_moved\",\"server\":\"\"}",
+		"{\"type\":\"snapshot\"}", "{\"type\":\"snapshot\",\"tag\":\"7\"}",
+		"{\"type\":\"replica\"}", "{\"type\":\"replica\",\"host\":\"r\",\"replication\":\"raid\"}",
+		"{\"type\":\"send\",\"what\":\"update\",\"id\":1,\"xfer\":1,\"dst\":\"ps\",\"chan\":1,"
+		"\"start\":0,\"steps\":[],\"keep\":1}",
+		"{\"type\":\"send\",\"what\":\"status\",\"id\":0,\"xfer\":1,\"dst\":\"r\",\"chan\":4,"
+		"\"start\":0,\"steps\":[]}",
+	};
+	static const char *const field[] = { "id", "id", "version", "version", "server", "server", "tag", "tag",
+					     "host", "replication", "keep", "what" };
+	struct fabric_cmd c;
+	char err[256];
+
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"send\",\"app\":\"worker@w0\",\"what\":\"update\",\"id\":9,"
+					  "\"xfer\":9,\"dst\":\"ps\",\"chan\":1,\"start\":1,\"steps\":[],\"keep\":true}",
+					  &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.kind, FABRIC_CMD_SEND);
+	ck_assert_int_eq(c.keep, 1);
+	ck_assert_int_eq(c.what_model + c.what_state, 0);
+	fabric_cmd_free(&c);
+	ck_assert_int_eq(fabric_cmd_parse(SEND_OK, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.keep, 0); /* default */
+	fabric_cmd_free(&c);
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"send\",\"what\":\"state\",\"id\":0,\"xfer\":4611686018427387905,"
+					  "\"dst\":\"r\",\"chan\":4,\"bytes\":9,\"start\":2,\"steps\":[]}", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.what_state, 1);
+	ck_assert_int_eq(c.what_model, 0);
+	ck_assert_uint_eq(c.xfer, 4611686018427387905ULL);
+	ck_assert_uint_eq(c.chan, 4);
+	ck_assert_str_eq(c.dst, "r");
+	fabric_cmd_free(&c);
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"release\",\"id\":1099511627779}", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.kind, FABRIC_CMD_RELEASE);
+	ck_assert_uint_eq(c.id, 1099511627779ULL);
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"promote\",\"version\":42}", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.kind, FABRIC_CMD_PROMOTE);
+	ck_assert_int_eq(c.version, 42);
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"server_moved\",\"server\":\"r1\"}", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.kind, FABRIC_CMD_SERVER_MOVED);
+	ck_assert_str_eq(c.dst, "r1");
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"snapshot\",\"tag\":17}", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.kind, FABRIC_CMD_SNAPSHOT);
+	ck_assert_uint_eq(c.id, 17);
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"replica\",\"host\":\"r1\",\"replication\":\"chain\"}", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.kind, FABRIC_CMD_REPLICA);
+	ck_assert_str_eq(c.dst, "r1");
+	ck_assert_int_eq(c.chain, 1);
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"replica\",\"host\":\"\",\"replication\":\"chain\"}", &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.dst, "");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[64];
+		ck_assert_int_eq(fabric_cmd_parse(bad[i], &c, err, sizeof(err)), -EBADMSG);
+		snprintf(want, sizeof(want), "missing or bad field '%s'", field[i]);
+		ck_assert_msg(strstr(err, want), "%s: got '%s', want '%s'", bad[i], err, want);
+	}
+}
+END_TEST
+
+/* A state payload is 2n floats (w then h) with 0 parts; odd sizes, parts and truncation fail. */
+START_TEST(state_payload_validation)
+{
+	char err[160];
+	struct mlf_payload_hdr *h = payload(20, MLF_PAYLOAD_MAGIC_STATE, 0);
+
+	ck_assert_int_eq(fabric_cmd_payload_check(h, mlf_payload_bytes(20), MLF_PAYLOAD_MAGIC_STATE, err, sizeof(err)), 0);
+	/* a state is no update, and an update no state */
+	ck_assert_int_eq(fabric_cmd_payload_check(h, mlf_payload_bytes(20), MLF_PAYLOAD_MAGIC_UPDATE, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "magic"));
+	h->n_parts = 1;
+	ck_assert_int_eq(fabric_cmd_payload_check(h, mlf_payload_bytes(20), MLF_PAYLOAD_MAGIC_STATE, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "a state has 0"));
+	h->n_parts = 0;
+	ck_assert_int_eq(fabric_cmd_payload_check(h, mlf_payload_bytes(20) - 4, MLF_PAYLOAD_MAGIC_STATE, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "does not match"));
+	free(h);
+	h = payload(21, MLF_PAYLOAD_MAGIC_STATE, 0);
+	ck_assert_int_eq(fabric_cmd_payload_check(h, mlf_payload_bytes(21), MLF_PAYLOAD_MAGIC_STATE, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "2n floats"));
+	free(h);
+}
+END_TEST
+
 START_TEST(aggregate_sum)
 {
 	enum { N = 1003 };
@@ -199,6 +287,8 @@ int main(void)
 	tcase_add_test(tc, payload_header_validation);
 	tcase_add_test(tc, command_parsing);
 	tcase_add_test(tc, aggregate_sum);
+	tcase_add_test(tc, replication_command_parsing);
+	tcase_add_test(tc, state_payload_validation);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -1079,12 +1079,12 @@ static void verify_each_batch(struct sched_config *c)
 	c->verify_every = 1;
 }
 
-/* Three workers push with a caught-up replica and div_max 0: every copy committed now. */
-static void replicate_three(double div_max, uint64_t *ids, int *ps)
+/* Three workers push 10 MB updates (@mode server) with a caught-up replica at @div_max. */
+static void replicate_three(const char *mode, double div_max, uint64_t *ids, int *ps)
 {
 	int w[3], a0;
 	want_r0 = 1;
-	*ps = setup("async", 0, 8, 3, w, &a0);
+	*ps = setup(mode, 0, 8, 3, w, &a0);
 	ck_assert_str_eq(ctl_type(reg_replica(r0, div_max, NULL, 2500000, 0)), "registered");
 	for (int i = 0; i < 3; i++) {
 		ids[i] = ((uint64_t)(i + 2) << 40) | 1;
@@ -1099,7 +1099,7 @@ START_TEST(replica_div0_copies_ordered)
 	int ps;
 
 	start_daemon(verify_each_batch);
-	replicate_three(0.0, ids, &ps);
+	replicate_three("async", 0.0, ids, &ps);
 	json_t *o4 = wait_msg(r0, "order", 2.0);
 	ck_assert_ptr_nonnull(o4);
 	ck_assert_int_eq(json_integer_value(json_object_get(o4, "chan")), 4);
@@ -1138,7 +1138,7 @@ START_TEST(replica_punted_copies_sent_later)
 	int ps;
 
 	start_daemon(NULL);
-	replicate_three(1e9, ids, &ps);
+	replicate_three("async", 1e9, ids, &ps);
 	pump(0.4);
 	pthread_mutex_lock(&hook_mu);
 	int punted = hook_punted[1], lag2 = hook_lag[2], batches = hook_batches;
@@ -1159,6 +1159,28 @@ START_TEST(replica_punted_copies_sent_later)
 					json_array_get(xs, k))));
 		}
 	ck_assert_int_ge(orders4, 1);
+	stop_daemon();
+}
+END_TEST
+
+/* MLfabric-S with a replica: the sync batch carries the replica copies too. */
+START_TEST(replica_sync_mode)
+{
+	uint64_t ids[3];
+	int ps;
+
+	start_daemon(NULL);
+	replicate_three("sync", 0.0, ids, &ps);
+	json_t *o4 = wait_msg(r0, "order", 2.0);
+	ck_assert_ptr_nonnull(o4);
+	pump(0.2);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_ge(one_last_copy(ids[i]), 2);
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_mode, PLAN_SYNC);
+	ck_assert_int_eq(hook_replica[1], 5);
+	ck_assert_int_eq(hook_punted[1], 0);
+	pthread_mutex_unlock(&hook_mu);
 	stop_daemon();
 }
 END_TEST
@@ -1231,6 +1253,34 @@ START_TEST(replica_catchup_and_stale)
 }
 END_TEST
 
+static void short_catchup(struct sched_config *c)
+{
+	c->catchup_timeout_s = 0.2;
+}
+
+/* A catch-up that timed out: an update the server commits after the snapshot -> again. */
+START_TEST(catchup_timeout_late_commit)
+{
+	int w0;
+	uint64_t id = ((uint64_t)2 << 40) | 1;
+
+	start_daemon(short_catchup);
+	want_r0 = 1;
+	int ps = setup("async", 100, 8, 1, &w0, NULL);
+	push(w0, id, 100, 1000);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, NULL, 2500000, 100)), "registered");
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(r0, "order"), 0); /* waits for the server's commit */
+	uint64_t sx = expect_state_send(ps);          /* ... at most --catchup-timeout */
+	commit_at(r0, "replica@r0", sx, 100, 1);
+	pump(0.1);
+	commit_at(ps, "server@ps", id, 101, 0);       /* not in the snapshot */
+	ck_assert_uint_ne(expect_state_send(ps), sx);
+	stop_daemon();
+}
+END_TEST
+
 /* The server's application dies: promote the replica, redirect the workers, count the losses. */
 START_TEST(failover_promotes_replica)
 {
@@ -1290,17 +1340,52 @@ START_TEST(failover_promotes_replica)
 }
 END_TEST
 
+/* Daemon, server ps, worker *@w0, chain replica r0; returns ps (told `replica` in *@told). */
+static int chain_setup(int *w0, json_t **told)
+{
+	start_daemon(NULL);
+	want_r0 = 1;
+	int ps = setup("async", 0, 8, 1, w0, NULL);
+	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, "chain", 2500000, 0)), "registered");
+	*told = wait_msg(ps, "replica", 2.0);
+	ck_assert_ptr_nonnull(*told);
+	return ps;
+}
+
+/* A silent server host (no replica copies pending): promotion after --peer-timeout. */
+START_TEST(failover_on_silent_server_host)
+{
+	int w0;
+	json_t *t;
+	int ps = chain_setup(&w0, &t);
+
+	fakes[ps].silent = 1;
+	json_t *pr = wait_msg(r0, "promote", 2.0);
+	ck_assert_ptr_nonnull(pr);
+	fake_send(r0, json_pack("{s:s, s:s, s:i, s:f}", "type", "promoted", "app", "server@r0",
+				"version", 0, "history_norm", 0.0));
+	json_t *mv = wait_msg(w0, "server_moved", 2.0);
+	ck_assert_ptr_nonnull(mv);
+	ck_assert_str_eq(jstr(mv, "server"), "r0");
+	push(w0, ((uint64_t)2 << 40) | 1, 0, 1000);
+	json_t *o = wait_msg(r0, "order", 2.0);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(jstr(o, "app"), "server@r0");
+	commit_at(r0, "server@r0", ((uint64_t)2 << 40) | 1, 1, 0);
+	pump(0.1);
+	ck_assert_int_eq(rec_count("failover.jsonl", "\"lost_committed\":0"), 1);
+	ck_assert_int_eq(rec_count("failover.jsonl", "\"new_server\":\"r0\""), 1);
+	stop_daemon();
+}
+END_TEST
+
 /* A chain replica: the server is told, nothing is planned to it; told again when it goes. */
 START_TEST(chain_replica_told_not_planned)
 {
 	int w0;
+	json_t *t;
+	int ps = chain_setup(&w0, &t);
 
-	start_daemon(NULL);
-	want_r0 = 1;
-	int ps = setup("async", 0, 8, 1, &w0, NULL);
-	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, "chain", 2500000, 0)), "registered");
-	json_t *t = wait_msg(ps, "replica", 2.0);
-	ck_assert_ptr_nonnull(t);
 	ck_assert_str_eq(jstr(t, "host"), "r0");
 	ck_assert_str_eq(jstr(t, "replication"), "chain");
 	push(w0, ((uint64_t)2 << 40) | 1, 0, 1000);
@@ -1310,6 +1395,16 @@ START_TEST(chain_replica_told_not_planned)
 	for (int i = 0; i < n_got; i++)
 		ck_assert_str_ne(jstr(got[i].m, "dst"), "r0");
 	ck_assert_int_eq(one_last_copy(((uint64_t)2 << 40) | 1), 1);
+	/* a failed chain forward breaks the chain: catch-up, then the server is told again */
+	fake_send(ps, json_pack("{s:s, s:s, s:I, s:i}", "type", "done", "app", "server@ps",
+				"xfer", (json_int_t)(((uint64_t)2 << 40) | 1), "status", -5));
+	commit_at(ps, "server@ps", ((uint64_t)2 << 40) | 1, 1, 0);
+	uint64_t sx = expect_state_send(ps);
+	ck_assert_int_eq(count_msgs(w0, "drop"), 0); /* the update itself is not lost */
+	commit_at(r0, "replica@r0", sx, 1, 1);
+	t = wait_msg(ps, "replica", 2.0);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_str_eq(jstr(t, "host"), "r0");
 	fake_send(r0, json_pack("{s:s, s:s, s:s}", "type", "error", "app", "replica@r0", "reason",
 				"application gone"));
 	t = wait_msg(ps, "replica", 2.0);
@@ -1346,9 +1441,12 @@ int main(void)
 	tcase_add_test(tc, replica_registration_refused);
 	tcase_add_test(tc, replica_div0_copies_ordered);
 	tcase_add_test(tc, replica_punted_copies_sent_later);
+	tcase_add_test(tc, replica_sync_mode);
 	tcase_add_test(tc, replica_catchup_and_stale);
+	tcase_add_test(tc, catchup_timeout_late_commit);
 	tcase_add_test(tc, failover_promotes_replica);
 	tcase_add_test(tc, chain_replica_told_not_planned);
+	tcase_add_test(tc, failover_on_silent_server_host);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
