@@ -11,9 +11,10 @@ CL="$ROOT/conf/cluster-repl-flt.json"
 fail() { echo "FAIL $TEST_NAME: $*" >&2; exit 1; }
 ok() { echo "ok   $TEST_NAME: $*"; }
 [ "$(id -u)" = 0 ] || { echo "SKIP $TEST_NAME: needs root"; exit 0; }
-for p in mlf-dataplane mlf-tel mlf-scheduler mlf-aggregator mlf-ps mlf-worker mlf-testbed mlf-verify; do
+for p in mlf-dataplane mlf-tel mlf-scheduler mlf-aggregator mlf-ps mlf-worker mlf-testbed; do
 	[ -x "$ROOT/build/$p" ] || { echo "SKIP $TEST_NAME: build/$p not built"; exit 0; }
 done
+[ -x "${MLF_VERIFY:-$ROOT/build/mlf-verify}" ] || { echo "SKIP $TEST_NAME: build/mlf-verify not built"; exit 0; }
 WORK="$(mktemp -d --tmpdir=/dev/shm)"
 RUN="$WORK/run"
 SYS="$RUN/mlfabric-a"
