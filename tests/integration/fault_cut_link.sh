@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fault_cut_link.sh - w2's dataplane drops every frame for 4 s (cut-link) 5 s into training: the
+# fault_cut_link.sh - w2's dataplane drops every frame for 2 s (cut-link) 5 s into training: the
 # cut starts and ends (mlf-tel), mlf-fault's checks hold (transfers lost in the cut are dropped or
 # lost, none unaccounted; divergence before the cut within Div_max), and w2 pushes again after it.
 TEST_NAME=fault_cut_link
@@ -11,4 +11,4 @@ fault_event_ok cut-link end
 t_end=$(jq -s 'map(select(.kind == "cut-link" and .event == "end")) | first | .t' "$SYS/faults.jsonl")
 after=$(jq -s --argjson e "$t_end" 'map(select(.t > $e)) | length' "$SYS/records/w2/pushes.jsonl")
 [ "$after" -gt 0 ] || fail "w2 pushed nothing after the cut ended"
-ok "link of w2 cut for 4 s and restored: w2 pushed $after updates after it"
+ok "link of w2 cut for 2 s and restored: w2 pushed $after updates after it"

@@ -15,6 +15,6 @@ t_kill=$(jq -s 'map(select(.kind == "kill-server")) | first | .t' "$SYS/faults.j
 jq -e --argjson k "$t_kill" '.t_gone >= $k and .t_promoted >= .t_gone and .t_first_commit >= .t_promoted' "$fo" >/dev/null ||
 	fail "fail-over times out of order (kill at $t_kill): $(cat "$fo")"
 [ -s "$SYS/records/replica/accuracy.jsonl" ] || fail "the promoted replica evaluated no accuracy"
-rec=$(jq -r '.systems["mlfabric-a"].recovery_s' "$RUN/results.json")
+rec=$(jq -r '.systems["mlfabric-a"].recovery_s * 1000 | round / 1000' "$RUN/results.json")
 awk -v r="$rec" 'BEGIN { exit !(r > 0 && r < 10) }' || fail "recovery time $rec s, expected in (0, 10)"
 ok "fail-over ps -> rp: promoted after the kill, first commit $rec s after it, the replica evaluated"
