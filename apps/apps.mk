@@ -30,3 +30,14 @@ endif
 INTEG_TESTS += tests/integration/apps_async.sh
 INTEG_TESTS += tests/integration/apps_mlfabric.sh
 INTEG_TESTS += tests/integration/apps_sync.sh
+
+# verification mode's checker (docs/replication.md) and its tests
+PROGRAMS += $(BUILD)/mlf-verify
+$(BUILD)/mlf-verify: $(BUILD)/apps/mlf_verify.o $(LIBMLF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
+UNIT_TESTS += $(BUILD)/tests/test_fabric_verify
+$(BUILD)/tests/test_fabric_verify: $(BUILD)/tests/unit/test_fabric_verify.o $(LIBMLF) | $(BUILD)/mlf-verify
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $(filter-out $(BUILD)/mlf-verify,$^) $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS)
+INTEG_TESTS += tests/integration/fabric_replica.sh tests/integration/fabric_chain.sh tests/integration/fabric_checkpoint.sh

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -288,6 +289,8 @@ int main(int argc, char **argv)
 		return log_err("--restore: %s", err), 1;
 	if (o.restore)
 		log_info("restored version %lld from %s", (long long)ps.m.version, o.restore);
+	if (o.ckpt_every > 0 && mkdir(o.ckpt_dir, 0755) < 0 && errno != EEXIST)
+		return log_err("--checkpoint-dir %s: %s", o.ckpt_dir, strerror(errno)), 1;
 	ps.ckpt_dir = o.ckpt_dir;
 	ps.ckpt_every = o.ckpt_every;
 	ps.ckpt_next = (uint64_t)o.ckpt_every;
@@ -319,11 +322,17 @@ int main(int argc, char **argv)
 	par.n_workers = o.workers;
 	par.div_max = o.div_max;
 	mlf_set_state_callbacks(f, ps_get_state, ps_set_state, &ps);
-	if (o.replica)
-		rc = mlf_register_as_replica(f, o.server, &par, ps.m.n, ps.m.version,
-					     strcmp(o.replication, "chain") ? MLF_REPL_MLFABRIC : MLF_REPL_CHAIN,
-					     ps_on_update, ps_on_request, &ps);
-	else
+	if (o.replica) {
+		/* the scheduler refuses a replica while no server is registered: retry until --timeout */
+		double until = train_now() + o.timeout;
+		while ((rc = mlf_register_as_replica(f, o.server, &par, ps.m.n, ps.m.version,
+						     strcmp(o.replication, "chain") ? MLF_REPL_MLFABRIC : MLF_REPL_CHAIN,
+						     ps_on_update, ps_on_request, &ps)) == -EINVAL &&
+		       train_now() < until) {
+			log_warn("register as replica: %s; retrying", mlf_error(f));
+			usleep(500000);
+		}
+	} else
 		rc = mlf_register_as_server(f, &par, ps.m.n, ps.m.version, ps_on_update, ps_on_request, &ps);
 	if (rc) {
 		log_err("register as %s: %s", o.replica ? "replica" : "server", mlf_error(f));

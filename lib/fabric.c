@@ -21,6 +21,7 @@
 #include "dpclient.h"
 #include "fabric_agg.h"
 #include "fabric_cmd.h"
+#include "fabric_verify.h"
 #include "log.h"
 
 #define MAX_AGG_INPUTS 256      /* inputs held by an aggregator before a command names them */
@@ -774,6 +775,7 @@ static void chain_sent(struct mlf *f, const struct mlfabric_event *ev)
 	f->chain.commit = NULL;
 	if (ev->status)
 		chain_broken(f, f->chain.xfer, ev->status, ev->reason);
+	json_object_set_new(commit, "t", json_real(now_s())); /* committed once replicated */
 	ctl(f, commit);
 	chain_drain(f);
 }
@@ -946,26 +948,6 @@ static void cmd_promote(struct mlf *f, const struct fabric_cmd *c)
 	ctl(f, json_pack("{s:s, s:I, s:f}", "type", "promoted", "version", (json_int_t)v, "history_norm", hn));
 }
 
-/* Writes @n floats of @w at @version to @path through a temporary file. 0 or -errno. */
-static int snap_write(const char *path, const float *w, uint64_t n, int64_t version)
-{
-	char tmp[320];
-	FILE *o;
-	int ok;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (!(o = fopen(tmp, "wb")))
-		return -errno;
-	ok = fwrite(&version, sizeof(version), 1, o) == 1 && fwrite(&n, sizeof(n), 1, o) == 1 &&
-	     fwrite(w, sizeof(float), n, o) == n;
-	ok = (fclose(o) == 0) && ok;
-	if (!ok || rename(tmp, path) < 0) {
-		unlink(tmp);
-		return -EIO;
-	}
-	return 0;
-}
-
 /* `snapshot` (verification mode): <dir>/<role>-<tag>.f32 and a snapshots.jsonl line; newest SNAP_KEEP kept. */
 static void cmd_snapshot(struct mlf *f, uint64_t tag)
 {
@@ -990,7 +972,7 @@ static void cmd_snapshot(struct mlf *f, uint64_t tag)
 	v = f->get_state ? f->get_state(f->state_arg, w, w + f->n_floats, f->n_floats)
 			 : f->on_request(f->arg, w, f->n_floats);
 	snprintf(path, sizeof(path), "%s/%s-%llu.f32", f->verify_dir, role, (unsigned long long)tag);
-	rc = snap_write(path, w, f->n_floats, v);
+	rc = fabric_verify_write(path, w, f->n_floats, v);
 	free(w);
 	if (rc < 0) {
 		log_err("%s: snapshot %llu: cannot write %s: %s", f->app, (unsigned long long)tag, path, strerror(-rc));
@@ -1368,6 +1350,12 @@ static int do_register(struct mlf *f, enum role role, const uint16_t *chans, int
 			f->reg_reason[0] ? f->reg_reason : "no answer from the scheduler");
 	else if (rc < 0)
 		set_err(f, "%s: registration refused: %s", f->app, f->reg_reason);
+	if (rc < 0) {
+		f->role = ROLE_NONE; /* the caller may register again (e.g. a replica before its server) */
+		f->reg_state = 0;
+		f->reg_no_sched = 0;
+		f->reg_reason[0] = '\0';
+	}
 	pthread_mutex_unlock(&f->lock);
 	json_decref(reg);
 	return rc;

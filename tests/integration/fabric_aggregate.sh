@@ -23,8 +23,8 @@ timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async
 wait "$PID_server" || fail "server failed: $(cat "$WORK/server.err")"
 ids=$(sed -n 's/^push id=//p' "$WORK/worker.out" | tr '\n' ',' | sed 's/,$//')
 line=$(grep '^update ' "$WORK/server.out")
-[[ "$line" == *"src=ag parts=2 first=5 last=5 version=2" ]] || fail "server got: $line (expected the weighted sum 5 from ag, 2 parts)"
-grep -q "^server applied=1 version=2 out_of_order=0 w0=5$" "$WORK/server.out" || fail "server end: $(tail -1 "$WORK/server.out")"
+[[ "$line" == *"src=ag parts=2 first=5 last=5 version=2 w0=5 "* ]] || fail "server got: $line (expected the weighted sum 5 from ag, 2 parts)"
+grep -q "^server applied=1 version=2 out_of_order=0 w0=5 role=server " "$WORK/server.out" || fail "server end: $(tail -1 "$WORK/server.out")"
 grep -q "rx ps .*\"type\":\"commit\".*\"version\":2.*\"parts\":\[$ids\]" "$WORK/sched.out" ||
 	grep -q "rx ps .*\"type\":\"commit\".*\"parts\":\[$ids\].*\"version\":2" "$WORK/sched.out" ||
 	fail "no commit of version 2 naming updates $ids: $(grep commit "$WORK/sched.out")"

@@ -1,4 +1,4 @@
-/* fabric_app.c - test program of tests/integration/fabric_*.sh: a worker, a server or a raw control client on include/mlfabric.h. */
+/* fabric_app.c - test program of tests/integration/fabric_*.sh: a worker, a server, a replica or a raw control client on include/mlfabric.h. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -19,28 +19,70 @@ static volatile sig_atomic_t quit;
 static void on_signal(int sig) { quit = sig; }
 
 struct server_state {
-	float *w;
+	float *w, *h;   /* model and momentum history */
 	size_t n;
+	double g;       /* momentum (0: a plain sum) */
 	int64_t version;
 	long applied, expect_next, out_of_order;
 };
 
-/* Applies u (plain sum, the test needs no momentum); checks updates carry 1, 2, 3, ... in order. */
+/* FNV-1a of the bytes of w then h: equal hashes mean bit-identical states. */
+static unsigned state_hash(const struct server_state *s)
+{
+	unsigned x = 2166136261u;
+	const unsigned char *p[2] = { (const unsigned char *)s->w, (const unsigned char *)s->h };
+
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < s->n * sizeof(float); i++)
+			x = (x ^ p[k][i]) * 16777619u;
+	return x;
+}
+
+/* Applies u with momentum g (h = g h + u, w += h; g = 0: a plain sum); checks updates carry 1, 2, 3, ... in order. */
 static int64_t on_update(void *arg, const struct mlf_update *u)
 {
 	struct server_state *s = arg;
 
-	for (size_t i = 0; i < s->n; i++)
-		s->w[i] += u->u[i];
+	for (size_t i = 0; i < s->n; i++) {
+		s->h[i] = (float)s->g * s->h[i] + u->u[i];
+		s->w[i] += s->h[i];
+	}
 	s->version += u->hdr->n_parts;
 	s->applied++;
 	if (u->hdr->n_parts == 1 && u->u[0] != (float)s->expect_next)
 		s->out_of_order++;
 	s->expect_next = (long)u->u[0] + 1;
-	printf("update xfer=%llx src=%s parts=%u first=%g last=%g version=%lld\n", (unsigned long long)u->xfer,
-	       u->src, u->hdr->n_parts, (double)u->u[0], (double)u->u[u->n - 1], (long long)s->version);
+	printf("update xfer=%llx src=%s parts=%u first=%g last=%g version=%lld w0=%g hash=%08x\n",
+	       (unsigned long long)u->xfer, u->src, u->hdr->n_parts, (double)u->u[0], (double)u->u[u->n - 1],
+	       (long long)s->version, (double)s->w[0], state_hash(s));
 	fflush(stdout);
 	return s->version;
+}
+
+static int64_t get_state(void *arg, float *w, float *h, size_t n)
+{
+	struct server_state *s = arg;
+
+	memcpy(w, s->w, n * sizeof(float));
+	memcpy(h, s->h, n * sizeof(float));
+	printf("state version=%lld w0=%g h0=%g hash=%08x\n", (long long)s->version, (double)s->w[0],
+	       (double)s->h[0], state_hash(s));
+	fflush(stdout);
+	return s->version;
+}
+
+static int set_state(void *arg, const float *w, const float *h, size_t n, int64_t version)
+{
+	struct server_state *s = arg;
+
+	memcpy(s->w, w, n * sizeof(float));
+	memcpy(s->h, h, n * sizeof(float));
+	s->version = version;
+	s->expect_next = version + 1;
+	printf("installed version=%lld w0=%g h0=%g hash=%08x\n", (long long)version, (double)s->w[0],
+	       (double)s->h[0], state_hash(s));
+	fflush(stdout);
+	return 0;
 }
 
 static int64_t on_request(void *arg, float *model, size_t n)
@@ -53,9 +95,13 @@ static int64_t on_request(void *arg, float *model, size_t n)
 
 static void usage(void)
 {
-	printf("usage: fabric_app server|worker|ctl --cluster C --host H [--mode direct|async|sync] [--server S] [--workers W]\n"
-	       "         [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
-	       "server: serve a model of n floats (0), print every update, exit at version K.\n"
+	printf("usage: fabric_app server|replica|worker|ctl --cluster C --host H [--mode direct|async|sync] [--server S]\n"
+	       "         [--workers W] [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
+	       "         [--momentum G] [--stay] [--verify DIR] [--replication mlfabric|chain]\n"
+	       "server: serve a model of n floats (0), print every update, exit at version K (--stay: at a signal);\n"
+	       "        updates are applied with momentum G (h = G h + u, w += h; default 0).\n"
+	       "replica: keep a replica of --server S (same apply), print updates, state installs, promotion;\n"
+	       "        exit at a signal.\n"
 	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1;\n"
 	       "        --mode sync: K allreduce iterations instead (--workers: the server's n_workers).\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
@@ -111,15 +157,17 @@ int main(int argc, char **argv)
 		{ "server", 1, NULL, 'S' }, { "n", 1, NULL, 'n' }, { "count", 1, NULL, 'k' },
 		{ "sock", 1, NULL, 's' }, { "send", 1, NULL, 'j' }, { "expect", 1, NULL, 'e' },
 		{ "timeout", 1, NULL, 't' }, { "first", 1, NULL, 'f' }, { "help", 0, NULL, 'h' },
-		{ "workers", 1, NULL, 'W' },
+		{ "workers", 1, NULL, 'W' }, { "momentum", 1, NULL, 'g' }, { "stay", 0, NULL, 'y' },
+		{ "verify", 1, NULL, 'v' }, { "replication", 1, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mlf_opts o = { .mode = MLF_MODE_DIRECT };
 	const char *server = NULL, *send = NULL, *expect = NULL, *what;
 	size_t n = 1000;
 	long count = 10, first = 1;
-	int workers = 1;
-	double timeout = 10;
+	int workers = 1, stay = 0;
+	double timeout = 10, momentum = 0;
+	enum mlf_replication repl = MLF_REPL_MLFABRIC;
 	char err[256];
 	int c;
 	mlf_t *f;
@@ -147,6 +195,10 @@ int main(int argc, char **argv)
 		case 'e': expect = optarg; break;
 		case 't': timeout = strtod(optarg, NULL); break;
 		case 'f': first = strtol(optarg, NULL, 10); break;
+		case 'g': momentum = strtod(optarg, NULL); break;
+		case 'y': stay = 1; break;
+		case 'v': o.verify_dir = optarg; break;
+		case 'r': repl = strcmp(optarg, "chain") ? MLF_REPL_MLFABRIC : MLF_REPL_CHAIN; break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
@@ -161,20 +213,33 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
-	if (!strcmp(what, "server")) {
-		struct server_state s = { .w = calloc(n, sizeof(float)), .n = n, .expect_next = 1 };
-		struct mlf_params p = { .tau_max = 8, .n_workers = workers };
-		if (mlf_register_as_server(f, &p, n, 0, on_update, on_request, &s) < 0) {
+	if (!strcmp(what, "server") || (!strcmp(what, "replica") && server)) {
+		struct server_state s = { .w = calloc(n, sizeof(float)), .h = calloc(n, sizeof(float)), .n = n,
+					  .expect_next = 1, .g = momentum };
+		struct mlf_params p = { .tau_max = 8, .n_workers = workers, .momentum = momentum, .div_max = 1 };
+		int replica = !strcmp(what, "replica");
+		int rc, tries = 0;
+		mlf_set_state_callbacks(f, get_state, set_state, &s);
+		/* a replica refused (no server yet) registers again on the same endpoint */
+		while ((rc = replica ? mlf_register_as_replica(f, server, &p, n, 0, repl, on_update, on_request, &s)
+				     : mlf_register_as_server(f, &p, n, 0, on_update, on_request, &s)) == -EINVAL &&
+		       replica && ++tries < 40 && !quit) {
+			printf("refused: %s\n", mlf_error(f));
+			fflush(stdout);
+			usleep(250000);
+		}
+		if (rc < 0) {
 			fprintf(stderr, "%s\n", mlf_error(f));
 			return 1;
 		}
-		printf("server ready\n");
+		printf("%s ready role=%s\n", what, mlf_role(f));
 		fflush(stdout);
-		while (!quit && s.version < count)
+		while (!quit && (stay || replica || s.version < count))
 			usleep(10000);
-		sleep(1); /* answer the workers' last gets */
-		printf("server applied=%ld version=%lld out_of_order=%ld w0=%g\n", s.applied,
-		       (long long)s.version, s.out_of_order, (double)s.w[0]);
+		if (!stay && !replica)
+			sleep(1); /* answer the workers' last gets */
+		printf("%s applied=%ld version=%lld out_of_order=%ld w0=%g role=%s hash=%08x\n", what, s.applied,
+		       (long long)s.version, s.out_of_order, (double)s.w[0], mlf_role(f), state_hash(&s));
 		mlf_close(f);
 		return 0;
 	}

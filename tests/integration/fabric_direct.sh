@@ -23,7 +23,7 @@ firsts=$(grep '^update ' "$WORK/server.out" | sed 's/.* first=\([0-9]*\) .*/\1/'
 [ "$firsts" = "$(seq -s ' ' 1 25) " ] || fail "updates not applied once each in push order: $firsts"
 [ "$(grep -c 'src=w0' "$WORK/server.out")" = 20 ] || fail "update source not reported as w0 20 times"
 [ "$(grep -c 'src=ps' "$WORK/server.out")" = 5 ] || fail "local updates not reported from ps"
-grep -q '^server applied=25 version=25 out_of_order=0 w0=325$' "$WORK/server.out" ||
+grep -q '^server applied=25 version=25 out_of_order=0 w0=325 role=server ' "$WORK/server.out" ||
 	fail "server end state: $(tail -1 "$WORK/server.out")"
 line=$(grep '^get ' "$WORK/local.out")
 [[ "$line" == "get version=25 w0=325 wlast=325 pushed=5 sent=5 "* ]] || fail "co-hosted worker get: $line"

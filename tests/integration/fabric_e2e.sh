@@ -19,7 +19,7 @@ bg w1 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode
 wait "$PID_w0" || fail "worker w0 failed: $(cat "$WORK/w0.err")"
 wait "$PID_w1" || fail "worker w1 failed: $(cat "$WORK/w1.err")"
 wait "$PID_server" || fail "server failed: $(cat "$WORK/server.err")"
-grep -q '^server applied=[0-9]* version=10 out_of_order=[0-9]* w0=30$' "$WORK/server.out" ||
+grep -q '^server applied=[0-9]* version=10 out_of_order=[0-9]* w0=30 role=server ' "$WORK/server.out" ||
 	fail "server end state: $(tail -1 "$WORK/server.out") (expected version 10, w0=30)"
 for w in w0 w1; do
 	line=$(grep '^get ' "$WORK/$w.out")

@@ -1,5 +1,6 @@
 /* fabric_fakesched.c - a tiny scripted scheduler on lib/ctl.h for tests/integration/fabric_*.sh:
- * prints every message it receives and answers with fixed commands (scenario relay or aggregate). */
+ * prints every message it receives and answers with fixed commands (scenario relay, aggregate,
+ * replica or chain). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -28,11 +29,14 @@ static struct {
 	int used;
 } conns[MAX_CONNS];
 
-static const char *scenario = "relay", *agg_host = "ag", *server_host = "ps";
+static const char *scenario = "relay", *agg_host = "ag", *server_host = "ps", *server_app = "server@ps";
+static const char *replica_host = "r1";
 static json_t *weights;
 static int count = 2, phantom, commit_seen;
 static json_t *inputs, *pulls;
 static unsigned long long next_xfer = 1;
+/* replica / chain scenarios */
+static int n_updates, server_version, replica_commits, promoted, server_up, replica_up;
 
 static double now_s(void)
 {
@@ -69,10 +73,86 @@ static void answer_pulls(void)
 
 	json_array_foreach(pulls, i, p)
 		to_host(server_host, json_pack("{s:s, s:s, s:s, s:O, s:I, s:s, s:i, s:f, s:[]}", "type", "send",
-			"app", "server@ps", "what", "model", "id", json_object_get(p, "id"),
+			"app", server_app, "what", "model", "id", json_object_get(p, "id"),
 			"xfer", (json_int_t)(XFER_BASE | next_xfer++), "dst", json_string_value(json_object_get(p, "host")),
 			"chan", 3, "start", now_s(), "steps"));
 	json_array_clear(pulls);
+}
+
+/*
+ * `send` of @what @id as transfer @xfer to @dst on @chan, unpaced, 50 ms from now so the `order`
+ * sent just before reaches the destination's dataplane first (@keep: another copy follows).
+ */
+static json_t *send_cmd(const char *app, const char *what, json_int_t id, json_int_t xfer, const char *dst,
+			int chan, int keep)
+{
+	json_t *c = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app", app, "what",
+			      what, "id", id, "xfer", xfer, "dst", dst, "chan", chan, "start", now_s() + 0.05, "steps");
+	if (keep)
+		json_object_set_new(c, "keep", json_true());
+	return c;
+}
+
+static json_t *order_cmd(const char *app, int chan, json_int_t xfer)
+{
+	return json_pack("{s:s, s:s, s:i, s:[I]}", "type", "order", "app", app, "chan", chan, "xfers", xfer);
+}
+
+/*
+ * Scenario replica: update 1 goes to the server (keep) and to the replica; updates 2.. only to
+ * the server (update 3 with keep, then release); at server version @count the server sends its
+ * state to the replica; on the state commit: snapshot tags 1..18 to both, promote; after `promoted`
+ * workers are told server_moved and updates go to the promoted replica.
+ * Scenario chain: the server is told its chain replica; updates go to the server only.
+ */
+static void replica_update(const char *app, json_t *m)
+{
+	json_int_t id = json_integer_value(json_object_get(m, "id"));
+
+	n_updates++;
+	if (promoted || !strcmp(scenario, "chain")) {
+		to_host(server_host, order_cmd(server_app, 1, id));
+		to_host(app, send_cmd(app, "update", id, id, server_host, 1, 0));
+		return;
+	}
+	to_host(server_host, order_cmd(server_app, 1, id));
+	if (n_updates == 1) {
+		json_int_t x = (json_int_t)(XFER_BASE | next_xfer++);
+		to_host(replica_host, order_cmd("replica@r1", 4, x));
+		to_host(app, send_cmd(app, "update", id, id, server_host, 1, 1));
+		to_host(app, send_cmd(app, "update", id, x, replica_host, 4, 0));
+	} else if (n_updates == 3) {
+		to_host(app, send_cmd(app, "update", id, id, server_host, 1, 1));
+		to_host(app, json_pack("{s:s, s:s, s:I}", "type", "release", "app", app, "id", id));
+	} else {
+		to_host(app, send_cmd(app, "update", id, id, server_host, 1, 0));
+	}
+}
+
+static void replica_commit(const char *app, json_t *m)
+{
+	int64_t v = json_integer_value(json_object_get(m, "version"));
+
+	if (!strncmp(app, "replica@", 8)) {
+		replica_commits++;
+		if (json_is_true(json_object_get(m, "state"))) {
+			for (int tag = 1; tag <= 18; tag++) { /* the library keeps the newest 16 */
+				to_host(server_host, json_pack("{s:s, s:s, s:i}", "type", "snapshot", "app", server_app, "tag", tag));
+				to_host(replica_host, json_pack("{s:s, s:s, s:i}", "type", "snapshot", "app", app, "tag", tag));
+			}
+			to_host(replica_host, json_pack("{s:s, s:s, s:I}", "type", "promote", "app", app, "version",
+							(json_int_t)v));
+		}
+		return;
+	}
+	server_version = (int)v;
+	if (!strcmp(scenario, "replica") && !promoted && server_version == count) {
+		json_int_t x = (json_int_t)(XFER_BASE | next_xfer++);
+		to_host(replica_host, order_cmd("replica@r1", 4, x));
+		to_host(server_host, json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app",
+					       server_app, "what", "state", "id", 0, "xfer", x, "dst", replica_host,
+					       "chan", 4, "start", now_s() + 0.05, "steps"));
+	}
 }
 
 static void handle(int i, json_t *m)
@@ -87,8 +167,19 @@ static void handle(int i, json_t *m)
 		snprintf(conns[i].host, sizeof(conns[i].host), "%s", json_string_value(json_object_get(m, "host")) ?: "?");
 		to_host(conns[i].host, json_pack("{s:s, s:s, s:f, s:i}", "type", "welcome", "host", conns[i].host,
 						 "t_lag", 0.2, "batch_ms", 100));
+	} else if (!strcmp(type, "register") && app && !strncmp(app, "replica@", 8) && !server_up) {
+		to_host(app, json_pack("{s:s, s:s, s:s}", "type", "error", "app", app, "reason",
+				       "replica refused: no server is registered"));
 	} else if (!strcmp(type, "register") && app) {
+		if (promoted && !strncmp(app, "worker@", 7)) /* before registered: the worker maps at once */
+			to_host(app, json_pack("{s:s, s:s, s:s}", "type", "server_moved", "app", app, "server", server_host));
 		to_host(app, json_pack("{s:s, s:s, s:I}", "type", "registered", "app", app, "xfer_base", (json_int_t)XFER_BASE));
+		server_up |= !strncmp(app, "server@", 7);
+		replica_up |= !strncmp(app, "replica@", 8);
+		if (!strcmp(scenario, "chain") && server_up && replica_up &&
+		    (!strncmp(app, "server@", 7) || !strncmp(app, "replica@", 8)))
+			to_host(server_host, json_pack("{s:s, s:s, s:s, s:s}", "type", "replica", "app", server_app,
+						       "host", replica_host, "replication", "chain"));
 		if (!strcmp(scenario, "relay")) {
 			to_host(app, json_pack("{s:s, s:s, s:i, s:s}", "type", "drop", "app", app, "id", 12345, "reason", "test"));
 			to_host(app, json_pack("{s:s, s:s, s:i, s:s}", "type", "drop", "app", "nobody@x", "id", 1, "reason", "test"));
@@ -112,6 +203,18 @@ static void handle(int i, json_t *m)
 			if (weights)
 				json_object_set(cmd, "weights", weights);
 			to_host(agg_host, cmd);
+		}
+	} else if (!strcmp(type, "update") && (!strcmp(scenario, "replica") || !strcmp(scenario, "chain"))) {
+		replica_update(app, m);
+	} else if (!strcmp(type, "promoted") && app) {
+		promoted = 1;
+		server_host = replica_host;
+		server_app = "server@r1";
+	} else if (!strcmp(type, "commit") && app && (!strcmp(scenario, "replica") || !strcmp(scenario, "chain"))) {
+		replica_commit(app, m);
+		if (strncmp(app, "replica@", 8)) {
+			commit_seen = 1;
+			answer_pulls();
 		}
 	} else if (!strcmp(type, "pull")) {
 		json_array_append(pulls, m);
@@ -144,11 +247,14 @@ int main(int argc, char **argv)
 		case 'p': phantom = 1; break;
 		case 't': limit = atof(optarg); break;
 		default:
-			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate] [--count N]\n"
+			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate|replica|chain] [--count N]\n"
 			       "         [--weights JSON-ARRAY] [--phantom] [--time-limit S]\n"
 			       "relay: answer register with registered + a drop, and send a command to an unknown app.\n"
 			       "aggregate: route N updates to aggregator host ag, then order + aggregate them to ps;\n"
-			       "           --phantom adds an input that never arrives. Pulls are answered after a commit.\n");
+			       "           --phantom adds an input that never arrives. Pulls are answered after a commit.\n"
+			       "replica: update 1 to server ps (keep) and replica r1, the others to ps; at ps version N\n"
+			       "         a state send to r1, then snapshot tags 1..18 and promote r1; later workers go to r1.\n"
+			       "chain: ps is told to chain-replicate to r1; updates go to ps.\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}

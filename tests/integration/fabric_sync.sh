@@ -19,6 +19,6 @@ for w in w0 w1; do
 	got=$(grep '^allreduce ' "$WORK/$w.out")
 	[ "$got" = "$want" ] || fail "$w allreduce results: $(echo $got) (expected $(echo $want))"
 done
-grep -q '^server applied=6 version=6 out_of_order=[0-9]* w0=12$' "$WORK/server.out" ||
+grep -q '^server applied=6 version=6 out_of_order=[0-9]* w0=12 role=server ' "$WORK/server.out" ||
 	fail "server end state: $(tail -1 "$WORK/server.out")"
 ok "3 allreduce iterations on 2 workers: versions 2, 4, 6 with the summed model on both"

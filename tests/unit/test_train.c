@@ -226,6 +226,53 @@ START_TEST(compute_pad_is_a_minimum)
 }
 END_TEST
 
+/* State get/set (replication) and checkpoints: h = w_t - w_{t-1} is eq. 2's history, in the update's units. */
+START_TEST(state_and_checkpoint)
+{
+	static const float w0[2] = { 1, 2 }, u1[2] = { 0.5f, -1 }, u2[2] = { 0.25f, 0.25f };
+	float w[2], wp[2], w2[2], wp2[2], sw[2], sh[2];
+	struct train_model m, r;
+	char path[] = "/tmp/train-ckpt-XXXXXX", err[256];
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	small_model(&m, w, wp, w0, 0.5);
+	train_apply(&m, u1, 1);
+	train_apply(&m, u2, 1);
+	/* h1 = u1 = (0.5, -1); h2 = 0.5 h1 + u2 = (0.5, -0.25); w2 = w0 + h1 + h2 = (2, 0.75) */
+	ck_assert_int_eq(train_state_get(&m, sw, sh), 2);
+	ck_assert_float_eq(sw[0], 2.0f);
+	ck_assert_float_eq(sw[1], 0.75f);
+	ck_assert_float_eq(sh[0], 0.5f);
+	ck_assert_float_eq(sh[1], -0.25f);
+	ck_assert_double_eq_tol(train_history_norm(&m), sqrt(0.25 + 0.0625), 1e-9);
+	/* a replica installing the state then applying the same update ends where the server does */
+	small_model(&r, w2, wp2, (const float[2]){ 9, 9 }, 0.5);
+	train_state_set(&r, sw, sh, 2);
+	train_apply(&m, u1, 1);
+	ck_assert_int_eq(train_apply(&r, u1, 1), 3);
+	ck_assert_float_eq(w2[0], w[0]);
+	ck_assert_float_eq(w2[1], w[1]);
+	/* checkpoint round trip, then the refusals */
+	ck_assert_int_eq(train_checkpoint_write(&m, path, err, sizeof(err)), 0);
+	small_model(&r, w2, wp2, (const float[2]){ 0, 0 }, 0.5);
+	ck_assert_int_eq(train_checkpoint_read(&r, path, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.version, 3);
+	ck_assert_float_eq(w2[0], w[0]);
+	ck_assert_float_eq(w2[1] - wp2[1], w[1] - wp[1]);
+	ck_assert_int_eq(truncate(path, 24 + 8 + 4), 0);
+	ck_assert_int_eq(train_checkpoint_read(&r, path, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "truncated"));
+	r.n = 3;
+	ck_assert_int_eq(train_checkpoint_write(&m, path, err, sizeof(err)), 0);
+	ck_assert_int_eq(train_checkpoint_read(&r, path, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "2 parameters, the model has 3"));
+	unlink(path);
+	ck_assert_int_eq(train_checkpoint_read(&r, path, err, sizeof(err)), -ENOENT);
+}
+END_TEST
+
 START_TEST(mode_names)
 {
 	enum mlf_mode m;
@@ -288,6 +335,7 @@ int main(void)
 	tcase_add_test(tc, trained_tiny_model_beats_chance);
 	tcase_add_test(tc, compute_pad_is_a_minimum);
 	tcase_add_test(tc, mode_names);
+	tcase_add_test(tc, state_and_checkpoint);
 	tcase_add_test(tc, records_are_json_lines);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
