@@ -6,8 +6,7 @@ TEST_NAME=fault_cut_link
 SCENARIO=cut-link
 . "$(dirname "$0")/fault_lib.sh"
 fault_run
-fault_event_ok cut-link start
-fault_event_ok cut-link end
+fault_event_ok cut-link start end
 t_end=$(jq -s 'map(select(.kind == "cut-link" and .event == "end")) | first | .t' "$SYS/faults.jsonl")
 after=$(jq -s --argjson e "$t_end" 'map(select(.t > $e)) | length' "$SYS/records/w2/pushes.jsonl")
 [ "$after" -gt 0 ] || fail "w2 pushed nothing after the cut ended"

@@ -41,8 +41,13 @@ fault_run() {
 	[ -z "$(ip netns list 2>/dev/null | awk '$1 ~ /^flt-/')" ] || fail "namespaces flt-* left after the run"
 }
 
-# fault_event_ok KIND EVENT: faults.jsonl has an injected EVENT (start/end) of KIND that succeeded.
+# fault_event_ok KIND EVENT...: faults.jsonl has, for each EVENT (start, end), a successful one
+# of KIND.
 fault_event_ok() {
-	[ "$(jq -s --arg k "$1" --arg e "$2" 'map(select(.kind == $k and .event == $e and .ok)) | length' "$SYS/faults.jsonl")" -ge 1 ] ||
-		fail "faults.jsonl has no successful $2 of $1: $(cat "$SYS/faults.jsonl")"
+	local k=$1 e
+	shift
+	for e in "$@"; do
+		[ "$(jq -s --arg k "$k" --arg e "$e" 'map(select(.kind == $k and .event == $e and .ok)) | length' "$SYS/faults.jsonl")" -ge 1 ] ||
+			fail "faults.jsonl has no successful $e of $k: $(cat "$SYS/faults.jsonl")"
+	done
 }
