@@ -40,4 +40,4 @@ UNIT_TESTS += $(BUILD)/tests/test_fabric_verify
 $(BUILD)/tests/test_fabric_verify: $(BUILD)/tests/unit/test_fabric_verify.o $(LIBMLF) | $(BUILD)/mlf-verify
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $(filter-out $(BUILD)/mlf-verify,$^) $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS)
-INTEG_TESTS += tests/integration/fabric_replica.sh tests/integration/fabric_chain.sh tests/integration/fabric_checkpoint.sh
+INTEG_TESTS += tests/integration/fabric_replica.sh tests/integration/fabric_chain.sh tests/integration/fabric_checkpoint.sh tests/integration/fabric_failover.sh

@@ -29,6 +29,7 @@
 #define SKIPPED_MAX 1024        /* transfer ids the scheduler reported lost, remembered by a server */
 #define MOVED_MAX 8             /* server names a worker maps to the current server (server_moved) */
 #define SNAP_KEEP 16            /* verification snapshots kept per role (newest tags) */
+#define RECEIVED_MAX 1024       /* chan 1/4 transfer ids handed over, remembered for late `order`s */
 
 /* An arrival held back while the server waits for a chain forward's delivery. */
 struct queued_ev {
@@ -115,6 +116,11 @@ struct mlf {
 	struct mlf_params params;
 	uint64_t skipped[SKIPPED_MAX]; /* ring of ids passed to `skip`: a late arrival is not applied */
 	unsigned n_skipped;
+	struct {
+		uint64_t id;
+		uint16_t chan;
+	} received[RECEIVED_MAX];      /* ring of transfers handed over on chan 1 and 4 */
+	unsigned n_received;
 	/* state access (catch-up, snapshots) */
 	mlf_get_state_cb get_state;
 	mlf_set_state_cb set_state;
@@ -854,11 +860,48 @@ static void on_sent(struct mlf *f, const struct mlfabric_event *ev)
 	free(o);
 }
 
+/*
+ * `order`: appends to the dataplane's commit order of the channel. The `order` travels through
+ * this endpoint while the data goes straight to the dataplane, so a transfer may be handed over
+ * before its `order` is in the dataplane's list; ordered delivery would then wait for it again
+ * and hold every later transfer. So every arrival on chan 1/4 is marked done (an ORDER skip) as
+ * it is handed over (on_received), and an `order` naming an id already handed over marks it done
+ * again right after appending it (for the skip that went out before the ORDER).
+ */
+static void order_append(struct mlf *f, const struct fabric_cmd *c)
+{
+	uint64_t late[64];
+	int n = 0;
+
+	mlfabric_commit_order(f->dp, c->chan, c->ids, c->n_ids, 0);
+	for (int i = 0; i < c->n_ids; i++)
+		for (unsigned k = 0; k < RECEIVED_MAX && k < f->n_received; k++)
+			if (f->received[k].id == c->ids[i] && f->received[k].chan == c->chan) {
+				if (n == 64) {
+					mlfabric_order_skip(f->dp, c->chan, late, n);
+					n = 0;
+				}
+				late[n++] = c->ids[i];
+				log_debug("transfer %llx arrived before its order on channel %u",
+					  (unsigned long long)c->ids[i], c->chan);
+				break;
+			}
+	if (n)
+		mlfabric_order_skip(f->dp, c->chan, late, n);
+}
+
 static void on_received(struct mlf *f, struct mlfabric_event *ev)
 {
 	struct mlfabric_buf b;
 	uint64_t id;
 
+	if ((ev->chan == 1 || ev->chan == 4) && f->mode != MLF_MODE_DIRECT) {
+		/* handed over: if its `order` reached the dataplane only after it was delivered (the
+		 * data overtook it), the dataplane must not wait for it again (see order_append) */
+		f->received[f->n_received % RECEIVED_MAX].id = ev->id;
+		f->received[f->n_received++ % RECEIVED_MAX].chan = ev->chan;
+		mlfabric_order_skip(f->dp, ev->chan, &ev->id, 1);
+	}
 	if (ev->status) {
 		log_warn("incoming transfer %llx from %s on channel %u failed: %s", (unsigned long long)ev->id,
 			 ev->peer[0] ? ev->peer : "?", ev->chan, ev->reason);
@@ -1074,7 +1117,7 @@ static void on_ctl(struct mlf *f, const char *text)
 		cmd_aggregate(f, &c);
 		break;
 	case FABRIC_CMD_ORDER:
-		mlfabric_commit_order(f->dp, c.chan, c.ids, c.n_ids, 0);
+		order_append(f, &c);
 		break;
 	case FABRIC_CMD_SKIP:
 		for (int i = 0; i < c.n_ids; i++)

@@ -36,6 +36,7 @@ static int count = 2, phantom, commit_seen;
 static json_t *inputs, *pulls;
 static unsigned long long next_xfer = 1;
 /* replica / chain scenarios */
+static double send_delay = 0.05; /* s from now to the start of a commanded send */
 static int n_updates, server_version, replica_commits, promoted, server_up, replica_up;
 
 static double now_s(void)
@@ -80,14 +81,15 @@ static void answer_pulls(void)
 }
 
 /*
- * `send` of @what @id as transfer @xfer to @dst on @chan, unpaced, 50 ms from now so the `order`
- * sent just before reaches the destination's dataplane first (@keep: another copy follows).
+ * `send` of @what @id as transfer @xfer to @dst on @chan, unpaced, --send-delay from now (by
+ * default 50 ms, so the `order` sent just before usually reaches the destination's dataplane
+ * first; 0 lets data overtake it) (@keep: another copy follows).
  */
 static json_t *send_cmd(const char *app, const char *what, json_int_t id, json_int_t xfer, const char *dst,
 			int chan, int keep)
 {
 	json_t *c = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app", app, "what",
-			      what, "id", id, "xfer", xfer, "dst", dst, "chan", chan, "start", now_s() + 0.05, "steps");
+			      what, "id", id, "xfer", xfer, "dst", dst, "chan", chan, "start", now_s() + send_delay, "steps");
 	if (keep)
 		json_object_set_new(c, "keep", json_true());
 	return c;
@@ -151,7 +153,7 @@ static void replica_commit(const char *app, json_t *m)
 		to_host(replica_host, order_cmd("replica@r1", 4, x));
 		to_host(server_host, json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app",
 					       server_app, "what", "state", "id", 0, "xfer", x, "dst", replica_host,
-					       "chan", 4, "start", now_s() + 0.05, "steps"));
+					       "chan", 4, "start", now_s() + send_delay, "steps"));
 	}
 }
 
@@ -231,7 +233,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "listen", 1, NULL, 'l' }, { "scenario", 1, NULL, 's' }, { "count", 1, NULL, 'n' },
 		{ "weights", 1, NULL, 'w' }, { "phantom", 0, NULL, 'p' }, { "time-limit", 1, NULL, 't' },
-		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "send-delay", 1, NULL, 'd' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	const char *listen_at = "0.0.0.0:7070";
 	double limit = 60, t0 = now_s();
@@ -246,9 +248,10 @@ int main(int argc, char **argv)
 		case 'w': weights = json_loads(optarg, 0, NULL); break;
 		case 'p': phantom = 1; break;
 		case 't': limit = atof(optarg); break;
+		case 'd': send_delay = atof(optarg); break;
 		default:
 			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate|replica|chain] [--count N]\n"
-			       "         [--weights JSON-ARRAY] [--phantom] [--time-limit S]\n"
+			       "         [--weights JSON-ARRAY] [--phantom] [--time-limit S] [--send-delay S]\n"
 			       "relay: answer register with registered + a drop, and send a command to an unknown app.\n"
 			       "aggregate: route N updates to aggregator host ag, then order + aggregate them to ps;\n"
 			       "           --phantom adds an input that never arrives. Pulls are answered after a commit.\n"

@@ -12,7 +12,10 @@
 . "$(dirname "$0")/fabric_lib.sh"
 VERIFY="$ROOT/build/mlf-verify"
 fab_begin fabp 'ps:1:"server","scheduler"' 'w0:10:"worker"' 'r1:30:"replica"'
-bg sched "$TB" exec "$CLUSTER" ps "$FAKESCHED" --listen 10.82.0.1:7070 --scenario replica --count 3 --time-limit 60
+# --send-delay 0: updates start at once, so their data often overtakes the `order` (which travels
+# scheduler -> dataplane -> library -> dataplane); the library marks such ids done at once
+bg sched "$TB" exec "$CLUSTER" ps "$FAKESCHED" --listen 10.82.0.1:7070 --scenario replica --count 3 --time-limit 60 \
+	--send-delay 0
 wait_for "$WORK/sched.out" listening 5
 dp_start ps
 dp_start w0
