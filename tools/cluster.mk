@@ -1,13 +1,26 @@
-# tools/cluster.mk - the experiment runner tools/mlf-cluster: `make run` (the main job, conf/exp-default.json),
-# `make bench-fabric` (C1-N1, C2-N1, C1-N2 with MLfabric-A, Async and RR-Sync) and their tests.
+# tools/cluster.mk - the experiment runner tools/mlf-cluster and the fault scenarios tools/mlf-fault:
+# `make run` (the main job, conf/exp-default.json), `make bench-fabric` (C1-N1, C2-N1, C1-N2 with
+# MLfabric-A, Async and RR-Sync), `make bench-replication` (replication modes, div_max, server kills)
+# and their tests.
 
 INTEG_TESTS += tests/integration/cluster_results.sh tests/integration/cluster_run.sh tests/integration/fabric_train.sh
-BENCHES     += bench-fabric
+INTEG_TESTS += tests/integration/fault_kill_server.sh tests/integration/fault_kill_aggregator.sh \
+               tests/integration/fault_kill_worker.sh tests/integration/fault_cut_link.sh \
+               tests/integration/fault_loss_burst.sh
+BENCHES     += bench-fabric bench-replication
 
-.PHONY: bench-fabric
+.PHONY: bench-fabric bench-replication fault-tests
 # The main job: train on the emulated cluster with MLfabric-A (root: network namespaces).
 run: programs
 	tools/mlf-cluster run conf/exp-default.json
 
 bench-fabric: programs
 	bench/fabric_bench.sh
+
+bench-replication: programs
+	bench/replication_bench.sh
+
+# the five fault scenarios (tools/mlf-fault run NAME --quick), about 4 minutes
+fault-tests: programs
+	@rc=0; for t in kill_server kill_aggregator kill_worker cut_link loss_burst; do \
+		tests/integration/fault_$$t.sh || rc=1; done; exit $$rc

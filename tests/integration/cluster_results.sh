@@ -42,7 +42,7 @@ echo '{"system":"mlfabric-a","n_workers":2,"t0":1000,"t_end":1010,"stop_reason":
 for x in "1002 0.3" "1004 0.6" "1006 0.8" "1008 0.82"; do set -- $x
 	echo "{\"t\":$1,\"version\":$((($1 - 1000) * 10)),\"accuracy\":$2,\"loss\":1}"; done >"$A/records/accuracy.jsonl"
 for d in 3 0 8 1 2; do echo "{\"t\":1003,\"xfer\":1,\"src\":\"w0\",\"id\":1,\"worker\":\"w0\",\"version\":1,\"at\":$((1 + d)),\"delay\":$d,\"parts\":1}"; done >"$A/records/applied.jsonl"
-for f in direct direct aggregated dropped direct aggregated; do echo "{\"id\":1,\"worker\":\"w0\",\"fate\":\"$f\",\"batch\":1,\"reason\":\"\"}"; done >"$A/records/updates.jsonl"
+i=0; for f in direct direct aggregated dropped direct aggregated; do i=$((i + 1)); echo "{\"id\":$i,\"worker\":\"w0\",\"fate\":\"$f\",\"batch\":1,\"reason\":\"\"}"; done >"$A/records/updates.jsonl"
 echo '{"applied":5,"version":5,"rx_bytes":16300000,"rx_transfers":4}' >"$A/records/server.json"
 echo '{"iterations":10,"pushed":3,"sent":2,"dropped":1,"aggregated":1,"mean_iteration_s":0.1}' >"$A/records/w0/worker.json"
 echo '{"iterations":12,"pushed":3,"sent":3,"dropped":0,"aggregated":1,"mean_iteration_s":0.3}' >"$A/records/w1/worker.json"
@@ -95,11 +95,41 @@ done
 grep -q '^1 [0-9] 0.5 update' "$R/plot/timeline.dat" || fail "timeline: transfer 1 not at 1 s for 0.5 s"
 ok "summary table and accuracy/delays/timeline PNGs"
 
+# ---- replication results from synthetic records: a fail-over ----
+F="$WORK/frun"
+S="$F/mlfabric-a"
+mkdir -p "$S/records/w0" "$S/records/replica"
+jq '. + {faults: [{at_s: 10, kind: "kill-server"}], target_accuracy: 0.78}' "$ROOT/conf/exp-repl.json" >"$F/experiment.json"
+echo '{"system":"mlfabric-a","n_workers":1,"t0":100,"t_end":130,"server":"ps","stop_reason":"target","replication":{"mode":"mlfabric","div_max":0.5,"replica":"rp"},"eth0_rx_bytes":{"ps":1000,"rp":400,"w0":7}}' >"$S/run.json"
+echo '{"t":110,"t_s":10,"fault":1,"event":"start","kind":"kill-server","host":"ps","ok":true}' >"$S/faults.jsonl"
+echo '{"t_gone":110.5,"t_promoted":110.8,"t_first_commit":111.25,"old_server":"ps","new_server":"rp","version":50,"lost_committed":2,"lost_planned":1}' >"$S/records/failover.jsonl"
+printf '%s\n' '{"t":105,"version":10,"accuracy":0.5}' '{"t":109,"version":40,"accuracy":0.6}' >"$S/records/accuracy.jsonl"
+printf '%s\n' '{"t":112,"version":55,"accuracy":0.7}' '{"t":115,"version":70,"accuracy":0.8}' >"$S/records/replica/accuracy.jsonl"
+printf '%s\n' '{"t":104,"id":1,"delay":1}' '{"t":108,"id":2,"delay":3}' >"$S/records/applied.jsonl"
+printf '%s\n' '{"t":104.1,"id":1,"delay":0}' '{"t":111.2,"id":4,"delay":5}' >"$S/records/replica/applied.jsonl"
+echo '{"applied":90,"version":70,"rx_bytes":5}' >"$S/records/replica/server.json"
+printf '%s\n' '{"id":1,"fate":"direct"}' '{"id":2,"fate":"direct"}' '{"id":3,"fate":"dropped"}' '{"id":2,"fate":"lost"}' '{"id":4,"fate":"direct"}' >"$S/records/updates.jsonl"
+"$MC" results "$F" >/dev/null
+q() { jq -r ".systems[\"mlfabric-a\"].$1" "$F/results.json"; }
+eq time_to_target_s "$(q time_to_target_s)" 15
+eq final_accuracy "$(q final_accuracy)" 0.8
+eq applied "$(q applied)" 90
+eq recovery_s "$(q recovery_s)" 1.25
+eq lost "$(q lost)" 1
+eq dropped_only "$(q dropped_only)" 1
+eq dropped_fraction "$(q dropped_fraction)" 0.5
+eq server_host_rx_bytes "$(q server_host_rx_bytes)" 1000
+eq replica_host_rx_bytes "$(q replica_host_rx_bytes)" 400
+eq "delay max (server, then the promoted replica from t_promoted)" "$(q delay.max)" 5
+eq "delay mean" "$(q delay.mean)" 3
+[ "$(q failover.new_server)" = rp ] || fail "failover.new_server = $(q failover.new_server), expected rp"
+ok "fail-over results: accuracy of the server then the promoted replica, recovery 1.25 s, lost/dropped by last fate, server/replica host bytes"
+
 # ---- bad experiments: one line, nothing started ----
 before=$(ip netns list 2>/dev/null | grep -c '^clu' || true)
 check_bad() { # NAME JQ-EDIT EXPECTED-WORD [--systems LIST]
 	local name=$1 edit=$2 word=$3; shift 3
-	jq "$edit" "$ROOT/conf/exp-c1-n1.json" >"$WORK/bad.json"
+	jq "$edit" "$ROOT/${BASE:-conf/exp-c1-n1.json}" >"$WORK/bad.json"
 	if "$MC" run "$WORK/bad.json" --out "$WORK/out-$name" "$@" 2>"$WORK/err" >/dev/null; then fail "$name: run accepted"; fi
 	[ "$(wc -l <"$WORK/err")" = 1 ] || fail "$name: expected one error line, got: $(cat "$WORK/err")"
 	grep -q -- "$word" "$WORK/err" || fail "$name: error does not name $word: $(cat "$WORK/err")"
@@ -112,6 +142,19 @@ check_bad host '.aggregators = ["w0", "w9"]' 'w9'
 check_bad cluster '.cluster = "conf/no-such-cluster.json"' 'no-such-cluster'
 check_bad field 'del(.seed)' '"seed"'
 MLF_BUILD="$WORK/empty" check_bad program '.' 'missing program'
+BASE=conf/fault-kill-server.json
+check_bad repl-mode '.replication.mode = "raft"' '"raft"'
+check_bad repl-div-max '.replication.div_max = -1' 'div_max'
+check_bad repl-replica '.replication.replica = "w1"' '"w1" is a worker host'
+check_bad repl-key '.replication.every = 3' '"every"'
+check_bad repl-ckpt '.replication = {mode: "checkpoint"}' 'checkpoint_every'
+check_bad repl-async '.systems = ["async"]' 'system async'
+check_bad fault-kind '.faults = [{at_s: 1, kind: "meteor"}]' '"meteor"'
+check_bad fault-host '.faults = [{at_s: 1, kind: "kill-worker", host: "w9"}]' '"w9"'
+check_bad fault-agg '.faults = [{at_s: 1, kind: "kill-aggregator", host: "w3"}]' 'not an aggregator'
+check_bad fault-dur '.faults = [{at_s: 1, kind: "cut-link", host: "w3"}]' 'duration_s'
+check_bad fault-loss '.faults = [{at_s: 1, kind: "loss-burst", host: "w3", duration_s: 1, loss: 1.5}]' 'loss'
+unset BASE
 after=$(ip netns list 2>/dev/null | grep -c '^clu' || true)
 [ "$before" = "$after" ] || fail "a refused experiment created namespaces"
-ok "unknown system, unknown settings, unknown host, missing cluster/field/program: one line, nothing started"
+ok "unknown system, unknown settings, unknown host, missing cluster/field/program, bad replication or faults: one line, nothing started"
