@@ -378,6 +378,14 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 		if (s->upd[i].state == SCHED_UPD_PLANNED)
 			lose_update(s, &s->upd[i], "the server registered again");
 	s->server = sv;
+	/* a server restarted from an older state (a checkpoint): what waits for a newer version
+	 * would never be served, so pending updates and pulls count from its version */
+	for (int i = 0; i < s->n_upd; i++)
+		if (s->upd[i].state == SCHED_UPD_PENDING && s->upd[i].version > sv.version)
+			s->upd[i].version = sv.version;
+	for (int i = 0; i < s->n_pulls; i++)
+		if (s->pulls[i].min_version > sv.version)
+			s->pulls[i].min_version = sv.version;
 	log_info("server at %s: mode %s, %" PRIu64 " bytes per update, version %" PRId64
 		 ", tau_max %" PRId64 ", momentum %g, %d workers", s->cl.hosts[sv.host].name, mode,
 		 sv.bytes, sv.version, sv.tau_max, sv.momentum, sv.n_workers);
