@@ -9,7 +9,8 @@ fault_run
 fault_event_ok kill-worker start
 [ "$(jq -r '.systems["mlfabric-a"].dead_workers | join(",")' "$RUN/results.json")" = w3 ] ||
 	fail "dead workers $(jq -c '.systems["mlfabric-a"].dead_workers' "$RUN/results.json"), expected [w3]"
-t_kill=$(jq -s 'map(select(.kind == "kill-worker")) | first | .t' "$SYS/faults.jsonl")
+# t_done: after kill -9 returned (t, taken before it, may precede a last push)
+t_kill=$(jq -s 'map(select(.kind == "kill-worker")) | first | .t_done' "$SYS/faults.jsonl")
 after=$(jq -s --argjson k "$t_kill" 'map(select(.t > $k)) | length' "$SYS/records/w3/pushes.jsonl")
 [ "$after" = 0 ] || fail "w3 pushed $after updates after it was killed"
 ok "worker w3 killed: named as dead, no push after the kill, the others reached the target"
