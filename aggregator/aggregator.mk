@@ -15,7 +15,7 @@ $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib: $(BUILD)/tests/%: $(B
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lpthread
 
-INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay.sh tests/integration/fabric_aggregate.sh \
+INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay.sh tests/integration/fabric_aggregate.sh tests/integration/fabric_aggregate_skip.sh \
 	tests/integration/fabric_e2e.sh tests/integration/fabric_sync.sh
 
 BENCHES += bench-aggregator

@@ -522,6 +522,10 @@ static void aggregate(struct mlf *f, struct agg_cmd *a)
 			log_err("aggregate %llu: no memory for %llu floats", (unsigned long long)c->id, (unsigned long long)n);
 		else
 			log_warn("aggregate %llu: none of its %d inputs arrived; nothing sent", (unsigned long long)c->id, c->n_ids);
+		/* a failed `done`: the scheduler skips the aggregate at its destination at once
+		 * instead of waiting --xfer-timeout for it (docs/control.md) */
+		report_done(f, c->id, k ? -ENOMEM : -ENODATA, 0, now_s(),
+			    k ? "aggregator out of memory" : "no input of the aggregate arrived");
 		goto out;
 	}
 	h = b.data;
@@ -556,16 +560,31 @@ out:
 	free(slot);
 }
 
-/* Aggregates every command whose inputs are all here, or whose input timeout passed. */
+/* Was @id passed to a `skip` (chan 1/4: a transfer id; chan 2: an aggregator input's update id)? */
+static int was_skipped(const struct mlf *f, uint64_t id)
+{
+	for (unsigned i = 0; i < SKIPPED_MAX && i < f->n_skipped; i++)
+		if (f->skipped[i] == id)
+			return 1;
+	return 0;
+}
+
+/*
+ * Aggregates every command whose inputs are all here or reported lost by the scheduler (`skip`
+ * with chan 2), or whose input timeout passed.
+ */
 static void agg_progress(struct mlf *f)
 {
 	double now = now_s();
 
 	pthread_mutex_lock(&f->lock);
 	for (struct agg_cmd **p = &f->cmds, *a; (a = *p);) {
-		int all = 1;
-		for (int i = 0; i < a->c.n_ids && all; i++)
-			all = find_input(f, a->c.ids[i]) >= 0;
+		int all = 1, skipped = 0;
+		for (int i = 0; i < a->c.n_ids && all; i++) {
+			int here = find_input(f, a->c.ids[i]) >= 0, lost = !here && was_skipped(f, a->c.ids[i]);
+			all = here || lost;
+			skipped += lost;
+		}
 		if (!all && now < a->deadline) {
 			p = &a->next;
 			continue;
@@ -574,6 +593,9 @@ static void agg_progress(struct mlf *f)
 		if (!all)
 			log_warn("aggregate %llu: inputs missing %.1f s after its start; sending what arrived",
 				 (unsigned long long)a->c.id, f->agg_timeout_s);
+		else if (skipped)
+			log_info("aggregate %llu: %d input(s) reported lost by the scheduler; sending the rest",
+				 (unsigned long long)a->c.id, skipped);
 		aggregate(f, a);
 		fabric_cmd_free(&a->c);
 		free(a);
@@ -737,12 +759,11 @@ static void server_update(struct mlf *f, struct mlfabric_event *ev)
 			(unsigned long long)ev->id, err);
 		return;
 	}
-	for (unsigned i = 0; i < SKIPPED_MAX && i < f->n_skipped; i++)
-		if (f->skipped[i] == ev->id) {
-			log_warn("transfer %llx from host %s arrived after the scheduler reported it lost; not applied",
-				 (unsigned long long)ev->id, ev->peer);
-			return;
-		}
+	if (was_skipped(f, ev->id)) {
+		log_warn("transfer %llx from host %s arrived after the scheduler reported it lost; not applied",
+			 (unsigned long long)ev->id, ev->peer);
+		return;
+	}
 	u = (struct mlf_update){ .hdr = h, .u = (const float *)((const char *)h + MLF_PAYLOAD_HDR),
 				 .n = h->n_floats, .xfer = ev->id, .src = ev->peer };
 	v = f->on_update(f->arg, &u);
@@ -1120,9 +1141,14 @@ static void on_ctl(struct mlf *f, const char *text)
 		order_append(f, &c);
 		break;
 	case FABRIC_CMD_SKIP:
+		pthread_mutex_lock(&f->lock);
 		for (int i = 0; i < c.n_ids; i++)
 			f->skipped[f->n_skipped++ % SKIPPED_MAX] = c.ids[i];
-		mlfabric_order_skip(f->dp, c.chan, c.ids, c.n_ids);
+		pthread_mutex_unlock(&f->lock);
+		if (c.chan == 2)
+			agg_progress(f); /* aggregator inputs that will never arrive: aggregate the rest now */
+		else
+			mlfabric_order_skip(f->dp, c.chan, c.ids, c.n_ids);
 		break;
 	}
 	fabric_cmd_free(&c);

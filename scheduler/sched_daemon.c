@@ -131,6 +131,32 @@ static int lose_update(struct sched *s, struct sched_update *u, const char *reas
 	return was_planned;
 }
 
+static void xfer_failed(struct sched *s, int xi, const char *reason);
+
+/*
+ * Update transfer @x into the aggregator at x->dst (chan 2), part of aggregate @agg, will not
+ * arrive. While another input of @agg is still planned, the aggregator is told at once (`skip`
+ * with chan 2 and the update id) so it sends the aggregate of the rest instead of waiting its
+ * input timeout; when none is left, the aggregate itself fails (skipped at its destination).
+ */
+static void agg_input_lost(struct sched *s, const struct sched_xfer *x, uint64_t agg, const char *reason)
+{
+	int left = 0, ai = sched_find_xfer(s, agg);
+
+	for (int i = 0; i < s->n_upd; i++)
+		left += s->upd[i].agg == agg && s->upd[i].state == SCHED_UPD_PLANNED;
+	if (left) {
+		sched_to_app(s, "aggregator", x->dst, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
+			     "chan", 2, "xfers", (json_int_t)x->id));
+		return;
+	}
+	if (ai >= 0 && !s->xfers[ai].done) {
+		char why[320];
+		snprintf(why, sizeof(why), "every input of it was lost (last: %s)", reason);
+		xfer_failed(s, ai, why);
+	}
+}
+
 /* Transfer @x will not arrive (failed done, dead peer): lose what it carries, skip it. */
 static void xfer_failed(struct sched *s, int xi, const char *reason)
 {
@@ -159,6 +185,8 @@ static void xfer_failed(struct sched *s, int xi, const char *reason)
 		int ui = sched_find_update(s, x->id);
 		if (ui >= 0)
 			lost = lose_update(s, &s->upd[ui], reason);
+		if (ui >= 0 && x->chan == 2 && !finished && s->upd[ui].agg)
+			agg_input_lost(s, x, s->upd[ui].agg, reason);
 	} else {
 		for (int i = 0; i < s->n_upd; i++)
 			if (s->upd[i].agg == x->xfer)

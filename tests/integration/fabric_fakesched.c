@@ -32,7 +32,7 @@ static struct {
 static const char *scenario = "relay", *agg_host = "ag", *server_host = "ps", *server_app = "server@ps";
 static const char *replica_host = "r1";
 static json_t *weights;
-static int count = 2, phantom, commit_seen;
+static int count = 2, phantom, skip_phantom, commit_seen;
 static json_t *inputs, *pulls;
 static unsigned long long next_xfer = 1;
 /* replica / chain scenarios */
@@ -205,6 +205,9 @@ static void handle(int i, json_t *m)
 			if (weights)
 				json_object_set(cmd, "weights", weights);
 			to_host(agg_host, cmd);
+			if (skip_phantom) /* the phantom will never arrive: the aggregator need not wait */
+				to_host(agg_host, json_pack("{s:s, s:s, s:i, s:[i]}", "type", "skip", "app",
+							    "aggregator@ag", "chan", 2, "xfers", 999999));
 		}
 	} else if (!strcmp(type, "update") && (!strcmp(scenario, "replica") || !strcmp(scenario, "chain"))) {
 		replica_update(app, m);
@@ -233,7 +236,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "listen", 1, NULL, 'l' }, { "scenario", 1, NULL, 's' }, { "count", 1, NULL, 'n' },
 		{ "weights", 1, NULL, 'w' }, { "phantom", 0, NULL, 'p' }, { "time-limit", 1, NULL, 't' },
-		{ "send-delay", 1, NULL, 'd' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "send-delay", 1, NULL, 'd' }, { "skip-phantom", 0, NULL, 'k' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	const char *listen_at = "0.0.0.0:7070";
 	double limit = 60, t0 = now_s();
@@ -247,14 +250,16 @@ int main(int argc, char **argv)
 		case 'n': count = atoi(optarg); break;
 		case 'w': weights = json_loads(optarg, 0, NULL); break;
 		case 'p': phantom = 1; break;
+		case 'k': phantom = skip_phantom = 1; break;
 		case 't': limit = atof(optarg); break;
 		case 'd': send_delay = atof(optarg); break;
 		default:
 			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate|replica|chain] [--count N]\n"
-			       "         [--weights JSON-ARRAY] [--phantom] [--time-limit S] [--send-delay S]\n"
+			       "         [--weights JSON-ARRAY] [--phantom] [--skip-phantom] [--time-limit S] [--send-delay S]\n"
 			       "relay: answer register with registered + a drop, and send a command to an unknown app.\n"
 			       "aggregate: route N updates to aggregator host ag, then order + aggregate them to ps;\n"
-			       "           --phantom adds an input that never arrives. Pulls are answered after a commit.\n"
+			       "           --phantom adds an input that never arrives; --skip-phantom also tells the\n"
+			       "           aggregator so (skip, chan 2). Pulls are answered after a commit.\n"
 			       "replica: update 1 to server ps (keep) and replica r1, the others to ps; at ps version N\n"
 			       "         a state send to r1, then snapshot tags 1..18 and promote r1; later workers go to r1.\n"
 			       "chain: ps is told to chain-replicate to r1; updates go to ps.\n");

@@ -942,6 +942,49 @@ START_TEST(gone_app_unregistered)
 }
 END_TEST
 
+/*
+ * A gone worker whose update feeds an aggregate: the aggregator is told at once (`skip` with
+ * chan 2 and the update id) and the aggregate is still awaited at the server; once the other
+ * input is gone too, the aggregate itself is skipped at the server.
+ */
+START_TEST(gone_worker_input_skipped_at_aggregator)
+{
+	int w[2], a0, ps;
+	json_t *ag = aggregate_planned(w, &a0, &ps);
+	uint64_t id0 = ((uint64_t)2 << 40) | 1, agg = jid(ag, "agg");
+	ck_assert_int_eq(json_array_size(json_object_get(ag, "inputs")), 2);
+	fake_send(w[0], json_pack("{s:s, s:s, s:s}", "type", "error", "app", "worker@w0", "reason",
+				  "application worker@w0 closed its connection to the dataplane of host w0"));
+	json_t *k = wait_msg(a0, "skip", 2.0);
+	ck_assert_ptr_nonnull(k);
+	ck_assert_int_eq(json_integer_value(json_object_get(k, "chan")), 2);
+	ck_assert_uint_eq((uint64_t)json_integer_value(json_array_get(json_object_get(k, "xfers"), 0)), id0);
+	pump(0.2);
+	ck_assert_int_eq(count_msgs(ps, "skip"), 0); /* the partial aggregate still comes */
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"lost\""), 1);
+	fake_send(w[1], json_pack("{s:s, s:s, s:s}", "type", "error", "app", "worker@w1", "reason",
+				  "application worker@w1 closed its connection to the dataplane of host w1"));
+	expect_skip(ps, agg);
+	ck_assert_int_eq(count_msgs(a0, "skip"), 1); /* no input left: the aggregate is failed instead */
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"fate\":\"lost\""), 2);
+	stop_daemon();
+}
+END_TEST
+
+/* An aggregator that got no input reports a failed done: skipped without --xfer-timeout. */
+START_TEST(empty_aggregate_done_skips)
+{
+	int w[2], a0, ps;
+	json_t *ag = aggregate_planned(w, &a0, &ps);
+	uint64_t agg = jid(ag, "agg");
+	fake_send(a0, json_pack("{s:s, s:s, s:I, s:i, s:I, s:f, s:s}", "type", "done", "app",
+				"aggregator@a0", "xfer", (json_int_t)agg, "status", -61, "bytes", (json_int_t)0,
+				"t", now_s(), "reason", "no input of the aggregate arrived"));
+	expect_skip(ps, agg);
+	stop_daemon();
+}
+END_TEST
+
 static void short_xfer_timeout(struct sched_config *c)
 {
 	no_agg(c);
@@ -1437,6 +1480,8 @@ int main(void)
 	tcase_add_test(tc, dead_server_loses_planned);
 	tcase_add_test(tc, program_runs_and_stops);
 	tcase_add_test(tc, gone_app_unregistered);
+	tcase_add_test(tc, gone_worker_input_skipped_at_aggregator);
+	tcase_add_test(tc, empty_aggregate_done_skips);
 	tcase_add_test(tc, unreported_transfer_times_out);
 	tcase_add_test(tc, replica_registration_refused);
 	tcase_add_test(tc, replica_div0_copies_ordered);
