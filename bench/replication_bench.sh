@@ -123,15 +123,22 @@ TARGETS=$(jq -r '
 echo "$TABLE"
 echo "$TARGETS"
 
-# the "Replication" section of BENCHMARKS.md is replaced by this run's
+# the "Replication" section of BENCHMARKS.md for this base experiment is replaced by this run's
+CLUSTER_CONF=$(jq -r .cluster "$BASE")
+LINKS=$(jq -r '.hosts | map("\(.name) \(.up_gbps)/\(.down_gbps)") | join(", ")' "$CLUSTER_CONF" 2>/dev/null)
+CMD="make bench-replication"
+[ "$BASE" = conf/exp-repl.json ] || CMD="bench/replication_bench.sh --base $BASE"
 {
-	# everything but an earlier Replication section, without trailing blank lines
-	awk '/^## Replication/ { skip = 1; next } skip && /^## / { skip = 0 } !skip { buf = buf $0 "\n"; if ($0 != "") { printf "%s", buf; buf = "" } }' "$ROOT/BENCHMARKS.md"
+	# everything but an earlier Replication section of the same base (or of no stated base),
+	# without trailing blank lines
+	awk -v tag="base $BASE," '/^## Replication/ { if (index($0, tag) || !index($0, "base ")) { skip = 1; next } }
+		skip && /^## / { skip = 0 }
+		!skip { buf = buf $0 "\n"; if ($0 != "") { printf "%s", buf; buf = "" } }' "$ROOT/BENCHMARKS.md"
 	echo
-	echo "## Replication (bench-replication, $STAMP)"
+	echo "## Replication (bench-replication, base $BASE, $STAMP)"
 	echo
-	echo "Command: \`make bench-replication\` (bench/replication_bench.sh; base experiment $BASE, run folders under"
-	echo "runs/bench-replication-$STAMP/). $(jq -r '"MLfabric-A, \(.compute)-\(.network), model \(.model), 4 workers, server ps, replica rp (conf/cluster-repl.json, links 1 Gbit/s, rate_scale \(.rate_scale)), target accuracy \(.target_accuracy), time limit \(.time_limit_s) s, seed \(.seed)"' "$BASE")."
+	echo "Command: \`$CMD\` (bench/replication_bench.sh; base experiment $BASE, run folders under"
+	echo "runs/bench-replication-$STAMP/). $(jq -r --arg cl "$CLUSTER_CONF" --arg links "$LINKS" '"MLfabric-A, \(.compute)-\(.network), model \(.model), momentum \(.momentum), lr \(.lr), 4 workers, server ps, replica rp ($cl, links up/down Gbit/s: \($links); rate_scale \(.rate_scale)), target accuracy \(.target_accuracy), time limit \(.time_limit_s) s, seed \(.seed)"' "$BASE")."
 	echo "div_max is a multiple (0, 1x, 4x, 16x) of the mean update norm $(awk -v n="$NORM" 'BEGIN { printf "%.4g", n }') measured in the no-replica run."
 	echo "Host MB: bytes received by the host's eth0 (all traffic: updates, replica copies, models, control)."
 	echo "Kill runs: kill -9 of the server's mlf-ps $KILL_AT s after the workers start; recovery = the kill to the"
@@ -147,4 +154,4 @@ echo "$TARGETS"
 	echo "Targets:"
 	echo "$TARGETS"
 } >"$OUT/BENCHMARKS.md.new" && mv "$OUT/BENCHMARKS.md.new" "$ROOT/BENCHMARKS.md"
-echo "bench-replication: table written into BENCHMARKS.md (section Replication); run folders in $OUT" >&2
+echo "bench-replication: table written into BENCHMARKS.md (section Replication, base $BASE); run folders in $OUT" >&2

@@ -177,8 +177,15 @@ static void xfer_failed(struct sched *s, int xi, const char *reason)
 		return;
 	}
 	if (x->what == SCHED_WHAT_MODEL) {
-		log_warn("model transfer %" PRIu64 " (pull %" PRIu64 ") to %s failed: %s", x->xfer,
-			 x->id, s->cl.hosts[x->dst].name, reason);
+		/* the pull is answered again by the next batch (the same server after a link cut, or
+		 * a server restarted from its checkpoint) unless its worker is gone */
+		int again = !finished && s->hosts[x->dst].alive && (s->hosts[x->dst].apps & SCHED_ROLE_WORKER) &&
+			    !sched_grow((void **)&s->pulls, s->n_pulls, &s->cap_pulls, sizeof(*s->pulls));
+		if (again)
+			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,
+				.min_version = -1, .t_arrival = sched_now() };
+		log_warn("model transfer %" PRIu64 " (pull %" PRIu64 ") to %s failed: %s%s", x->xfer,
+			 x->id, s->cl.hosts[x->dst].name, reason, again ? "; the pull is answered again" : "");
 		return;
 	}
 	if (x->what == SCHED_WHAT_UPDATE) {
@@ -245,16 +252,16 @@ static void apps_gone(struct sched *s, int h, unsigned roles, const char *reason
 		if (s->upd[i].state == SCHED_UPD_PENDING &&
 		    (server || ((roles & SCHED_ROLE_WORKER) && s->upd[i].worker == h)))
 			lose_update(s, &s->upd[i], reason);
-	if (roles & SCHED_ROLE_WORKER) {
+	for (int i = 0; i < s->n_xfers; i++)
+		if (!s->xfers[i].done && xfer_needs(s, &s->xfers[i], h, roles))
+			xfer_failed(s, i, reason);
+	if (roles & SCHED_ROLE_WORKER) { /* after the failed models, which may queue their pulls again */
 		int k = 0;
 		for (int i = 0; i < s->n_pulls; i++)
 			if (s->pulls[i].worker != h)
 				s->pulls[k++] = s->pulls[i];
 		s->n_pulls = k;
 	}
-	for (int i = 0; i < s->n_xfers; i++)
-		if (!s->xfers[i].done && xfer_needs(s, &s->xfers[i], h, roles))
-			xfer_failed(s, i, reason);
 	if (server) {
 		for (int i = 0; i < s->n_upd; i++)
 			lose_update(s, &s->upd[i], reason);

@@ -618,6 +618,41 @@ START_TEST(pull_gets_model)
 }
 END_TEST
 
+/*
+ * A model transfer lost with its server (application gone before the model left): the pull is
+ * queued again and answered by the server that registers next (restarted from a checkpoint at
+ * an older version); a pull whose worker is gone is not.
+ */
+START_TEST(lost_model_pull_answered_again)
+{
+	start_daemon(NULL);
+	int w[2], ps = setup("async", 5, 8, 2, w, NULL);
+	fake_send(w[1], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w1", "id",
+				  77, "server", "ps", "min_version", 5));
+	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w0", "id",
+				  78, "server", "ps", "min_version", 5));
+	json_t *m1 = wait_msg(ps, "send", 2.0), *m2 = wait_msg(ps, "send", 2.0);
+	ck_assert_ptr_nonnull(m1);
+	ck_assert_ptr_nonnull(m2);
+	/* worker w0 goes: its pull is not answered again */
+	fake_send(w[0], json_pack("{s:s, s:s, s:s}", "type", "error", "app", "worker@w0", "reason",
+				  "application worker@w0 closed its connection"));
+	fake_send(ps, json_pack("{s:s, s:s, s:s}", "type", "error", "app", "server@ps", "reason",
+				"application server@ps closed its connection to the dataplane of host ps"));
+	pump(0.3);
+	ck_assert_int_eq(count_msgs(ps, "send"), 2); /* no server: nothing commanded */
+	reg_server(ps, "async", 3, 8, 2);             /* restarted from an older checkpoint */
+	json_t *again = wait_msg(ps, "send", 2.0);
+	ck_assert_ptr_nonnull(again);
+	ck_assert_str_eq(json_string_value(json_object_get(again, "what")), "model");
+	ck_assert_uint_eq(jid(again, "id"), 77);
+	ck_assert_str_eq(json_string_value(json_object_get(again, "dst")), "w1");
+	pump(0.3);
+	ck_assert_int_eq(count_msgs(ps, "send"), 3);
+	stop_daemon();
+}
+END_TEST
+
 /* MLfabric-S: no batch until every worker has an update; min_version pulls wait for commits. */
 START_TEST(sync_waits_for_all)
 {
@@ -1470,6 +1505,7 @@ int main(void)
 	tcase_add_test(tc, silent_host_named_and_dropped);
 	tcase_add_test(tc, failed_done_skips);
 	tcase_add_test(tc, pull_gets_model);
+	tcase_add_test(tc, lost_model_pull_answered_again);
 	tcase_add_test(tc, sync_waits_for_all);
 	tcase_add_test(tc, link_report_after_t_lag);
 	tcase_add_test(tc, running_transfer_carried);
