@@ -138,7 +138,7 @@ CMD="make bench-replication"
 	echo "## Replication (bench-replication, base $BASE, $STAMP)"
 	echo
 	echo "Command: \`$CMD\` (bench/replication_bench.sh; base experiment $BASE, run folders under"
-	echo "runs/bench-replication-$STAMP/). $(jq -r --arg cl "$CLUSTER_CONF" --arg links "$LINKS" '"MLfabric-A, \(.compute)-\(.network), model \(.model), momentum \(.momentum), lr \(.lr), 4 workers, server ps, replica rp ($cl, links up/down Gbit/s: \($links); rate_scale \(.rate_scale)), target accuracy \(.target_accuracy), time limit \(.time_limit_s) s, seed \(.seed)"' "$BASE")."
+	echo "runs/bench-replication-$STAMP/). $(jq -r --arg cl "$CLUSTER_CONF" --arg links "$LINKS" '"MLfabric-A, \(.compute)-\(.network), model \(.model), momentum \(.momentum), lr \(.lr), 4 workers, server ps, replica rp (\($cl), links up/down Gbit/s: \($links); rate_scale \(.rate_scale)), target accuracy \(.target_accuracy), time limit \(.time_limit_s) s, seed \(.seed)"' "$BASE")."
 	echo "div_max is a multiple (0, 1x, 4x, 16x) of the mean update norm $(awk -v n="$NORM" 'BEGIN { printf "%.4g", n }') measured in the no-replica run."
 	echo "Host MB: bytes received by the host's eth0 (all traffic: updates, replica copies, models, control)."
 	echo "Kill runs: kill -9 of the server's mlf-ps $KILL_AT s after the workers start; recovery = the kill to the"
