@@ -89,8 +89,12 @@ ok "all $(wc -l <"$WORK/pushed") pushes applied or reported dropped"
 # teardown left nothing
 grep -q "teardown done: no namespace $CN-\* and no process left" "$WORK/run/run.log" || fail "teardown not confirmed in run.log"
 [ "$(ip netns list | grep -c "^$CN-" || true)" = 0 ] || fail "namespaces left: $(ip netns list | grep "^$CN-" | xargs)"
-for p in $(pgrep -x 'mlf-worker|mlf-ps|mlf-scheduler|mlf-aggregator|mlf-dataplane' || true); do
-	grep -q "cluster-fabric3" /proc/"$p"/cmdline 2>/dev/null && fail "process $p ($(cat /proc/"$p"/comm)) of the run is still running"
+# (pgrep -x with an alternation longer than 15 characters matches nothing: match the command line)
+for p in $(pgrep -f -- "cluster-fabric3" || true); do
+	case "$(cat /proc/"$p"/comm 2>/dev/null)" in
+	mlf-worker | mlf-ps | mlf-scheduler | mlf-aggregator | mlf-dataplane)
+		fail "process $p ($(cat /proc/"$p"/comm)) of the run is still running" ;;
+	esac
 done
 for f in accuracy delays timeline; do [ -s "$WORK/run/$f.png" ] || fail "$f.png missing"; done
 ok "no namespace or process left, plots written"
