@@ -105,7 +105,12 @@ typedef struct mlf mlf_t;
  */
 mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen);
 
-/** mlf_close - stop the event thread, fail what is pending, disconnect; NULL is a no-op. */
+/**
+ * mlf_close - stop the event thread, fail what is pending, disconnect; NULL is a no-op.
+ * A worker first waits (at most the endpoint timeout, mlf_opts.timeout_s) until each update it
+ * pushed has been sent, dropped or released by the scheduler's commands, so that a worker that
+ * pushes and closes at once loses neither the update nor its replica copy.
+ */
 void mlf_close(mlf_t *f);
 
 /** mlf_error - the last error text of @f (one line; "" when none). */

@@ -98,6 +98,7 @@ struct mlf {
 	uint64_t seq;
 	struct held_update *held;
 	struct out_xfer *out;
+	int sending;                /* `send` commands between held list and out list */
 	struct direct_send *direct;
 	/* worker: the one get waiting for a model */
 	struct {
@@ -301,15 +302,17 @@ static struct held_update *held_take(struct mlf *f, uint64_t id, int keep)
 	for (p = &f->held; *p; p = &(*p)->next)
 		if ((*p)->id == id) {
 			u = *p;
-			if (!keep)
+			if (!keep) {
 				*p = u->next;
+				pthread_cond_broadcast(&f->cond); /* mlf_close's drain */
+			}
 			break;
 		}
 	pthread_mutex_unlock(&f->lock);
 	return u;
 }
 
-static void cmd_send(struct mlf *f, struct fabric_cmd *c)
+static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 {
 	struct mlfabric_buf b;
 	uint64_t bytes, id;
@@ -360,6 +363,20 @@ static void cmd_send(struct mlf *f, struct fabric_cmd *c)
 	}
 	pthread_mutex_lock(&f->lock);
 	track_out(f, id, !c->what_model && !c->what_state, c->chan == 2);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* `send`: cmd_send_one, counted in f->sending so that mlf_close's drain does not see the update
+ * between leaving the held list and entering the list of outgoing transfers. */
+static void cmd_send(struct mlf *f, struct fabric_cmd *c)
+{
+	pthread_mutex_lock(&f->lock);
+	f->sending++;
+	pthread_mutex_unlock(&f->lock);
+	cmd_send_one(f, c);
+	pthread_mutex_lock(&f->lock);
+	f->sending--;
+	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -436,8 +453,10 @@ static void cmd_drop(struct mlf *f, const struct fabric_cmd *c)
 			*p = u->next;
 			break;
 		}
-	if (u)
+	if (u) {
 		f->ws.dropped++;
+		pthread_cond_broadcast(&f->cond); /* mlf_close's drain */
+	}
 	pthread_mutex_unlock(&f->lock);
 	if (!u) {
 		log_warn("drop command: no update %llu held", (unsigned long long)c->id);
@@ -873,6 +892,8 @@ static void on_sent(struct mlf *f, const struct mlfabric_event *ev)
 		}
 	if (o && o->is_update && ev->status == 0 && !o->to_agg)
 		f->ws.sent++;
+	if (o)
+		pthread_cond_broadcast(&f->cond); /* mlf_close's drain */
 	pthread_mutex_unlock(&f->lock);
 	if (ev->status)
 		log_warn("transfer %llx to %s failed: %s", (unsigned long long)ev->id, ev->peer, ev->reason);
@@ -1283,10 +1304,40 @@ fail:
 	return NULL;
 }
 
+static int wait_until(struct mlf *f, double deadline);
+
+/*
+ * A worker's close first waits, at most the endpoint timeout, until every pushed update has
+ * been commanded by the scheduler and its transfers have finished (or it was dropped or
+ * released): closing at once loses what was planned but not yet sent, i.e. the update at the
+ * server and its copy to the replica (which then has to catch up from the server, §3.3).
+ * Stops waiting when the scheduler or the dataplane is lost (nothing will be commanded).
+ */
+static void drain_pushes(struct mlf *f)
+{
+	double deadline = now_s() + f->timeout_s;
+	int held = 0, out = 0;
+
+	pthread_mutex_lock(&f->lock);
+	while ((f->held || f->out || f->sending) && !f->dead && !f->sched_lost && now_s() < deadline)
+		wait_until(f, deadline);
+	for (struct held_update *u = f->held; u; u = u->next)
+		held++;
+	for (struct out_xfer *o = f->out; o; o = o->next)
+		out++;
+	pthread_mutex_unlock(&f->lock);
+	if (held || out)
+		log_warn("%s: closing with %d pushed update(s) never commanded and %d transfer(s) "
+			 "unfinished after %.1f s%s", f->app, held, out, f->timeout_s,
+			 f->sched_lost ? " (scheduler lost)" : "");
+}
+
 void mlf_close(mlf_t *f)
 {
 	if (!f)
 		return;
+	if (f->role == ROLE_WORKER && !f->stop)
+		drain_pushes(f);
 	f->stop = 1;
 	wake(f);
 	pthread_join(f->thread, NULL);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,7 +265,8 @@ int main(int argc, char **argv)
 		for (long i = first; i < first + count && o.mode != MLF_MODE_SYNC; i++) {
 			for (size_t k = 0; k < n; k++)
 				u[k] = (float)i;
-			int64_t id = mlf_push(f, server, u, n, 1.0, i - 1);
+			/* ||u||_2 of n copies of i: the planner's divergence bound (Div_max) uses it */
+			int64_t id = mlf_push(f, server, u, n, (double)i * sqrt((double)n), i - 1);
 			if (id < 0) {
 				fprintf(stderr, "push: %s\n", mlf_error(f));
 				return 1;

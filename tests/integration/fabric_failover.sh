@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fabric_failover.sh - the library's replica with the real scheduler (build/mlf-scheduler):
-# workers w0 and w1 push 5 updates each (update i = copies of i, plain sums) to server ps; the
-# scheduler replicates them to replica r1 (mlfabric replication, div_max 1, aggregator ag), the
+# workers w0 and then w1 push 5 updates each (update i = copies of i, plain sums, with its true
+# norm) to server ps, w1 closing right after its pushes (mlf_close drains them); the scheduler
+# replicates them to replica r1 (mlfabric replication, div_max 1, aggregator ag), the
 # replica ends with the server's model (w0 = 30), snapshots every batch pair up with mlf-verify;
 # then the server is killed: its dataplane tells the scheduler at once that the server app is
 # gone, the scheduler promotes r1, and worker w3 pushes updates 11 and 12 for "ps" that the promoted
@@ -22,14 +23,22 @@ wait_for "$WORK/replica.out" "replica ready" 10
 wait_for "$WORK/agg.err" "registered as aggregator@ag" 10
 sleep 0.5
 bg w0 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 10000 --count 5
-bg w1 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode async --n 10000 --count 5
 wait "$PID_w0" || fail "worker w0 failed: $(cat "$WORK/w0.err")"
+# w1 starts after w0 is done: its get is answered with version 5 at once, so it closes right
+# after pushing; mlf_close waits until its updates and their replica copies are sent (else the
+# server loses updates and the replica has to catch up from a state transfer)
+bg w1 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode async --n 10000 --count 5
 wait "$PID_w1" || fail "worker w1 failed: $(cat "$WORK/w1.err")"
 wait_for "$WORK/replica.out" '^update .* version=10 w0=30 ' 10
 s=$(grep '^update .* version=10 ' "$WORK/server.out" | sed 's/.*w0=//')
 r=$(grep '^update .* version=10 ' "$WORK/replica.out" | sed 's/.*w0=//')
 [ "$s" = "$r" ] || fail "server '$s' and replica '$r' differ at version 10"
+# snapshots are taken at batch boundaries: no batch has started since w1's updates took the
+# model to version 10; w2's pull of version 10 makes one
+timeout 60 "$APP" worker --cluster "$CLUSTER" --host w2 --server ps --mode async --n 10000 --first 11 --count 0 \
+	>"$WORK/w2.out" 2>"$WORK/w2.err" || fail "worker w2 failed: $(cat "$WORK/w2.err")"
 wait_for "$WORK/verify/snapshots.jsonl" '"role":"replica".*"version":10' 5
+grep -E 'is stale|update\(s\) lost' "$WORK/sched.err" && fail "a closing worker lost updates or replica copies"
 "$ROOT/build/mlf-verify" "$WORK/verify" --batches "$WORK/rec/batches.jsonl" --div-max 1 >"$WORK/verify.out" 2>&1
 rc=$?
 [ $rc = 0 ] || fail "mlf-verify: $(cat "$WORK/verify.out")"
