@@ -8,8 +8,9 @@
 # recovery time (kill -> first commit at the new server), lost and dropped updates; the two
 # targets checked (MLfabric's overhead below chain's at every div_max; >= 3x less data to the
 # replica at the largest div_max than at div_max 0). Appended to BENCHMARKS.md ("Replication").
-# Usage: bench/replication_bench.sh [--base EXP.json] [--checkpoint-every N] [--kill-at S]
+# Usage: bench/replication_bench.sh [--base EXP.json] [--checkpoint-every N] [--kill-at S] [--only V,V]
 #        bench/replication_bench.sh --table RUN_DIR   (the table of an earlier bench run, no runs)
+# --only runs just the named variants (none always runs: it sets the div_max scale).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT" || exit 1
@@ -17,12 +18,14 @@ BASE=conf/exp-repl.json
 CKPT=50
 KILL_AT=8
 TABLE_ONLY=""
+ONLY=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--base) BASE=${2:?}; shift 2 ;;
 	--checkpoint-every) CKPT=${2:?}; shift 2 ;;
 	--kill-at) KILL_AT=${2:?}; shift 2 ;;
 	--table) TABLE_ONLY=${2:?}; shift 2 ;;
+	--only) ONLY=",${2:?},"; shift 2 ;;
 	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-replication: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -47,6 +50,7 @@ fi
 # variant NAME JQ-EDIT: run the base experiment edited by JQ-EDIT (replication, faults) as NAME.
 variant() {
 	local name=$1 edit=$2 exp="$OUT/exp/$1.json"
+	[ -z "$ONLY" ] || [ "$name" = none ] || [[ "$ONLY" == *",$name,"* ]] || return 0
 	jq --arg n "repl-$name" ".name = \$n | del(.faults) | $edit" "$BASE" >"$exp" || exit 2
 	echo "== bench-replication: $name ($(jq -c '{replication, faults}' "$exp"))" >&2
 	tools/mlf-cluster run "$exp" --out "$OUT/$name" >"$OUT/$name.out" 2>&1 ||

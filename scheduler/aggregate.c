@@ -621,3 +621,21 @@ void aggregate_item_job(struct planwork *pw, const struct aggregate_item *it, in
 	a = &pw->out->aggregates[it->carries];
 	aggregate_job(pw, a->host, dst, a->inputs, a->n_inputs, it->t0_s, job);
 }
+
+int aggregate_plan_case(struct planwork *pw, struct netstate *net, const int *list, int n, int dst,
+			enum plan_purpose purpose, const int *aggs, int k, int n_direct,
+			struct aggregate_result *res)
+{
+	struct spec sp = { 0, list, n, dst, purpose, aggs, k };
+
+	memset(res, 0, sizeof(*res));
+	res->cost_s = INFINITY;
+	res->last_mark = netstate_mark(net);
+	if (n == 0) {
+		res->cost_s = pw->b->now_s;
+		return 0;
+	}
+	if (n_direct < 0 || n_direct > n || (n_direct < n && k == 0))
+		return -EINVAL;
+	return record_case(pw, net, &sp, n_direct, res);
+}

@@ -40,6 +40,19 @@ int aggregate_plan(struct planwork *pw, struct netstate *net, const int *list, i
 		   enum plan_purpose purpose, const int *aggs, int k, struct aggregate_result *res);
 
 /**
+ * aggregate_plan_case - Alg. 3's case @n_direct for @list without comparing cases: the first
+ * @n_direct updates directly to @dst, the rest in groups through @aggs[0..k). With n_direct 0,
+ * t_max is now, so a group closes at its first input that is not already at its aggregator:
+ * the list becomes one aggregate at the last aggregator (plus at most one per other
+ * aggregator for updates computed on its own host), i.e. the fewest transfers into @dst. Reserved on @net and recorded in
+ * the plan like aggregate_plan (res->cost_s INFINITY when the case cannot finish).
+ * Returns 0, -EINVAL (n_direct outside 0..n, or groups without aggregators), -ENOMEM.
+ */
+int aggregate_plan_case(struct planwork *pw, struct netstate *net, const int *list, int n, int dst,
+			enum plan_purpose purpose, const int *aggs, int k, int n_direct,
+			struct aggregate_result *res);
+
+/**
  * aggregate_distribute - model distribution (§10.3): answer the batch's pulls with copies of
  * the model (model_bytes) from the first server, the first n pulls directly, the rest through
  * distribution trees (server -> distributor, distributor -> workers) chosen with the Alg. 3

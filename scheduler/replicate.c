@@ -100,6 +100,75 @@ static int add_replica_commits(struct planwork *pw, const struct aggregate_resul
 	return 0;
 }
 
+/* Forget what the plan recorded since @tr1 / @ag1 and roll @net back to @m. */
+static void discard_since(struct planwork *pw, struct netstate *net, struct netstate_mark m,
+			  int tr1, int ag1)
+{
+	struct plan *o = pw->out;
+
+	netstate_undo(net, m);
+	while (o->n_transfers > tr1)
+		free(o->transfers[--o->n_transfers].rate);
+	while (o->n_aggregates > ag1)
+		free(o->aggregates[--o->n_aggregates].inputs);
+}
+
+/* The replica copies seq[0..m) as Alg. 3's case n = 0 (one aggregate, §3.3 "aggressively
+ * aggregated"): 1 kept (reserved and recorded in @rres) when every item commits by @t_last,
+ * 0 rolled back, -ENOMEM. */
+static int try_one_aggregate(struct planwork *pw, struct netstate *net, const int *seq, int m,
+			     double t_last, const int *raggs, int kr, int tr1, int ag1,
+			     struct netstate_mark m1, struct aggregate_result *rres)
+{
+	int rc = aggregate_plan_case(pw, net, seq, m, pw->b->replica, PLAN_PURPOSE_REPLICA, raggs,
+				     kr, 0, rres);
+
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0 && rres->cost_s <= t_last)
+		return 1;
+	aggregate_result_free(rres);
+	memset(rres, 0, sizeof(*rres));
+	discard_since(pw, net, m1, tr1, ag1);
+	return 0;
+}
+
+/*
+ * The replica schedule that sends the fewest bytes to the replica while the bound holds at
+ * T_last (§3.3: "a large Div_max bound allows delaying several replicated updates, which can
+ * be aggressively aggregated later, controlling network replication load"). p* is the
+ * shortest prefix of @seq the replica must hold at @t_last for the bound (from the norms):
+ *  - p* = 0 and fewer than REPLICATE_HOLD_MAX copies owed: nothing is sent, every copy is
+ *    punted (held at its worker) to be aggregated with later ones;
+ *  - else all n copies as one aggregate if it commits by t_last, else the first p* so;
+ *  - else 0: the caller plans Alg. 3's fastest case (freeze by T_last, delay the last server
+ *    transfer when the bound needs it).
+ * Only when the batch commits at the server (t_last finite) and has replica aggregators.
+ * Returns 1 with @rres set (possibly empty), 0 for the fallback, -ENOMEM.
+ */
+static int plan_fewest(struct planwork *pw, struct netstate *net, const int *seq, int n,
+		       const double *norms, double t_last, const int *raggs, int kr, int tr1,
+		       int ag1, struct netstate_mark m1, struct aggregate_result *rres)
+{
+	const struct plan_batch *b = pw->b;
+	int pstar = 0, rc;
+
+	memset(rres, 0, sizeof(*rres));
+	if (t_last == INFINITY || kr == 0 || n == 0)
+		return 0;
+	while (pstar < n && replicate_divergence(b->momentum, b->history_norm, norms, n, pstar) >
+				    b->div_max)
+		pstar++;
+	if (pstar == 0 && n < REPLICATE_HOLD_MAX) {
+		rres->cost_s = b->now_s;
+		return 1;
+	}
+	rc = try_one_aggregate(pw, net, seq, n, t_last, raggs, kr, tr1, ag1, m1, rres);
+	if (rc == 0 && pstar > 0 && pstar < n)
+		rc = try_one_aggregate(pw, net, seq, pstar, t_last, raggs, kr, tr1, ag1, m1, rres);
+	return rc;
+}
+
 int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_result *sres,
 		   const int *raggs, int kr)
 {
@@ -132,7 +201,14 @@ int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_r
 	/* With no server commit in this batch there is nothing to race: freeze everything. */
 	t_last = o->n_order > 0 ? aggregate_last_arrival(pw, sres) : INFINITY;
 
-	rc = aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr, &rres);
+	rc = plan_fewest(pw, net, seq, n, norms, t_last, raggs, kr, tr1, ag1, m1, &rres);
+	if (rc < 0)
+		goto out;
+	if (rc == 0)
+		rc = aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr,
+				    &rres);
+	else
+		rc = 0;
 	if (rc)
 		goto out;
 	c = malloc(((size_t)rres.n_items + 1) * sizeof(*c));

@@ -610,6 +610,70 @@ START_TEST(test_replica_delays_last)
 }
 END_TEST
 
+/*
+ * The fewest replica bytes (replicate.c, §3.3): server at 1 Gbit/s (commits at 1 and 2), replica
+ * downlink @rep_down, one replica aggregator "ra" (10 Gbit/s).
+ */
+static void repl_agg_batch(struct tb *t, double div_max, double rep_down)
+{
+	tb_init(t, PLAN_ASYNC);
+	t->servers[t->b.n_servers++] = tb_host(t, "ps", 10, 1);
+	t->b.replica = tb_host(t, "rep", 10, rep_down);
+	tb_update(t, tb_host(t, "w1", 10, 10), GBIT, t->b.v_init);
+	tb_update(t, tb_host(t, "w2", 10, 10), GBIT, t->b.v_init);
+	t->raggs[t->b.n_replica_aggregators++] = tb_host(t, "ra", 10, 10);
+	t->b.div_max = div_max;
+	t->b.history_norm = 0.5;
+}
+
+/* Bytes to the replica in @p. */
+static double replica_bytes(const struct plan *p, int replica)
+{
+	double bytes = 0;
+
+	for (int i = 0; i < p->n_transfers; i++)
+		if (p->transfers[i].dst == replica)
+			bytes += (double)p->transfers[i].bytes;
+	return bytes;
+}
+
+START_TEST(test_replica_fewest_bytes)
+{
+	struct tb t;
+	struct plan p;
+
+	/* The bound holds at T_last with nothing sent: every copy is held for later, no transfer. */
+	repl_agg_batch(&t, 100.0, 10);
+	plan_both(&t.b, &p);
+	ck_assert_int_eq(p.n_replica_commits, 0);
+	ck_assert_int_eq(p.n_punted, 2);
+	ck_assert_double_eq(replica_bytes(&p, t.b.replica), 0.0);
+	ck_assert_double_eq_tol(p.commits[1].at_s, 2.0, 1e-9);
+	plan_free(&p);
+	/* Div_max 0 and a 10 Gbit/s replica: direct copies would be faster (0.2 s against 0.3 s)
+	 * but both fit before T_last = 2 as one aggregate at ra: one transfer into the replica. */
+	repl_agg_batch(&t, 0.0, 10);
+	plan_both(&t.b, &p);
+	ck_assert_int_eq(p.n_punted, 0);
+	ck_assert_int_eq(p.n_replica_commits, 1);
+	ck_assert_int_eq(p.replica_commits[0].kind, PLAN_CARRY_AGGREGATE);
+	ck_assert_int_eq(p.replica_commits[0].version, t.b.v_init + 2);
+	ck_assert_double_eq_tol(p.replica_commits[0].at_s, 0.3, 1e-6);
+	ck_assert_double_eq(replica_bytes(&p, t.b.replica), (double)GBIT);
+	ck_assert_double_eq_tol(p.commits[1].at_s, 2.0, 1e-9); /* the server is not delayed */
+	ck_assert_double_eq(p.divergence_bound, 0.0);
+	plan_free(&p);
+	/* A 0.25 Gbit/s replica: one aggregate would commit at 4.2 > T_last, so Alg. 3's fastest
+	 * case and the delay of the last server transfer (test_replica_delays_last) decide. */
+	repl_agg_batch(&t, 0.0, 0.25);
+	plan_both(&t.b, &p);
+	ck_assert_int_eq(p.n_punted, 0);
+	ck_assert(p.commits[1].at_s >= p.replica_commits[p.n_replica_commits - 1].at_s - 1e-9);
+	ck_assert(p.commits[1].at_s > 2.0);
+	plan_free(&p);
+}
+END_TEST
+
 /* ---------- sync mode, shards, distribution ---------- */
 
 /* Sync: no deadlines, no dropping even for very old updates; shortest transfer first. */
@@ -810,6 +874,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, test_eq7_eq8_bound);
 	tcase_add_test(tc, test_replica_punting);
 	tcase_add_test(tc, test_replica_delays_last);
+	tcase_add_test(tc, test_replica_fewest_bytes);
 	tcase_add_test(tc, test_sync_mode);
 	tcase_add_test(tc, test_shards);
 	tcase_add_test(tc, test_distribution);
