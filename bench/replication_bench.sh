@@ -127,6 +127,12 @@ TARGETS=$(jq -r '
 echo "$TABLE"
 echo "$TARGETS"
 
+# a partial run (--only) does not replace the full table: its table is in $OUT/table.md
+if [ -n "$ONLY" ]; then
+	{ echo "$TABLE"; echo; echo "$TARGETS"; } >"$OUT/table.md"
+	echo "bench-replication: --only: BENCHMARKS.md left as it is; table in $OUT/table.md" >&2
+	exit 0
+fi
 # the "Replication" section of BENCHMARKS.md for this base experiment is replaced by this run's
 CLUSTER_CONF=$(jq -r .cluster "$BASE")
 LINKS=$(jq -r '.hosts | map("\(.name) \(.up_gbps)/\(.down_gbps)") | join(", ")' "$CLUSTER_CONF" 2>/dev/null)

@@ -23,18 +23,14 @@ double replicate_history_bound(double gamma, double h0_norm, const double *norms
  */
 double replicate_divergence(double gamma, double h0_norm, const double *norms, int n, int p);
 
-/** Copies owed to the replica (carried + this batch's) beyond which a batch that the bound
- * would let punt everything still replicates: bounds what workers hold for the replica. */
-#define REPLICATE_HOLD_MAX 64
-
 /**
  * replicate_plan - §5.3 on top of the tentative server schedule @sres (already reserved on
  * @net and recorded in the plan). The replica gets, in order, the carried replica_only
  * updates then pw->out->order, towards the replica with the replica aggregators @raggs[0..kr).
- * T_last = the last server commit. The fewest replica bytes first (§3.3): when the bound
- * holds at T_last with nothing sent (and fewer than REPLICATE_HOLD_MAX copies are owed),
- * every copy is punted; else the copies, or the prefix the bound needs, go as one aggregate
- * when it commits by T_last. Otherwise Alg. 3's fastest case: If the divergence bound holds at
+ * T_last = the last server commit. The fewest replica bytes first (§3.3): the longest
+ * prefix of the copies (n, n/2, ..., down to what the bound needs) that commits by T_last as
+ * one aggregate (Alg. 3's case n = 0) goes, the rest is punted. Otherwise Alg. 3's fastest
+ * case: If the divergence bound holds at
  * T_last, replica commits up to T_last are frozen and the rest punted; otherwise the last
  * server transfer is delayed to start after the earliest replica commit a_e that makes the
  * bound hold, and the replica commits up to a_e are frozen. Fills replica_commits, punted,

@@ -642,8 +642,9 @@ START_TEST(test_replica_fewest_bytes)
 	struct tb t;
 	struct plan p;
 
-	/* The bound holds at T_last with nothing sent: every copy is held for later, no transfer. */
-	repl_agg_batch(&t, 100.0, 10);
+	/* A large bound and a 0.25 Gbit/s replica: one aggregate would commit at 4.2 > T_last, so
+	 * Alg. 3's fastest case decides: nothing reaches the replica by T_last, both are punted. */
+	repl_agg_batch(&t, 100.0, 0.25);
 	plan_both(&t.b, &p);
 	ck_assert_int_eq(p.n_replica_commits, 0);
 	ck_assert_int_eq(p.n_punted, 2);
