@@ -133,18 +133,39 @@ static int try_one_aggregate(struct planwork *pw, struct netstate *net, const in
 	return 0;
 }
 
+/* Copies (and items) of @res that commit at the replica by @t_last (items commit in order). */
+static int copies_by(const struct planwork *pw, const struct aggregate_result *res, double t_last,
+		     int *items)
+{
+	double prev = pw->b->now_s;
+	int i, j, copies = 0;
+
+	for (i = 0; i < res->n_items; i++) {
+		for (j = 0; j < pw->n_legs; j++)
+			prev = planwork_max(prev, res->items[i].arrival[j]);
+		if (prev > t_last)
+			break;
+		copies += res->items[i].count;
+	}
+	*items = i;
+	return copies;
+}
+
 /*
  * The replica schedule that sends the fewest bytes to the replica while the bound holds at
  * T_last (§3.3: "a large Div_max bound allows delaying several replicated updates, which can
  * be aggressively aggregated later, controlling network replication load"). p* is the
- * shortest prefix of @seq the replica must hold at @t_last for the bound (from the norms).
- * The longest prefix of m = n, n/2, n/4, ... (m >= p*, m >= 1) that commits by t_last as one
- * aggregate is kept, the rest punted. When none fits, 0: the caller plans Alg. 3's fastest
- * case (freeze by T_last, delay the last server transfer when the bound needs it). Holding
- * every copy back while the bound allows it was measured worse (bench-replication at 16x the
- * mean norm: 0.86 replica transfers per applied update, 52% overhead): once the bound is
- * reached, each batch owes a batch's worth of copies that no single aggregate delivers before
- * T_last, and the fastest case sends them directly.
+ * shortest prefix of @seq the replica must hold at @t_last for the bound (from the norms); F
+ * the copies Alg. 3's fastest case commits by t_last, in k_F transfers. The longest prefix of
+ * m = n, n/2, n/4, ... down to max(p*, F, 1) that commits by t_last as one aggregate (Alg. 3's
+ * case n = 0: k_m transfers, 1 unless inputs sit at other aggregators) is kept, the rest
+ * punted, when it is no worse in copies per transfer (m / k_m >= F / k_F): it then delivers
+ * at least the fastest case's copies, in fewer bytes, without delaying the server. Otherwise
+ * 0: the caller plans the fastest case (freeze by T_last, delay the last server transfer when
+ * the bound needs it). In the cluster benchmark this made no measurable difference
+ * (BENCHMARKS.md, A/B of 2026-11-23); holding every copy back while the bound allows it was
+ * measured worse (0.86 replica transfers per applied update at 16x the mean norm, 52%
+ * overhead) and dropped.
  * Only when the batch commits at the server (t_last finite) and has replica aggregators.
  * Returns 1 with @rres set, 0 for the fallback, -ENOMEM.
  */
@@ -153,7 +174,7 @@ static int plan_fewest(struct planwork *pw, struct netstate *net, const int *seq
 		       int ag1, struct netstate_mark m1, struct aggregate_result *rres)
 {
 	const struct plan_batch *b = pw->b;
-	int pstar = 0, m, rc = 0;
+	int pstar = 0, m, lo, f, kf = 0, km, rc = 0;
 
 	memset(rres, 0, sizeof(*rres));
 	if (t_last == INFINITY || kr == 0 || n == 0)
@@ -161,12 +182,32 @@ static int plan_fewest(struct planwork *pw, struct netstate *net, const int *seq
 	while (pstar < n && replicate_divergence(b->momentum, b->history_norm, norms, n, pstar) >
 				    b->div_max)
 		pstar++;
-	for (m = n; rc == 0 && m >= pstar && m >= 1; m = m > pstar && m / 2 < pstar ? pstar : m / 2) {
+	rc = aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr, rres);
+	if (rc)
+		return rc;
+	f = copies_by(pw, rres, t_last, &kf);
+	aggregate_result_free(rres);
+	memset(rres, 0, sizeof(*rres));
+	discard_since(pw, net, m1, tr1, ag1);
+	lo = pstar > f ? pstar : f;
+	if (lo < 1)
+		lo = 1;
+	for (m = n; m >= lo; m = m > lo && m / 2 < lo ? lo : m / 2) {
 		rc = try_one_aggregate(pw, net, seq, m, t_last, raggs, kr, tr1, ag1, m1, rres);
-		if (m == pstar)
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			km = rres->n_items;
+			if (kf == 0 || (long)m * kf >= (long)f * km)
+				return 1;
+			aggregate_result_free(rres); /* more transfers per copy: try a shorter one */
+			memset(rres, 0, sizeof(*rres));
+			discard_since(pw, net, m1, tr1, ag1);
+		}
+		if (m == lo)
 			break;
 	}
-	return rc;
+	return 0;
 }
 
 int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_result *sres,

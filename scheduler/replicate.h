@@ -28,10 +28,11 @@ double replicate_divergence(double gamma, double h0_norm, const double *norms, i
  * @net and recorded in the plan). The replica gets, in order, the carried replica_only
  * updates then pw->out->order, towards the replica with the replica aggregators @raggs[0..kr).
  * T_last = the last server commit. The fewest replica bytes first (§3.3): the longest
- * prefix of the copies (n, n/2, ..., down to what the bound needs) that commits by T_last as
- * one aggregate (Alg. 3's case n = 0) goes, the rest is punted. Otherwise Alg. 3's fastest
- * case: If the divergence bound holds at
- * T_last, replica commits up to T_last are frozen and the rest punted; otherwise the last
+ * prefix of the copies (n, n/2, ..., down to what the bound needs and to what the fastest case
+ * delivers by T_last) that commits by T_last as one aggregate (Alg. 3's case n = 0) goes, the
+ * rest is punted, when it carries at least as many copies per transfer as Alg. 3's fastest
+ * case. Otherwise the fastest case: if the divergence bound holds at T_last, replica
+ * commits up to T_last are frozen and the rest punted; otherwise the last
  * server transfer is delayed to start after the earliest replica commit a_e that makes the
  * bound hold, and the replica commits up to a_e are frozen. Fills replica_commits, punted,
  * divergence_bound; may change @sres's last item (its transfers are re-recorded).
