@@ -3,6 +3,7 @@
 #include "transport.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,8 +256,18 @@ uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t g
 	if (rc == 0)
 		rc = sack_tx_init(&x->sack, x->bytes, tp.seg, dp.clk.mono_ns);
 	if (rc) {
-		snprintf(err, errlen, rc == -EINVAL ? "bad rate schedule (offsets must increase, rates >= 0)" :
-			 "out of memory for transfer state");
+		int bad = 0;
+		while (rc == -EINVAL && bad < m->n && steps[bad].gbps >= 0 && !isinf(steps[bad].gbps) &&
+		       (bad == 0 || steps[bad].at_ns > steps[bad - 1].at_ns))
+			bad++;
+		if (rc == -EINVAL && bad < m->n)
+			snprintf(err, errlen, "bad rate schedule (offsets must increase, rates >= 0): "
+				 "step %d of %d at %llu ns, %g Gbit/s%s", bad, m->n,
+				 (unsigned long long)steps[bad].at_ns, steps[bad].gbps,
+				 bad ? " (not after the previous step)" : "");
+		else
+			snprintf(err, errlen, rc == -EINVAL ? "bad rate schedule (offsets must increase, rates >= 0)" :
+				 "out of memory for transfer state");
 		munmap(x->map, x->map_len);
 		sack_tx_free(&x->sack);
 		free(x);

@@ -158,6 +158,7 @@ json_t *sched_batch_steps(const struct plan_transfer *t)
 {
 	json_t *a = json_array();
 	int group = (t->n_rate + SCHED_MAX_STEPS - 1) / SCHED_MAX_STEPS;
+	double last_off = 0;
 
 	if (group < 1)
 		group = 1;
@@ -174,7 +175,20 @@ json_t *sched_batch_steps(const struct plan_transfer *t)
 			}
 			gbps = bits / (to - from);
 		}
-		json_array_append_new(a, json_pack("[f, f]", from - t->start_s, gbps));
+		double off = from - t->start_s;
+		size_t n = json_array_size(a);
+		if (off < 0)
+			off = 0; /* float noise: a step a hair before the start */
+		if (!(gbps > 0))
+			gbps = 0; /* float noise in a residual: -1e-15 Gbit/s */
+		if (n > 0 && off < last_off + SCHED_MIN_STEP_S) {
+			/* a step shorter than 1 us (float noise between reservations): the
+			 * dataplane needs increasing offsets; the later rate replaces it */
+			json_array_set_new(a, n - 1, json_pack("[f, f]", last_off, gbps));
+			continue;
+		}
+		json_array_append_new(a, json_pack("[f, f]", off, gbps));
+		last_off = off;
 	}
 	return a;
 }

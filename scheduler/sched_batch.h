@@ -28,11 +28,17 @@ int sched_batch_tick(struct sched *s, double now);
  */
 double sched_batch_link_gbps(const struct sched *s, int host, int up, double now);
 
+/** Shortest step of a command's rate schedule (s): shorter ones are float noise. */
+#define SCHED_MIN_STEP_S 1e-6
+
 /**
  * sched_batch_steps - the `steps` of a command for plan transfer @t: [offset_s, gbps] pairs
  * (offset from t->start_s in seconds, Gbit/s of payload). More than SCHED_MAX_STEPS steps are
  * merged in groups of consecutive steps, each group at the rate that carries the same bytes
- * over the same interval. Returns a new JSON array (NULL only when out of memory).
+ * over the same interval. Offsets are strictly increasing by at least SCHED_MIN_STEP_S (a
+ * shorter step, float noise between reservations, takes the next step's rate; the dataplane
+ * refuses offsets that do not increase), never negative, rates never below 0.
+ * Returns a new JSON array (NULL only when out of memory).
  */
 json_t *sched_batch_steps(const struct plan_transfer *t);
 

@@ -6,15 +6,15 @@
 # replica ends with the server's model (w0 = 30), snapshots every batch pair up with mlf-verify;
 # then the server is killed: its dataplane tells the scheduler at once that the server app is
 # gone, the scheduler promotes r1, and worker w3 pushes updates 11 and 12 for "ps" that the promoted
-# replica applies (w0 = 30 + 11 + 12 = 53).
+# replica applies (w0 = 30 + 11 + 12 = 53); a new replica r2 then joins r1 and catches up (53).
 . "$(dirname "$0")/fabric_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] && "$ROOT/build/mlf-scheduler" --help | grep -q -- --verify-every ||
 	{ echo "SKIP $TEST_NAME: build/mlf-scheduler without replication"; exit 0; }
 fab_begin fabf 'ps:1:"server","scheduler"' 'w0:10:"worker"' 'w1:11:"worker"' 'w2:12:"worker"' 'w3:13:"worker"' \
-	'ag:20:"aggregator"' 'r1:30:"replica"'
+	'ag:20:"aggregator"' 'r1:30:"replica"' 'r2:31:"replica"'
 mkdir -p "$WORK/rec"
 bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec" --verify-every 1
-for h in ps w0 w1 w2 w3 ag r1; do dp_start $h; done
+for h in ps w0 w1 w2 w3 ag r1 r2; do dp_start $h; done
 bg agg "$AGG" --cluster "$CLUSTER" --host ag --progress 0
 bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 10000 --stay --verify "$WORK/verify"
 wait_for "$WORK/server.out" "server ready" 10
@@ -52,9 +52,12 @@ timeout 60 "$APP" worker --cluster "$CLUSTER" --host w3 --server ps --mode async
 line=$(grep '^get ' "$WORK/w3.out")
 [[ "$line" == "get version=12 w0=53 "* ]] || fail "w3 get: $line"
 grep -q '^update .* version=12 w0=53 ' "$WORK/replica.out" || fail "promoted replica: $(tail -3 "$WORK/replica.out")"
+# a new replica joins the promoted server r1 and catches up from it (state transfer)
+bg replica2 "$APP" replica --cluster "$CLUSTER" --host r2 --server r1 --mode async --n 10000
+wait_for "$WORK/replica2.out" '^installed version=12 w0=53 ' 10
 kill "$PID_sched"; wait "$PID_sched" 2>/dev/null # writes failover.jsonl
 fo=$(cat "$WORK/rec/failover.jsonl")
 [ "$(jq -r .new_server <<<"$fo")" = r1 ] && [ "$(jq .version <<<"$fo")" = 10 ] && [ "$(jq .lost_committed <<<"$fo")" = 0 ] ||
 	fail "failover.jsonl: $fo"
 echo "failover: $(jq -c '{promoted_after_s: (.t_promoted - .t_gone), first_commit_after_s: (.t_first_commit - .t_gone)}' <<<"$fo")"
-ok "replicated to w0 = 30 on both (snapshots: divergence 0), fail-over to r1, w3's updates applied there (53)"
+ok "replicated to w0 = 30 on both (snapshots: divergence 0), fail-over to r1, w3's updates applied there (53), new replica r2 caught up from r1"

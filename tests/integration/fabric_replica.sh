@@ -74,7 +74,11 @@ timeout 30 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async
 	fail "the second worker's updates do not name r1: $(grep 'rx w0 .*"type":"update"' "$WORK/sched.out")"
 grep -q 'rx w0 .*"type":"pull".*"server":"r1"' "$WORK/sched.out" || fail "the second worker's pull does not name r1"
 line=$(grep '^get ' "$WORK/worker2.out")
-[[ "$line" == "get version=5 w0=21.9375 "* ]] || fail "worker get after the promotion: $line (expected version 5, w0 21.9375)"
+# updates 4 and 5 leave w0 at once and concurrently (the fake scheduler paces nothing), so 5
+# may reach r1 first and be handed over before 4 (data that overtakes its `order` is not held):
+# with momentum 0.5 the model is 21.9375 after 4, 5 and 22.4375 after 5, 4
+[[ "$line" == "get version=5 w0=21.9375 "* || "$line" == "get version=5 w0=22.4375 "* ]] ||
+	fail "worker get after the promotion: $line (expected version 5, w0 21.9375 or 22.4375)"
 kill -INT "$PID_replica" "$PID_server"
 wait "$PID_replica" || true
 wait "$PID_server" || true

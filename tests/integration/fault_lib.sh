@@ -26,7 +26,7 @@ fault_cleanup() {
 		for f in "$SYS"/logs/{scheduler,ps,replica}.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 4 "$f"; }; done >&2
 		echo "FAIL $TEST_NAME (exit $rc)"
 	fi
-	rm -rf "$WORK"
+	[ -n "${FAULT_KEEP:-}" ] && echo "kept $WORK" >&2 || rm -rf "$WORK"
 	exit $rc
 }
 trap fault_cleanup EXIT

@@ -835,6 +835,19 @@ START_TEST(steps_merged_keep_bytes)
 				1e-12);
 	ck_assert_double_eq(json_real_value(json_array_get(json_array_get(a, 1), 1)), 2);
 	json_decref(a);
+	/* float noise: a step 0.1 ns long, one a hair before the start, a rate of -1e-15 */
+	r[0] = (struct plan_rate_step){ .from_s = 5.0 - 1e-12, .gbps = 3 };
+	r[1] = (struct plan_rate_step){ .from_s = 5.0 + 1e-10, .gbps = -1e-15 };
+	r[2] = (struct plan_rate_step){ .from_s = 5.0 + 2e-10, .gbps = 1 };
+	r[3] = (struct plan_rate_step){ .from_s = 5.001, .gbps = 2 };
+	t.n_rate = 4;
+	a = sched_batch_steps(&t);
+	ck_assert_int_eq((int)json_array_size(a), 2);
+	ck_assert_double_eq(json_real_value(json_array_get(json_array_get(a, 0), 0)), 0);
+	ck_assert_double_eq(json_real_value(json_array_get(json_array_get(a, 0), 1)), 1);
+	ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(a, 1), 0)), 0.001,
+				1e-12);
+	json_decref(a);
 }
 END_TEST
 
