@@ -5,15 +5,21 @@
 #include <math.h>
 #include <string.h>
 
+int pacer_bad_step(const struct pacer_step *steps, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!(steps[i].gbps >= 0) || isinf(steps[i].gbps) || (i && steps[i].at_ns <= steps[i - 1].at_ns))
+			return i;
+	return -1;
+}
+
 int pacer_init(struct pacer *p, uint64_t start, double hz, const struct pacer_step *steps, int n,
 	       double burst_s, double min_burst)
 {
 	memset(p, 0, sizeof(*p));
-	if (n < 0 || n > PACER_MAX_STEPS || !(hz > 0))
+	if (n < 0 || n > PACER_MAX_STEPS || !(hz > 0) || pacer_bad_step(steps, n) >= 0)
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
-		if (!(steps[i].gbps >= 0) || isinf(steps[i].gbps) || (i && steps[i].at_ns <= steps[i - 1].at_ns))
-			return -EINVAL;
 		p->step_at[i] = start + (uint64_t)((double)steps[i].at_ns * hz / 1e9);
 		p->step_bpt[i] = steps[i].gbps * 1e9 / 8.0 / hz;
 	}

@@ -29,6 +29,12 @@ struct pacer {
 };
 
 /**
+ * pacer_bad_step - the first step of @steps[0..n) that pacer_init refuses (offset not after the
+ * previous one, negative, NaN or infinite rate), or -1 when every step is valid.
+ */
+int pacer_bad_step(const struct pacer_step *steps, int n);
+
+/**
  * pacer_init - set up pacing for a transfer starting at tick @start.
  * @hz:        ticks per second (rte_get_tsc_hz() in the dataplane).
  * @steps/@n:  the rate schedule, offsets strictly increasing, first offset usually 0 (before it

@@ -3,7 +3,6 @@
 #include "transport.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,11 +255,8 @@ uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t g
 	if (rc == 0)
 		rc = sack_tx_init(&x->sack, x->bytes, tp.seg, dp.clk.mono_ns);
 	if (rc) {
-		int bad = 0;
-		while (rc == -EINVAL && bad < m->n && steps[bad].gbps >= 0 && !isinf(steps[bad].gbps) &&
-		       (bad == 0 || steps[bad].at_ns > steps[bad - 1].at_ns))
-			bad++;
-		if (rc == -EINVAL && bad < m->n)
+		int bad = rc == -EINVAL ? pacer_bad_step(steps, m->n) : -1;
+		if (bad >= 0)
 			snprintf(err, errlen, "bad rate schedule (offsets must increase, rates >= 0): "
 				 "step %d of %d at %llu ns, %g Gbit/s%s", bad, m->n,
 				 (unsigned long long)steps[bad].at_ns, steps[bad].gbps,

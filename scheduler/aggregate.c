@@ -500,19 +500,24 @@ static int record_case(struct planwork *pw, struct netstate *net, const struct s
 	return 0;
 }
 
+/* @res before a case is recorded: nothing reserved; 1 when @n == 0 (nothing to send, done). */
+static int result_start(struct planwork *pw, struct netstate *net, int n,
+			struct aggregate_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->cost_s = n == 0 ? pw->b->now_s : INFINITY;
+	res->last_mark = netstate_mark(net);
+	return n == 0;
+}
+
 int aggregate_plan(struct planwork *pw, struct netstate *net, const int *list, int n, int dst,
 		   enum plan_purpose purpose, const int *aggs, int k, struct aggregate_result *res)
 {
 	struct spec sp = { 0, list, n, dst, purpose, aggs, k };
 	int best_n, rc;
 
-	memset(res, 0, sizeof(*res));
-	res->cost_s = INFINITY;
-	res->last_mark = netstate_mark(net);
-	if (n == 0) {
-		res->cost_s = pw->b->now_s;
+	if (result_start(pw, net, n, res))
 		return 0;
-	}
 	rc = best_case(pw, net, &sp, &best_n);
 	if (rc || best_n < 0)
 		return rc;
@@ -628,13 +633,8 @@ int aggregate_plan_case(struct planwork *pw, struct netstate *net, const int *li
 {
 	struct spec sp = { 0, list, n, dst, purpose, aggs, k };
 
-	memset(res, 0, sizeof(*res));
-	res->cost_s = INFINITY;
-	res->last_mark = netstate_mark(net);
-	if (n == 0) {
-		res->cost_s = pw->b->now_s;
+	if (result_start(pw, net, n, res))
 		return 0;
-	}
 	if (n_direct < 0 || n_direct > n || (n_direct < n && k == 0))
 		return -EINVAL;
 	return record_case(pw, net, &sp, n_direct, res);

@@ -44,8 +44,9 @@ int aggregate_plan(struct planwork *pw, struct netstate *net, const int *list, i
  * @n_direct updates directly to @dst, the rest in groups through @aggs[0..k). With n_direct 0,
  * t_max is now, so a group closes at its first input that is not already at its aggregator:
  * the list becomes one aggregate at the last aggregator (plus at most one per other
- * aggregator for updates computed on its own host), i.e. the fewest transfers into @dst. Reserved on @net and recorded in
- * the plan like aggregate_plan (res->cost_s INFINITY when the case cannot finish).
+ * aggregator for updates computed on its own host), i.e. the fewest transfers into @dst.
+ * Reserved on @net and recorded in the plan like aggregate_plan (res->cost_s INFINITY when the
+ * case cannot finish).
  * Returns 0, -EINVAL (n_direct outside 0..n, or groups without aggregators), -ENOMEM.
  */
 int aggregate_plan_case(struct planwork *pw, struct netstate *net, const int *list, int n, int dst,

@@ -100,12 +100,15 @@ static int add_replica_commits(struct planwork *pw, const struct aggregate_resul
 	return 0;
 }
 
-/* Forget what the plan recorded since @tr1 / @ag1 and roll @net back to @m. */
-static void discard_since(struct planwork *pw, struct netstate *net, struct netstate_mark m,
-			  int tr1, int ag1)
+/* Forget the case in @res: its items, what the plan recorded since @tr1 / @ag1, and its
+ * reservations (@net back to @m). */
+static void discard_case(struct planwork *pw, struct netstate *net, struct netstate_mark m,
+			 int tr1, int ag1, struct aggregate_result *res)
 {
 	struct plan *o = pw->out;
 
+	aggregate_result_free(res);
+	memset(res, 0, sizeof(*res));
 	netstate_undo(net, m);
 	while (o->n_transfers > tr1)
 		free(o->transfers[--o->n_transfers].rate);
@@ -127,9 +130,7 @@ static int try_one_aggregate(struct planwork *pw, struct netstate *net, const in
 		return rc;
 	if (rc == 0 && rres->cost_s <= t_last)
 		return 1;
-	aggregate_result_free(rres);
-	memset(rres, 0, sizeof(*rres));
-	discard_since(pw, net, m1, tr1, ag1);
+	discard_case(pw, net, m1, tr1, ag1, rres);
 	return 0;
 }
 
@@ -161,24 +162,25 @@ static int copies_by(const struct planwork *pw, const struct aggregate_result *r
  * case n = 0: k_m transfers, 1 unless inputs sit at other aggregators) is kept, the rest
  * punted, when it is no worse in copies per transfer (m / k_m >= F / k_F): it then delivers
  * at least the fastest case's copies, in fewer bytes, without delaying the server. Otherwise
- * 0: the caller plans the fastest case (freeze by T_last, delay the last server transfer when
- * the bound needs it). In the cluster benchmark this made no measurable difference
+ * (and when the batch has no server commit, t_last infinite, or no replica aggregator) the
+ * fastest case, which replicate_plan freezes by T_last, delaying the last server transfer when
+ * the bound needs it. In the cluster benchmark this made no measurable difference
  * (BENCHMARKS.md, A/B of 2026-11-23); holding every copy back while the bound allows it was
  * measured worse (0.86 replica transfers per applied update at 16x the mean norm, 52%
  * overhead) and dropped.
- * Only when the batch commits at the server (t_last finite) and has replica aggregators.
- * Returns 1 with @rres set, 0 for the fallback, -ENOMEM.
+ * Leaves the chosen case reserved, recorded and in @rres. Returns 0 or -ENOMEM.
  */
-static int plan_fewest(struct planwork *pw, struct netstate *net, const int *seq, int n,
-		       const double *norms, double t_last, const int *raggs, int kr, int tr1,
-		       int ag1, struct netstate_mark m1, struct aggregate_result *rres)
+static int plan_replica_copies(struct planwork *pw, struct netstate *net, const int *seq, int n,
+			       const double *norms, double t_last, const int *raggs, int kr,
+			       int tr1, int ag1, struct netstate_mark m1,
+			       struct aggregate_result *rres)
 {
 	const struct plan_batch *b = pw->b;
 	int pstar = 0, m, lo, f, kf = 0, km, rc = 0;
 
-	memset(rres, 0, sizeof(*rres));
 	if (t_last == INFINITY || kr == 0 || n == 0)
-		return 0;
+		return aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr,
+				      rres);
 	while (pstar < n && replicate_divergence(b->momentum, b->history_norm, norms, n, pstar) >
 				    b->div_max)
 		pstar++;
@@ -186,9 +188,7 @@ static int plan_fewest(struct planwork *pw, struct netstate *net, const int *seq
 	if (rc)
 		return rc;
 	f = copies_by(pw, rres, t_last, &kf);
-	aggregate_result_free(rres);
-	memset(rres, 0, sizeof(*rres));
-	discard_since(pw, net, m1, tr1, ag1);
+	discard_case(pw, net, m1, tr1, ag1, rres);
 	lo = pstar > f ? pstar : f;
 	if (lo < 1)
 		lo = 1;
@@ -199,15 +199,14 @@ static int plan_fewest(struct planwork *pw, struct netstate *net, const int *seq
 		if (rc == 1) {
 			km = rres->n_items;
 			if (kf == 0 || (long)m * kf >= (long)f * km)
-				return 1;
-			aggregate_result_free(rres); /* more transfers per copy: try a shorter one */
-			memset(rres, 0, sizeof(*rres));
-			discard_since(pw, net, m1, tr1, ag1);
+				return 0;
+			/* more transfers per copy: try a shorter one */
+			discard_case(pw, net, m1, tr1, ag1, rres);
 		}
 		if (m == lo)
 			break;
 	}
-	return 0;
+	return aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr, rres);
 }
 
 int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_result *sres,
@@ -242,14 +241,7 @@ int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_r
 	/* With no server commit in this batch there is nothing to race: freeze everything. */
 	t_last = o->n_order > 0 ? aggregate_last_arrival(pw, sres) : INFINITY;
 
-	rc = plan_fewest(pw, net, seq, n, norms, t_last, raggs, kr, tr1, ag1, m1, &rres);
-	if (rc < 0)
-		goto out;
-	if (rc == 0)
-		rc = aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr,
-				    &rres);
-	else
-		rc = 0;
+	rc = plan_replica_copies(pw, net, seq, n, norms, t_last, raggs, kr, tr1, ag1, m1, &rres);
 	if (rc)
 		goto out;
 	c = malloc(((size_t)rres.n_items + 1) * sizeof(*c));
