@@ -1,65 +1,101 @@
 # MLfabric-C top-level Makefile: builds every program and library under build/.
 #
-# Each component directory owns one or more `*.mk` fragments (e.g. scheduler/module.mk) that
-# add to the variables below; this file only holds the shared rules. Conventions:
+# Layers (docs/architecture.md), lowest first; a source file sees only the headers of its own
+# layer and the layers below it, because every directory declares its include paths
+# (INC_<dir>, set in its fragment) and there is no global -I. A directory that declares none
+# does not compile. `make check-layers` also checks, from the objects, that no file-level
+# circle of calls exists in dataplane/ or scheduler/.
+#
+#   lib/base        log, clock, growable arrays, vector kernels      build/libmlfbase.a
+#   lib/proto       wire, app messages, control, cluster, payload     build/libmlfproto.a
+#   scheduler/planner        pure planning library (no I/O, clock)    build/libplan.a
+#   scheduler/planner/io     plan documents (jansson), mlf-plan        build/libplanio.a
+#   lib/mlfabric    libmlfabric: include/mlfabric.h (paper Table 1)   build/libmlfabric.a
+#   apps/learn      the ML workload (MLP, IDX, training helpers)      build/libmlflearn.a
+#   daemons and apps: dataplane/, scheduler/daemon/, aggregator/, apps/, tools/
+#
+# Each component owns a `*.mk` fragment (listed below, read in this order; the archive paths
+# they share are defined here, so the order does not matter for correctness). Conventions:
 #   PROGRAMS      += build/<name>            programs built by `make`
 #   UNIT_TESTS    += build/tests/<name>      Check test binaries run by `make test`
 #   INTEG_TESTS   += tests/integration/x.sh  scripts run by `make test` (need root)
 #   BENCHES       += bench-<name>            phony targets listed by `make help`
-# Packages come from pkg-config; a missing one is a clear error that names tools/install-deps.
+# Packages come from pkg-config; a missing one is a clear error that names `make deps`.
+# `make` never installs anything; `make deps` does, and the README's two commands
+# (`make run`, `make test`) run it first.
 
 BUILD   := build
 CC      ?= gcc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP -Iinclude -Ilib -Ischeduler -Itests/unit
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 LDLIBS  += -lm
 
+# Goals that need no packages (the README's two commands install them, then re-enter make).
+NOPKG_GOALS := clean help deps run test
 define need_pkg
-$(if $(shell pkg-config --exists $(1) && echo ok),,$(error pkg-config cannot find '$(1)': run 'sudo tools/install-deps' (Debian package $(2))))
+$(if $(shell pkg-config --exists $(1) && echo ok),,$(error pkg-config cannot find '$(1)': run 'make deps' (Debian package $(2))))
 endef
-
-# Packages every build needs; DPDK is checked by the dataplane fragment. On a fresh machine the
-# first make installs what is missing (tools/install-deps, apt; needs root or sudo).
-ifeq ($(filter clean help,$(MAKECMDGOALS)),)
-ifeq ($(shell tools/install-deps --check >/dev/null 2>&1 || echo missing),missing)
-$(info make: Debian packages missing, running tools/install-deps)
-$(shell tools/install-deps >&2)
-endif
+ifneq ($(filter-out $(NOPKG_GOALS),$(or $(MAKECMDGOALS),all)),)
 $(call need_pkg,jansson,libjansson-dev)
 $(call need_pkg,check,check)
 $(call need_pkg,zlib,zlib1g-dev)
+$(call need_pkg,libdpdk,libdpdk-dev)
 endif
 
 JANSSON_CFLAGS := $(shell pkg-config --cflags jansson 2>/dev/null)
 JANSSON_LIBS   := $(shell pkg-config --libs jansson 2>/dev/null)
 CHECK_CFLAGS   := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS     := $(shell pkg-config --libs check 2>/dev/null)
-CFLAGS         += $(JANSSON_CFLAGS)
+DPDK_CFLAGS    := $(shell pkg-config --cflags libdpdk 2>/dev/null)
+DPDK_LIBS      := $(shell pkg-config --libs libdpdk 2>/dev/null)
+
+# Include paths of each layer (a directory's INC_ is its own layer's plus these).
+INC_BASE     := -Ilib/base
+INC_PROTO    := -Ilib/proto $(INC_BASE) $(JANSSON_CFLAGS)
+INC_PLAN     := -Ischeduler/planner $(INC_BASE)
+INC_PLANIO   := -Ischeduler/planner/io $(INC_PLAN) $(JANSSON_CFLAGS)
+INC_MLFABRIC := -Iinclude $(INC_PROTO)
+INC_LEARN    := -Iapps/learn $(INC_BASE) $(JANSSON_CFLAGS)
+
+# Archives, defined before any fragment so fragments can be read in any order. Link order:
+# the higher layer first.
+LIB_BASE    := $(BUILD)/libmlfbase.a
+LIB_PROTO   := $(BUILD)/libmlfproto.a
+LIBMLFABRIC := $(BUILD)/libmlfabric.a
+LIB_LEARN   := $(BUILD)/libmlflearn.a
+LIBPLAN     := $(BUILD)/libplan.a
+LIBPLANIO   := $(BUILD)/libplanio.a
+LIBPLANTEST := $(BUILD)/libplantest.a
+# what a program of the fabric links: libmlfabric and the layers below it
+MLFABRIC_LIBS := $(LIBMLFABRIC) $(LIB_PROTO) $(LIB_BASE)
 
 PROGRAMS    :=
 UNIT_TESTS  :=
 INTEG_TESTS :=
 BENCHES     :=
 
-.PHONY: all test unit-test integration-test clean help run
+.PHONY: all test unit-test integration-test clean help run deps check-layers programs
 all: programs
 
-# libmlf: DPDK-free shared code (logging, config, vector kernels, wire and control formats).
-LIBMLF_SRCS := $(wildcard lib/*.c)
-LIBMLF      := $(BUILD)/libmlf.a
-$(LIBMLF): $(LIBMLF_SRCS:%.c=$(BUILD)/%.o)
+# Every object compiles with its directory's include paths only (the layer rule).
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(if $(filter undefined,$(origin INC_$(<D))),$(error $<: directory $(<D) declares no include paths (INC_$(<D)); see the Makefile header))
+	$(CC) $(CFLAGS) $(INC_$(<D)) -c $< -o $@
+
+# ar rule shared by every archive: $(BUILD)/libX.a: objects
+$(BUILD)/lib%.a:
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/%.o: %.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(EXTRA_CFLAGS_$(<D)) -c $< -o $@
+FRAGMENTS := lib/lib.mk apps/learn/learn.mk scheduler/planner/planner.mk \
+	     scheduler/planner/io/io.mk scheduler/daemon/daemon.mk dataplane/dataplane.mk \
+	     aggregator/aggregator.mk apps/apps.mk tools/testbed.mk tools/cluster.mk \
+	     tests/tests.mk bench/bench.mk bench/bench-dataplane.mk bench/vec.mk
+include $(FRAGMENTS)
 
-include $(sort $(wildcard */*.mk))
-
-.PHONY: programs
 programs: $(PROGRAMS)
 
 unit-test: $(UNIT_TESTS)
@@ -72,12 +108,31 @@ integration-test: $(PROGRAMS)
 	  timeout 600 $$t || { echo "FAILED: $$t"; fail=1; }; done; \
 	if [ $$fail -ne 0 ]; then echo "INTEGRATION TESTS FAILED"; exit 1; fi; echo "integration tests passed"
 
-test: unit-test integration-test
+# The README's test command: install what is missing, then build, check the layers and test.
+test: deps
+	@$(MAKE) --no-print-directory check-layers
+	@$(MAKE) --no-print-directory unit-test integration-test
+
+# The README's main job: install what is missing, build, train on the emulated cluster.
+run: deps
+	@$(MAKE) --no-print-directory programs
+	tools/mlf-cluster run conf/exp-default.json
+
+# Debian packages (apt; needs root or sudo). A no-op when everything is installed.
+deps:
+	@tools/install-deps
+
+# No file-level circle of calls in dataplane/ or scheduler/ (tools/check-layers reads the
+# objects' symbol tables; it also re-checks the include rule on the sources).
+check-layers: programs
+	python3 tools/check-layers --build $(BUILD)
 
 help:
-	@echo "make            build every program under $(BUILD)/"
-	@echo "make test       unit tests (Check) and integration tests (root, namespaces)"
-	@echo "make run        the main job (see README)"
+	@echo "make            build every program under $(BUILD)/ (never installs anything)"
+	@echo "make deps       install the Debian packages (apt; root or sudo)"
+	@echo "make test       deps, then unit tests (Check) and integration tests (root, namespaces)"
+	@echo "make run        deps, then the main job (see README)"
+	@echo "make check-layers  include and call-graph layer checks"
 	@echo "benchmarks:     $(BENCHES)"
 
 clean:

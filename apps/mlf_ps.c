@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "clock.h"
 #include "log.h"
 #include "mlfabric.h"
 #include "train.h"
@@ -124,7 +125,7 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		return fprintf(stderr, "mlf-ps: unexpected argument '%s'\n", argv[optind]), -1;
 	if (!o->cluster || !o->host || !o->mode_name)
 		return fprintf(stderr, "mlf-ps: --cluster, --host and --mode are required (see --help)\n"), -1;
-	if (train_mode_parse(o->mode_name, &o->mode))
+	if (mlf_mode_parse(o->mode_name, &o->mode))
 		return fprintf(stderr, "mlf-ps: unknown --mode '%s' (mlfabric-a, mlfabric-s, async)\n", o->mode_name), -1;
 	if ((o->workers < 1 && !o->replica) || o->workers < 0 || o->tau_max < 0 || o->eval_every <= 0 || o->timeout <= 0)
 		return fprintf(stderr, "mlf-ps: --workers must be >= 1, --tau-max >= 0, --eval-every and --timeout > 0\n"), -1;
@@ -151,7 +152,7 @@ static const char *ps_update_worker(const struct cluster *cl, uint64_t id)
 static void ps_checkpoint(struct ps *ps)
 {
 	char path[4096], err[512];
-	double t = train_now();
+	double t = clock_real_s();
 
 	snprintf(path, sizeof(path), "%s/checkpoint.bin", ps->ckpt_dir);
 	ps->ckpt_next = ps->applied + (uint64_t)ps->ckpt_every;
@@ -160,9 +161,9 @@ static void ps_checkpoint(struct ps *ps)
 		return;
 	}
 	ps->checkpoints++;
-	ps->ckpt_seconds += train_now() - t;
+	ps->ckpt_seconds += clock_real_s() - t;
 	log_debug("checkpoint at version %lld written to %s in %.3f s", (long long)ps->m.version, path,
-		  train_now() - t);
+		  clock_real_s() - t);
 }
 
 /* State callback (event thread): model w and momentum history h (docs/replication.md). */
@@ -197,7 +198,7 @@ static int64_t ps_on_update(void *arg, const struct mlf_update *u)
 	struct ps *ps = arg;
 	const struct mlf_payload_hdr *h = u->hdr;
 	int64_t at, now, parts = h->n_parts ? h->n_parts : 1;
-	double t = train_now();
+	double t = clock_real_s();
 
 	pthread_mutex_lock(&ps->lock);
 	at = ps->m.version;
@@ -246,7 +247,7 @@ static void ps_evaluate(struct ps *ps, const struct mlp_shape *s, const struct i
 {
 	int64_t v;
 	uint64_t applied;
-	double acc, loss, t = train_now();
+	double acc, loss, t = clock_real_s();
 
 	v = ps_on_request(ps, snap, ps->m.n);
 	pthread_mutex_lock(&ps->lock);
@@ -324,11 +325,11 @@ int main(int argc, char **argv)
 	mlf_set_state_callbacks(f, ps_get_state, ps_set_state, &ps);
 	if (o.replica) {
 		/* the scheduler refuses a replica while no server is registered: retry until --timeout */
-		double until = train_now() + o.timeout;
+		double until = clock_real_s() + o.timeout;
 		while ((rc = mlf_register_as_replica(f, o.server, &par, ps.m.n, ps.m.version,
 						     strcmp(o.replication, "chain") ? MLF_REPL_MLFABRIC : MLF_REPL_CHAIN,
 						     ps_on_update, ps_on_request, &ps)) == -EINVAL &&
-		       train_now() < until) {
+		       clock_real_s() < until) {
 			log_warn("register as replica: %s; retrying", mlf_error(f));
 			usleep(500000);
 		}
@@ -341,7 +342,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGTERM, ps_on_signal);
 	signal(SIGINT, ps_on_signal);
-	t0 = train_now();
+	t0 = clock_real_s();
 	if (o.replica)
 		log_info("replica of %s (%zu parameters, %s replication, divergence bound %g) from version %lld",
 			 o.server, ps.m.n, o.replication, o.div_max, (long long)ps.m.version);
@@ -349,15 +350,15 @@ int main(int argc, char **argv)
 		log_info("serving %s (%zu parameters) in mode %s for %d workers, delay bound %ld", o.model,
 			 ps.m.n, o.mode_name, o.workers, o.tau_max);
 	while (!ps_stop) {
-		double next = train_now() + o.eval_every;
+		double next = clock_real_s() + o.eval_every;
 		int serving = !strcmp(mlf_role(f), "server");
 		if (o.replica && serving && !promoted_at) {
-			promoted_at = train_now();
+			promoted_at = clock_real_s();
 			log_info("promoted to server at version %lld: evaluating from now on", (long long)ps.m.version);
 		}
 		if (serving)
 			ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
-		while (!ps_stop && train_now() < next && (serving || strcmp(mlf_role(f), "server")))
+		while (!ps_stop && clock_real_s() < next && (serving || strcmp(mlf_role(f), "server")))
 			usleep(20000);
 	}
 	mlf_close(f);

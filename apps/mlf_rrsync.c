@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include "clock.h"
 #include "log.h"
 #include "train.h"
 #include "vec.h"
@@ -110,7 +111,7 @@ struct rr_root {
 static void rr_evaluate(struct rr_root *r, const struct rr_opts *o, const struct mlp_shape *s,
 			const float *w, long it)
 {
-	double acc, loss, t = train_now();
+	double acc, loss, t = clock_real_s();
 
 	if (train_eval(s, w, &r->test, o->eval_images, &acc, &loss)) {
 		log_warn("evaluation at iteration %ld: out of memory", it);
@@ -183,17 +184,17 @@ int main(int argc, char **argv)
 	if (!buf || !x || !y)
 		rr_fatal("out of memory for the gradient buffers");
 	MPI_Barrier(MPI_COMM_WORLD);
-	root.t0 = train_now();
+	root.t0 = clock_real_s();
 	root.next_eval = root.t0;
 	root.last_eval_it = -1;
 	for (;;) {
-		double t_start = train_now(), compute_s, allreduce_s, factor;
+		double t_start = clock_real_s(), compute_s, allreduce_s, factor;
 
 		if (rank == 0 && t_start >= root.next_eval) {
 			rr_evaluate(&root, &o, &shape, m.w, it);
-			root.next_eval = train_now() + o.eval_every;
+			root.next_eval = clock_real_s() + o.eval_every;
 		}
-		t_start = train_now();
+		t_start = clock_real_s();
 		train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
 		if (mlp_grad(&shape, m.w, x, y, o.batch, buf) < 0)
 			rr_fatal("out of memory computing the gradient");
@@ -202,25 +203,25 @@ int main(int argc, char **argv)
 		train_straggle_sleep(compute_s, factor);
 		buf[m.n] = 0;
 		if (rank == 0 && (rr_stop_signal || root.last_acc >= o.target ||
-				  train_now() - root.t0 >= o.time_limit || (o.iterations && it >= o.iterations)))
+				  clock_real_s() - root.t0 >= o.time_limit || (o.iterations && it >= o.iterations)))
 			buf[m.n] = 1;
-		double t_ar = train_now();
+		double t_ar = clock_real_s();
 		MPI_Allreduce(MPI_IN_PLACE, buf, (int)(m.n + 1), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-		allreduce_s = train_now() - t_ar;
+		allreduce_s = clock_real_s() - t_ar;
 		if (buf[m.n] > 0.5f)
 			break;
 		vec_scale_f32(buf, (float)(-o.lr / size), m.n); /* u = -lr * mean gradient (eq. 1) */
 		train_apply(&m, buf, 1);
 		it++;
 		if (rank == 0)
-			train_rec_line(root.iters, json_pack("{s:f,s:I,s:f,s:f,s:b}", "t", train_now(),
+			train_rec_line(root.iters, json_pack("{s:f,s:I,s:f,s:f,s:b}", "t", clock_real_s(),
 							     "iteration", (json_int_t)it, "compute_s", compute_s,
 							     "allreduce_s", allreduce_s, "straggled", factor > 1));
 	}
 	if (rank == 0) {
 		if (root.last_eval_it != it)
 			rr_evaluate(&root, &o, &shape, m.w, it);
-		log_info("stopped after %ld iterations, %.1f s: %s", it, train_now() - root.t0,
+		log_info("stopped after %ld iterations, %.1f s: %s", it, clock_real_s() - root.t0,
 			 rr_stop_signal ? "signal" : root.last_acc >= o.target ? "target accuracy reached" :
 			 (o.iterations && it >= o.iterations) ? "iteration limit" : "time limit");
 		if (root.acc)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "mlfabric.h"
 #include "train.h"
@@ -97,7 +98,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		return fprintf(stderr, "mlf-worker: unexpected argument '%s'\n", argv[optind]), -1;
 	if (!o->cluster || !o->host || !o->server || !o->mode_name || !shard)
 		return fprintf(stderr, "mlf-worker: --cluster, --host, --server, --mode and --shard are required (see --help)\n"), -1;
-	if (train_mode_parse(o->mode_name, &o->mode))
+	if (mlf_mode_parse(o->mode_name, &o->mode))
 		return fprintf(stderr, "mlf-worker: unknown --mode '%s' (mlfabric-a, mlfabric-s, async)\n", o->mode_name), -1;
 	if (train_shard_parse(shard, &o->shard_i, &o->shard_n))
 		return fprintf(stderr, "mlf-worker: bad --shard '%s': expected I/N with 0 <= I < N\n", shard), -1;
@@ -173,13 +174,13 @@ int main(int argc, char **argv)
 	}
 	signal(SIGTERM, wk_on_signal);
 	signal(SIGINT, wk_on_signal);
-	t0 = train_now();
+	t0 = clock_real_s();
 	next_progress = t0 + 2;
 	log_info("worker of %s, mode %s, shard %d/%d (%zu images), model %s", o.server, o.mode_name,
 		 o.shard_i, o.shard_n, shard.n, o.model);
 	rc = 0;
 	while (!wk_stop && (!o.iterations || it < o.iterations) &&
-	       (!o.duration || train_now() - t0 < o.duration)) {
+	       (!o.duration || clock_real_s() - t0 < o.duration)) {
 		double ts, compute_s, factor, norm;
 		int64_t r, id = 0, v_g;
 
@@ -190,7 +191,7 @@ int main(int argc, char **argv)
 				break;
 			}
 		}
-		ts = train_now();
+		ts = clock_real_s();
 		train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
 		loss = mlp_grad(&shape, w, x, y, o.batch, u);
 		if (loss < 0) {
@@ -219,21 +220,21 @@ int main(int argc, char **argv)
 			}
 		}
 		it++;
-		busy += train_now() - ts;
-		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b}", "t", train_now(), "id",
+		busy += clock_real_s() - ts;
+		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b}", "t", clock_real_s(), "id",
 						 id > 0 ? json_integer(id) : json_null(), "version",
 						 (json_int_t)v_g, "norm", norm, "compute_s", compute_s,
 						 "straggled", factor > 1));
-		if (train_now() >= next_progress) {
-			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", train_now() - t0, it,
+		if (clock_real_s() >= next_progress) {
+			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", clock_real_s() - t0, it,
 				 (long long)version, loss);
 			next_progress += 2;
 		}
 	}
 	/* let the pushed updates leave before closing (close fails what is still pending) */
-	for (double until = train_now() + o.timeout;; usleep(10000)) {
+	for (double until = clock_real_s() + o.timeout;; usleep(10000)) {
 		mlf_get_worker_stats(f, &ws);
-		if (ws.sent + ws.dropped + ws.aggregated >= ws.pushed || train_now() >= until)
+		if (ws.sent + ws.dropped + ws.aggregated >= ws.pushed || clock_real_s() >= until)
 			break;
 	}
 	if (ws.sent + ws.dropped + ws.aggregated < ws.pushed)

@@ -1,16 +1,26 @@
-# bench/bench.mk - benchmarks: `make bench-plan` (planner time and commit times vs FIFO).
-# Fragments are read in name order, so this one names scheduler/mlf-plan.mk's outputs literally.
+# bench/bench.mk - benchmarks of the planner (`make bench-plan`: planner time and commit times
+# vs FIFO), the scheduler daemon (`make bench-sched`) and the aggregator (`make bench-aggregator`).
+INC_bench := -Itests -Ischeduler/daemon -Ilib/mlfabric $(INC_PLANIO) $(INC_PROTO)
 
-BENCH_PLAN_DEPS := $(BUILD)/bench/bench_plan.o $(BUILD)/libplantest.a $(BUILD)/libplanio.a \
-		   $(BUILD)/libplan.a $(LIBMLF)
-EXTRA_CFLAGS_bench += -Itests
-
-$(BUILD)/bench-plan: $(BENCH_PLAN_DEPS)
+$(BUILD)/bench-plan: $(BUILD)/bench/bench_plan.o $(LIBPLANTEST) $(LIBPLANIO) $(LIBPLAN) $(LIB_BASE)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
-BENCHES += bench-plan
-.PHONY: bench-plan
+# bench-sched: batch cost and update-to-command latency of the daemon (fake dataplanes).
+$(BUILD)/bench-sched: $(BUILD)/bench/sched_bench.o $(SCHED_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS) -lpthread
+
+$(BUILD)/bench-aggregator: $(BUILD)/bench/bench_aggregator.o $(MLFABRIC_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+PROGRAMS += $(BUILD)/bench-plan $(BUILD)/bench-sched $(BUILD)/bench-aggregator
+BENCHES += bench-plan bench-sched bench-aggregator
+.PHONY: bench-plan bench-sched bench-aggregator
 bench-plan: $(BUILD)/bench-plan
 	$(BUILD)/bench-plan
-PROGRAMS += $(BUILD)/bench-plan
+bench-sched: $(BUILD)/bench-sched
+	$(BUILD)/bench-sched
+bench-aggregator: $(BUILD)/bench-aggregator
+	$(BUILD)/bench-aggregator

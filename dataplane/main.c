@@ -21,7 +21,6 @@
 #include "ctlrelay.h"
 #include "dp.h"
 #include "log.h"
-#include "dpclient.h"
 #include "monitor.h"
 #include "portio.h"
 #include "transport.h"

@@ -10,10 +10,6 @@ INTEG_TESTS += tests/integration/fault_kill_server.sh tests/integration/fault_ki
 BENCHES     += bench-fabric bench-replication
 
 .PHONY: bench-fabric bench-replication fault-tests
-# The main job: train on the emulated cluster with MLfabric-A (root: network namespaces).
-run: programs
-	tools/mlf-cluster run conf/exp-default.json
-
 bench-fabric: programs
 	bench/fabric_bench.sh
 

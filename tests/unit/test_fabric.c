@@ -17,6 +17,7 @@
 #include "dpclient.h"
 #include "fabric_agg.h"
 #include "fabric_cmd.h"
+#include "mlfabric.h"
 
 /* A 16 KiB control text crosses the socket whole and NUL-terminated; 16 KiB + 1 is refused. */
 START_TEST(ctl_text_limits)
@@ -278,6 +279,20 @@ START_TEST(aggregate_sum)
 }
 END_TEST
 
+START_TEST(mode_names)
+{
+	enum mlf_mode m;
+
+	ck_assert_int_eq(mlf_mode_parse("mlfabric-a", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_ASYNC);
+	ck_assert_int_eq(mlf_mode_parse("MLfabric-S", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_SYNC);
+	ck_assert_int_eq(mlf_mode_parse("async", &m), 0);
+	ck_assert_int_eq(m, MLF_MODE_DIRECT);
+	ck_assert_int_eq(mlf_mode_parse("sync", &m), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fabric");
@@ -289,6 +304,7 @@ int main(void)
 	tcase_add_test(tc, aggregate_sum);
 	tcase_add_test(tc, replication_command_parsing);
 	tcase_add_test(tc, state_payload_validation);
+	tcase_add_test(tc, mode_names);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -1,6 +1,8 @@
 /* train.c - shared training pieces: eq. 2 apply, stragglers, shards, mini-batches, evaluation, JSON-lines records. */
 #include "train.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -232,7 +234,7 @@ static void sleep_s(double s)
 
 double train_compute_pad(double t_start, double min_s)
 {
-	double elapsed = train_now() - t_start;
+	double elapsed = clock_real_s() - t_start;
 
 	if (min_s > elapsed) {
 		sleep_s(min_s - elapsed);
@@ -388,27 +390,6 @@ int train_eval(const struct mlp_shape *s, const float *w, const struct idx_datas
 	*accuracy = k ? (double)correct / (double)k : 0;
 	*loss = k ? nll / (double)k : 0;
 	return 0;
-}
-
-int train_mode_parse(const char *name, enum mlf_mode *mode)
-{
-	if (!strcasecmp(name, "mlfabric-a"))
-		*mode = MLF_MODE_ASYNC;
-	else if (!strcasecmp(name, "mlfabric-s"))
-		*mode = MLF_MODE_SYNC;
-	else if (!strcasecmp(name, "async"))
-		*mode = MLF_MODE_DIRECT;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-double train_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 FILE *train_rec_open(const char *dir, const char *name, char *err, size_t errlen)

@@ -5,8 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto.h"
+
 #define WIRE_MAGIC 0x4d46        /* "MF" */
-#define WIRE_VERSION 1
+#define WIRE_VERSION MLF_PROTO_VERSION
 #define WIRE_ETH_LEN 14
 #define WIRE_IP_LEN 20
 #define WIRE_UDP_LEN 8

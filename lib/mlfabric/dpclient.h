@@ -7,9 +7,6 @@
 
 #include "appmsg.h"
 
-/** Default socket of the dataplane of host H in cluster C: /run/mlfabric/C-H.sock. */
-#define MLFABRIC_SOCK_DIR "/run/mlfabric"
-
 /** Opaque connection to the local dataplane. */
 typedef struct mlfabric mlfabric_t;
 

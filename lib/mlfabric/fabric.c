@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1725,4 +1726,17 @@ void mlf_get_aggregator_stats(mlf_t *f, struct mlf_aggregator_stats *s)
 	pthread_mutex_lock(&f->lock);
 	*s = f->as;
 	pthread_mutex_unlock(&f->lock);
+}
+
+int mlf_mode_parse(const char *name, enum mlf_mode *mode)
+{
+	if (!strcasecmp(name, "mlfabric-a"))
+		*mode = MLF_MODE_ASYNC;
+	else if (!strcasecmp(name, "mlfabric-s"))
+		*mode = MLF_MODE_SYNC;
+	else if (!strcasecmp(name, "async"))
+		*mode = MLF_MODE_DIRECT;
+	else
+		return -EINVAL;
+	return 0;
 }

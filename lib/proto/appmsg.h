@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** Default socket of the dataplane of host H in cluster C: /run/mlfabric/C-H.sock. */
+#define MLFABRIC_SOCK_DIR "/run/mlfabric"
+
 #define APPMSG_MAX_STEPS 256 /* rate steps per transfer (a plan's stepped residual bandwidth) */
 #define APPMSG_MAX_IDS 64    /* transfer ids per ORDER message (send several to append more) */
 #define APPMSG_NAME_MAX 32

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "mlfabric.h"
+#include "mlf_payload.h"
 #include "sched_daemon.h"
 
 static volatile sig_atomic_t stop_flag;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "mlfabric.h"
+#include "mlf_payload.h"
 #include "sched_batch.h"
 #include "sched_rec.h"
 #include "sched_repl.h"

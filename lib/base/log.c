@@ -1,19 +1,14 @@
 /* log.c - line-oriented logging to stderr with a wall-clock timestamp and component name. */
 #include "log.h"
 
+#include "clock.h"
+
 #include <stdarg.h>
 
 enum log_level log_threshold = LOG_INFO;
 const char *log_component = "mlf";
 
 static const char *const level_names[] = { "ERROR", "WARN", "INFO", "DEBUG" };
-
-static double now_realtime_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void log_printf(enum log_level level, const char *fmt, ...)
 {
@@ -23,7 +18,7 @@ void log_printf(enum log_level level, const char *fmt, ...)
 		return;
 	/* One fprintf per part under the stdio lock keeps lines from different threads whole. */
 	flockfile(stderr);
-	fprintf(stderr, "%.6f %s %s: ", now_realtime_s(), level_names[level], log_component);
+	fprintf(stderr, "%.6f %s %s: ", clock_real_s(), level_names[level], log_component);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -33,7 +28,7 @@ void log_printf(enum log_level level, const char *fmt, ...)
 
 int log_ratelimited(double *last_s, double interval_s)
 {
-	double now = now_realtime_s();
+	double now = clock_real_s();
 
 	if (now - *last_s < interval_s)
 		return 0;

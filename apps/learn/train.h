@@ -9,7 +9,6 @@
 #include <jansson.h>
 
 #include "idx.h"
-#include "mlfabric.h"
 #include "mlp.h"
 
 /* ---- the model a parameter server (or an RR-Sync rank) holds ---------------------------- */
@@ -109,7 +108,7 @@ double train_straggle_sleep(double compute_s, double factor);
 /**
  * train_compute_pad - emulate an accelerator whose gradient computation takes at least
  * @min_s seconds (the paper's workers are GPUs; ours compute on shared CPU cores): sleep until
- * @t_start + @min_s (CLOCK_REALTIME seconds from train_now()). Returns the iteration's compute
+ * @t_start + @min_s (CLOCK_REALTIME seconds, clock_real_s()). Returns the iteration's compute
  * time, max(elapsed, @min_s) seconds; @min_s <= 0 only measures.
  */
 double train_compute_pad(double t_start, double min_s);
@@ -155,17 +154,7 @@ void train_sample_batch(const struct idx_dataset *d, size_t begin, size_t end, i
 int train_eval(const struct mlp_shape *s, const float *w, const struct idx_dataset *d, size_t k,
 	       double *accuracy, double *loss);
 
-/**
- * train_mode_parse - the fabric mode of a --mode name (docs/fabric.md): "mlfabric-a" ->
- * MLF_MODE_ASYNC, "mlfabric-s" -> MLF_MODE_SYNC, "async" (the plain parameter server baseline)
- * -> MLF_MODE_DIRECT. Returns 0, or -EINVAL for any other name.
- */
-int train_mode_parse(const char *name, enum mlf_mode *mode);
-
 /* ---- records (docs/fabric.md: JSON lines, flushed per line) ----------------------------- */
-
-/** train_now - CLOCK_REALTIME in seconds. */
-double train_now(void);
 
 /**
  * train_rec_open - open (truncate) @dir/@name for JSON-lines records, creating @dir.

@@ -1,0 +1,18 @@
+# scheduler/daemon/daemon.mk - the scheduler daemon build/mlf-scheduler (docs/scheduler.md) and
+# its Check tests (fake dataplanes over TCP on 127.0.0.1). Above the planner and the protocols.
+INC_scheduler/daemon := -Ischeduler/daemon $(INC_PLAN) $(INC_PROTO)
+
+SCHED_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(filter-out scheduler/daemon/mlf_scheduler.c,$(wildcard scheduler/daemon/*.c)))
+SCHED_LIBS := $(SCHED_OBJS) $(LIBPLAN) $(LIB_PROTO) $(LIB_BASE)
+
+$(BUILD)/mlf-scheduler: $(BUILD)/scheduler/daemon/mlf_scheduler.o $(SCHED_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
+
+# program_runs_and_stops runs build/mlf-scheduler as a subprocess: built first (order-only).
+$(BUILD)/tests/test_sched: $(BUILD)/tests/unit/test_sched.o $(SCHED_LIBS) | $(BUILD)/mlf-scheduler
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS) -lpthread
+
+PROGRAMS += $(BUILD)/mlf-scheduler
+UNIT_TESTS += $(BUILD)/tests/test_sched

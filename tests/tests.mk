@@ -1,0 +1,30 @@
+# tests/tests.mk - test support and test programs that are not one component's: the planner's
+# independent checker and batch generator (libplantest.a, also used by bench-plan), the fabric's
+# Check tests and the programs of tests/integration/*.sh. Tests may include any layer.
+INC_TESTS := -Itests -Itests/unit -Itools -Idataplane -Ilib/mlfabric -Ischeduler/daemon \
+	     $(INC_PLANIO) $(INC_MLFABRIC) $(INC_LEARN) $(CHECK_CFLAGS)
+INC_tests             := $(INC_TESTS)
+INC_tests/unit        := $(INC_TESTS)
+INC_tests/integration := $(INC_TESTS)
+
+$(LIBPLANTEST): $(BUILD)/tests/plan_check.o $(BUILD)/tests/gen_batch.o
+
+# test programs of tests/integration/fabric_*.sh
+PROGRAMS += $(BUILD)/tests/fabric_app $(BUILD)/tests/fabric_fakesched
+$(BUILD)/tests/fabric_%: $(BUILD)/tests/integration/fabric_%.o $(MLFABRIC_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS) -lpthread
+
+UNIT_TESTS += $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib
+$(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(MLFABRIC_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lpthread
+
+UNIT_TESTS += $(BUILD)/tests/test_fabric_verify
+$(BUILD)/tests/test_fabric_verify: $(BUILD)/tests/unit/test_fabric_verify.o $(MLFABRIC_LIBS) | $(BUILD)/mlf-verify
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $(filter-out $(BUILD)/mlf-verify,$^) $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS)
+
+INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay.sh \
+	       tests/integration/fabric_aggregate.sh tests/integration/fabric_aggregate_skip.sh \
+	       tests/integration/fabric_e2e.sh tests/integration/fabric_sync.sh
