@@ -3,18 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "clock.h"
 
 #include "fabric_agg.h"
 
 #define N_FLOATS 814090 /* the 784-1024-10 MLP: one update is 3.26 MB */
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -41,21 +35,21 @@ int main(int argc, char **argv)
 		int k = ks[t];
 		double bytes = (double)k * N_FLOATS * 4 * reps, t0, ts, tw, tm;
 		fabric_agg_sum(out, (const float *const *)in, NULL, k, N_FLOATS); /* warm-up */
-		t0 = now_s();
+		t0 = clock_mono_s();
 		for (int r = 0; r < reps; r++)
 			fabric_agg_sum(out, (const float *const *)in, NULL, k, N_FLOATS);
-		ts = now_s() - t0;
+		ts = clock_mono_s() - t0;
 		sink += out[N_FLOATS / 2];
-		t0 = now_s();
+		t0 = clock_mono_s();
 		for (int r = 0; r < reps; r++)
 			fabric_agg_sum(out, (const float *const *)in, w, k, N_FLOATS);
-		tw = now_s() - t0;
+		tw = clock_mono_s() - t0;
 		sink += out[N_FLOATS / 3];
-		t0 = now_s();
+		t0 = clock_mono_s();
 		for (int r = 0; r < reps; r++)
 			for (int j = 0; j < k; j++)
 				memcpy(out, in[j], N_FLOATS * sizeof(float));
-		tm = now_s() - t0;
+		tm = clock_mono_s() - t0;
 		sink += out[7];
 		printf("%3d %12.2f %12.2f %12.2f %10.2f %10.2f\n", k, bytes / ts / 1e9, bytes / tw / 1e9,
 		       bytes / tm / 1e9, tm / ts, tm / tw);

@@ -2,20 +2,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "vec.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Best of @reps runs, in seconds; best-of filters out the other core's interference. */
 #define BEST_OF(reps, stmt) ({ double best_ = 1e9; for (int r_ = 0; r_ < (reps); r_++) { \
-	double t0_ = now_s(); stmt; double t_ = now_s() - t0_; if (t_ < best_) best_ = t_; } best_; })
+	double t0_ = clock_mono_s(); stmt; double t_ = clock_mono_s() - t0_; if (t_ < best_) best_ = t_; } best_; })
 
 int main(int argc, char **argv)
 {

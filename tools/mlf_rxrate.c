@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 static const char usage[] =
@@ -47,14 +48,6 @@ static int read_counter(const char *path, uint64_t *v)
 		return -EIO;
 	*v = x;
 	return 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 int main(int argc, char **argv)
@@ -112,13 +105,13 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	prev = b0;
-	t0 = now_ns();
+	t0 = clock_real_ns();
 	while (!stop) {
 		struct timespec ts = { 0, (long)(interval_ms * 1e6) };
 		uint64_t t;
 
 		nanosleep(&ts, NULL);
-		t = now_ns();
+		t = clock_real_ns();
 		if (read_counter(bpath, &b) || read_counter(ppath, &p)) {
 			log_err("interface %s: counters vanished", iface);
 			return 2;

@@ -1,4 +1,4 @@
-/* clock.c - CLOCK_REALTIME in nanoseconds and seconds (clock.h). */
+/* clock.c - CLOCK_REALTIME in nanoseconds and seconds, CLOCK_MONOTONIC in seconds (clock.h). */
 #include "clock.h"
 
 #include <time.h>
@@ -16,5 +16,13 @@ double clock_real_s(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double clock_mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
