@@ -14,11 +14,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "mlf_payload.h"
 #include "sched_batch.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
+#include "sched_xfer.h"
 
 void sched_daemon_defaults(struct sched_config *cfg)
 {
@@ -141,7 +143,7 @@ static void xfer_failed(struct sched *s, int xi, const char *reason);
  */
 static void agg_input_lost(struct sched *s, const struct sched_xfer *x, uint64_t agg, const char *reason)
 {
-	int left = 0, ai = sched_find_xfer(s, agg);
+	int left = 0, ai = sched_xfer_find(s, agg);
 
 	for (int i = 0; i < s->n_upd; i++)
 		left += s->upd[i].agg == agg && s->upd[i].state == SCHED_UPD_PLANNED;
@@ -183,7 +185,7 @@ static void xfer_failed(struct sched *s, int xi, const char *reason)
 			    !sched_grow((void **)&s->pulls, s->n_pulls, &s->cap_pulls, sizeof(*s->pulls));
 		if (again)
 			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,
-				.min_version = -1, .t_arrival = sched_now() };
+				.min_version = -1, .t_arrival = clock_real_s() };
 		log_warn("model transfer %" PRIu64 " (pull %" PRIu64 ") to %s failed: %s%s", x->xfer,
 			 x->id, s->cl.hosts[x->dst].name, reason, again ? "; the pull is answered again" : "");
 		return;
@@ -243,7 +245,7 @@ static void apps_gone(struct sched *s, int h, unsigned roles, const char *reason
 		sched_repl_gone(s, reason);
 	if (roles & SCHED_ROLE_WORKER)
 		sched_repl_worker_gone(s, h);
-	if (server && sched_repl_failover(s, h, sched_now())) {
+	if (server && sched_repl_failover(s, h, clock_real_s())) {
 		server = 0;
 		roles &= ~(unsigned)SCHED_ROLE_SERVER;
 	}
@@ -545,7 +547,7 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m)
 
 	if (get_u64(s, ci, app, m, "xfer", &xfer) || get_i64(s, ci, app, m, "status", &status))
 		return;
-	int xi = sched_find_xfer(s, xfer);
+	int xi = sched_xfer_find(s, xfer);
 	int h = s->conns[ci].host;
 	if (s->repl.host >= 0 && s->repl.chain && h == s->server.host &&
 	    (xi < 0 || s->xfers[xi].src != h)) {
@@ -590,7 +592,7 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 	if (get_u64(s, ci, app, m, "xfer", &xfer) || get_i64(s, ci, app, m, "version", &version))
 		return;
 	if (s->conns[ci].host == s->repl.host && !strncmp(app, "replica@", 8)) {
-		sched_repl_commit(s, m, xfer, version, sched_now());
+		sched_repl_commit(s, m, xfer, version, clock_real_s());
 		return;
 	}
 	if (s->conns[ci].host != s->server.host) {
@@ -600,8 +602,8 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 	}
 	if (version > s->server.version)
 		s->server.version = version;
-	sched_repl_server_commit(s, sched_now());
-	int xi = sched_find_xfer(s, xfer);
+	sched_repl_server_commit(s, clock_real_s());
+	int xi = sched_xfer_find(s, xfer);
 	if (xi >= 0)
 		s->xfers[xi].done = 1;
 	json_t *parts = json_object_get(m, "parts"), *v;
@@ -628,7 +630,7 @@ static void on_partial(struct sched *s, int ci, const char *app, json_t *m)
 
 	if (get_u64(s, ci, app, m, "agg", &agg))
 		return;
-	int xi = sched_find_xfer(s, agg);
+	int xi = sched_xfer_find(s, agg);
 	if (xi >= 0 && s->xfers[xi].replica) {
 		char why[128];
 		snprintf(why, sizeof(why), "replica aggregate %" PRIu64 " at %s sent partial", agg,
@@ -657,7 +659,7 @@ static void on_promoted(struct sched *s, int ci, const char *app, json_t *m)
 
 	if (get_i64(s, ci, app, m, "version", &version))
 		return;
-	if (sched_repl_promoted(s, s->conns[ci].host, version, sched_now(), err, sizeof(err)))
+	if (sched_repl_promoted(s, s->conns[ci].host, version, clock_real_s(), err, sizeof(err)))
 		reply_err(s, ci, app, "%s", err);
 	else
 		snprintf(s->server.role, sizeof(s->server.role), "%.*s",
@@ -701,7 +703,7 @@ void sched_daemon_handle(struct sched *s, int ci, json_t *m)
 	static const char *const app_types[] = { "register", "update", "pull", "done", "commit",
 						 "partial", "promoted" };
 	const char *type = ctl_type(m);
-	double now = sched_now();
+	double now = clock_real_s();
 
 	if (!strcmp(type, "hello")) {
 		if (s->conns[ci].host >= 0)
@@ -759,7 +761,7 @@ static void accept_all(struct sched *s)
 		ctl_init(&s->conns[ci].c, fd);
 		s->conns[ci].host = -1;
 		s->conns[ci].closing = 0;
-		s->conns[ci].t_open = sched_now();
+		s->conns[ci].t_open = clock_real_s();
 	}
 }
 
@@ -849,7 +851,7 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 	struct pollfd *pf = NULL;
 	int cap_pf = 0, rc = 0;
 
-	s->next_batch = sched_now() + s->cfg.batch_s;
+	s->next_batch = clock_real_s() + s->cfg.batch_s;
 	while (!*stop) {
 		if (cap_pf < s->n_conns + 1) {
 			cap_pf = s->n_conns + 16;
@@ -864,7 +866,7 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 		for (int ci = 0; ci < s->n_conns; ci++)
 			pf[ci + 1] = (struct pollfd){ .fd = s->conns[ci].c.fd, .events = POLLIN |
 				(ctl_pending(&s->conns[ci].c) ? POLLOUT : 0) };
-		double wait = s->next_batch - sched_now();
+		double wait = s->next_batch - clock_real_s();
 		int ms = wait <= 0 ? 0 : wait > 0.05 ? 50 : (int)(wait * 1e3) + 1;
 		int n_pf = s->n_conns + 1;
 		if (poll(pf, (nfds_t)n_pf, ms) < 0 && errno != EINTR) {
@@ -882,12 +884,14 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 		for (int ci = 0; ci < n_pf - 1; ci++)
 			if (s->conns[ci].c.fd >= 0 && (pf[ci + 1].revents & (POLLIN | POLLHUP | POLLERR)))
 				read_conn(s, ci);
-		double now = sched_now();
+		double now = clock_real_s();
 		check_peers(s, now);
 		check_xfers(s, now);
 		if (now >= s->next_batch) {
-			sched_batch_tick(s, now);
-			sched_compact(s, now - s->t0);
+			/* errors are logged by the batch; the updates stay pending for the next */
+			(void)sched_batch_tick(s, now);
+			sched_compact(s);
+			sched_xfer_compact(s, now - s->t0);
 			s->next_batch = now + s->cfg.batch_s;
 		}
 		flush_all(s);
@@ -966,7 +970,7 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 	s->listen_fd = ctl_listen(addr, err, errlen);
 	if (s->listen_fd < 0)
 		goto fail;
-	s->t0 = sched_now();
+	s->t0 = clock_real_s();
 	log_info("listening on %s for %d hosts of cluster %s; batch %.0f ms, t_lag %.2f s, "
 		 "peer timeout %.1f s, headroom %.2f", addr, s->cl.n_hosts, s->cl.name,
 		 cfg->batch_s * 1e3, cfg->t_lag_s, cfg->peer_timeout_s, cfg->headroom);
@@ -991,8 +995,6 @@ void sched_daemon_free(struct sched *s)
 			ctl_close(&s->conns[ci].c);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
-	for (int i = 0; i < s->n_xfers; i++)
-		free(s->xfers[i].steps);
 	if (s->hosts)
 		sched_repl_finish(s);
 	sched_rec_close(s);
@@ -1002,7 +1004,7 @@ void sched_daemon_free(struct sched *s)
 	free(s->conns);
 	free(s->upd);
 	free(s->pulls);
-	free(s->xfers);
+	sched_xfer_free(s);
 	free(s->hosts);
 	free(s->agg_allowed);
 	cluster_free(&s->cl);

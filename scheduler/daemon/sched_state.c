@@ -4,15 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-double sched_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int sched_find_update(const struct sched *s, uint64_t id)
 {
@@ -20,19 +11,6 @@ int sched_find_update(const struct sched *s, uint64_t id)
 		if (s->upd[i].id == id)
 			return i;
 	return -1;
-}
-
-int sched_find_xfer(const struct sched *s, uint64_t xfer)
-{
-	for (int i = s->n_xfers - 1; i >= 0; i--)
-		if (s->xfers[i].xfer == xfer)
-			return i;
-	return -1;
-}
-
-uint64_t sched_fresh_xfer(struct sched *s)
-{
-	return SCHED_XFER_FRESH | ++s->xfer_counter;
 }
 
 int sched_grow(void **arr, int n, int *cap, size_t size)
@@ -74,7 +52,7 @@ int sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
 	return rc;
 }
 
-void sched_compact(struct sched *s, double now_plan)
+void sched_compact(struct sched *s)
 {
 	int k = 0;
 
@@ -83,14 +61,4 @@ void sched_compact(struct sched *s, double now_plan)
 		    s->upd[i].rstate == SCHED_REP_PLANNED || s->upd[i].rstate == SCHED_REP_PUNTED)
 			s->upd[k++] = s->upd[i];
 	s->n_upd = k;
-	k = 0;
-	for (int i = 0; i < s->n_xfers; i++) {
-		struct sched_xfer *x = &s->xfers[i];
-		if (x->end + 60.0 < now_plan) {
-			free(x->steps);
-			continue;
-		}
-		s->xfers[k++] = *x;
-	}
-	s->n_xfers = k;
 }

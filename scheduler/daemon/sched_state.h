@@ -227,17 +227,8 @@ struct sched {
 	void *hook_arg;
 };
 
-/** sched_now - CLOCK_REALTIME in seconds. */
-double sched_now(void);
-
 /** sched_find_update - index into s->upd of update @id, or -1. */
 int sched_find_update(const struct sched *s, uint64_t id);
-
-/** sched_find_xfer - index into s->xfers of transfer @xfer, or -1. */
-int sched_find_xfer(const struct sched *s, uint64_t xfer);
-
-/** sched_fresh_xfer - a new scheduler-chosen transfer id (1 << 62 | counter, docs/control.md). */
-uint64_t sched_fresh_xfer(struct sched *s);
 
 /** sched_grow - make room for one more element in *@arr (@n used, *@cap allocated, @size bytes
  * each). Returns 0 or -ENOMEM. */
@@ -255,9 +246,9 @@ int sched_to_app(struct sched *s, const char *role, int host, json_t *msg);
 const char *sched_role_name(unsigned role);
 
 /**
- * sched_compact - forget updates in a final state (server and replica copies both settled)
- * and transfers that ended 60 s ago.
+ * sched_compact - forget the updates in a final state (server and replica copies both
+ * settled); the transfers are compacted by sched_xfer_compact.
  */
-void sched_compact(struct sched *s, double now_plan);
+void sched_compact(struct sched *s);
 
 #endif
