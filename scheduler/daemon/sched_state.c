@@ -62,3 +62,13 @@ void sched_compact(struct sched *s)
 			s->upd[k++] = s->upd[i];
 	s->n_upd = k;
 }
+
+void sched_conn_close(struct sched *s, int ci)
+{
+	struct sched_conn *c = &s->conns[ci];
+	if (c->host >= 0 && s->hosts[c->host].conn == ci)
+		s->hosts[c->host].conn = -1;
+	ctl_close(&c->c);
+	c->host = -1;
+	c->closing = 0;
+}

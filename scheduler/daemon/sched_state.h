@@ -242,6 +242,12 @@ int sched_grow(void **arr, int n, int *cap, size_t size);
  */
 int sched_to_app(struct sched *s, const char *role, int host, json_t *msg);
 
+/**
+ * sched_conn_close - close connection s->conns[@ci] (its slot is reused by the next accept);
+ * its host, if any, is left without a connection (not declared dead here).
+ */
+void sched_conn_close(struct sched *s, int ci);
+
 /** sched_role_name - "worker", "server", "aggregator", "replica" for one enum sched_role bit. */
 const char *sched_role_name(unsigned role);
 
