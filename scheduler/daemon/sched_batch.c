@@ -203,8 +203,7 @@ static void send_order(struct sched *s, const char *role, int host, int chan, js
 	if (json_array_size(xs) > 0) {
 		sched_to_app(s, role, host, json_pack("{s:s, s:i, s:O}", "type", "order", "chan",
 			     chan, "xfers", xs));
-		if (s->hosts[host].conn >= 0)
-			ctl_flush(&s->conns[s->hosts[host].conn].c);
+		sched_flush_host(s, host);
 	}
 	json_decref(xs);
 }

@@ -28,8 +28,7 @@ static void reply_err(struct sched *s, int ci, const char *app, const char *fmt,
 	json_t *m = json_pack("{s:s, s:s}", "type", "error", "reason", reason);
 	if (app)
 		json_object_set_new(m, "app", json_string(app));
-	ctl_queue(&s->conns[ci].c, m);
-	json_decref(m);
+	sched_conn_queue(s, ci, m);
 }
 
 /* Field getters: 0 with the value, or -1 after answering an error that names the field. */
@@ -138,8 +137,7 @@ static void on_hello(struct sched *s, int ci, json_t *m, double now)
 	log_info("peer %s connected", name);
 	json_t *w = json_pack("{s:s, s:s, s:f, s:f}", "type", "welcome", "host", name, "t_lag",
 			      s->cfg.t_lag_s, "batch_ms", s->cfg.batch_s * 1e3);
-	ctl_queue(&s->conns[ci].c, w);
-	json_decref(w);
+	sched_conn_queue(s, ci, w);
 }
 
 static void on_link(struct sched *s, int ci, json_t *m)

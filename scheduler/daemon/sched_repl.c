@@ -381,8 +381,7 @@ int sched_repl_tick(struct sched *s, double now)
 	}
 	sched_to_app(s, "replica", r->host, json_pack("{s:s, s:i, s:[I]}", "type", "order",
 		     "chan", 4, "xfers", (json_int_t)x));
-	if (s->hosts[r->host].conn >= 0)
-		ctl_flush(&s->conns[s->hosts[r->host].conn].c);
+	sched_flush_host(s, r->host);
 	sched_to_app(s, "server", srv, json_pack("{s:s, s:s, s:i, s:I, s:s, s:i, s:I, s:f, s:[]}",
 		     "type", "send", "what", "state", "id", 0, "xfer", (json_int_t)x, "dst",
 		     s->cl.hosts[r->host].name, "chan", 4, "bytes", (json_int_t)bytes, "start", now,

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 int sched_find_update(const struct sched *s, uint64_t id)
 {
 	for (int i = s->n_upd - 1; i >= 0; i--)
@@ -36,20 +38,39 @@ const char *sched_role_name(unsigned role)
 	}
 }
 
-int sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
+void sched_conn_queue(struct sched *s, int ci, json_t *msg)
 {
-	char app[96];
-	int rc = -ENOTCONN;
+	int rc = ctl_queue(&s->conns[ci].c, msg);
 
-	if (host >= 0 && s->hosts[host].alive && s->hosts[host].conn >= 0) {
-		if (!strcmp(role, "server") && host == s->server.host && s->server.role[0])
-			role = s->server.role;
-		snprintf(app, sizeof(app), "%s@%s", role, s->cl.hosts[host].name);
-		json_object_set_new(msg, "app", json_string(app));
-		rc = ctl_queue(&s->conns[s->hosts[host].conn].c, msg);
+	if (rc < 0) {
+		int h = s->conns[ci].host;
+		log_err("%s: %s message not queued: %s", h >= 0 ? s->cl.hosts[h].name :
+			"connection", msg ? ctl_type(msg) : "(unbuilt)", strerror(-rc));
 	}
 	json_decref(msg);
-	return rc;
+}
+
+void sched_flush_host(struct sched *s, int host)
+{
+	int ci = s->hosts[host].conn;
+
+	if (ci >= 0 && ctl_flush(&s->conns[ci].c) < 0)
+		log_debug("%s: flush failed: the poll loop disconnects it", s->cl.hosts[host].name);
+}
+
+void sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
+{
+	char app[96];
+
+	if (host < 0 || !s->hosts[host].alive || s->hosts[host].conn < 0) {
+		json_decref(msg);
+		return;
+	}
+	if (!strcmp(role, "server") && host == s->server.host && s->server.role[0])
+		role = s->server.role;
+	snprintf(app, sizeof(app), "%s@%s", role, s->cl.hosts[host].name);
+	json_object_set_new(msg, "app", json_string(app));
+	sched_conn_queue(s, s->hosts[host].conn, msg);
 }
 
 void sched_compact(struct sched *s)
