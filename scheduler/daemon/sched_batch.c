@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arr.h"
 #include "log.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
@@ -56,7 +57,7 @@ static int carry_link(const struct sched *s, int host, int up, double cap, doubl
 			double t = k < x->n_steps ? x->steps[k].from_s : x->end;
 			if (t <= now_s)
 				continue;
-			if (sched_grow((void **)&bp, n_bp, &cap_bp, sizeof(*bp))) {
+			if (arr_grow((void **)&bp, &cap_bp, n_bp + 1, sizeof(*bp))) {
 				free(bp);
 				return -ENOMEM;
 			}
@@ -82,7 +83,7 @@ static int carry_link(const struct sched *s, int host, int up, double cap, doubl
 		if (res == last)
 			continue;
 		last = res;
-		if (sched_grow((void **)ch, *n_ch, cap_ch, sizeof(**ch))) {
+		if (arr_grow((void **)ch, cap_ch, *n_ch + 1, sizeof(**ch))) {
 			free(bp);
 			return -ENOMEM;
 		}

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "arr.h"
 #include "clock.h"
 #include "log.h"
 #include "mlf_payload.h"
@@ -50,7 +51,7 @@ static void accept_all(struct sched *s)
 			if (s->conns[i].c.fd < 0)
 				ci = i;
 		if (ci < 0) {
-			if (sched_grow((void **)&s->conns, s->n_conns, &s->cap_conns,
+			if (arr_grow((void **)&s->conns, &s->cap_conns, s->n_conns + 1,
 				       sizeof(*s->conns))) {
 				close(fd);
 				continue;

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "arr.h"
 #include "clock.h"
 #include "log.h"
 #include "sched_rec.h"
@@ -78,7 +79,7 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 		/* the pull is answered again by the next batch (the same server after a link cut, or
 		 * a server restarted from its checkpoint) unless its worker is gone */
 		int again = !finished && s->hosts[x->dst].alive && (s->hosts[x->dst].apps & SCHED_ROLE_WORKER) &&
-			    !sched_grow((void **)&s->pulls, s->n_pulls, &s->cap_pulls, sizeof(*s->pulls));
+			    !arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1, sizeof(*s->pulls));
 		if (again)
 			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,
 				.min_version = -1, .t_arrival = clock_real_s() };

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "arr.h"
 #include "clock.h"
 #include "log.h"
 #include "sched_fail.h"
@@ -307,7 +308,7 @@ static void on_update(struct sched *s, int ci, const char *app, json_t *m, doubl
 		reply_err(s, ci, app, "update: field \"id\": update %" PRIu64 " is already known", u.id);
 		return;
 	}
-	if (sched_grow((void **)&s->upd, s->n_upd, &s->cap_upd, sizeof(*s->upd))) {
+	if (arr_grow((void **)&s->upd, &s->cap_upd, s->n_upd + 1, sizeof(*s->upd))) {
 		reply_err(s, ci, app, "update: out of memory");
 		return;
 	}
@@ -328,7 +329,7 @@ static void on_pull(struct sched *s, int ci, const char *app, json_t *m, double 
 	if (json_object_get(m, "min_version") && get_i64(s, ci, app, m, "min_version",
 							  &p.min_version))
 		return;
-	if (sched_grow((void **)&s->pulls, s->n_pulls, &s->cap_pulls, sizeof(*s->pulls))) {
+	if (arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1, sizeof(*s->pulls))) {
 		reply_err(s, ci, app, "pull: out of memory");
 		return;
 	}
@@ -398,9 +399,7 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 	if (version > s->server.version)
 		s->server.version = version;
 	sched_repl_server_commit(s, clock_real_s());
-	int xi = sched_xfer_find(s, xfer);
-	if (xi >= 0)
-		s->xfers[xi].done = 1;
+	sched_xfer_done(s, xfer);
 	json_t *parts = json_object_get(m, "parts"), *v;
 	size_t k;
 	if (json_is_array(parts) && json_array_size(parts) > 0) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arr.h"
 #include "clock.h"
 #include "log.h"
 #include "sched_rec.h"
@@ -86,7 +87,7 @@ int sched_repl_carry(struct sched *s, const struct plan_batch *b, const struct p
 		return -ENOMEM;
 	r->n_carried = 0;
 	for (int k = 0; k < c.n_carried; k++) {
-		if (sched_grow((void **)&r->carried, r->n_carried, &r->cap_carried,
+		if (arr_grow((void **)&r->carried, &r->cap_carried, r->n_carried + 1,
 			       sizeof(*r->carried))) {
 			plan_carry_free(&c);
 			return -ENOMEM;
@@ -189,9 +190,7 @@ void sched_repl_commit(struct sched *s, json_t *m, uint64_t xfer, int64_t versio
 				 s->cl.hosts[r->host].name, xfer);
 			return;
 		}
-		int xi = sched_xfer_find(s, xfer);
-		if (xi >= 0)
-			s->xfers[xi].done = 1;
+		sched_xfer_done(s, xfer);
 		if (version < s->server.version) {
 			log_warn("replica at %s: state at version %" PRId64 " but the server is at %"
 				 PRId64 ": catching up again", s->cl.hosts[r->host].name, version,
@@ -214,9 +213,7 @@ void sched_repl_commit(struct sched *s, json_t *m, uint64_t xfer, int64_t versio
 	}
 	if (version > r->version)
 		r->version = version;
-	int xi = sched_xfer_find(s, xfer);
-	if (xi >= 0)
-		s->xfers[xi].done = 1;
+	sched_xfer_done(s, xfer);
 	json_t *parts = json_object_get(m, "parts"), *v;
 	size_t k;
 	if (json_is_array(parts) && json_array_size(parts) > 0) {
@@ -476,7 +473,7 @@ int sched_repl_failover(struct sched *s, int old, double now)
 		if (x->chan == 1 || x->what == SCHED_WHAT_STATE)
 			x->done = 1;
 		if (x->what == SCHED_WHAT_MODEL && x->src == old &&
-		    !sched_grow((void **)&s->pulls, s->n_pulls, &s->cap_pulls, sizeof(*s->pulls))) {
+		    !arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1, sizeof(*s->pulls))) {
 			/* the new server answers the pull the old one did not */
 			x->done = 1;
 			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,

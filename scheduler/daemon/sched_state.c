@@ -1,8 +1,6 @@
 /* sched_state.c - lookups and bookkeeping over the scheduler daemon's state tables. */
 #include "sched_state.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -13,19 +11,6 @@ int sched_find_update(const struct sched *s, uint64_t id)
 		if (s->upd[i].id == id)
 			return i;
 	return -1;
-}
-
-int sched_grow(void **arr, int n, int *cap, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	int nc = *cap ? *cap * 2 : 64;
-	void *p = realloc(*arr, (size_t)nc * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
 }
 
 const char *sched_role_name(unsigned role)

@@ -230,10 +230,6 @@ struct sched {
 /** sched_find_update - index into s->upd of update @id, or -1. */
 int sched_find_update(const struct sched *s, uint64_t id);
 
-/** sched_grow - make room for one more element in *@arr (@n used, *@cap allocated, @size bytes
- * each). Returns 0 or -ENOMEM. */
-int sched_grow(void **arr, int n, int *cap, size_t size);
-
 /**
  * sched_conn_queue - queue @msg (reference stolen) on connection s->conns[@ci]. When ctl_queue
  * fails (-ENOMEM, or -EMSGSIZE: longer than CTL_LINE_MAX) the message is lost and that is

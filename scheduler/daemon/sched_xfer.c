@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arr.h"
 #include "sched_rec.h"
 
 int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct plan_transfer *t,
@@ -12,7 +13,7 @@ int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct
 {
 	struct plan_rate_step *steps = NULL;
 
-	if (sched_grow((void **)&s->xfers, s->n_xfers, &s->cap_xfers, sizeof(*s->xfers)))
+	if (arr_grow((void **)&s->xfers, &s->cap_xfers, s->n_xfers + 1, sizeof(*s->xfers)))
 		return -ENOMEM;
 	if (t && t->n_rate > 0) {
 		steps = malloc(sizeof(*steps) * (size_t)t->n_rate);
@@ -35,6 +36,14 @@ int sched_xfer_find(const struct sched *s, uint64_t xfer)
 		if (s->xfers[i].xfer == xfer)
 			return i;
 	return -1;
+}
+
+void sched_xfer_done(struct sched *s, uint64_t xfer)
+{
+	int xi = sched_xfer_find(s, xfer);
+
+	if (xi >= 0)
+		s->xfers[xi].done = 1;
 }
 
 uint64_t sched_xfer_fresh(struct sched *s)

@@ -25,6 +25,13 @@ int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct
 /** sched_xfer_find - index into s->xfers of transfer id @xfer, or -1. */
 int sched_xfer_find(const struct sched *s, uint64_t xfer);
 
+/**
+ * sched_xfer_done - transfer @xfer was delivered (a commit names it): its reservation ends
+ * and nothing waits for its `done` any more. Unknown ids (compacted, or never commanded by
+ * this scheduler) are ignored.
+ */
+void sched_xfer_done(struct sched *s, uint64_t xfer);
+
 /** sched_xfer_fresh - a new scheduler-chosen transfer id (1 << 62 | counter, docs/control.md). */
 uint64_t sched_xfer_fresh(struct sched *s);
 
