@@ -1,4 +1,4 @@
-/* sched_daemon.c - the scheduler daemon: life cycle and the poll loop over dataplane connections. */
+/* sched_daemon.c - the scheduler daemon: life cycle, and the poll loop over its connections. */
 #define _GNU_SOURCE
 #include "sched_daemon.h"
 
@@ -52,7 +52,8 @@ static void accept_all(struct sched *s)
 				ci = i;
 		if (ci < 0) {
 			if (arr_grow((void **)&s->conns, &s->cap_conns, s->n_conns + 1,
-				       sizeof(*s->conns))) {
+				     sizeof(*s->conns))) {
+				log_err("out of memory: connection refused");
 				close(fd);
 				continue;
 			}

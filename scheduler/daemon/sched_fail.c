@@ -38,7 +38,8 @@ int sched_fail_update(struct sched *s, struct sched_update *u, const char *reaso
  * with chan 2 and the update id) so it sends the aggregate of the rest instead of waiting its
  * input timeout; when none is left, the aggregate itself fails (skipped at its destination).
  */
-static void agg_input_lost(struct sched *s, const struct sched_xfer *x, uint64_t agg, const char *reason)
+static void agg_input_lost(struct sched *s, const struct sched_xfer *x, uint64_t agg,
+			   const char *reason)
 {
 	int left = 0, ai = sched_xfer_find(s, agg);
 
@@ -78,13 +79,16 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 	if (x->what == SCHED_WHAT_MODEL) {
 		/* the pull is answered again by the next batch (the same server after a link cut, or
 		 * a server restarted from its checkpoint) unless its worker is gone */
-		int again = !finished && s->hosts[x->dst].alive && (s->hosts[x->dst].apps & SCHED_ROLE_WORKER) &&
-			    !arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1, sizeof(*s->pulls));
+		int again = !finished && s->hosts[x->dst].alive &&
+			    (s->hosts[x->dst].apps & SCHED_ROLE_WORKER) &&
+			    !arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1,
+				      sizeof(*s->pulls));
 		if (again)
 			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,
 				.min_version = -1, .t_arrival = clock_real_s() };
 		log_warn("model transfer %" PRIu64 " (pull %" PRIu64 ") to %s failed: %s%s", x->xfer,
-			 x->id, s->cl.hosts[x->dst].name, reason, again ? "; the pull is answered again" : "");
+			 x->id, s->cl.hosts[x->dst].name, reason,
+			 again ? "; the pull is answered again" : "");
 		return;
 	}
 	if (x->what == SCHED_WHAT_UPDATE) {

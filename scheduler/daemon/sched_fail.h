@@ -22,10 +22,12 @@ int sched_fail_update(struct sched *s, struct sched_update *u, const char *reaso
 /**
  * sched_fail_xfer - transfer s->xfers[@xi] will not arrive (a `done` with status < 0, a dead
  * peer, no `done` --xfer-timeout after its planned end): marks it done and loses what it
- * carries. An update copy or an aggregate: its updates are lost (an aggregator still waiting
- * for other inputs gets `skip` chan 2; the server gets `skip` chan 1 of a direct transfer). A
- * model: its pull is queued again while the worker lives. A replica copy makes the replica
- * stale (§5.3); a state snapshot is sent again (catch-up).
+ * carries. An update copy or an aggregate: its updates are lost; an aggregator still waiting
+ * for other inputs of the aggregate gets `skip` chan 2 of the lost input (the aggregate of the
+ * rest goes on), and the server gets `skip` chan 1 of a transfer towards it that will never
+ * arrive. A model: its pull is queued again while the worker lives. A replica copy makes the
+ * replica stale (§5.3); a state snapshot is sent again (catch-up). Transfers already delivered
+ * (done) only have their updates lost.
  */
 void sched_fail_xfer(struct sched *s, int xi, const char *reason);
 

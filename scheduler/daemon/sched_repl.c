@@ -472,9 +472,11 @@ int sched_repl_failover(struct sched *s, int old, double now)
 			continue;
 		if (x->chan == 1 || x->what == SCHED_WHAT_STATE)
 			x->done = 1;
+		/* the new server answers the pull the old one did not (without memory for it, the
+		 * model transfer fails by --xfer-timeout and sched_fail_xfer queues the pull) */
 		if (x->what == SCHED_WHAT_MODEL && x->src == old &&
-		    !arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1, sizeof(*s->pulls))) {
-			/* the new server answers the pull the old one did not */
+		    !arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1,
+			      sizeof(*s->pulls))) {
 			x->done = 1;
 			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,
 				.min_version = -1, .t_arrival = now };
