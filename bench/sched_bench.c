@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ctl.h"
 #include "log.h"
 #include "sched_daemon.h"
@@ -45,13 +45,6 @@ static void *run_daemon(void *s)
 {
 	sched_daemon_run(s, &stop_flag);
 	return NULL;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -174,7 +167,7 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 	srand(1);
 	for (int r = 0; r < rounds; r++) {
 		usleep((useconds_t)(rand() % (int)(batch_ms * 1000))); /* random phase to the tick */
-		double t_push = now_s(), first = 0, last = 0;
+		double t_push = clock_real_s(), first = 0, last = 0;
 		for (int w = 1; w <= n; w++) {
 			host_name(w, n, name, sizeof(name));
 			snprintf(app, sizeof(app), "worker@%s", name);
@@ -199,7 +192,7 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 					}
 			}
 			dropped += !strcmp(ctl_type(m), "drop");
-			last = now_s();
+			last = clock_real_s();
 			if (w == 1)
 				first = last;
 			lat[n_lat++] = (last - t_push) * 1e3;

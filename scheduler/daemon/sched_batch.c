@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arr.h"
 #include "log.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
+#include "sched_xfer.h"
 
 double sched_batch_link_gbps(const struct sched *s, int host, int up, double now)
 {
@@ -24,18 +26,6 @@ double sched_batch_link_gbps(const struct sched *s, int host, int up, double now
 	if (best)
 		return up ? best->up_gbps : best->down_gbps;
 	return up ? s->cl.hosts[host].up_gbps : s->cl.hosts[host].down_gbps;
-}
-
-/* Reserved rate (Gbit/s) of transfer @x at plan time @t. */
-static double xfer_rate_at(const struct sched_xfer *x, double t)
-{
-	double g = 0.0;
-
-	if (t < x->start || t >= x->end)
-		return 0.0;
-	for (int i = 0; i < x->n_steps && x->steps[i].from_s <= t; i++)
-		g = x->steps[i].gbps;
-	return g;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -67,7 +57,7 @@ static int carry_link(const struct sched *s, int host, int up, double cap, doubl
 			double t = k < x->n_steps ? x->steps[k].from_s : x->end;
 			if (t <= now_s)
 				continue;
-			if (sched_grow((void **)&bp, n_bp, &cap_bp, sizeof(*bp))) {
+			if (arr_grow((void **)&bp, &cap_bp, n_bp + 1, sizeof(*bp))) {
 				free(bp);
 				return -ENOMEM;
 			}
@@ -77,7 +67,7 @@ static int carry_link(const struct sched *s, int host, int up, double cap, doubl
 	double res = cap;
 	for (int i = 0; i < s->n_xfers; i++)
 		if (on_link(&s->xfers[i], host, up))
-			res -= xfer_rate_at(&s->xfers[i], now_s);
+			res -= sched_xfer_rate_at(&s->xfers[i], now_s);
 	*at_now = res > 0 ? res : 0;
 	qsort(bp, (size_t)n_bp, sizeof(*bp), cmp_double);
 	double last = *at_now;
@@ -87,13 +77,13 @@ static int carry_link(const struct sched *s, int host, int up, double cap, doubl
 		res = cap;
 		for (int i = 0; i < s->n_xfers; i++)
 			if (on_link(&s->xfers[i], host, up))
-				res -= xfer_rate_at(&s->xfers[i], bp[b]);
+				res -= sched_xfer_rate_at(&s->xfers[i], bp[b]);
 		if (res < 0)
 			res = 0;
 		if (res == last)
 			continue;
 		last = res;
-		if (sched_grow((void **)ch, *n_ch, cap_ch, sizeof(**ch))) {
+		if (arr_grow((void **)ch, cap_ch, *n_ch + 1, sizeof(**ch))) {
 			free(bp);
 			return -ENOMEM;
 		}
@@ -193,34 +183,6 @@ json_t *sched_batch_steps(const struct plan_transfer *t)
 	return a;
 }
 
-int sched_batch_add_xfer(struct sched *s, uint64_t xfer, enum sched_what what, uint64_t id, int src,
-		    int dst, int chan, uint64_t bytes, const struct plan_transfer *t, double now_s)
-{
-	if (sched_grow((void **)&s->xfers, s->n_xfers, &s->cap_xfers, sizeof(*s->xfers)))
-		return -ENOMEM;
-	struct sched_xfer *x = &s->xfers[s->n_xfers];
-	memset(x, 0, sizeof(*x));
-	x->xfer = xfer;
-	x->what = what;
-	x->id = id;
-	x->src = src;
-	x->dst = dst;
-	x->chan = chan;
-	x->bytes = bytes;
-	x->start = t ? t->start_s : now_s;
-	x->end = t ? t->end_s : now_s;
-	if (t && t->n_rate > 0) {
-		x->steps = malloc(sizeof(*x->steps) * (size_t)t->n_rate);
-		if (!x->steps)
-			return -ENOMEM;
-		memcpy(x->steps, t->rate, sizeof(*x->steps) * (size_t)t->n_rate);
-		x->n_steps = t->n_rate;
-	}
-	s->n_xfers++;
-	sched_rec_transfer(s, x);
-	return 0;
-}
-
 /*
  * `send` of an update or model; @t NULL = a transfer within one host (unpaced, now). @keep:
  * another copy of the update is commanded later, the worker keeps holding it.
@@ -242,8 +204,7 @@ static void send_order(struct sched *s, const char *role, int host, int chan, js
 	if (json_array_size(xs) > 0) {
 		sched_to_app(s, role, host, json_pack("{s:s, s:i, s:O}", "type", "order", "chan",
 			     chan, "xfers", xs));
-		if (s->hosts[host].conn >= 0)
-			ctl_flush(&s->conns[s->hosts[host].conn].c);
+		sched_flush_host(s, host);
 	}
 	json_decref(xs);
 }
@@ -301,7 +262,7 @@ static int cmd_work_init(struct sched *s, const struct plan_batch *b, const stru
 		w->agg_of[i] = w->ragg_of[i] = -1;
 	for (int a = 0; a < p->n_aggregates; a++) {
 		const struct plan_aggregate *ag = &p->aggregates[a];
-		w->aggx[a] = sched_fresh_xfer(s);
+		w->aggx[a] = sched_xfer_fresh(s);
 		for (int k = 0; k < ag->n_inputs; k++)
 			(ag->purpose == PLAN_PURPOSE_SERVER ? w->agg_of : w->ragg_of)[ag->inputs[k]] = a;
 	}
@@ -316,7 +277,7 @@ static int cmd_work_init(struct sched *s, const struct plan_batch *b, const stru
 			struct sched_update *u = &s->upd[sel[in[k]]];
 			w->rcommit[in[k]] = 1;
 			w->left[in[k]]++;
-			u->rxfer = sched_fresh_xfer(s);
+			u->rxfer = sched_xfer_fresh(s);
 			u->ragg = w->ragg_of[in[k]] >= 0 ? w->aggx[w->ragg_of[in[k]]] : 0;
 		}
 	}
@@ -368,7 +329,7 @@ static int command_transfer(struct sched *s, const struct plan_batch *b, const s
 		struct sched_update *u = &s->upd[sel[i]];
 		int direct = t->dst == (rep ? b->replica : srv);
 		int chan = direct ? (rep ? 4 : 1) : 2;
-		uint64_t x = rep ? u->rxfer : direct ? u->id : sched_fresh_xfer(s);
+		uint64_t x = rep ? u->rxfer : direct ? u->id : sched_xfer_fresh(s);
 		if (rep)
 			w->rsent[i] = 1;
 		else
@@ -377,8 +338,9 @@ static int command_transfer(struct sched *s, const struct plan_batch *b, const s
 			u->xfer = x;
 		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, x, t->dst, chan,
 			     u->bytes, t, b->now_s, keep_next(w, i)));
-		rc = sched_batch_add_xfer(s, x, SCHED_WHAT_UPDATE, u->id, t->src, t->dst, chan,
-					  u->bytes, t, b->now_s);
+		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_UPDATE,
+				    .id = u->id, .src = t->src, .dst = t->dst, .chan = chan,
+				    .bytes = u->bytes, .replica = rep }, t, b->now_s);
 	} else if (t->kind == PLAN_CARRY_AGGREGATE) {
 		const struct plan_aggregate *ag = &p->aggregates[t->carries];
 		json_t *in = json_array();
@@ -391,19 +353,20 @@ static int command_transfer(struct sched *s, const struct plan_batch *b, const s
 			"dst", s->cl.hosts[t->dst].name, "chan", rep ? 4 : 1, "bytes",
 			(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps",
 			sched_batch_steps(t)));
-		rc = sched_batch_add_xfer(s, w->aggx[t->carries], SCHED_WHAT_AGGREGATE, 0, t->src,
-					  t->dst, rep ? 4 : 1, t->bytes, t, b->now_s);
+		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = w->aggx[t->carries],
+				    .what = SCHED_WHAT_AGGREGATE, .src = t->src, .dst = t->dst,
+				    .chan = rep ? 4 : 1, .bytes = t->bytes, .replica = rep }, t,
+				    b->now_s);
 	} else {
 		const struct sched_pull *pl = &pulls[psel[t->carries]];
-		uint64_t x = sched_fresh_xfer(s);
+		uint64_t x = sched_xfer_fresh(s);
 		w->sent[b->n_updates + t->carries] = 1;
 		sched_to_app(s, "server", t->src, send_msg(s, "model", pl->id, x, t->dst, 3,
 			     t->bytes, t, b->now_s, 0));
-		rc = sched_batch_add_xfer(s, x, SCHED_WHAT_MODEL, pl->id, t->src, t->dst, 3,
-					  t->bytes, t, b->now_s);
+		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_MODEL,
+				    .id = pl->id, .src = t->src, .dst = t->dst, .chan = 3,
+				    .bytes = t->bytes, .replica = rep }, t, b->now_s);
 	}
-	if (!rc)
-		s->xfers[s->n_xfers - 1].replica = rep;
 	return rc;
 }
 
@@ -420,11 +383,12 @@ static int command_local(struct sched *s, const struct plan_batch *b, const stru
 			continue;
 		int dst = w->agg_of[i] >= 0 ? p->aggregates[w->agg_of[i]].host : srv;
 		int chan = w->agg_of[i] >= 0 ? 2 : 1;
-		u->xfer = chan == 1 ? u->id : sched_fresh_xfer(s);
+		u->xfer = chan == 1 ? u->id : sched_xfer_fresh(s);
 		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->xfer, dst,
 			     chan, u->bytes, NULL, b->now_s, keep_next(w, i)));
-		rc = sched_batch_add_xfer(s, u->xfer, SCHED_WHAT_UPDATE, u->id, u->worker, dst,
-					  chan, u->bytes, NULL, b->now_s);
+		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = u->xfer,
+				    .what = SCHED_WHAT_UPDATE, .id = u->id, .src = u->worker,
+				    .dst = dst, .chan = chan, .bytes = u->bytes }, NULL, b->now_s);
 	}
 	for (int i = 0; i < b->n_updates && !rc; i++) {
 		struct sched_update *u = &s->upd[sel[i]];
@@ -434,10 +398,10 @@ static int command_local(struct sched *s, const struct plan_batch *b, const stru
 		int chan = w->ragg_of[i] >= 0 ? 2 : 4;
 		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->rxfer, dst,
 			     chan, u->bytes, NULL, b->now_s, keep_next(w, i)));
-		rc = sched_batch_add_xfer(s, u->rxfer, SCHED_WHAT_UPDATE, u->id, u->worker, dst,
-					  chan, u->bytes, NULL, b->now_s);
-		if (!rc)
-			s->xfers[s->n_xfers - 1].replica = 1;
+		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = u->rxfer,
+				    .what = SCHED_WHAT_UPDATE, .id = u->id, .src = u->worker,
+				    .dst = dst, .chan = chan, .bytes = u->bytes, .replica = 1 }, NULL,
+				    b->now_s);
 	}
 	return rc;
 }
@@ -466,11 +430,12 @@ static int command_plan(struct sched *s, const struct plan_batch *b, const struc
 		if (w.sent[b->n_updates + q])
 			continue;
 		const struct sched_pull *pl = &pulls[psel[q]];
-		uint64_t x = sched_fresh_xfer(s);
+		uint64_t x = sched_xfer_fresh(s);
 		sched_to_app(s, "server", s->server.host, send_msg(s, "model", pl->id, x,
 			     pl->worker, 3, b->model_bytes, NULL, b->now_s, 0));
-		rc = sched_batch_add_xfer(s, x, SCHED_WHAT_MODEL, pl->id, s->server.host,
-					  pl->worker, 3, b->model_bytes, NULL, b->now_s);
+		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_MODEL,
+				    .id = pl->id, .src = s->server.host, .dst = pl->worker,
+				    .chan = 3, .bytes = b->model_bytes }, NULL, b->now_s);
 	}
 
 	/* Fates: planned (direct / aggregated), replica copies, dropped (delay bound, §5.1.3). */
@@ -628,9 +593,12 @@ int sched_batch_tick(struct sched *s, double now)
 	memset(&p, 0, sizeof(p));
 	if (!sel || !psel) {
 		rc = -ENOMEM;
+		log_err("batch %d: out of memory selecting updates", s->batch_no + 1);
 		goto out;
 	}
-	sched_repl_tick(s, now);
+	rc = sched_repl_tick(s, now);
+	if (rc)
+		goto out;
 	int n_car = 0;
 	if (sched_repl_planned(s))
 		n_car = sched_repl_carried_sel(s, sel);
@@ -643,8 +611,11 @@ int sched_batch_tick(struct sched *s, double now)
 	if (n_sel == 0 && n_psel == 0)
 		goto out;
 	rc = build_batch(s, now, sel, n_sel, n_car, psel, n_psel, &b);
-	if (rc)
+	if (rc) {
+		log_err("batch %d: building the batch (%d updates, %d pulls): %s", s->batch_no + 1,
+			n_sel, n_psel, strerror(-rc));
 		goto out;
+	}
 	struct timespec t1, t2;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	rc = plan_compute(&b, PLAN_IMPL_FAST, &p);
@@ -666,8 +637,11 @@ int sched_batch_tick(struct sched *s, double now)
 	rc = command_plan(s, &b, &p, sel, psel, s->pulls);
 	if (!rc && b.replica >= 0)
 		rc = sched_repl_carry(s, &b, &p, sel);
-	if (rc)
+	if (rc) {
+		log_err("batch %d: commanding the plan: %s (the commands queued so far stand; the "
+			"batch's updates stay pending)", s->batch_no, strerror(-rc));
 		goto out;
+	}
 	remove_pulls(s, psel, n_psel);
 
 	int aggregated = 0;

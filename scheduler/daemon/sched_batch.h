@@ -16,8 +16,9 @@
  * updates; a catch-up or fail-over pauses the updates (pulls are still answered). Logs one
  * line per batch and writes the records.
  * @now: CLOCK_REALTIME seconds.
- * Returns 1 when a batch was planned, 0 when there was nothing to plan, -ENOMEM, or -EINVAL
- * when plan_compute refused the batch (logged; the updates stay pending).
+ * Returns 1 when a batch was planned, 0 when there was nothing to plan, -ENOMEM (out of memory
+ * building, commanding or carrying the batch, or remembering a catch-up's state transfer), or
+ * -EINVAL when plan_compute refused the batch. Errors are logged; the updates stay pending.
  */
 int sched_batch_tick(struct sched *s, double now);
 
@@ -41,15 +42,5 @@ double sched_batch_link_gbps(const struct sched *s, int host, int up, double now
  * Returns a new JSON array (NULL only when out of memory).
  */
 json_t *sched_batch_steps(const struct plan_transfer *t);
-
-/**
- * sched_batch_add_xfer - remember commanded transfer @xfer (what it carries, update or pull
- * @id, host indexes @src -> @dst, @chan, @bytes) so its rate profile stays reserved, and
- * record it in transfers.jsonl. @t is its plan transfer, or NULL for an unpaced one at plan
- * time @now_s (seconds since s->t0). Returns 0 or -ENOMEM.
- */
-int sched_batch_add_xfer(struct sched *s, uint64_t xfer, enum sched_what what, uint64_t id,
-			 int src, int dst, int chan, uint64_t bytes, const struct plan_transfer *t,
-			 double now_s);
 
 #endif

@@ -1,4 +1,4 @@
-/* sched_daemon.h - the scheduler daemon (paper §4): control connections, failures, the poll loop. */
+/* sched_daemon.h - the scheduler daemon (paper §4): life cycle and the poll loop. */
 #ifndef MLF_SCHED_DAEMON_H
 #define MLF_SCHED_DAEMON_H
 
@@ -28,12 +28,6 @@ void sched_daemon_set_hook(struct sched *s, sched_batch_hook hook, void *arg);
  * (checked at least every 50 ms), or -errno when the listening socket fails.
  */
 int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop);
-
-/**
- * sched_daemon_handle - handle one message @msg from the dataplane of connection @ci (exposed
- * for tests; sched_daemon_run calls it). Replies with `error` naming the field on bad input.
- */
-void sched_daemon_handle(struct sched *s, int ci, json_t *msg);
 
 /** sched_daemon_free - close every connection and record file, free @s (NULL is fine). */
 void sched_daemon_free(struct sched *s);

@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arr.h"
+#include "clock.h"
 #include "log.h"
-#include "sched_batch.h"
 #include "sched_rec.h"
+#include "sched_xfer.h"
 
 int sched_repl_planned(const struct sched *s)
 {
@@ -85,7 +87,7 @@ int sched_repl_carry(struct sched *s, const struct plan_batch *b, const struct p
 		return -ENOMEM;
 	r->n_carried = 0;
 	for (int k = 0; k < c.n_carried; k++) {
-		if (sched_grow((void **)&r->carried, r->n_carried, &r->cap_carried,
+		if (arr_grow((void **)&r->carried, &r->cap_carried, r->n_carried + 1,
 			       sizeof(*r->carried))) {
 			plan_carry_free(&c);
 			return -ENOMEM;
@@ -157,7 +159,7 @@ int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint6
 		if (chain)
 			tell_chain(s, h);
 	} else {
-		start_catchup(s, sched_now());
+		start_catchup(s, clock_real_s());
 	}
 	log_info("replica at %s: %s replication, div_max %g, version %" PRId64 "%s",
 		 s->cl.hosts[h].name, chain ? "chain" : "mlfabric", div_max, version,
@@ -188,9 +190,7 @@ void sched_repl_commit(struct sched *s, json_t *m, uint64_t xfer, int64_t versio
 				 s->cl.hosts[r->host].name, xfer);
 			return;
 		}
-		int xi = sched_find_xfer(s, xfer);
-		if (xi >= 0)
-			s->xfers[xi].done = 1;
+		sched_xfer_done(s, xfer);
 		if (version < s->server.version) {
 			log_warn("replica at %s: state at version %" PRId64 " but the server is at %"
 				 PRId64 ": catching up again", s->cl.hosts[r->host].name, version,
@@ -213,9 +213,7 @@ void sched_repl_commit(struct sched *s, json_t *m, uint64_t xfer, int64_t versio
 	}
 	if (version > r->version)
 		r->version = version;
-	int xi = sched_find_xfer(s, xfer);
-	if (xi >= 0)
-		s->xfers[xi].done = 1;
+	sched_xfer_done(s, xfer);
 	json_t *parts = json_object_get(m, "parts"), *v;
 	size_t k;
 	if (json_is_array(parts) && json_array_size(parts) > 0) {
@@ -305,7 +303,7 @@ void sched_repl_stale(struct sched *s, const char *why)
 	int n = lose_replica_copies(s);
 	log_warn("replica at %s is stale (%s): %d replica cop%s lost, catching up",
 		 s->cl.hosts[r->host].name, why, n, n == 1 ? "y" : "ies");
-	start_catchup(s, sched_now());
+	start_catchup(s, clock_real_s());
 }
 
 void sched_repl_state_failed(struct sched *s, const char *why)
@@ -347,42 +345,50 @@ void sched_repl_worker_gone(struct sched *s, int h)
 		}
 }
 
-void sched_repl_tick(struct sched *s, double now)
+int sched_repl_tick(struct sched *s, double now)
 {
 	struct sched_replica *r = &s->repl;
 	int srv = s->server.host;
 
 	if (r->host < 0 || r->catchup != SCHED_CATCHUP_WAIT_SERVER || srv < 0 ||
 	    !s->hosts[srv].alive || !s->hosts[r->host].alive || s->fo.active)
-		return;
+		return 0;
 	int planned = 0;
 	for (int i = 0; i < s->n_upd; i++)
 		planned += s->upd[i].state == SCHED_UPD_PLANNED;
 	if (planned > 0 && now - r->catchup_since < s->cfg.catchup_timeout_s)
-		return;
+		return 0;
 	if (planned > 0)
 		log_warn("catch-up of the replica at %s: %d update(s) still planned at the server "
 			 "after %.1f s: sending the state anyway", s->cl.hosts[r->host].name, planned,
 			 now - r->catchup_since);
-	uint64_t x = sched_fresh_xfer(s), bytes = 8 * s->server.n_floats;
+	uint64_t x = sched_xfer_fresh(s), bytes = 8 * s->server.n_floats;
 	double gbps = s->cl.hosts[srv].up_gbps < s->cl.hosts[r->host].down_gbps ?
 		      s->cl.hosts[srv].up_gbps : s->cl.hosts[r->host].down_gbps;
 	double dur = gbps > 0 ? (double)bytes * 8 / (gbps * 1e9) : 0;
+	/* remembered before it is commanded: without memory, nothing is sent and the next
+	 * batch tries again (the catch-up stays in WAIT_SERVER) */
+	int rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_STATE,
+				.src = srv, .dst = r->host, .chan = 4, .bytes = bytes }, NULL,
+				now - s->t0 + dur);
+	if (rc) {
+		log_err("catch-up of the replica at %s: state transfer %" PRIu64 " not commanded: "
+			"%s", s->cl.hosts[r->host].name, x, strerror(-rc));
+		return rc;
+	}
 	sched_to_app(s, "replica", r->host, json_pack("{s:s, s:i, s:[I]}", "type", "order",
 		     "chan", 4, "xfers", (json_int_t)x));
-	if (s->hosts[r->host].conn >= 0)
-		ctl_flush(&s->conns[s->hosts[r->host].conn].c);
+	sched_flush_host(s, r->host);
 	sched_to_app(s, "server", srv, json_pack("{s:s, s:s, s:i, s:I, s:s, s:i, s:I, s:f, s:[]}",
 		     "type", "send", "what", "state", "id", 0, "xfer", (json_int_t)x, "dst",
 		     s->cl.hosts[r->host].name, "chan", 4, "bytes", (json_int_t)bytes, "start", now,
 		     "steps"));
-	sched_batch_add_xfer(s, x, SCHED_WHAT_STATE, 0, srv, r->host, 4, bytes, NULL,
-			     now - s->t0 + dur);
 	r->state_xfer = x;
 	r->catchup = SCHED_CATCHUP_WAIT_STATE;
 	log_info("catch-up of the replica at %s: state at server version %" PRId64 " commanded "
 		 "(transfer %" PRIu64 ", %" PRIu64 " bytes)", s->cl.hosts[r->host].name,
 		 s->server.version, x, bytes);
+	return 0;
 }
 
 void sched_repl_gone(struct sched *s, const char *why)
@@ -466,9 +472,11 @@ int sched_repl_failover(struct sched *s, int old, double now)
 			continue;
 		if (x->chan == 1 || x->what == SCHED_WHAT_STATE)
 			x->done = 1;
+		/* the new server answers the pull the old one did not (without memory for it, the
+		 * model transfer fails by --xfer-timeout and sched_fail_xfer queues the pull) */
 		if (x->what == SCHED_WHAT_MODEL && x->src == old &&
-		    !sched_grow((void **)&s->pulls, s->n_pulls, &s->cap_pulls, sizeof(*s->pulls))) {
-			/* the new server answers the pull the old one did not */
+		    !arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1,
+			      sizeof(*s->pulls))) {
 			x->done = 1;
 			s->pulls[s->n_pulls++] = (struct sched_pull){ .id = x->id, .worker = x->dst,
 				.min_version = -1, .t_arrival = now };

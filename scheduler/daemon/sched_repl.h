@@ -92,10 +92,14 @@ void sched_repl_worker_gone(struct sched *s, int h);
 /**
  * sched_repl_tick - catch-up progress, called before each batch: once the server committed
  * every planned update (or --catchup-timeout passed), command the state snapshot (`order`
- * chan 4 to the replica, then `send what:"state"` to the server).
+ * chan 4 to the replica, then `send what:"state"` to the server; docs/replication.md
+ * "Catch-up").
  * @now: CLOCK_REALTIME seconds.
+ * Returns 0 (also when there was nothing to do), or -ENOMEM when the state transfer could not
+ * be remembered: logged, nothing commanded, the catch-up still waits and the next call tries
+ * again.
  */
-void sched_repl_tick(struct sched *s, double now);
+int sched_repl_tick(struct sched *s, double now);
 
 /**
  * sched_repl_gone - the replica application is gone (@why): release punted copies, tell the
@@ -108,7 +112,8 @@ void sched_repl_gone(struct sched *s, const char *why);
  * With a caught-up replica: loses what the replica will not have (`drop` "server failed",
  * `skip` chan 4, `release`), puts the pulls the old server did not answer back in the queue,
  * sends `promote` and returns 1 (planning waits for `promoted`).
- * Returns 0 without a usable replica (the caller does the issue-4 behaviour).
+ * Returns 0 without a usable replica: the caller then drops the updates until a server
+ * registers again (docs/scheduler.md "Failures").
  */
 int sched_repl_failover(struct sched *s, int old, double now);
 

@@ -1,18 +1,9 @@
 /* sched_state.c - lookups and bookkeeping over the scheduler daemon's state tables. */
 #include "sched_state.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-double sched_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "log.h"
 
 int sched_find_update(const struct sched *s, uint64_t id)
 {
@@ -20,32 +11,6 @@ int sched_find_update(const struct sched *s, uint64_t id)
 		if (s->upd[i].id == id)
 			return i;
 	return -1;
-}
-
-int sched_find_xfer(const struct sched *s, uint64_t xfer)
-{
-	for (int i = s->n_xfers - 1; i >= 0; i--)
-		if (s->xfers[i].xfer == xfer)
-			return i;
-	return -1;
-}
-
-uint64_t sched_fresh_xfer(struct sched *s)
-{
-	return SCHED_XFER_FRESH | ++s->xfer_counter;
-}
-
-int sched_grow(void **arr, int n, int *cap, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	int nc = *cap ? *cap * 2 : 64;
-	void *p = realloc(*arr, (size_t)nc * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
 }
 
 const char *sched_role_name(unsigned role)
@@ -58,23 +23,42 @@ const char *sched_role_name(unsigned role)
 	}
 }
 
-int sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
+void sched_conn_queue(struct sched *s, int ci, json_t *msg)
 {
-	char app[96];
-	int rc = -ENOTCONN;
+	int rc = ctl_queue(&s->conns[ci].c, msg);
 
-	if (host >= 0 && s->hosts[host].alive && s->hosts[host].conn >= 0) {
-		if (!strcmp(role, "server") && host == s->server.host && s->server.role[0])
-			role = s->server.role;
-		snprintf(app, sizeof(app), "%s@%s", role, s->cl.hosts[host].name);
-		json_object_set_new(msg, "app", json_string(app));
-		rc = ctl_queue(&s->conns[s->hosts[host].conn].c, msg);
+	if (rc < 0) {
+		int h = s->conns[ci].host;
+		log_err("%s: %s message not queued: %s", h >= 0 ? s->cl.hosts[h].name :
+			"connection", msg ? ctl_type(msg) : "(unbuilt)", strerror(-rc));
 	}
 	json_decref(msg);
-	return rc;
 }
 
-void sched_compact(struct sched *s, double now_plan)
+void sched_flush_host(struct sched *s, int host)
+{
+	int ci = s->hosts[host].conn;
+
+	if (ci >= 0 && ctl_flush(&s->conns[ci].c) < 0)
+		log_debug("%s: flush failed: the poll loop disconnects it", s->cl.hosts[host].name);
+}
+
+void sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
+{
+	char app[96];
+
+	if (host < 0 || !s->hosts[host].alive || s->hosts[host].conn < 0) {
+		json_decref(msg);
+		return;
+	}
+	if (!strcmp(role, "server") && host == s->server.host && s->server.role[0])
+		role = s->server.role;
+	snprintf(app, sizeof(app), "%s@%s", role, s->cl.hosts[host].name);
+	json_object_set_new(msg, "app", json_string(app));
+	sched_conn_queue(s, s->hosts[host].conn, msg);
+}
+
+void sched_compact(struct sched *s)
 {
 	int k = 0;
 
@@ -83,14 +67,14 @@ void sched_compact(struct sched *s, double now_plan)
 		    s->upd[i].rstate == SCHED_REP_PLANNED || s->upd[i].rstate == SCHED_REP_PUNTED)
 			s->upd[k++] = s->upd[i];
 	s->n_upd = k;
-	k = 0;
-	for (int i = 0; i < s->n_xfers; i++) {
-		struct sched_xfer *x = &s->xfers[i];
-		if (x->end + 60.0 < now_plan) {
-			free(x->steps);
-			continue;
-		}
-		s->xfers[k++] = *x;
-	}
-	s->n_xfers = k;
+}
+
+void sched_conn_close(struct sched *s, int ci)
+{
+	struct sched_conn *c = &s->conns[ci];
+	if (c->host >= 0 && s->hosts[c->host].conn == ci)
+		s->hosts[c->host].conn = -1;
+	ctl_close(&c->c);
+	c->host = -1;
+	c->closing = 0;
 }

@@ -227,37 +227,46 @@ struct sched {
 	void *hook_arg;
 };
 
-/** sched_now - CLOCK_REALTIME in seconds. */
-double sched_now(void);
-
 /** sched_find_update - index into s->upd of update @id, or -1. */
 int sched_find_update(const struct sched *s, uint64_t id);
 
-/** sched_find_xfer - index into s->xfers of transfer @xfer, or -1. */
-int sched_find_xfer(const struct sched *s, uint64_t xfer);
+/**
+ * sched_conn_queue - queue @msg (reference stolen) on connection s->conns[@ci]. When ctl_queue
+ * fails (-ENOMEM, or -EMSGSIZE: longer than CTL_LINE_MAX) the message is lost and that is
+ * logged with the host and the message type; a command that never arrives fails like any
+ * transfer without a `done` (--xfer-timeout, sched_fail_xfer), so callers have nothing to do.
+ */
+void sched_conn_queue(struct sched *s, int ci, json_t *msg);
 
-/** sched_fresh_xfer - a new scheduler-chosen transfer id (1 << 62 | counter, docs/control.md). */
-uint64_t sched_fresh_xfer(struct sched *s);
-
-/** sched_grow - make room for one more element in *@arr (@n used, *@cap allocated, @size bytes
- * each). Returns 0 or -ENOMEM. */
-int sched_grow(void **arr, int n, int *cap, size_t size);
+/**
+ * sched_flush_host - write what is queued for @host's dataplane now (an `order` must reach it
+ * before the transfers it orders). A write error is left to the poll loop, which disconnects
+ * the peer at its next flush.
+ */
+void sched_flush_host(struct sched *s, int host);
 
 /**
  * sched_to_app - queue @msg (reference stolen) for application "<role>@<host name>": adds
  * "app" and sends it over that host's dataplane connection (role "server" at the server's
- * host is the name the server uses, see sched_server.role). Returns 0, or -ENOTCONN when the
- * host has no live connection (the message is discarded).
+ * host is the name the server uses, see sched_server.role). Without a live connection to
+ * the host the message is discarded: the peer's death is handled by the failure detection
+ * (sched_fail.h); a queueing error is handled by sched_conn_queue.
  */
-int sched_to_app(struct sched *s, const char *role, int host, json_t *msg);
+void sched_to_app(struct sched *s, const char *role, int host, json_t *msg);
+
+/**
+ * sched_conn_close - close connection s->conns[@ci] (its slot is reused by the next accept);
+ * its host, if any, is left without a connection (not declared dead here).
+ */
+void sched_conn_close(struct sched *s, int ci);
 
 /** sched_role_name - "worker", "server", "aggregator", "replica" for one enum sched_role bit. */
 const char *sched_role_name(unsigned role);
 
 /**
- * sched_compact - forget updates in a final state (server and replica copies both settled)
- * and transfers that ended 60 s ago.
+ * sched_compact - forget the updates in a final state (server and replica copies both
+ * settled); the transfers are compacted by sched_xfer_compact.
  */
-void sched_compact(struct sched *s, double now_plan);
+void sched_compact(struct sched *s);
 
 #endif

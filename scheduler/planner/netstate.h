@@ -9,8 +9,8 @@
 
 /*
  * The network of a batch: each host has an uplink (host -> switch) and a downlink
- * (switch -> host); the core is non-blocking (DESIGN.md §4). A transfer from A to B uses
- * A.up and B.down; a transfer within one host uses no link at all.
+ * (switch -> host); the core is non-blocking (docs/planner.md "Pipeline"). A transfer from A
+ * to B uses A.up and B.down; a transfer within one host uses no link at all.
  *
  * Each link's residual bandwidth (capacity minus reservations, Gbit/s) is a step function of
  * time: step i holds from steps[i].from_s until steps[i+1].from_s, the last one forever. The

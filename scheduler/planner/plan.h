@@ -6,7 +6,7 @@
  * The planning library is pure computation: no I/O, no clock, no allocation it does not free.
  * The offline planner (mlf-plan), the scheduler daemon and the tests fill a struct plan_batch
  * and call plan_compute(). The JSON documents that mirror these structs are specified in
- * ../shared/schemas/plan.md (docs/plan-format.md in this tree).
+ * docs/plan-format.md.
  *
  * Units everywhere: times in seconds (double, same origin as plan_batch.now_s), sizes in bytes
  * (uint64_t), rates in Gbit/s (double, 1 Gbit/s = 1e9 bit/s, so bytes/s = gbps * 1e9 / 8).

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "ctl.h"
 
 #define MAX_CONNS 16
@@ -38,13 +38,6 @@ static unsigned long long next_xfer = 1;
 /* replica / chain scenarios */
 static double send_delay = 0.05; /* s from now to the start of a commanded send */
 static int n_updates, server_version, replica_commits, promoted, server_up, replica_up;
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Sends @msg (stolen) to the connection of the host named after '@' in @app (or @host). */
 static void to_host(const char *host, json_t *msg)
@@ -76,7 +69,7 @@ static void answer_pulls(void)
 		to_host(server_host, json_pack("{s:s, s:s, s:s, s:O, s:I, s:s, s:i, s:f, s:[]}", "type", "send",
 			"app", server_app, "what", "model", "id", json_object_get(p, "id"),
 			"xfer", (json_int_t)(XFER_BASE | next_xfer++), "dst", json_string_value(json_object_get(p, "host")),
-			"chan", 3, "start", now_s(), "steps"));
+			"chan", 3, "start", clock_real_s(), "steps"));
 	json_array_clear(pulls);
 }
 
@@ -89,7 +82,7 @@ static json_t *send_cmd(const char *app, const char *what, json_int_t id, json_i
 			int chan, int keep)
 {
 	json_t *c = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app", app, "what",
-			      what, "id", id, "xfer", xfer, "dst", dst, "chan", chan, "start", now_s() + send_delay, "steps");
+			      what, "id", id, "xfer", xfer, "dst", dst, "chan", chan, "start", clock_real_s() + send_delay, "steps");
 	if (keep)
 		json_object_set_new(c, "keep", json_true());
 	return c;
@@ -153,7 +146,7 @@ static void replica_commit(const char *app, json_t *m)
 		to_host(replica_host, order_cmd("replica@r1", 4, x));
 		to_host(server_host, json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app",
 					       server_app, "what", "state", "id", 0, "xfer", x, "dst", replica_host,
-					       "chan", 4, "start", now_s() + send_delay, "steps"));
+					       "chan", 4, "start", clock_real_s() + send_delay, "steps"));
 	}
 }
 
@@ -191,7 +184,7 @@ static void handle(int i, json_t *m)
 		to_host(app, json_pack("{s:s, s:s, s:s, s:O, s:I, s:s, s:i, s:f, s:[]}", "type", "send", "app", app,
 				       "what", "update", "id", json_object_get(m, "id"),
 				       "xfer", (json_int_t)(XFER_BASE | next_xfer++), "dst", agg_host, "chan", 2,
-				       "start", now_s(), "steps"));
+				       "start", clock_real_s(), "steps"));
 		if ((int)json_array_size(inputs) == count) {
 			json_int_t agg = (json_int_t)(XFER_BASE | 1000);
 			json_t *cmd;
@@ -201,7 +194,7 @@ static void handle(int i, json_t *m)
 						       "chan", 1, "xfers", agg));
 			cmd = json_pack("{s:s, s:s, s:I, s:O, s:s, s:i, s:f, s:[[f,f]]}", "type", "aggregate",
 					"app", "aggregator@ag", "agg", agg, "inputs", inputs, "dst", server_host, "chan", 1,
-					"start", now_s() + 0.05, "steps", 0.0, 1.0);
+					"start", clock_real_s() + 0.05, "steps", 0.0, 1.0);
 			if (weights)
 				json_object_set(cmd, "weights", weights);
 			to_host(agg_host, cmd);
@@ -239,7 +232,7 @@ int main(int argc, char **argv)
 		{ "send-delay", 1, NULL, 'd' }, { "skip-phantom", 0, NULL, 'k' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	const char *listen_at = "0.0.0.0:7070";
-	double limit = 60, t0 = now_s();
+	double limit = 60, t0 = clock_real_s();
 	char err[256];
 	int c, lfd;
 
@@ -276,7 +269,7 @@ int main(int argc, char **argv)
 	}
 	printf("listening %s\n", listen_at);
 	fflush(stdout);
-	while (!quit && now_s() - t0 < limit) {
+	while (!quit && clock_real_s() - t0 < limit) {
 		struct pollfd p[MAX_CONNS + 1] = { { .fd = lfd, .events = POLLIN } };
 		for (int i = 0; i < MAX_CONNS; i++)
 			p[i + 1] = (struct pollfd){ .fd = conns[i].used ? conns[i].c.fd : -1, .events = POLLIN };

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "clock.h"
 #include "ctl.h"
 #include "sched_batch.h"
 #include "sched_daemon.h"
@@ -158,13 +159,6 @@ static void stop_daemon(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void fake_send(int f, json_t *m)
 {
 	ck_assert_int_ge(ctl_send(&fakes[f].c, m), 0);
@@ -175,11 +169,11 @@ static void fake_send(int f, json_t *m)
 static void pump(double secs)
 {
 	static double last_hb;
-	double end = now_s() + secs;
+	double end = clock_real_s() + secs;
 
 	do {
-		if (now_s() - last_hb > 0.1) {
-			last_hb = now_s();
+		if (clock_real_s() - last_hb > 0.1) {
+			last_hb = clock_real_s();
 			for (int i = 0; i < n_fakes; i++)
 				if (fakes[i].open && !fakes[i].silent)
 					fake_send(i, json_pack("{s:s, s:s, s:f}", "type", "heartbeat",
@@ -204,20 +198,20 @@ static void pump(double secs)
 			while (ctl_next(&fakes[i].c, &m, err, sizeof(err)) == 1 && n_got < MAX_MSGS)
 				got[n_got++] = (struct got){ .fake = i, .m = m };
 		}
-	} while (now_s() < end);
+	} while (clock_real_s() < end);
 }
 
 /* The first unused message of @type at fake @f (waiting up to @timeout s), marked used. */
 static json_t *wait_msg(int f, const char *type, double timeout)
 {
-	double end = now_s() + timeout;
+	double end = clock_real_s() + timeout;
 	for (;;) {
 		for (int i = 0; i < n_got; i++)
 			if (!got[i].used && got[i].fake == f && !strcmp(ctl_type(got[i].m), type)) {
 				got[i].used = 1;
 				return got[i].m;
 			}
-		if (now_s() > end)
+		if (clock_real_s() > end)
 			return NULL;
 		pump(0.01);
 	}
@@ -585,7 +579,7 @@ START_TEST(failed_done_skips)
 	uint64_t id = ((uint64_t)2 << 40) | 1;
 	fake_send(w0, json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:s}", "type", "done", "app",
 				"worker@w0", "xfer", (json_int_t)id, "status", -110, "bytes", 0, "t",
-				now_s(), "reason", "receiver silent"));
+				clock_real_s(), "reason", "receiver silent"));
 	expect_skip(ps, id);
 	json_t *d = wait_msg(w0, "drop", 2.0);
 	ck_assert_ptr_nonnull(d);
@@ -677,7 +671,7 @@ START_TEST(sync_waits_for_all)
 	fake_send(ps, json_pack("{s:s, s:s, s:I, s:i, s:f}", "type", "commit", "app", "server@ps",
 				"xfer", json_integer_value(json_array_get(json_object_get(o, "xfers"),
 									  0)),
-				"version", 13, "t", now_s()));
+				"version", 13, "t", clock_real_s()));
 	json_t *s = wait_msg(ps, "send", 2.0);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_uint_eq(jid(s, "id"), 5);
@@ -693,7 +687,7 @@ START_TEST(link_report_after_t_lag)
 
 	setup("async", 0, 100, 1, &w0, NULL);
 	fake_send(w0, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
-				"w0", "t", now_s(), "up_gbps", 2.0, "down_gbps", 4.0, "tx_gbps", 0.0,
+				"w0", "t", clock_real_s(), "up_gbps", 2.0, "down_gbps", 4.0, "tx_gbps", 0.0,
 				"rx_gbps", 0.0));
 	push(w0, ((uint64_t)2 << 40) | 1, 0, 1000);
 	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
@@ -1027,7 +1021,7 @@ START_TEST(empty_aggregate_done_skips)
 	uint64_t agg = jid(ag, "agg");
 	fake_send(a0, json_pack("{s:s, s:s, s:I, s:i, s:I, s:f, s:s}", "type", "done", "app",
 				"aggregator@a0", "xfer", (json_int_t)agg, "status", -61, "bytes", (json_int_t)0,
-				"t", now_s(), "reason", "no input of the aggregate arrived"));
+				"t", clock_real_s(), "reason", "no input of the aggregate arrived"));
 	expect_skip(ps, agg);
 	stop_daemon();
 }
@@ -1077,8 +1071,8 @@ static json_t *reg_replica(int f, double div_max, const char *replication, uint6
 	if (replication)
 		json_object_set_new(m, "replication", json_string(replication));
 	fake_send(f, m);
-	double end = now_s() + 2.0;
-	while (now_s() < end) {
+	double end = clock_real_s() + 2.0;
+	while (clock_real_s() < end) {
 		json_t *r = wait_msg(f, "registered", 0.02);
 		if (r || (r = wait_msg(f, "error", 0.02)))
 			return r;
@@ -1294,7 +1288,7 @@ static uint64_t expect_state_send(int ps)
 static void commit_at(int f, const char *app, uint64_t xfer, int64_t version, int state)
 {
 	json_t *m = json_pack("{s:s, s:s, s:I, s:I, s:f}", "type", "commit", "app", app, "xfer",
-			      (json_int_t)xfer, "version", (json_int_t)version, "t", now_s());
+			      (json_int_t)xfer, "version", (json_int_t)version, "t", clock_real_s());
 	if (state) {
 		json_object_set_new(m, "state", json_true());
 		json_object_set_new(m, "history_norm", json_real(0.5));

@@ -1,6 +1,15 @@
 /* planio.c - batch document reader (table-driven validation) and plan document writer. */
 #include "planio.h"
 
+/*
+ * One file although it is over 1000 lines: the reader and the writer are the two directions of
+ * one document format (docs/plan-format.md) and must stay each other's inverse (reading what
+ * planio_batch_to_json wrote gives an equal batch; test_planio checks the round trip), so a
+ * change of the format is one change in one place. The reader is one table per object type
+ * (below) and the generic code that walks the tables; the writer ("writing" below) emits the
+ * same keys in the documented order.
+ */
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>

@@ -1,0 +1,532 @@
+/* sched_msg.c - the handlers of dataplane and application messages (docs/control.md). */
+#include "sched_msg.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "arr.h"
+#include "clock.h"
+#include "log.h"
+#include "sched_fail.h"
+#include "sched_repl.h"
+#include "sched_xfer.h"
+
+/* Answer connection @ci with {"type":"error","reason":...} (routed back to @app when set). */
+static void reply_err(struct sched *s, int ci, const char *app, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void reply_err(struct sched *s, int ci, const char *app, const char *fmt, ...)
+{
+	char reason[512];
+	va_list ap;
+	int h = s->conns[ci].host;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	log_warn("%s%s%s: %s", h >= 0 ? s->cl.hosts[h].name : "connection",
+		 app ? " " : "", app ? app : "", reason);
+	json_t *m = json_pack("{s:s, s:s}", "type", "error", "reason", reason);
+	if (app)
+		json_object_set_new(m, "app", json_string(app));
+	sched_conn_queue(s, ci, m);
+}
+
+/* Field getters: 0 with the value, or -1 after answering an error that names the field. */
+static int get_int(struct sched *s, int ci, const char *app, json_t *m, const char *k,
+		   int64_t *out, int nonneg)
+{
+	json_t *v = json_object_get(m, k);
+	if (!json_is_integer(v) || (nonneg && json_integer_value(v) < 0)) {
+		reply_err(s, ci, app, "%s: field \"%s\" %s", ctl_type(m), k, !v ? "is missing" :
+			  nonneg ? "is not a non-negative integer" : "is not an integer");
+		return -1;
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int get_u64(struct sched *s, int ci, const char *app, json_t *m, const char *k,
+		   uint64_t *out)
+{
+	int64_t v;
+	int rc = get_int(s, ci, app, m, k, &v, 1);
+	*out = (uint64_t)v;
+	return rc;
+}
+
+static int get_i64(struct sched *s, int ci, const char *app, json_t *m, const char *k,
+		   int64_t *out)
+{
+	return get_int(s, ci, app, m, k, out, 0);
+}
+
+static int get_num(struct sched *s, int ci, const char *app, json_t *m, const char *k,
+		   double *out)
+{
+	json_t *v = json_object_get(m, k);
+	if (!json_is_number(v) || !(json_number_value(v) >= 0)) {
+		reply_err(s, ci, app, "%s: field \"%s\" %s", ctl_type(m), k,
+			  v ? "is not a non-negative number" : "is missing");
+		return -1;
+	}
+	*out = json_number_value(v);
+	return 0;
+}
+
+static const char *get_str(struct sched *s, int ci, const char *app, json_t *m, const char *k)
+{
+	const char *v = json_string_value(json_object_get(m, k));
+	if (!v)
+		reply_err(s, ci, app, "%s: field \"%s\" %s", ctl_type(m), k,
+			  json_object_get(m, k) ? "is not a string" : "is missing");
+	return v;
+}
+
+void sched_msg_frame_error(struct sched *s, int ci, const char *err)
+{
+	reply_err(s, ci, NULL, "%s", err);
+}
+
+static void on_peer_error(struct sched *s, int ci, json_t *m)
+{
+	int h = s->conns[ci].host;
+	const char *reason = json_string_value(json_object_get(m, "reason"));
+	const char *app = json_string_value(json_object_get(m, "app"));
+	const char *at = app ? strchr(app, '@') : NULL;
+	char why[160];
+
+	log_warn("peer %s reports an error: %s", s->cl.hosts[h].name, reason ? reason : "-");
+	if (!at || strcmp(at + 1, s->cl.hosts[h].name))
+		return;
+	/* A promoted replica may still call itself replica@host: it is the server. */
+	int promoted = h == s->server.host && !strncmp(app, s->server.role, (size_t)(at - app)) &&
+		       strlen(s->server.role) == (size_t)(at - app);
+	for (unsigned b = SCHED_ROLE_WORKER; b <= SCHED_ROLE_REPLICA; b <<= 1)
+		if (((promoted && b == SCHED_ROLE_SERVER) ||
+		     (!promoted && !strncmp(app, sched_role_name(b), (size_t)(at - app)) &&
+		      strlen(sched_role_name(b)) == (size_t)(at - app))) && (s->hosts[h].apps & b)) {
+			snprintf(why, sizeof(why), "application %s gone", app);
+			sched_fail_apps(s, h, b, why);
+			s->hosts[h].apps &= ~b;
+			if (b == SCHED_ROLE_SERVER && s->server.host == h)
+				s->server.host = -1;
+			log_warn("%s unregistered", app);
+		}
+}
+
+static void on_hello(struct sched *s, int ci, json_t *m, double now)
+{
+	const char *name = get_str(s, ci, NULL, m, "host");
+	int h = name ? cluster_find(&s->cl, name) : -1;
+
+	if (h < 0) {
+		if (name)
+			reply_err(s, ci, NULL, "hello: unknown host '%s' (not in cluster %s)", name,
+				  s->cl.name);
+		s->conns[ci].closing = 1;
+		return;
+	}
+	if (s->hosts[h].conn >= 0 && s->hosts[h].conn != ci) {
+		log_warn("peer %s connected again: closing its previous connection", name);
+		sched_conn_close(s, s->hosts[h].conn);
+	}
+	s->conns[ci].host = h;
+	s->hosts[h].conn = ci;
+	s->hosts[h].alive = 1;
+	s->hosts[h].last_heard = now;
+	log_info("peer %s connected", name);
+	json_t *w = json_pack("{s:s, s:s, s:f, s:f}", "type", "welcome", "host", name, "t_lag",
+			      s->cfg.t_lag_s, "batch_ms", s->cfg.batch_s * 1e3);
+	sched_conn_queue(s, ci, w);
+}
+
+static void on_link(struct sched *s, int ci, json_t *m)
+{
+	struct sched_link_report r;
+	struct sched_host *h = &s->hosts[s->conns[ci].host];
+
+	if (get_num(s, ci, NULL, m, "t", &r.t) || get_num(s, ci, NULL, m, "up_gbps", &r.up_gbps) ||
+	    get_num(s, ci, NULL, m, "down_gbps", &r.down_gbps))
+		return;
+	h->reports[h->next_report] = r;
+	h->next_report = (h->next_report + 1) % SCHED_LINK_HIST;
+	if (h->n_reports < SCHED_LINK_HIST)
+		h->n_reports++;
+}
+
+/* The server host named by @v ("ps" or "server@ps"), or -1 after an error reply. */
+static int server_field(struct sched *s, int ci, const char *app, json_t *m)
+{
+	const char *v = get_str(s, ci, app, m, "server");
+	if (!v)
+		return -1;
+	const char *at = strchr(v, '@');
+	int h = cluster_find(&s->cl, at ? at + 1 : v);
+	if (h >= 0 && s->server_alias[h] && s->server.host >= 0)
+		h = s->server.host; /* the server moved (fail-over) */
+	if (h < 0)
+		reply_err(s, ci, app, "%s: field \"server\": unknown host '%s'", ctl_type(m), v);
+	else if (s->server.host >= 0 && h != s->server.host) {
+		reply_err(s, ci, app, "%s: field \"server\": '%s' is not the registered server (%s)",
+			  ctl_type(m), v, s->cl.hosts[s->server.host].name);
+		h = -1;
+	}
+	return h;
+}
+
+static void on_register_server(struct sched *s, int ci, const char *app, json_t *m)
+{
+	struct sched_server sv = { .host = s->conns[ci].host };
+	uint64_t nw;
+	const char *mode = get_str(s, ci, app, m, "mode");
+
+	if (!mode)
+		return;
+	if (strcmp(mode, "async") && strcmp(mode, "sync")) {
+		reply_err(s, ci, app, "register: field \"mode\": '%s' is not async or sync", mode);
+		return;
+	}
+	sv.sync = !strcmp(mode, "sync");
+	if (get_u64(s, ci, app, m, "n_floats", &sv.n_floats) ||
+	    get_u64(s, ci, app, m, "bytes", &sv.bytes) ||
+	    get_i64(s, ci, app, m, "version", &sv.version) ||
+	    get_i64(s, ci, app, m, "tau_max", &sv.tau_max) ||
+	    get_num(s, ci, app, m, "momentum", &sv.momentum) ||
+	    get_u64(s, ci, app, m, "n_workers", &nw))
+		return;
+	if (sv.bytes == 0 || nw == 0 || nw > 100000 || sv.tau_max < 0) {
+		reply_err(s, ci, app, "register: fields \"bytes\" and \"n_workers\" must be > 0 and "
+			  "\"tau_max\" >= 0");
+		return;
+	}
+	if (s->server.host >= 0 && s->server.host != sv.host && s->hosts[s->server.host].alive) {
+		reply_err(s, ci, app, "register: a server is already registered at %s",
+			  s->cl.hosts[s->server.host].name);
+		return;
+	}
+	sv.n_workers = (int)nw;
+	snprintf(sv.role, sizeof(sv.role), "server");
+	for (int i = 0; i < s->n_upd; i++)
+		if (s->upd[i].state == SCHED_UPD_PLANNED)
+			sched_fail_update(s, &s->upd[i], "the server registered again");
+	s->server = sv;
+	/* a server restarted from an older state (a checkpoint): what waits for a newer version
+	 * would never be served, so pending updates and pulls count from its version */
+	for (int i = 0; i < s->n_upd; i++)
+		if (s->upd[i].state == SCHED_UPD_PENDING && s->upd[i].version > sv.version)
+			s->upd[i].version = sv.version;
+	for (int i = 0; i < s->n_pulls; i++)
+		if (s->pulls[i].min_version > sv.version)
+			s->pulls[i].min_version = sv.version;
+	log_info("server at %s: mode %s, %" PRIu64 " bytes per update, version %" PRId64
+		 ", tau_max %" PRId64 ", momentum %g, %d workers", s->cl.hosts[sv.host].name, mode,
+		 sv.bytes, sv.version, sv.tau_max, sv.momentum, sv.n_workers);
+}
+
+/* `register` role replica (docs/replication.md). Returns 0 when accepted, else -1 (answered). */
+static int on_register_replica(struct sched *s, int ci, const char *app, json_t *m)
+{
+	double div_max;
+	uint64_t n_floats, bytes;
+	int64_t version;
+	double momentum;
+	char err[256];
+	const char *repl = json_string_value(json_object_get(m, "replication"));
+
+	if (s->server.host < 0 || !s->hosts[s->server.host].alive) {
+		reply_err(s, ci, app, "register: no server is registered");
+		return -1;
+	}
+	if (server_field(s, ci, app, m) < 0 || get_num(s, ci, app, m, "div_max", &div_max) ||
+	    get_u64(s, ci, app, m, "n_floats", &n_floats) ||
+	    get_u64(s, ci, app, m, "bytes", &bytes) ||
+	    get_i64(s, ci, app, m, "version", &version) ||
+	    get_num(s, ci, app, m, "momentum", &momentum))
+		return -1;
+	if (json_object_get(m, "replication") && (!repl || (strcmp(repl, "mlfabric") &&
+							    strcmp(repl, "chain")))) {
+		reply_err(s, ci, app, "register: field \"replication\" is not \"mlfabric\" or "
+			  "\"chain\"");
+		return -1;
+	}
+	if (sched_repl_register(s, s->conns[ci].host, div_max, repl && !strcmp(repl, "chain"),
+				n_floats, version, err, sizeof(err))) {
+		reply_err(s, ci, app, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void on_register(struct sched *s, int ci, const char *app, json_t *m)
+{
+	int h = s->conns[ci].host;
+	const char *role = get_str(s, ci, app, m, "role");
+	unsigned bit = 0;
+
+	if (!role)
+		return;
+	for (unsigned b = SCHED_ROLE_WORKER; b <= SCHED_ROLE_REPLICA; b <<= 1)
+		if (!strcmp(role, sched_role_name(b)))
+			bit = b;
+	if (!bit) {
+		reply_err(s, ci, app, "register: field \"role\": unknown role '%s'", role);
+		return;
+	}
+	if (bit == SCHED_ROLE_SERVER) {
+		on_register_server(s, ci, app, m);
+		if (s->server.host != h)
+			return;
+	} else if (bit == SCHED_ROLE_WORKER) {
+		if (server_field(s, ci, app, m) < 0)
+			return;
+	} else if (bit == SCHED_ROLE_REPLICA) {
+		if (on_register_replica(s, ci, app, m))
+			return;
+	}
+	s->hosts[h].apps |= bit;
+	log_info("%s registered", app);
+	json_t *r = json_pack("{s:s, s:I}", "type", "registered", "xfer_base",
+			      (json_int_t)((uint64_t)(h + 1) << 40));
+	sched_to_app(s, role, h, r);
+}
+
+static void on_update(struct sched *s, int ci, const char *app, json_t *m, double now)
+{
+	struct sched_update u = { .worker = s->conns[ci].host, .batch = -1, .t_arrival = now };
+
+	if (get_u64(s, ci, app, m, "id", &u.id) || server_field(s, ci, app, m) < 0 ||
+	    get_u64(s, ci, app, m, "bytes", &u.bytes) ||
+	    get_i64(s, ci, app, m, "version", &u.version) ||
+	    get_num(s, ci, app, m, "norm", &u.norm))
+		return;
+	if (u.bytes == 0) {
+		reply_err(s, ci, app, "update: field \"bytes\" must be > 0");
+		return;
+	}
+	if (sched_find_update(s, u.id) >= 0) {
+		reply_err(s, ci, app, "update: field \"id\": update %" PRIu64 " is already known", u.id);
+		return;
+	}
+	if (arr_grow((void **)&s->upd, &s->cap_upd, s->n_upd + 1, sizeof(*s->upd))) {
+		reply_err(s, ci, app, "update: out of memory");
+		return;
+	}
+	s->upd[s->n_upd++] = u;
+	if (s->server.host >= 0 && !s->hosts[s->server.host].alive) {
+		char reason[96];
+		snprintf(reason, sizeof(reason), "peer %s dead", s->cl.hosts[s->server.host].name);
+		sched_fail_update(s, &s->upd[s->n_upd - 1], reason);
+	}
+}
+
+static void on_pull(struct sched *s, int ci, const char *app, json_t *m, double now)
+{
+	struct sched_pull p = { .worker = s->conns[ci].host, .min_version = -1, .t_arrival = now };
+
+	if (get_u64(s, ci, app, m, "id", &p.id) || server_field(s, ci, app, m) < 0)
+		return;
+	if (json_object_get(m, "min_version") && get_i64(s, ci, app, m, "min_version",
+							  &p.min_version))
+		return;
+	if (arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1, sizeof(*s->pulls))) {
+		reply_err(s, ci, app, "pull: out of memory");
+		return;
+	}
+	s->pulls[s->n_pulls++] = p;
+}
+
+static void on_done(struct sched *s, int ci, const char *app, json_t *m)
+{
+	uint64_t xfer;
+	int64_t status;
+
+	if (get_u64(s, ci, app, m, "xfer", &xfer) || get_i64(s, ci, app, m, "status", &status))
+		return;
+	int xi = sched_xfer_find(s, xfer);
+	int h = s->conns[ci].host;
+	if (s->repl.host >= 0 && s->repl.chain && h == s->server.host &&
+	    (xi < 0 || s->xfers[xi].src != h)) {
+		/* the server's unscheduled chain forward of an applied transfer */
+		if (status < 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "the server's chain forward of transfer %" PRIu64
+				 " failed (status %" PRId64 ")", xfer, status);
+			sched_repl_stale(s, why);
+		}
+		return;
+	}
+	if (xi < 0) {
+		reply_err(s, ci, app, "done: field \"xfer\": unknown transfer %" PRIu64, xfer);
+		return;
+	}
+	if (status == 0) {
+		s->xfers[xi].done = 1;
+		return;
+	}
+	const char *why = json_string_value(json_object_get(m, "reason"));
+	char reason[256];
+	snprintf(reason, sizeof(reason), "transfer failed: %s (status %" PRId64 ")",
+		 why ? why : "no reason given", status);
+	sched_fail_xfer(s, xi, reason);
+}
+
+static void commit_one(struct sched *s, uint64_t id)
+{
+	int ui = sched_find_update(s, id);
+	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED) {
+		s->upd[ui].state = SCHED_UPD_COMMITTED;
+		sched_repl_server_committed(s, &s->upd[ui]);
+	}
+}
+
+static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
+{
+	uint64_t xfer;
+	int64_t version;
+
+	if (get_u64(s, ci, app, m, "xfer", &xfer) || get_i64(s, ci, app, m, "version", &version))
+		return;
+	if (s->conns[ci].host == s->repl.host && !strncmp(app, "replica@", 8)) {
+		sched_repl_commit(s, m, xfer, version, clock_real_s());
+		return;
+	}
+	if (s->conns[ci].host != s->server.host) {
+		reply_err(s, ci, app, "commit: %s is not the registered server's host",
+			  s->cl.hosts[s->conns[ci].host].name);
+		return;
+	}
+	if (version > s->server.version)
+		s->server.version = version;
+	sched_repl_server_commit(s, clock_real_s());
+	sched_xfer_done(s, xfer);
+	json_t *parts = json_object_get(m, "parts"), *v;
+	size_t k;
+	if (json_is_array(parts) && json_array_size(parts) > 0) {
+		json_array_foreach(parts, k, v)
+			if (json_is_integer(v))
+				commit_one(s, (uint64_t)json_integer_value(v));
+		return;
+	}
+	for (int i = 0; i < s->n_upd; i++)
+		if (s->upd[i].state == SCHED_UPD_PLANNED &&
+		    (s->upd[i].agg == xfer || (!s->upd[i].agg && s->upd[i].xfer == xfer))) {
+			s->upd[i].state = SCHED_UPD_COMMITTED;
+			sched_repl_server_committed(s, &s->upd[i]);
+		}
+}
+
+static void on_partial(struct sched *s, int ci, const char *app, json_t *m)
+{
+	uint64_t agg;
+	json_t *missing = json_object_get(m, "missing"), *v;
+	size_t k;
+
+	if (get_u64(s, ci, app, m, "agg", &agg))
+		return;
+	int xi = sched_xfer_find(s, agg);
+	if (xi >= 0 && s->xfers[xi].replica) {
+		char why[128];
+		snprintf(why, sizeof(why), "replica aggregate %" PRIu64 " at %s sent partial", agg,
+			 s->cl.hosts[s->conns[ci].host].name);
+		sched_repl_stale(s, why);
+		return;
+	}
+	if (!json_is_array(missing)) {
+		reply_err(s, ci, app, "partial: field \"missing\" %s",
+			  missing ? "is not an array" : "is missing");
+		return;
+	}
+	json_array_foreach(missing, k, v) {
+		int ui = json_is_integer(v) ? sched_find_update(s, (uint64_t)json_integer_value(v)) : -1;
+		if (ui >= 0)
+			sched_fail_update(s, &s->upd[ui], "aggregator sent the aggregate without it");
+	}
+	log_warn("aggregate %" PRIu64 " at %s sent without %zu input(s)", agg,
+		 s->cl.hosts[s->conns[ci].host].name, json_array_size(missing));
+}
+
+static void on_promoted(struct sched *s, int ci, const char *app, json_t *m)
+{
+	int64_t version;
+	char err[256];
+
+	if (get_i64(s, ci, app, m, "version", &version))
+		return;
+	if (sched_repl_promoted(s, s->conns[ci].host, version, clock_real_s(), err, sizeof(err)))
+		reply_err(s, ci, app, "%s", err);
+	else
+		snprintf(s->server.role, sizeof(s->server.role), "%.*s",
+			 (int)(strchr(app, '@') - app), app);
+}
+
+/* An application message: check "app" names a role on this connection's host, dispatch. */
+static void on_app(struct sched *s, int ci, json_t *m, const char *type, double now)
+{
+	int h = s->conns[ci].host;
+	const char *app = json_string_value(json_object_get(m, "app"));
+	const char *at = app ? strchr(app, '@') : NULL;
+
+	if (!app) {
+		reply_err(s, ci, NULL, "%s: field \"app\" is missing", type);
+		return;
+	}
+	if (!at || strcmp(at + 1, s->cl.hosts[h].name)) {
+		reply_err(s, ci, app, "%s: field \"app\": '%s' is not <role>@%s", type, app,
+			  s->cl.hosts[h].name);
+		return;
+	}
+	if (!strcmp(type, "register"))
+		on_register(s, ci, app, m);
+	else if (!strcmp(type, "update"))
+		on_update(s, ci, app, m, now);
+	else if (!strcmp(type, "pull"))
+		on_pull(s, ci, app, m, now);
+	else if (!strcmp(type, "done"))
+		on_done(s, ci, app, m);
+	else if (!strcmp(type, "commit"))
+		on_commit(s, ci, app, m);
+	else if (!strcmp(type, "promoted"))
+		on_promoted(s, ci, app, m);
+	else
+		on_partial(s, ci, app, m);
+}
+
+void sched_msg_handle(struct sched *s, int ci, json_t *m)
+{
+	static const char *const app_types[] = { "register", "update", "pull", "done", "commit",
+						 "partial", "promoted" };
+	const char *type = ctl_type(m);
+	double now = clock_real_s();
+
+	if (!strcmp(type, "hello")) {
+		if (s->conns[ci].host >= 0)
+			reply_err(s, ci, NULL, "hello: this connection already belongs to %s",
+				  s->cl.hosts[s->conns[ci].host].name);
+		else
+			on_hello(s, ci, m, now);
+		return;
+	}
+	if (s->conns[ci].host < 0) {
+		reply_err(s, ci, NULL, "%s: expected hello first", type);
+		s->conns[ci].closing = 1;
+		return;
+	}
+	s->hosts[s->conns[ci].host].last_heard = now;
+	if (!strcmp(type, "heartbeat"))
+		return;
+	if (!strcmp(type, "error")) {
+		on_peer_error(s, ci, m);
+		return;
+	}
+	if (!strcmp(type, "link")) {
+		on_link(s, ci, m);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(app_types) / sizeof(app_types[0]); i++)
+		if (!strcmp(type, app_types[i])) {
+			on_app(s, ci, m, type, now);
+			return;
+		}
+	reply_err(s, ci, json_string_value(json_object_get(m, "app")), "unknown type '%s'", type);
+}

@@ -1,0 +1,87 @@
+/* sched_xfer.c - the scheduler's table of commanded transfers and their reserved rate profiles. */
+#include "sched_xfer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arr.h"
+#include "sched_rec.h"
+
+int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct plan_transfer *t,
+		   double now_s)
+{
+	struct plan_rate_step *steps = NULL;
+
+	if (arr_grow((void **)&s->xfers, &s->cap_xfers, s->n_xfers + 1, sizeof(*s->xfers)))
+		return -ENOMEM;
+	if (t && t->n_rate > 0) {
+		steps = malloc(sizeof(*steps) * (size_t)t->n_rate);
+		if (!steps)
+			return -ENOMEM;
+		memcpy(steps, t->rate, sizeof(*steps) * (size_t)t->n_rate);
+	}
+	struct sched_xfer *x = &s->xfers[s->n_xfers++];
+	*x = (struct sched_xfer){ .xfer = proto->xfer, .what = proto->what, .id = proto->id,
+		.src = proto->src, .dst = proto->dst, .chan = proto->chan, .bytes = proto->bytes,
+		.replica = proto->replica, .start = t ? t->start_s : now_s,
+		.end = t ? t->end_s : now_s, .n_steps = steps ? t->n_rate : 0, .steps = steps };
+	sched_rec_transfer(s, x);
+	return 0;
+}
+
+int sched_xfer_find(const struct sched *s, uint64_t xfer)
+{
+	for (int i = s->n_xfers - 1; i >= 0; i--)
+		if (s->xfers[i].xfer == xfer)
+			return i;
+	return -1;
+}
+
+void sched_xfer_done(struct sched *s, uint64_t xfer)
+{
+	int xi = sched_xfer_find(s, xfer);
+
+	if (xi >= 0)
+		s->xfers[xi].done = 1;
+}
+
+uint64_t sched_xfer_fresh(struct sched *s)
+{
+	return SCHED_XFER_FRESH | ++s->xfer_counter;
+}
+
+double sched_xfer_rate_at(const struct sched_xfer *x, double t)
+{
+	double g = 0.0;
+
+	if (t < x->start || t >= x->end)
+		return 0.0;
+	for (int i = 0; i < x->n_steps && x->steps[i].from_s <= t; i++)
+		g = x->steps[i].gbps;
+	return g;
+}
+
+void sched_xfer_compact(struct sched *s, double now_plan)
+{
+	int k = 0;
+
+	for (int i = 0; i < s->n_xfers; i++) {
+		struct sched_xfer *x = &s->xfers[i];
+		if (x->end + 60.0 < now_plan) {
+			free(x->steps);
+			continue;
+		}
+		s->xfers[k++] = *x;
+	}
+	s->n_xfers = k;
+}
+
+void sched_xfer_free(struct sched *s)
+{
+	for (int i = 0; i < s->n_xfers; i++)
+		free(s->xfers[i].steps);
+	free(s->xfers);
+	s->xfers = NULL;
+	s->n_xfers = s->cap_xfers = 0;
+}

@@ -1,0 +1,50 @@
+/* sched_xfer.h - the transfers the scheduler commanded: ids, reserved rate profiles, records. */
+#ifndef MLF_SCHED_XFER_H
+#define MLF_SCHED_XFER_H
+
+#include "sched_state.h"
+
+/*
+ * The transfer table s->xfers, below both the batch (sched_batch.c, which commands the plan's
+ * transfers) and the replica (sched_repl.c, which commands a catch-up's state snapshot), so that
+ * neither calls the other to remember a transfer. Times are plan times (seconds since s->t0).
+ */
+
+/**
+ * sched_xfer_add - remember a commanded transfer so its rate profile stays reserved (the links
+ * of later batches see it subtracted, docs/scheduler.md "A batch") and append it to
+ * transfers.jsonl. From @proto it takes xfer, what, id (update or pull id, 0 for an aggregate
+ * or a state), src and dst (host indexes), chan, bytes and replica; the rest is ignored. @t is
+ * its plan transfer (start and end in seconds, the rate steps in Gbit/s are copied), or NULL
+ * for an unpaced transfer that starts and ends at plan time @now_s (seconds since s->t0).
+ * Returns 0, or -ENOMEM with nothing remembered and nothing recorded.
+ */
+int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct plan_transfer *t,
+		   double now_s);
+
+/** sched_xfer_find - index into s->xfers of transfer id @xfer, or -1. */
+int sched_xfer_find(const struct sched *s, uint64_t xfer);
+
+/**
+ * sched_xfer_done - transfer @xfer was delivered (a commit names it): its reservation ends
+ * and nothing waits for its `done` any more. Unknown ids (compacted, or never commanded by
+ * this scheduler) are ignored.
+ */
+void sched_xfer_done(struct sched *s, uint64_t xfer);
+
+/** sched_xfer_fresh - a new scheduler-chosen transfer id (1 << 62 | counter, docs/control.md). */
+uint64_t sched_xfer_fresh(struct sched *s);
+
+/**
+ * sched_xfer_rate_at - the rate (Gbit/s of payload) @x reserves at plan time @t (seconds
+ * since s->t0): 0 outside [start, end).
+ */
+double sched_xfer_rate_at(const struct sched_xfer *x, double t);
+
+/** sched_xfer_compact - forget the transfers whose planned end is 60 s before @now_plan. */
+void sched_xfer_compact(struct sched *s, double now_plan);
+
+/** sched_xfer_free - free every transfer and the table itself (s->xfers is NULL after). */
+void sched_xfer_free(struct sched *s);
+
+#endif
