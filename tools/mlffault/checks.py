@@ -87,11 +87,11 @@ def snapshot_pairs(snapfile, t_fault):
 def check_divergence(rep, run, sysname, experiment, verify):
     d = os.path.join(run, sysname)
     repl = experiment.get("replication") or {}
-    divmax = repl.get("div_max")
-    divmax = None if divmax is False else divmax
+    if not isinstance(repl, dict):
+        raise RecordError(f'{run}/experiment.json: "replication" is not an object')
+    divmax = repl.get("div_max") if truthy(repl.get("div_max")) else None
     ve = repl.get("verify_every")
-    if not ((isinstance(ve, (int, float)) and not isinstance(ve, bool) and ve > 0)
-            or isinstance(ve, (str, list, dict))):
+    if isinstance(ve, bool) or not isinstance(ve, (int, float)) or ve <= 0:
         return rep.bad("divergence: the scenario has no verify_every (no snapshots)")
     starts = fault_starts(d)
     if not starts or starts[0].get("t") is None:
@@ -180,26 +180,25 @@ def _generations(rec):
     return [rec] + sorted(g for g in glob.glob(os.path.join(rec, "restart-*")) if os.path.isdir(g))
 
 
-def promotion(rec):
-    """The first record of failover.jsonl that names a new server, or None."""
+def promoted_version(rec):
+    """The version the replica was promoted at (the first failover.jsonl record naming a new
+    server), or None when there was no promotion."""
     path = os.path.join(rec, "failover.jsonl")
-    if not nonempty(path):
-        return None
-    promos = [(n, r) for n, r in read_jsonl(path, need=("new_server",)) if r["new_server"] != ""]
-    if not promos:
-        return None
-    n, r = promos[0]
-    return {"version": number(r, "version", path, n)}
+    if nonempty(path):
+        for n, r in read_jsonl(path, need=("new_server",)):
+            if r["new_server"] != "":
+                return number(r, "version", path, n)
+    return None
 
 
 def surviving_ids(rec):
     """The ids of the updates in the surviving model."""
-    promo = promotion(rec)
-    if promo:
+    version = promoted_version(rec)
+    if version is not None:
         # the promoted replica held the server's commit order up to the version it was
         # promoted at (applied copies, or a state transfer after a catch-up, whose updates are
         # not in its applied.jsonl), then applied the rest itself
-        return (_ids(os.path.join(rec, "applied.jsonl"), below=promo["version"])
+        return (_ids(os.path.join(rec, "applied.jsonl"), below=version)
                 + _ids(os.path.join(rec, "replica", "applied.jsonl")))
     # each restarted server resumed from a checkpoint: the earlier server's applies below the
     # version it restored are in the surviving model, the later ones were lost with it

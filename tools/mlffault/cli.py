@@ -1,6 +1,7 @@
 """mlf-fault's command line: list, run, check (see USAGE)."""
 import glob
 import json
+import math
 import os
 import subprocess
 import sys
@@ -108,27 +109,22 @@ def tonumber(s, path):
         v = json.loads(s)
     except ValueError:
         v = None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise Die(f"{path}: malformed scenario")
     return v
 
 
+NEEDS = {"--out": "--out needs a folder", "--target": "--target needs a value",
+         "--time-limit": "--time-limit needs seconds"}
+
+
 def cmd_run(args):
-    name = out = target = tlimit = ""
-    quick = False
-    it = iter(args)
+    opt, name, quick, it = {}, "", False, iter(args)
     for a in it:
-        if a in ("--out", "--target", "--time-limit"):
-            v = next(it, "")
-            if not v:
-                raise Die({"--out": "--out needs a folder", "--target": "--target needs a value",
-                           "--time-limit": "--time-limit needs seconds"}[a])
-            if a == "--out":
-                out = v
-            elif a == "--target":
-                target = v
-            else:
-                tlimit = v
+        if a in NEEDS:
+            opt[a] = next(it, "")
+            if not opt[a]:
+                raise Die(NEEDS[a])
         elif a == "--quick":
             quick = True
         elif a in ("-h", "--help"):
@@ -140,6 +136,7 @@ def cmd_run(args):
             raise Die("one scenario name expected")
         else:
             name = a
+    out, target, tlimit = (opt.get(k, "") for k in NEEDS)
     if not name:
         raise Die("run: scenario name expected (tools/mlf-fault list)")
     src = os.path.join(ROOT, "conf", f"fault-{name}.json")
@@ -212,3 +209,5 @@ def main(argv):
         sys.stdout.flush()
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
