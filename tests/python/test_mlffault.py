@@ -1,0 +1,243 @@
+"""Unit tests of tools/mlffault's pure checks (no network, no programs): the accounting of pushed
+updates on tiny hand-made run folders (a fail-over with the promotion rule, checkpoint restarts,
+final fates, in flight, unaccounted), the one-line errors for missing or malformed records, the
+target and recovery lines, jq-style number printing.
+Run: python3 -m unittest discover -s tests/python"""
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from mlffault import checks  # noqa: E402
+from mlffault.records import RecordError, jq_round, jqs, read_jsonl  # noqa: E402
+
+T_END = 1000.0
+
+
+def write_jsonl(path, recs):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        for r in recs:
+            f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+
+
+def applied(ids_at):
+    return [{"t": 990.0, "id": i, "worker": "w0", "at": at} for i, at in ids_at]
+
+
+class RunFolder(unittest.TestCase):
+    """A system folder SYS: run.json, records/w0 and w1 pushes (ids 1-10, pushed at 990 s, the
+    stop at 1000 s), and whatever a test adds."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.sys = os.path.join(self.dir, "mlfabric-a")
+        self.rec = os.path.join(self.sys, "records")
+        os.makedirs(self.rec)
+        with open(os.path.join(self.sys, "run.json"), "w") as f:
+            json.dump({"t0": 900.0, "t_end": T_END}, f)
+        write_jsonl(os.path.join(self.rec, "w0", "pushes.jsonl"),
+                    [{"t": 990.0, "id": i} for i in range(1, 6)] + [{"t": 990.5, "id": None}])
+        write_jsonl(os.path.join(self.rec, "w1", "pushes.jsonl"), [{"t": 990.0, "id": i} for i in range(6, 11)])
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def put(self, rel, recs):
+        write_jsonl(os.path.join(self.rec, rel), recs)
+
+    def promoted_at(self, version):
+        self.put("failover.jsonl", [{"t_gone": 995.0, "old_server": "ps", "new_server": "rp", "version": version}])
+
+
+class Accounting(RunFolder):
+    def test_promotion_rule(self):
+        # the old server applied 1-6 at versions 0-5; the replica was promoted at version 4: the
+        # old server's applies below 4 (ids 1-4, some of which the replica only got by a state
+        # transfer, so not in its applied.jsonl) plus the replica's own (7-9) survive; id 5
+        # (applied by the old server at 4, not replicated) was lost, 6 likewise (the scheduler's
+        # final fate), 10 was dropped
+        self.put("applied.jsonl", applied([(1, 0), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5)]))
+        self.promoted_at(4)
+        self.put("replica/applied.jsonl", applied([(3, 2), (7, 4), (8, 5), (9, 6)]))
+        self.put("updates.jsonl", [{"id": 5, "fate": "committed"}, {"id": 5, "fate": "lost"},
+                                   {"id": 6, "fate": "lost"}, {"id": 10, "fate": "dropped"}])
+        r = checks.accounting(self.sys)
+        self.assertEqual(r, {"pushed": 10, "applied": 7, "lost": 2, "dropped": 1, "in_flight": 0,
+                             "unaccounted": []})
+        self.assertEqual(sorted(checks.surviving_ids(self.rec), key=int), ["1", "2", "3", "3", "4", "7", "8", "9"])
+
+    def test_not_promoted_after_the_promotion_version(self):
+        # without the lost fate, id 5 (applied by the old server at the promotion version) is
+        # not on the surviving model: unaccounted, named with its host and push time
+        self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 6)]))
+        self.promoted_at(4)
+        self.put("replica/applied.jsonl", applied([(i, i - 1) for i in range(6, 11)]))
+        r = checks.accounting(self.sys)
+        self.assertEqual(r["applied"], 9)
+        self.assertEqual(r["unaccounted"], ["5 (w0, pushed at -10 s before the stop)"])
+
+    def test_empty_new_server_is_no_promotion(self):
+        self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 11)]))
+        self.put("failover.jsonl", [{"new_server": "", "version": 2}])
+        self.assertEqual(checks.accounting(self.sys)["applied"], 10)
+
+    def test_checkpoint_restarts(self):
+        # the server applied 1-6 at 0-5; restart-1 restored version 3 (its first apply is at 3)
+        # and applied 4, 6, 7; restart-2 restored version 4 and applied 8-10: surviving 1-3
+        # (server below 3), 4 (restart-1 below 4), 8-10; lost: the server's 4-6 and restart-1's
+        # 6 and 7 (applied at or above what the next one restored)
+        self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 7)]))
+        self.put("restart-1/applied.jsonl", applied([(4, 3), (6, 4), (7, 5)]))
+        self.put("restart-2/applied.jsonl", applied([(8, 4), (9, 5), (10, 6)]))
+        self.assertEqual(sorted(checks.surviving_ids(self.rec), key=int), ["1", "2", "3", "4", "8", "9", "10"])
+        self.assertEqual(sorted(checks.ckpt_lost_ids(self.rec), key=int), ["4", "5", "6", "6", "7"])
+        r = checks.accounting(self.sys)
+        self.assertEqual((r["applied"], r["lost"], r["unaccounted"]), (7, 3, []))
+
+    def test_in_flight_and_report(self):
+        self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 10)]))
+        write_jsonl(os.path.join(self.rec, "w1", "pushes.jsonl"),
+                    [{"t": 990.0, "id": i} for i in range(6, 10)] + [{"t": 998.5, "id": 10}])
+        out = io.StringIO()
+        rep = checks.Report(out)
+        checks.check_accounting(rep, self.dir, "mlfabric-a")
+        self.assertEqual(rep.fails, 0)
+        self.assertEqual(out.getvalue(), "ok   accounting: pushed 10: applied on the surviving model 9, lost with "
+                         "the failure 0, dropped 0, in flight at the stop 1, unaccounted 0\n")
+
+    def test_unaccounted_report(self):
+        self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 9)]))
+        out = io.StringIO()
+        rep = checks.Report(out)
+        checks.check_accounting(rep, self.dir, "mlfabric-a")
+        self.assertEqual(rep.fails, 1)
+        self.assertTrue(out.getvalue().startswith("FAIL accounting: pushed 10: applied on the surviving model 8,"))
+        self.assertIn("unaccounted 2; unaccounted: 9 (w1, pushed at -10 s before the stop), 10 (w1, ", out.getvalue())
+
+    def test_no_push(self):
+        for w in ("w0", "w1"):
+            os.remove(os.path.join(self.rec, w, "pushes.jsonl"))
+        self.put("applied.jsonl", [])
+        out = io.StringIO()
+        checks.check_accounting(checks.Report(out), self.dir, "mlfabric-a")
+        self.assertEqual(out.getvalue(), "FAIL accounting: no pushed update recorded\n")
+
+
+class RecordErrors(RunFolder):
+    def assertRecordError(self, *parts):
+        with self.assertRaises(RecordError) as cm:
+            checks.accounting(self.sys)
+        msg = str(cm.exception)
+        self.assertNotIn("\n", msg)
+        for p in parts:
+            self.assertIn(p, msg)
+
+    def test_missing_replica_applied(self):
+        self.put("applied.jsonl", applied([(1, 0)]))
+        self.promoted_at(1)
+        self.assertRecordError(os.path.join(self.rec, "replica", "applied.jsonl") + ": missing")
+
+    def test_missing_old_server_applied(self):
+        self.promoted_at(1)
+        self.put("replica/applied.jsonl", applied([(1, 0)]))
+        self.assertRecordError(os.path.join(self.rec, "applied.jsonl") + ": missing")
+
+    def test_promotion_without_version(self):
+        self.put("applied.jsonl", applied([(1, 0)]))
+        self.put("replica/applied.jsonl", applied([(2, 1)]))
+        self.put("failover.jsonl", [{"new_server": "rp"}])
+        self.assertRecordError(os.path.join(self.rec, "failover.jsonl") + ":1:", '"version"')
+
+    def test_malformed_line(self):
+        self.put("applied.jsonl", applied([(1, 0), (2, 1)]) + ['{"id": 3, "at"'])
+        self.assertRecordError(os.path.join(self.rec, "applied.jsonl") + ":3: malformed JSON record")
+
+    def test_applied_without_id(self):
+        self.put("applied.jsonl", applied([(1, 0)]) + [{"t": 1.0, "at": 1}])
+        self.assertRecordError(os.path.join(self.rec, "applied.jsonl") + ':2: record without "id"')
+
+    def test_applied_without_version_at_a_cut(self):
+        self.put("applied.jsonl", [{"id": 1}])
+        self.promoted_at(1)
+        self.put("replica/applied.jsonl", applied([(2, 1)]))
+        self.assertRecordError(os.path.join(self.rec, "applied.jsonl") + ':1: "at"')
+
+    def test_push_without_time(self):
+        self.put("applied.jsonl", applied([(1, 0)]))
+        write_jsonl(os.path.join(self.rec, "w1", "pushes.jsonl"), [{"id": 6}])
+        self.assertRecordError(os.path.join(self.rec, "w1", "pushes.jsonl") + ':1: "t"')
+
+    def test_missing_run_json(self):
+        os.remove(os.path.join(self.sys, "run.json"))
+        self.assertRecordError(os.path.join(self.sys, "run.json") + ": missing")
+
+    def test_missing_updates_is_no_fate(self):
+        self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 11)]))
+        self.assertEqual(checks.accounting(self.sys)["applied"], 10)
+
+    def test_read_jsonl_skips_blank_lines(self):
+        self.put("x.jsonl", [{"id": 1}, "", {"id": 2}])
+        self.assertEqual(read_jsonl(os.path.join(self.rec, "x.jsonl"), need=("id",)),
+                         [(1, {"id": 1}), (3, {"id": 2})])
+
+
+class Snapshots(RunFolder):
+    def test_pairs_before_the_fault_newest_first(self):
+        snap = os.path.join(self.rec, "verify", "snapshots.jsonl")
+        s = lambda role, tag, v, t: {"role": role, "tag": tag, "version": v, "t": t, "file": f"/x/{role}-{tag}.f32"}
+        write_jsonl(snap, [s("replica", 5, 3, 1.0), s("server", 5, 3, 1.1), s("server", 10, 9, 2.0),
+                           s("replica", 10, 8, 2.1), s("replica", 10, 9, 2.2), s("server", 15, 14, 3.0),
+                           s("replica", 15, 14, 3.1), s("server", 20, 19, 4.0)])
+        pairs = checks.snapshot_pairs(snap, 3.05)  # tag 15's replica is after the fault, 20 has no replica
+        self.assertEqual([(t, a["version"], b["version"]) for t, a, b in pairs], [(10, 9, 9), (5, 3, 3)])
+        write_jsonl(snap, [s("server", 5, 3, 1.0), {"role": "replica", "tag": 5, "t": 1.1}])
+        with self.assertRaises(RecordError) as cm:
+            checks.snapshot_pairs(snap, 3.0)
+        self.assertIn(snap + ':2: record without "file"', str(cm.exception))
+
+
+class Lines(unittest.TestCase):
+    def lines(self, fn, results):
+        out = io.StringIO()
+        rep = checks.Report(out)
+        fn(rep, results, "s")
+        return out.getvalue(), rep.fails
+
+    def test_target(self):
+        res = {"experiment": {"target_accuracy": 0.75}, "systems": {"s": {"reached": True, "time_to_target_s": 18.15}}}
+        self.assertEqual(self.lines(checks.check_target, res), ("ok   target 0.75 reached at 18.2 s\n", 0))
+        res["systems"]["s"] = {"reached": False, "final_accuracy": 0.7, "stop_reason": "time limit"}
+        self.assertEqual(self.lines(checks.check_target, res),
+                         ("FAIL target 0.75 not reached: final accuracy 0.7, stopped: time limit\n", 1))
+
+    def test_recovery(self):
+        fo = {"old_server": "ps", "new_server": "rp", "version": 189, "lost_committed": 0, "lost_planned": 2}
+        s = {"faults": [{"kind": "kill-server", "ok": True}], "recovery_s": 0.0825, "failover": fo, "restarts": 0}
+        self.assertEqual(self.lines(checks.check_recovery, {"systems": {"s": s}}),
+                         ("ok   recovery: 0.083 s from the kill to the first commit at the new server (ps -> rp, "
+                          "version 189, 0 committed and 2 planned updates lost)\n", 0))
+        s.update(failover=None, restarts=1, recovery_s=1.0)
+        self.assertEqual(self.lines(checks.check_recovery, {"systems": {"s": s}})[0],
+                         "ok   recovery: 1 s from the kill to the first commit at the new server "
+                         "(restarted from the checkpoint)\n")
+        s["recovery_s"] = None
+        self.assertEqual(self.lines(checks.check_recovery, {"systems": {"s": s}})[1], 1)
+        s["faults"] = [{"kind": "kill-server", "ok": False}, {"kind": "kill-worker", "ok": True}]
+        self.assertEqual(self.lines(checks.check_recovery, {"systems": {"s": s}}),
+                         ("     recovery: no server was killed\n", 0))
+
+    def test_jq_numbers(self):
+        self.assertEqual([jqs(v) for v in (5, 5.0, 0.05, 1e-9, None, True, "x", 3298534883330)],
+                         ["5", "5", "0.05", "1e-09", "null", "true", "x", "3298534883330"])
+        self.assertEqual(jq_round(0.0825, 1000), 0.083)
+        self.assertEqual(jq_round(-7.215, 100), -7.22)
+        self.assertEqual(jq_round(2.5, 1), 3.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
