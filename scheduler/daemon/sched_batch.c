@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arr.h"
+#include "clock.h"
 #include "log.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
@@ -616,10 +617,9 @@ int sched_batch_tick(struct sched *s, double now)
 			n_sel, n_psel, strerror(-rc));
 		goto out;
 	}
-	struct timespec t1, t2;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double t1 = clock_mono_s();
 	rc = plan_compute(&b, PLAN_IMPL_FAST, &p);
-	clock_gettime(CLOCK_MONOTONIC, &t2);
+	double t2 = clock_mono_s();
 	if (rc) {
 		log_err("batch %d: plan_compute refused the batch (%d updates, %d pulls): %s",
 			s->batch_no + 1, n_sel, n_psel, strerror(-rc));
@@ -627,7 +627,7 @@ int sched_batch_tick(struct sched *s, double now)
 			sched_repl_stale(s, "the planner refused the batch with the replica");
 		goto out;
 	}
-	p.plan_ms = (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) * 1e-6;
+	p.plan_ms = (t2 - t1) * 1e3;
 	s->batch_no++;
 	s->sync_wait_since = 0;
 	for (int k = 0; k < n_sel; k++)
