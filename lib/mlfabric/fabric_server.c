@@ -8,7 +8,7 @@
 
 #include "clock.h"
 #include "fabric_int.h"
-#include "fabric_verify.h"
+#include "mlfabric_verify.h"
 #include "log.h"
 
 /* A model snapshot from the server's request callback, in a fresh buffer. */
@@ -182,7 +182,7 @@ void fabric_server_snapshot(struct mlf *f, uint64_t tag)
 	v = s->get_state ? s->get_state(s->state_arg, w, w + s->n_floats, s->n_floats)
 			 : s->on_request(s->arg, w, s->n_floats);
 	snprintf(path, sizeof(path), "%s/%s-%llu.f32", f->verify_dir, role, (unsigned long long)tag);
-	rc = fabric_verify_write(path, w, s->n_floats, v);
+	rc = mlf_verify_write(path, w, s->n_floats, v);
 	free(w);
 	if (rc < 0) {
 		log_err("%s: snapshot %llu: cannot write %s: %s", f->app, (unsigned long long)tag, path, strerror(-rc));
