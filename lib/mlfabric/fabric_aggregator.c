@@ -1,4 +1,4 @@
-/* fabric_aggregator.c - an aggregator endpoint (paper Table 1, §4.2): inputs on chan 2, `aggregate` commands, the aggregate's send. */
+/* fabric_aggregator.c - an aggregator endpoint (paper Table 1, §4, §5.2): inputs on chan 2, `aggregate` commands, the aggregate's send. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

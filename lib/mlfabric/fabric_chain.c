@@ -1,4 +1,4 @@
-/* fabric_chain.c - chain replication of a server (paper §3.3 baseline): applied transfers forwarded to the chain replica on chan 4, commits after delivery. */
+/* fabric_chain.c - chain replication of a server (docs/replication.md: the chain-replication baseline): applied transfers forwarded to the chain replica on chan 4, commits after delivery. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

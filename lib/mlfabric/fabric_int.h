@@ -288,9 +288,9 @@ extern const struct fabric_role_ops fabric_server_ops;
 json_t *fabric_server_commit_msg(uint64_t xfer, int64_t v, const struct mlf_payload_hdr *h);
 
 /**
- * fabric_server_apply - apply update arrival @ev with on_update and commit it (paper §3.2: the
- * server's apply; a chain server commits once the forward is delivered, §3.3). Bad payloads and
- * transfers reported lost are logged and skipped.
+ * fabric_server_apply - apply update arrival @ev with on_update (paper Table 1) and report its
+ * `commit` (docs/control.md); a chain server commits once the forward is delivered
+ * (docs/replication.md). Bad payloads and transfers reported lost (`skip`) are logged and skipped.
  */
 void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev);
 
@@ -305,7 +305,7 @@ void fabric_server_snapshot(struct mlf *f, uint64_t tag);
 
 /**
  * fabric_chain_set - `replica`: chain replication to host @c->dst from the next applied
- * transfer on ("" = none; paper §3.3 baseline). Bad hosts or non-chain replication are logged.
+ * transfer on ("" = none; docs/replication.md). Bad hosts or non-chain replication are logged.
  */
 void fabric_chain_set(struct mlf *f, const struct fabric_cmd *c);
 

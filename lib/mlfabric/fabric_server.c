@@ -1,4 +1,4 @@
-/* fabric_server.c - a parameter server endpoint (paper Table 1, §3.2): applying updates, commits, model and state payloads, verification snapshots. */
+/* fabric_server.c - a parameter server endpoint (paper Table 1, §4): applying updates, commits, model and state payloads, verification snapshots. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

@@ -62,7 +62,7 @@ static const char *server_map(struct mlf *f, const char *server, char *out, size
 	return out;
 }
 
-/* A model on chan 3: completes the get waiting for it (paper §3.2 pull). */
+/* A model on chan 3: completes the get waiting for it. */
 static void worker_model(struct mlf *f, struct mlfabric_event *ev)
 {
 	const struct mlf_payload_hdr *h = ev->buf.data;
