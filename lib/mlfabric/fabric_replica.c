@@ -118,7 +118,6 @@ static int replica_command(struct mlf *f, struct fabric_cmd *c)
 static const struct fabric_role_ops replica_ops = {
 	.received = replica_received,
 	.command = replica_command,
-	.release = fabric_chain_release,
 };
 
 int mlf_register_as_replica(mlf_t *f, const char *server, const struct mlf_params *p, size_t n,
