@@ -29,8 +29,7 @@ $(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(APP_LIBS)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
 
 # verification mode's checker (docs/replication.md); it reads snapshots with libmlfabric's
-# verification module, hence its private header.
-$(BUILD)/apps/mlf_verify.o: INC_apps += -Ilib/mlfabric
+# public include/mlfabric_verify.h.
 PROGRAMS += $(BUILD)/mlf-verify
 $(BUILD)/mlf-verify: $(BUILD)/apps/mlf_verify.o $(APP_LIBS)
 	@mkdir -p $(@D)

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "fabric_verify.h"
+#include "mlfabric_verify.h"
 
 #define MAX_TAGS 4096
 
@@ -168,8 +168,8 @@ int main(int argc, char **argv)
 		}
 		snprintf(ps, sizeof(ps), "%s/server-%llu.f32", dir, tags[i].tag);
 		snprintf(pr, sizeof(pr), "%s/replica-%llu.f32", dir, tags[i].tag);
-		if (fabric_verify_read(ps, &ws, &ns, &vs, err, sizeof(err)) < 0 ||
-		    fabric_verify_read(pr, &wr, &nr, &vr, err, sizeof(err)) < 0) {
+		if (mlf_verify_read(ps, &ws, &ns, &vs, err, sizeof(err)) < 0 ||
+		    mlf_verify_read(pr, &wr, &nr, &vr, err, sizeof(err)) < 0) {
 			fprintf(stderr, "mlf-verify: %s\n", err);
 			rc = 2;
 		} else if (ns != nr) {
@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 				tags[i].tag, (unsigned long long)ns, (unsigned long long)nr);
 			rc = 2;
 		} else {
-			dv = fabric_verify_divergence(ws, wr, ns);
+			dv = mlf_verify_divergence(ws, wr, ns);
 			for (int k = 0; k < nb; k++)
 				if ((unsigned long long)bb[k] == tags[i].tag)
 					bound = bd[k];

@@ -28,7 +28,7 @@
 
 /* ---- endpoints ---------------------------------------------------------------------------- */
 
-/** How the fabric carries transfers (DESIGN.md §4, paper §5/§6, issue 4). */
+/** How the fabric carries transfers (docs/api.md, docs/control.md; paper §5/§6). */
 enum mlf_mode {
 	MLF_MODE_ASYNC = 0,  /* MLfabric-A: scheduled, ordered, delay bound, aggregation */
 	MLF_MODE_SYNC = 1,   /* MLfabric-S: one scheduled batch per iteration (allreduce) */

@@ -1,4 +1,4 @@
-/* arr.c - growable arrays and deterministic (value, index) sorting for the planner. */
+/* arr.c - growable arrays and deterministic (value, index) sorting (lib/base: planner and libmlfabric). */
 #include "arr.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* arr.h - growable arrays and (value, index) sort keys shared by the planner modules. */
+/* arr.h - growable arrays (the one realloc growth helper of every layer) and (value, index) sort keys. */
 #ifndef MLF_ARR_H
 #define MLF_ARR_H
 

@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "arr.h"
+
 struct queued {
 	struct appmsg msg;
 	int fd;
@@ -20,7 +22,7 @@ struct queued {
 struct mlfabric {
 	int sock;
 	struct queued *q; /* events that arrived while waiting for an ACCEPTED reply */
-	size_t nq, cap;
+	int nq, cap;
 };
 
 int mlfabric_buf_alloc(size_t size, struct mlfabric_buf *b)
@@ -94,7 +96,7 @@ void mlfabric_close(mlfabric_t *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->nq; i++)
+	for (int i = 0; i < m->nq; i++)
 		if (m->q[i].fd >= 0)
 			close(m->q[i].fd);
 	free(m->q);
@@ -109,14 +111,8 @@ int mlfabric_fd(const mlfabric_t *m)
 
 static int enqueue(mlfabric_t *m, const struct appmsg *msg, int fd)
 {
-	if (m->nq == m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 16;
-		struct queued *q = realloc(m->q, cap * sizeof(*q));
-		if (!q)
-			return -ENOMEM;
-		m->q = q;
-		m->cap = cap;
-	}
+	if (arr_grow((void **)&m->q, &m->cap, m->nq + 1, sizeof(*m->q)) < 0)
+		return -ENOMEM;
 	m->q[m->nq].msg = *msg;
 	m->q[m->nq++].fd = fd;
 	return 0;
@@ -287,7 +283,7 @@ int mlfabric_poll(mlfabric_t *m, struct mlfabric_event *ev, int timeout_ms)
 
 	if (m->nq > 0) {
 		to_event(&m->q[0].msg, m->q[0].fd, ev);
-		memmove(m->q, m->q + 1, (m->nq - 1) * sizeof(*m->q));
+		memmove(m->q, m->q + 1, (size_t)(m->nq - 1) * sizeof(*m->q));
 		m->nq--;
 		return 1;
 	}

@@ -1,4 +1,4 @@
-/* fabric_agg.c - (weighted) float32 sum of k updates with lib/vec.h kernels. */
+/* fabric_agg.c - (weighted) float32 sum of k updates with lib/base/vec.h kernels. */
 #include "fabric_agg.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
-/* fabric_verify.c - verification-mode snapshot files: write (temporary + rename), read with checks, divergence. */
-#include "fabric_verify.h"
+/* fabric_verify.c - include/mlfabric_verify.h: verification-mode snapshot files: write (temporary + rename), read with checks, divergence. */
+#include "mlfabric_verify.h"
 
 #include <errno.h>
 #include <math.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int fabric_verify_write(const char *path, const float *w, uint64_t n, int64_t version)
+int mlf_verify_write(const char *path, const float *w, uint64_t n, int64_t version)
 {
 	char tmp[4200];
 	FILE *o;
@@ -28,7 +28,7 @@ int fabric_verify_write(const char *path, const float *w, uint64_t n, int64_t ve
 	return 0;
 }
 
-int fabric_verify_read(const char *path, float **w, uint64_t *n, int64_t *version, char *err, size_t errlen)
+int mlf_verify_read(const char *path, float **w, uint64_t *n, int64_t *version, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	struct stat st;
@@ -43,11 +43,11 @@ int fabric_verify_read(const char *path, float **w, uint64_t *n, int64_t *versio
 	if (fstat(fileno(f), &st) < 0 || fread(version, sizeof(*version), 1, f) != 1 || fread(n, sizeof(*n), 1, f) != 1) {
 		snprintf(err, errlen, "%s: truncated: no 16-byte header (version, n)", path);
 		rc = -EBADMSG;
-	} else if (*n == 0 || *n > ((uint64_t)st.st_size - FABRIC_VERIFY_HDR) / 4 ||
-		   (uint64_t)st.st_size != FABRIC_VERIFY_HDR + 4 * *n) {
+	} else if (*n == 0 || *n > ((uint64_t)st.st_size - MLF_VERIFY_HDR) / 4 ||
+		   (uint64_t)st.st_size != MLF_VERIFY_HDR + 4 * *n) {
 		snprintf(err, errlen, "%s: %lld bytes, but n = %llu needs %llu (truncated or not a snapshot)", path,
 			 (long long)st.st_size, (unsigned long long)*n,
-			 *n > (1ULL << 60) ? 0ULL : (unsigned long long)(FABRIC_VERIFY_HDR + 4 * *n));
+			 *n > (1ULL << 60) ? 0ULL : (unsigned long long)(MLF_VERIFY_HDR + 4 * *n));
 		rc = -EBADMSG;
 	} else if (!(*w = malloc(*n * sizeof(float)))) {
 		snprintf(err, errlen, "%s: no memory for %llu floats", path, (unsigned long long)*n);
@@ -64,7 +64,7 @@ int fabric_verify_read(const char *path, float **w, uint64_t *n, int64_t *versio
 	return rc;
 }
 
-double fabric_verify_divergence(const float *a, const float *b, uint64_t n)
+double mlf_verify_divergence(const float *a, const float *b, uint64_t n)
 {
 	double s = 0;
 

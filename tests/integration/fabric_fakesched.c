@@ -1,4 +1,4 @@
-/* fabric_fakesched.c - a tiny scripted scheduler on lib/ctl.h for tests/integration/fabric_*.sh:
+/* fabric_fakesched.c - a tiny scripted scheduler on lib/proto/ctl.h for tests/integration/fabric_*.sh:
  * prints every message it receives and answers with fixed commands (scenario relay, aggregate,
  * replica or chain). */
 #define _GNU_SOURCE

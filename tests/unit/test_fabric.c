@@ -1,5 +1,5 @@
 /* test_fabric.c - Check tests of the fabric library's pieces: APPMSG_CTL limits, payload header
- * validation, scheduler command parsing (docs/control.md, including the replication commands), the aggregator's sum. */
+ * validation, scheduler command parsing (docs/control.md, the replication commands of docs/replication.md), the aggregator's sum. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>

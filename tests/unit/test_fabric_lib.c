@@ -1,4 +1,4 @@
-/* test_fabric_lib.c - Check tests of lib/fabric.c against a scripted fake dataplane (a Unix
+/* test_fabric_lib.c - Check tests of libmlfabric (lib/mlfabric/) against a scripted fake dataplane (a Unix
  * SOCK_SEQPACKET server in a thread): registration, payload validation at the server, commits,
  * refusal of a malformed command, skip (ORDER flag, late arrival not applied), a get that times
  * out naming the server. */

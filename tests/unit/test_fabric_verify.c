@@ -1,4 +1,4 @@
-/* test_fabric_verify.c - Check tests of verification mode: snapshot files (lib/fabric_verify) and build/mlf-verify on hand-made snapshots. */
+/* test_fabric_verify.c - Check tests of verification mode: snapshot files (include/mlfabric_verify.h) and build/mlf-verify on hand-made snapshots. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "ck_run.h"
-#include "fabric_verify.h"
+#include "mlfabric_verify.h"
 
 #define N 100
 
@@ -45,7 +45,7 @@ static void snap(const char *role, int tag, const float *w, uint64_t n, int64_t 
 	char p[128];
 
 	snprintf(p, sizeof(p), "%s/%s-%d.f32", dir, role, tag);
-	ck_assert_int_eq(fabric_verify_write(p, w, n, v), 0);
+	ck_assert_int_eq(mlf_verify_write(p, w, n, v), 0);
 }
 
 static void setup(void)
@@ -83,21 +83,21 @@ START_TEST(snapshot_file_round_trip)
 		w[i] = (float)i * 0.25f - 3;
 	snap("server", 7, w, N, 41);
 	snprintf(p, sizeof(p), "%s/server-7.f32", dir);
-	ck_assert_int_eq(fabric_verify_read(p, &r, &n, &v, err, sizeof(err)), 0);
+	ck_assert_int_eq(mlf_verify_read(p, &r, &n, &v, err, sizeof(err)), 0);
 	ck_assert_uint_eq(n, N);
 	ck_assert_int_eq(v, 41);
 	ck_assert_int_eq(memcmp(r, w, sizeof(w)), 0);
-	ck_assert_double_eq(fabric_verify_divergence(r, w, N), 0);
+	ck_assert_double_eq(mlf_verify_divergence(r, w, N), 0);
 	free(r);
 	ck_assert_int_eq(truncate(p, 16 + 4 * N - 1), 0);
-	ck_assert_int_eq(fabric_verify_read(p, &r, &n, &v, err, sizeof(err)), -EBADMSG);
+	ck_assert_int_eq(mlf_verify_read(p, &r, &n, &v, err, sizeof(err)), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(err, "server-7.f32"));
 	ck_assert_ptr_nonnull(strstr(err, "truncated"));
 	ck_assert_ptr_null(r);
 	ck_assert_int_eq(truncate(p, 10), 0);
-	ck_assert_int_eq(fabric_verify_read(p, &r, &n, &v, err, sizeof(err)), -EBADMSG);
+	ck_assert_int_eq(mlf_verify_read(p, &r, &n, &v, err, sizeof(err)), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(err, "header"));
-	ck_assert_int_eq(fabric_verify_read("/nonexistent/x.f32", &r, &n, &v, err, sizeof(err)), -ENOENT);
+	ck_assert_int_eq(mlf_verify_read("/nonexistent/x.f32", &r, &n, &v, err, sizeof(err)), -ENOENT);
 }
 END_TEST
 

@@ -1,0 +1,334 @@
+/* fabric_int.h - libmlfabric's private header: struct mlf, the role ops table, the core's services to the roles. */
+#ifndef MLF_FABRIC_INT_H
+#define MLF_FABRIC_INT_H
+
+/*
+ * One endpoint (include/mlfabric.h, paper Table 1) is one struct mlf and one event thread. The
+ * implementation is split by role (docs/fabric.md):
+ *
+ *   fabric_core.c        open/close, the event thread, dispatch, the dataplane connection, the
+ *                        scheduler's transfer commands (send, drop, release, order, skip),
+ *                        registration
+ *   fabric_worker.c      push, get, allreduce, model arrivals, `server_moved`
+ *   fabric_server.c      applying updates and commits, model/state payloads, snapshots,
+ *                        `replica`
+ *   fabric_chain.c       chain replication: forwarding applied transfers to the chain replica
+ *   fabric_replica.c     a replica: catch-up from state, `promote`
+ *   fabric_aggregator.c  an aggregator: inputs on chan 2, `aggregate`
+ *
+ * Calls go one way only, so no file-level circle of calls exists:
+ *
+ *   core  <-  worker, aggregator, chain  <-  server  <-  replica
+ *
+ * The core never calls a role function by name: a role registers (mlf_register_as_*) through
+ * fabric_core_register with its struct fabric_role_ops, and the event thread reaches the role
+ * only through that table. A replica's promotion swaps in fabric_server_ops. Roles call the
+ * core's services declared below; the chain module never calls the server (the server drains
+ * the arrivals the chain held, fabric_chain_next).
+ */
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "cluster.h"
+#include "dpclient.h"
+#include "fabric_cmd.h"
+#include "mlfabric.h"
+
+#define FABRIC_MAX_AGG_INPUTS 256 /* inputs held by an aggregator before a command names them */
+#define FABRIC_SKIPPED_MAX 1024   /* transfer ids the scheduler reported lost (`skip`) */
+#define FABRIC_MOVED_MAX 8        /* server names a worker maps to the current server */
+#define FABRIC_SNAP_KEEP 16       /* verification snapshots kept per role (newest tags) */
+#define FABRIC_RECEIVED_MAX 1024  /* chan 1/4 transfer ids handed over, for late `order`s */
+
+enum fabric_role { FABRIC_ROLE_NONE, FABRIC_ROLE_WORKER, FABRIC_ROLE_SERVER, FABRIC_ROLE_REPLICA,
+		   FABRIC_ROLE_AGGREGATOR };
+
+struct mlf;
+
+/*
+ * What the core asks of the role an endpoint registered as. Every field may be NULL (nothing
+ * to do). All run on the event thread except release, which runs in mlf_close after it stopped.
+ */
+struct fabric_role_ops {
+	/* An arrival (status 0, kept mapped until it returns unless the role steals ev->buf) on a
+	 * channel; 1 when the role took it, 0 when the channel is not this role's (the core logs). */
+	int (*received)(struct mlf *f, struct mlfabric_event *ev);
+	/* The completion of a transfer this endpoint started; 1 when it was the role's own (a
+	 * chain forward), 0 to let the core report it to the scheduler. */
+	int (*sent)(struct mlf *f, const struct mlfabric_event *ev);
+	/* A role command (`replica`, `promote`, `server_moved`, `snapshot`, `aggregate`); 1 when
+	 * handled, 0 when it is not a command of this role (the core logs). May take c's arrays. */
+	int (*command)(struct mlf *f, struct fabric_cmd *c);
+	/* A fresh payload of the model (@state 0, MLF_PAYLOAD_MAGIC_MODEL) or of the optimizer
+	 * state (@state 1, MLF_PAYLOAD_MAGIC_STATE) in @b for a `send` or a chan-5 pull; 0 or
+	 * -errno (-EINVAL: this endpoint has none). */
+	int (*payload)(struct mlf *f, int state, struct mlfabric_buf *b);
+	/* Once per turn of the event thread (about every 20 ms) and after a chan-2 `skip`. */
+	void (*progress)(struct mlf *f);
+	/* Frees the role's state in mlf_close, after the event thread stopped. */
+	void (*release)(struct mlf *f);
+};
+
+/* An update announced to the scheduler, waiting for its send or drop command. */
+struct fabric_held {
+	uint64_t id;
+	uint64_t bytes;
+	struct mlfabric_buf buf;
+	char server[APPMSG_NAME_MAX];
+	struct fabric_held *next;
+};
+
+/* A transfer handed to the dataplane whose completion is reported to the scheduler. */
+struct fabric_out {
+	uint64_t xfer;
+	int is_update, to_agg;
+	struct fabric_out *next;
+};
+
+/* A transfer the app thread asked for that only the event thread may hand to the dataplane. */
+struct fabric_direct {
+	struct mlfabric_buf buf;
+	uint64_t id, bytes;
+	uint16_t chan;
+	char dst[APPMSG_NAME_MAX];
+	struct fabric_direct *next;
+};
+
+/* An arrival held back while the server waits for a chain forward's delivery. */
+struct fabric_queued_ev {
+	struct mlfabric_event ev;
+	struct fabric_queued_ev *next;
+};
+
+/* An input received on MLF_CHAN_AGG (kept mapped until an aggregate command uses it). */
+struct fabric_agg_input {
+	struct mlfabric_event ev;
+	double t;                 /* arrival, CLOCK_REALTIME s; -1 once summed */
+};
+
+/* An aggregate command waiting for its inputs. */
+struct fabric_agg_cmd {
+	struct fabric_cmd c;
+	double deadline;          /* CLOCK_REALTIME s: aggregate what arrived after it */
+	struct fabric_agg_cmd *next;
+};
+
+/* Worker (fabric_worker.c). */
+struct mlf_worker_state {
+	struct {                  /* the one get waiting for a model */
+		int active, done, status;
+		float *dst;
+		size_t n;
+		int64_t min_version, version;
+		char server[APPMSG_NAME_MAX];
+	} get;
+	/* server names mapped to the current server after `server_moved` */
+	char server[APPMSG_NAME_MAX], server_now[APPMSG_NAME_MAX];
+	char moved_from[FABRIC_MOVED_MAX][APPMSG_NAME_MAX];
+	int n_moved;
+};
+
+/* Server and replica (fabric_server.c, fabric_replica.c). */
+struct mlf_server_state {
+	mlf_update_cb on_update;
+	mlf_request_cb on_request;
+	void *arg;
+	size_t n_floats;
+	int64_t version;
+	struct mlf_params params;
+	enum mlf_replication replication; /* replica */
+	/* state access (catch-up, snapshots; mlf_set_state_callbacks) */
+	mlf_get_state_cb get_state;
+	mlf_set_state_cb set_state;
+	void *state_arg;
+	/* verification mode: [0] server, [1] replica: ring of written tags */
+	uint64_t snap_tags[2][FABRIC_SNAP_KEEP];
+	unsigned n_snaps[2];
+};
+
+/* Chain replication of a server (fabric_chain.c; the `replica` message). */
+struct mlf_chain_state {
+	char host[APPMSG_NAME_MAX]; /* the chain replica; "" = none */
+	int active;                 /* a forward is in flight: commit and later arrivals wait */
+	uint64_t fwd;               /* the forward's transfer id (dataplane-chosen) */
+	uint64_t xfer;              /* the applied transfer it carries */
+	json_t *commit;             /* the commit reported once the forward is delivered */
+	struct fabric_queued_ev *q, *q_tail;
+};
+
+/* Aggregator (fabric_aggregator.c). */
+struct mlf_aggregator_state {
+	struct fabric_agg_input inputs[FABRIC_MAX_AGG_INPUTS];
+	int n_inputs;
+	struct fabric_agg_cmd *cmds;
+	struct mlf_aggregator_stats stats;
+};
+
+struct mlf {
+	/* core (fabric_core.c) */
+	struct cluster cl;
+	int me;
+	enum mlf_mode mode;
+	double timeout_s, agg_timeout_s;
+	mlfabric_t *dp;
+	pthread_t thread;
+	int wake[2];
+	int stop, dead, sched_lost;
+	pthread_mutex_t lock;       /* everything the app thread and the event thread share */
+	pthread_cond_t cond;
+	char err[256];
+	enum fabric_role role;
+	const struct fabric_role_ops *ops;
+	char app[64];
+	int reg_state;              /* 0 none, 1 accepted, -errno refused */
+	char reg_reason[APPMSG_REASON_MAX];
+	int reg_no_sched;
+	uint64_t seq;
+	struct fabric_held *held;
+	struct fabric_out *out;
+	int sending;                /* `send` commands between held list and out list */
+	struct fabric_direct *direct;
+	uint64_t skipped[FABRIC_SKIPPED_MAX]; /* ring of ids passed to `skip` */
+	unsigned n_skipped;
+	struct {
+		uint64_t id;
+		uint16_t chan;
+	} received[FABRIC_RECEIVED_MAX];      /* ring of transfers handed over on chan 1 and 4 */
+	unsigned n_received;
+	char verify_dir[200];       /* verification mode ("" = off) */
+	struct mlf_worker_stats ws; /* updates held and sent by the core, models by the worker */
+	/* roles */
+	struct mlf_worker_state w;
+	struct mlf_server_state s;
+	struct mlf_chain_state chain;
+	struct mlf_aggregator_state agg;
+};
+
+/* ---- fabric_core.c: services to the roles ------------------------------------------------ */
+
+/** fabric_core_role_name - "worker", "server", ... ("" for none). */
+const char *fabric_core_role_name(enum fabric_role role);
+
+/** fabric_core_set_err - record the error text mlf_error returns (caller holds the lock or owns @f alone). */
+void fabric_core_set_err(struct mlf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** fabric_core_wake - wake the event thread (after queueing a direct transfer). */
+void fabric_core_wake(struct mlf *f);
+
+/**
+ * fabric_core_ctl - send control message @msg (stolen; NULL = -ENOMEM) to the scheduler through
+ * the dataplane, with this endpoint's "app". 0 or -errno of the dataplane socket.
+ */
+int fabric_core_ctl(struct mlf *f, json_t *msg);
+
+/** fabric_core_next_id - a cluster-unique update/pull id (host index in bits 40+); caller holds the lock. */
+uint64_t fabric_core_next_id(struct mlf *f);
+
+/**
+ * fabric_core_report_done - tell the scheduler transfer @xfer finished (@status 0 or -errno,
+ * @bytes moved, at @t CLOCK_REALTIME s, @reason when it failed); nothing in direct mode.
+ */
+void fabric_core_report_done(struct mlf *f, uint64_t xfer, int status, uint64_t bytes, double t, const char *reason);
+
+/**
+ * fabric_core_send_buf - hand a transfer of @bytes of @b to host @dst on @chan to the dataplane:
+ * scheduler transfer id @xfer, not before @start (CLOCK_REALTIME s; 0 = now), rate steps @steps
+ * (paper §5 pacing). @b is released (the dataplane holds its own fd). *@id is the dataplane's
+ * transfer id. 0, or -errno with mlf_error set when the dataplane refused it.
+ */
+int fabric_core_send_buf(struct mlf *f, struct mlfabric_buf *b, uint64_t bytes, const char *dst, uint16_t chan,
+			 uint64_t xfer, double start, const struct appmsg_step *steps, int n_steps, uint64_t *id);
+
+/**
+ * fabric_core_track_out - remember outgoing transfer @xfer (dataplane id) so its completion is
+ * reported to the scheduler (and counted as a sent update unless @to_agg); caller holds the lock.
+ */
+void fabric_core_track_out(struct mlf *f, uint64_t xfer, int is_update, int to_agg);
+
+/** fabric_core_was_skipped - was @id passed to a `skip` (chan 1/4: a transfer; chan 2: an update id)? */
+int fabric_core_was_skipped(const struct mlf *f, uint64_t id);
+
+/** fabric_core_hold - keep update @h until the scheduler's `send`/`drop` for it (MLfabric modes). */
+void fabric_core_hold(struct mlf *f, struct fabric_held *h);
+
+/** fabric_core_queue_direct - queue @d for the event thread (direct mode); @front: before the others. */
+void fabric_core_queue_direct(struct mlf *f, struct fabric_direct *d, int front);
+
+/**
+ * fabric_core_wait_until - wait on the endpoint's condition until @deadline (CLOCK_REALTIME s);
+ * caller holds the lock. 0 or ETIMEDOUT (positive, as pthread_cond_timedwait).
+ */
+int fabric_core_wait_until(struct mlf *f, double deadline);
+
+/**
+ * fabric_core_register - make this endpoint @role with @ops, listen on @chans and, in the
+ * scheduled modes, register @reg (stolen; "type" and "role" added) with the scheduler, retrying
+ * while the dataplane has no scheduler, up to the endpoint timeout. 0; -EINVAL (already
+ * registered, or refused by the scheduler); -ENOTCONN (no dataplane channel, no answer). On
+ * failure the endpoint has no role again and mlf_error says why.
+ */
+int fabric_core_register(struct mlf *f, enum fabric_role role, const struct fabric_role_ops *ops,
+			 const uint16_t *chans, int n_chans, json_t *reg);
+
+/** fabric_core_set_role - become @role with @ops (a replica's promotion); renames the endpoint. */
+void fabric_core_set_role(struct mlf *f, enum fabric_role role, const struct fabric_role_ops *ops);
+
+/* ---- fabric_server.c --------------------------------------------------------------------- */
+
+/** The server's ops (a promoted replica switches to them). */
+extern const struct fabric_role_ops fabric_server_ops;
+
+/**
+ * fabric_server_commit_msg - the `commit` control message of transfer @xfer: model version @v
+ * after it, the update ids in @h's parts (none for NULL), time now. NULL when out of memory.
+ */
+json_t *fabric_server_commit_msg(uint64_t xfer, int64_t v, const struct mlf_payload_hdr *h);
+
+/**
+ * fabric_server_apply - apply update arrival @ev with on_update (paper Table 1) and report its
+ * `commit` (docs/control.md); a chain server commits once the forward is delivered
+ * (docs/replication.md). Bad payloads and transfers reported lost (`skip`) are logged and skipped.
+ */
+void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev);
+
+/**
+ * fabric_server_snapshot - `snapshot` in verification mode (docs/replication.md): writes
+ * <verify_dir>/<role>-<tag>.f32 and a snapshots.jsonl line; keeps the newest FABRIC_SNAP_KEEP.
+ * Errors are logged (a verification aid must not stop the endpoint).
+ */
+void fabric_server_snapshot(struct mlf *f, uint64_t tag);
+
+/* ---- fabric_chain.c ---------------------------------------------------------------------- */
+
+/**
+ * fabric_chain_set - `replica`: chain replication to host @c->dst from the next applied
+ * transfer on ("" = none; docs/replication.md). Bad hosts or non-chain replication are logged.
+ */
+void fabric_chain_set(struct mlf *f, const struct fabric_cmd *c);
+
+/**
+ * fabric_chain_forward - send a copy of applied transfer @ev to the chain replica on chan 4;
+ * @commit (stolen) is reported once the dataplane says it was delivered (fabric_chain_sent), or
+ * at once when the forward cannot start (the chain is then broken and the scheduler told).
+ */
+void fabric_chain_forward(struct mlf *f, const struct mlfabric_event *ev, json_t *commit);
+
+/** fabric_chain_hold - keep arrival @ev (stolen: kept mapped) until the forward in flight is delivered. */
+void fabric_chain_hold(struct mlf *f, struct mlfabric_event *ev);
+
+/**
+ * fabric_chain_sent - if @ev completes the forward in flight, report its commit (a failure
+ * breaks the chain) and return 1; the caller then applies what fabric_chain_next gives. 0 otherwise.
+ */
+int fabric_chain_sent(struct mlf *f, const struct mlfabric_event *ev);
+
+/** fabric_chain_next - the next held arrival (free it after releasing its event), NULL while a forward is in flight. */
+struct fabric_queued_ev *fabric_chain_next(struct mlf *f);
+
+/** fabric_chain_release - free the held arrivals and the pending commit (mlf_close). */
+void fabric_chain_release(struct mlf *f);
+
+#endif

@@ -1,0 +1,282 @@
+/* fabric_worker.c - a worker endpoint (paper Table 1): push, get, allreduce, model arrivals, `server_moved`. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "fabric_int.h"
+#include "log.h"
+
+/* Appends @name to the names mapped to the current server unless it is there or is @now. */
+static void moved_add(struct mlf *f, const char *name, const char *now)
+{
+	struct mlf_worker_state *w = &f->w;
+
+	if (!name[0] || !strcmp(name, now))
+		return;
+	for (int i = 0; i < w->n_moved; i++)
+		if (!strcmp(w->moved_from[i], name))
+			return;
+	if (w->n_moved == FABRIC_MOVED_MAX) {
+		log_warn("worker: more than %d server moves; the oldest name is no longer mapped", FABRIC_MOVED_MAX);
+		memmove(w->moved_from[0], w->moved_from[1], sizeof(w->moved_from[0]) * (FABRIC_MOVED_MAX - 1));
+		w->n_moved--;
+	}
+	snprintf(w->moved_from[w->n_moved++], sizeof(w->moved_from[0]), "%s", name);
+}
+
+/* `server_moved`: pushes and gets naming an earlier server host go to host @c->dst from now on. */
+static void cmd_server_moved(struct mlf *f, const struct fabric_cmd *c)
+{
+	struct mlf_worker_state *w = &f->w;
+
+	if (cluster_find(&f->cl, c->dst) < 0) {
+		log_err("server_moved: unknown host '%s'; ignored", c->dst);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	moved_add(f, w->server, c->dst);
+	moved_add(f, w->server_now, c->dst);
+	for (int i = 0; i < w->n_moved; i++)
+		if (!strcmp(w->moved_from[i], c->dst)) {
+			memmove(w->moved_from[i], w->moved_from[i + 1], sizeof(w->moved_from[0]) * (size_t)(w->n_moved - i - 1));
+			w->n_moved--;
+			break;
+		}
+	snprintf(w->server_now, sizeof(w->server_now), "%s", c->dst);
+	pthread_mutex_unlock(&f->lock);
+	log_info("%s: the server now runs on %s", f->app, c->dst);
+}
+
+/* The host serving @server now (@out), after the `server_moved`s seen so far; caller holds the lock. */
+static const char *server_map(struct mlf *f, const char *server, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s", server);
+	for (int i = 0; i < f->w.n_moved; i++)
+		if (!strcmp(f->w.moved_from[i], server)) {
+			snprintf(out, cap, "%s", f->w.server_now);
+			break;
+		}
+	return out;
+}
+
+/* A model on chan 3: completes the get waiting for it. */
+static void worker_model(struct mlf *f, struct mlfabric_event *ev)
+{
+	const struct mlf_payload_hdr *h = ev->buf.data;
+	struct mlf_worker_state *w = &f->w;
+	char err[160];
+
+	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_MODEL, err, sizeof(err)) < 0) {
+		log_err("bad model payload from host %s (transfer %llx): %s; skipped", ev->peer,
+			(unsigned long long)ev->id, err);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	f->ws.models++;
+	if (w->get.active && !w->get.done && h->version >= w->get.min_version) {
+		if (h->n_floats != w->get.n) {
+			w->get.status = -EINVAL;
+			fabric_core_set_err(f, "model from %s has %llu floats, get asked for %zu", ev->peer,
+					    (unsigned long long)h->n_floats, w->get.n);
+		} else {
+			memcpy(w->get.dst, (const char *)h + MLF_PAYLOAD_HDR, w->get.n * sizeof(float));
+			w->get.version = h->version;
+			w->get.status = 0;
+		}
+		w->get.done = 1;
+		pthread_cond_broadcast(&f->cond);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+static int worker_received(struct mlf *f, struct mlfabric_event *ev)
+{
+	if (ev->chan != 3)
+		return 0;
+	worker_model(f, ev);
+	return 1;
+}
+
+static int worker_command(struct mlf *f, struct fabric_cmd *c)
+{
+	if (c->kind != FABRIC_CMD_SERVER_MOVED)
+		return 0;
+	cmd_server_moved(f, c);
+	return 1;
+}
+
+static const struct fabric_role_ops worker_ops = {
+	.received = worker_received,
+	.command = worker_command,
+};
+
+int mlf_register_as_worker(mlf_t *f, const char *server)
+{
+	static const uint16_t chans[] = { 3 };
+
+	if (!server || cluster_find(&f->cl, server) < 0) {
+		fabric_core_set_err(f, "register as worker: unknown server host '%s'", server ? server : "(null)");
+		return -EINVAL;
+	}
+	snprintf(f->w.server, sizeof(f->w.server), "%s", server);
+	return fabric_core_register(f, FABRIC_ROLE_WORKER, &worker_ops, chans, 1, json_pack("{s:s}", "server", server));
+}
+
+int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double norm, int64_t version)
+{
+	struct fabric_held *h;
+	struct mlf_payload_hdr *hdr;
+	char mapped[APPMSG_NAME_MAX];
+	uint64_t id;
+	int rc;
+
+	if (!server || cluster_find(&f->cl, server) < 0 || n == 0) {
+		fabric_core_set_err(f, "push: %s", n == 0 ? "empty update" : "unknown server host");
+		return -EINVAL;
+	}
+	if (f->dead || f->sched_lost) {
+		fabric_core_set_err(f, "push: %s", f->dead ? "dataplane gone" : "scheduler connection lost");
+		return -ENOTCONN;
+	}
+	pthread_mutex_lock(&f->lock);
+	server = server_map(f, server, mapped, sizeof(mapped));
+	pthread_mutex_unlock(&f->lock);
+	h = calloc(1, sizeof(*h));
+	if (!h || (rc = mlfabric_buf_alloc(mlf_payload_bytes(n), &h->buf)) < 0) {
+		free(h);
+		fabric_core_set_err(f, "push: no memory for an update of %zu floats", n);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&f->lock);
+	id = fabric_core_next_id(f);
+	f->ws.pushed++;
+	pthread_mutex_unlock(&f->lock);
+	hdr = h->buf.data;
+	hdr->magic = MLF_PAYLOAD_MAGIC_UPDATE;
+	hdr->n_parts = 1;
+	hdr->version = version;
+	hdr->n_floats = n;
+	hdr->parts[0] = (struct mlf_part){ .id = id, .version = version };
+	memcpy((char *)h->buf.data + MLF_PAYLOAD_HDR, u, n * sizeof(float));
+	h->id = id;
+	h->bytes = h->buf.size;
+	snprintf(h->server, sizeof(h->server), "%s", server);
+	if (f->mode == MLF_MODE_DIRECT) {
+		struct fabric_direct *d = calloc(1, sizeof(*d));
+		if (!d) {
+			mlfabric_buf_free(&h->buf);
+			free(h);
+			return -ENOMEM;
+		}
+		d->buf = h->buf;
+		d->id = id;
+		d->bytes = h->bytes;
+		d->chan = 1;
+		snprintf(d->dst, sizeof(d->dst), "%s", server);
+		free(h);
+		fabric_core_queue_direct(f, d, 0);
+		return (int64_t)id;
+	}
+	fabric_core_hold(f, h);
+	rc = fabric_core_ctl(f, json_pack("{s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update", "id", (json_int_t)id,
+					  "server", server, "bytes", (json_int_t)h->bytes,
+					  "version", (json_int_t)version, "norm", norm));
+	if (rc < 0) {
+		fabric_core_set_err(f, "push: dataplane socket: %s", strerror(-rc));
+		return -ENOTCONN;
+	}
+	return (int64_t)id;
+}
+
+/* Get with a minimum version (MLfabric-S) or any (min_version < 0). */
+static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64_t min_version,
+		     int64_t *version, double timeout_s)
+{
+	double wait_s = timeout_s > 0 ? timeout_s : f->timeout_s, deadline = clock_real_s() + wait_s;
+	struct mlf_worker_state *w = &f->w;
+	char mapped[APPMSG_NAME_MAX];
+	uint64_t pull;
+	int rc = 0;
+
+	if (!server || cluster_find(&f->cl, server) < 0 || n == 0) {
+		fabric_core_set_err(f, "get: %s", n == 0 ? "empty model" : "unknown server host");
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&f->lock);
+	server = server_map(f, server, mapped, sizeof(mapped));
+	pull = fabric_core_next_id(f);
+	w->get.active = 1;
+	w->get.done = 0;
+	w->get.dst = model;
+	w->get.n = n;
+	w->get.min_version = min_version;
+	snprintf(w->get.server, sizeof(w->get.server), "%s", server);
+	pthread_mutex_unlock(&f->lock);
+	if (f->mode == MLF_MODE_DIRECT) {
+		struct fabric_direct *d = calloc(1, sizeof(*d));
+		struct mlf_payload_hdr *h;
+		if (!d || mlfabric_buf_alloc(MLF_PAYLOAD_HDR, &d->buf) < 0) {
+			free(d);
+			rc = -ENOMEM;
+		} else {
+			h = d->buf.data;
+			h->magic = MLF_PAYLOAD_MAGIC_MODEL;
+			h->version = min_version;
+			d->bytes = MLF_PAYLOAD_HDR;
+			d->chan = 5;
+			snprintf(d->dst, sizeof(d->dst), "%s", server);
+			fabric_core_queue_direct(f, d, 1);
+		}
+	} else {
+		json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)pull, "server", server);
+		if (min_version >= 0)
+			json_object_set_new(m, "min_version", json_integer(min_version));
+		rc = fabric_core_ctl(f, m);
+	}
+	pthread_mutex_lock(&f->lock);
+	while (rc == 0 && !w->get.done && !f->dead && !f->sched_lost && clock_real_s() < deadline)
+		fabric_core_wait_until(f, deadline);
+	if (rc < 0)
+		fabric_core_set_err(f, "get: cannot ask %s for its model: %s", server, strerror(-rc));
+	else if (w->get.done)
+		rc = w->get.status;
+	else if (f->dead || f->sched_lost)
+		rc = -ENOTCONN, fabric_core_set_err(f, "get: %s while waiting for the model of %s",
+						    f->dead ? "dataplane gone" : "scheduler connection lost", server);
+	else
+		rc = -ETIMEDOUT, fabric_core_set_err(f, "get: no model from server %s within %.1f s (pull %llu)",
+						     server, wait_s, (unsigned long long)pull);
+	if (rc == 0 && version)
+		*version = w->get.version;
+	w->get.active = 0;
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *version, double timeout_s)
+{
+	return get_model(f, server, model, n, -1, version, timeout_s);
+}
+
+int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double norm,
+		  int64_t version, float *model, int64_t *new_version, double timeout_s)
+{
+	int workers = 0;
+	int64_t id = mlf_push(f, server, u, n, norm, version);
+
+	if (id < 0)
+		return (int)id;
+	for (int i = 0; i < f->cl.n_hosts; i++)
+		workers += !!(f->cl.hosts[i].roles & CLUSTER_ROLE_WORKER);
+	return get_model(f, server, model, n, version + (workers ? workers : 1), new_version, timeout_s);
+}
+
+void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s)
+{
+	pthread_mutex_lock(&f->lock);
+	*s = f->ws;
+	pthread_mutex_unlock(&f->lock);
+}
