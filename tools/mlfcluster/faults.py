@@ -11,6 +11,7 @@ import threading
 import time
 
 from .experiment import num_str
+from .results import jqnum
 
 
 def plan(faults):
@@ -113,6 +114,6 @@ class FaultDriver(threading.Thread):
                "event": phase, "kind": f.kind, "host": f.host, "duration_s": f.dur, "loss": f.loss,
                "pid": pid, "ok": ok, "action": what}
         with open(os.path.join(self.sysdir, "faults.jsonl"), "a") as out:
-            out.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            out.write(json.dumps(jqnum(rec), separators=(",", ":")) + "\n")
         return "t=%.2fs fault %d %s %s %s: %s%s" % (now - self.t0, i, phase, f.kind, f.host, what,
                                                     "" if ok else " (failed)")
