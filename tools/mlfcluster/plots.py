@@ -1,5 +1,4 @@
 """accuracy.png, delays.png, timeline.png of a run folder with gnuplot (data under RUN/plot/)."""
-import json
 import os
 import subprocess
 

@@ -2,6 +2,7 @@
 results.json, the plots and the summary table (docs/experiments.md "What a run does")."""
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -417,7 +418,7 @@ def count_lines(path):
 
 
 def reached(files, target):
-    import re
+    """An evaluation of FILES at or above TARGET (a partly written last line is skipped)."""
     pat = re.compile(r'"accuracy": *([^,}]*)')
     for fn in files:
         try:
