@@ -1,5 +1,5 @@
 """Unit tests of tools/mlfcluster's pure parts: the seeded rate schedule, results from a tiny
-hand-made records folder, experiment validation errors. Run: python3 -m unittest discover -s tests/python"""
+hand-made records folder, experiment validation errors, readiness waits (with sh stand-ins). Run: python3 -m unittest discover -s tests/python"""
 import json
 import os
 import shutil
@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from mlfcluster import results  # noqa: E402
 from mlfcluster.experiment import Experiment, ExperimentError  # noqa: E402
 from mlfcluster.network import rate_schedule, schedule_lines  # noqa: E402
+from mlfcluster.procs import NotReady, Procs, log_has, wait_ready  # noqa: E402
 
 BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), "systems": ["mlfabric-a"],
         "compute": "C1", "network": "N2", "rate_scale": 0.1, "period_s": 5, "target_accuracy": 0.8,
@@ -139,6 +140,28 @@ class Results(Tmp):
     def test_no_target(self):
         with self.assertRaises(ValueError):
             results.compute(self.dir)
+
+
+class Readiness(Tmp):
+    def test_ready_timeout_and_exit(self):
+        log = os.path.join(self.dir, "x.log")
+        procs = Procs(self.dir)
+        p = procs.start("scheduler@ps", log, ["sh", "-c", "echo starting; sleep 0.3; echo 'listening on x'; sleep 5"])
+        wait_ready("scheduler@ps", log_has(log, "listening on"), 5, [p])  # ready after about 0.3 s
+        with self.assertRaises(NotReady) as cm:
+            wait_ready("scheduler@ps (no 'welcome')", log_has(log, "welcome"), 0.2, [p])
+        self.assertEqual(str(cm.exception), "scheduler@ps (no 'welcome') not ready within 0.2 s")
+        q = procs.start("server@ps", os.path.join(self.dir, "ps.log"), ["sh", "-c", "echo 'bad model'; exit 3"])
+        with self.assertRaises(NotReady) as cm:
+            wait_ready("server@ps", log_has(q.log, "serving"), 5, [q])
+        self.assertEqual(str(cm.exception), "server@ps exited before it was ready: bad model")
+        self.assertEqual(q.status(), 3)
+        procs.write_pids()
+        with open(os.path.join(self.dir, "pids.tsv")) as f:
+            self.assertEqual(f.read(), "scheduler@ps %d\nserver@ps %d\n" % (p.pid, q.pid))
+        p.popen.kill()
+        p.popen.wait()
+        self.assertEqual(p.status(), 137)
 
 
 if __name__ == "__main__":
