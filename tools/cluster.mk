@@ -1,4 +1,4 @@
-# tools/cluster.mk - the experiment runner tools/mlf-cluster and the fault scenarios tools/mlf-fault:
+# tools/cluster.mk - the experiment runner tools/mlf-cluster (Python package tools/mlfcluster/) and the fault scenarios tools/mlf-fault:
 # `make run` (the main job, conf/exp-default.json), `make bench-fabric` (C1-N1, C2-N1, C1-N2 with
 # MLfabric-A, Async and RR-Sync), `make bench-replication` (replication modes, div_max, server kills)
 # and their tests.
@@ -8,6 +8,15 @@ INTEG_TESTS += tests/integration/fault_kill_server.sh tests/integration/fault_ki
                tests/integration/fault_kill_worker.sh tests/integration/fault_cut_link.sh \
                tests/integration/fault_loss_burst.sh
 BENCHES     += bench-fabric bench-replication
+
+# the runner's Python unit tests (pure parts: rate schedule, results, validation); the script
+# installed under build/tests runs python3 -m unittest discover -s tests/python
+$(BUILD)/tests/test_mlfcluster: tests/python/test_mlfcluster.sh tests/python/test_mlfcluster.py \
+		$(wildcard tools/mlfcluster/*.py)
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+
+UNIT_TESTS  += $(BUILD)/tests/test_mlfcluster
 
 .PHONY: bench-fabric bench-replication fault-tests
 bench-fabric: programs

@@ -48,12 +48,15 @@ name = json.load(open(rest[rest.index("--cluster") + 1]))["name"]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind("/run/mlfabric/%s-%s.sock" % (name, rest[rest.index("--host") + 1]))
 s.listen(1)
+if "--scheduler" not in rest:
+    print("scheduler stand-in: welcome", flush=True)  # the line the runner waits for
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
 while True:
     time.sleep(1)
 PY
 printf '#!/bin/sh\necho "$(date +%%s.%%N) $1 $2" >>"%s/tel.log"\n' "$WORK" >"$B/mlf-tel"
-# common part of the shell stand-ins: options into OPT_* variables, TERM -> on_term, nap
+# common part of the shell stand-ins: options into OPT_* variables, TERM -> on_term, nap; each
+# stand-in prints the line the runner waits for before it starts the next process (READY)
 cat >"$B/common.sh" <<'SH'
 echo "args: $*"
 while [ $# -gt 0 ]; do
@@ -62,9 +65,11 @@ done
 trap 'on_term; exit 0' TERM
 on_term() { :; }
 nap() { sleep "$1" & wait $!; }
+[ -z "${READY:-}" ] || echo "$READY"
 SH
 cat >"$B/mlf-scheduler" <<'SH'
 #!/bin/bash
+READY="listening on (stand-in)"
 . "$(dirname "$0")/common.sh"
 i=0
 while :; do i=$((i + 1))
@@ -76,10 +81,12 @@ SH
 cat >"$B/mlf-aggregator" <<'SH'
 #!/bin/bash
 . "$(dirname "$0")/common.sh"
+echo "registered as aggregator@$OPT_host"
 while :; do nap 1; done
 SH
 cat >"$B/mlf-ps" <<'SH'
 #!/bin/bash
+READY="serving (stand-in)"
 . "$(dirname "$0")/common.sh"
 tc qdisc show dev eth0 >"$OPT_records/tc.txt"
 i=0
@@ -95,6 +102,7 @@ done
 SH
 cat >"$B/mlf-worker" <<'SH'
 #!/bin/bash
+READY="worker of (stand-in)"
 . "$(dirname "$0")/common.sh"
 i=0
 on_term() { echo "{\"iterations\":$i,\"pushed\":$i,\"sent\":$i,\"dropped\":0,\"aggregated\":0,\"mean_iteration_s\":0.25}" >"$OPT_records/worker.json"; }

@@ -1,0 +1,168 @@
+"""Unit tests of tools/mlfcluster's pure parts: the seeded rate schedule, results from a tiny
+hand-made records folder, experiment validation errors, readiness waits (with sh stand-ins). Run: python3 -m unittest discover -s tests/python"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+from mlfcluster import results  # noqa: E402
+from mlfcluster.experiment import Experiment, ExperimentError  # noqa: E402
+from mlfcluster.network import rate_schedule, schedule_lines  # noqa: E402
+from mlfcluster.procs import NotReady, Procs, log_has, wait_ready  # noqa: E402
+
+BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), "systems": ["mlfabric-a"],
+        "compute": "C1", "network": "N2", "rate_scale": 0.1, "period_s": 5, "target_accuracy": 0.8,
+        "time_limit_s": 240, "seed": 1}
+
+
+class Tmp(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def exp(self, **kv):
+        x = dict(BASE, **kv)
+        for k in [k for k, v in x.items() if v is None]:
+            del x[k]
+        p = os.path.join(self.dir, "exp.json")
+        with open(p, "w") as f:
+            json.dump(x, f)
+        return Experiment(p, ROOT, os.path.join(ROOT, "build"), "mpirun", check_programs=False)
+
+
+class RateSchedule(Tmp):
+    def test_known_values(self):
+        # conf/exp-c1-n2.json's first two periods as the bash runner (awk) printed them
+        want = ("0 0 ps 0.33 1\n0 0 w0 1 0.25\n0 0 w1 1 1\n0 0 w2 1 1\n0 0 w3 0.5 1\n"
+                "1 5 ps 0.5 1\n1 5 w0 1 1\n1 5 w1 1 1\n1 5 w2 0.33 1\n1 5 w3 1 1\n")
+        self.assertEqual(schedule_lines(rate_schedule(self.exp(), 1)), want)
+
+    def test_deterministic_per_seed(self):
+        a = schedule_lines(rate_schedule(self.exp(), 40))
+        self.assertEqual(a, schedule_lines(rate_schedule(self.exp(), 40)))
+        self.assertNotEqual(a, schedule_lines(rate_schedule(self.exp(seed=2), 40)))
+        self.assertEqual(len(a.splitlines()), 41 * 5)
+
+    def test_n3_rates_only(self):
+        s = rate_schedule(self.exp(network="N3"), 200)
+        self.assertEqual({r for row in s for r in row[3:]}, {0.1, 1.0})
+
+
+class Validation(Tmp):
+    def bad(self, word, **kv):
+        with self.assertRaises(ExperimentError) as cm:
+            self.exp(**kv)
+        msg = str(cm.exception)
+        self.assertIn(word, msg)
+        self.assertNotIn("\n", msg)
+        return msg
+
+    def test_errors_name_file_and_key(self):
+        msg = self.bad('"C9"', compute="C9")
+        self.assertTrue(msg.startswith(os.path.join(self.dir, "exp.json") + ": compute:"), msg)
+        self.bad('missing field "seed"', seed=None)
+        self.bad('unknown key "sed"', sed=3)
+        self.bad("N7", network="N7")
+        self.bad('unknown system "bogus"', systems=["bogus"])
+        self.bad('host "w9" is not in cluster', aggregators=["w0", "w9"])
+        self.bad("period_s: a positive number expected", period_s=0)
+        self.bad("cannot read", cluster="conf/no-such-cluster.json")
+
+    def test_replication_and_faults(self):
+        self.bad('replication: unknown key "every"', replication={"every": 3})
+        self.bad("checkpoint_every", replication={"mode": "checkpoint"})
+        self.bad('faults[0]: kind: "meteor" unknown', faults=[{"at_s": 1, "kind": "meteor"}])
+        self.bad("duration_s", faults=[{"at_s": 1, "kind": "cut-link", "host": "w3"}])
+        self.bad("loss-burst needs loss", faults=[{"at_s": 1, "kind": "loss-burst", "host": "w3",
+                                                   "duration_s": 1, "loss": 1.5}])
+
+    def test_defaults_and_faults_order(self):
+        e = self.exp(faults=[{"at_s": 9, "kind": "kill-worker", "host": "w1"}, {"at_s": 2, "kind": "kill-server"}])
+        self.assertEqual((e.s["model"], e.s["tau_max"], e.s["lr_sync"]), ("784,1024,10", "8", "0.05"))
+        self.assertEqual(e.straggle, "0.10,2")
+        self.assertEqual([(f.index, f.kind, f.host) for f in e.faults], [(1, "kill-server", "ps"), (2, "kill-worker", "w1")])
+        self.assertEqual(e.workers, ["w0", "w1", "w2", "w3"])
+
+
+class Results(Tmp):
+    def write(self, rel, lines):
+        p = os.path.join(self.dir, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            for x in lines:
+                f.write(json.dumps(x) + "\n")
+
+    def test_tiny_run(self):
+        self.write("experiment.json", [{"systems": ["mlfabric-a"], "target_accuracy": 0.78, "tau_max": 4}])
+        s = "mlfabric-a/"
+        self.write(s + "run.json", [{"system": "mlfabric-a", "n_workers": 2, "t0": 1000, "t_end": 1010,
+                                     "stop_reason": "target", "server": "ps", "eth0_rx_bytes": {"ps": 7}}])
+        self.write(s + "records/accuracy.jsonl", [{"t": 1004, "version": 1, "accuracy": 0.6},
+                                                  {"t": 1006.5, "version": 9, "accuracy": 0.8},
+                                                  {"t": 1008, "version": 12, "accuracy": 0.75}])
+        self.write(s + "records/applied.jsonl", [{"t": 1003, "id": i, "delay": d} for i, d in enumerate([3, 0, 8, 1, 2])])
+        self.write(s + "records/updates.jsonl", [{"id": 1, "fate": "direct"}, {"id": 2, "fate": "dropped"},
+                                                 {"id": 3, "fate": "aggregated"}, {"id": 1, "fate": "lost"}])
+        self.write(s + "records/server.json", [{"applied": 5, "version": 5, "rx_bytes": 2500000}])
+        self.write(s + "records/w0/worker.json", [{"iterations": 10, "dropped": 1, "mean_iteration_s": 0.1}])
+        self.write(s + "records/w1/worker.json", [{"iterations": 12, "dropped": 0, "mean_iteration_s": 0.3}])
+        self.write(s + "records/w0/pushes.jsonl", [{"id": 1}, {"id": 2}])
+        self.write(s + "records/w1/pushes.jsonl", [{"id": 3}])
+        r = results.compute(self.dir)
+        v = r["systems"]["mlfabric-a"]
+        self.assertEqual(r["experiment"]["target_accuracy"], 0.78)
+        self.assertIs(v["reached"], True)
+        self.assertEqual(v["time_to_target_s"], 6.5)
+        self.assertEqual(v["final_accuracy"], 0.75)
+        self.assertEqual(v["evaluations"], 3)
+        self.assertEqual(v["applied"], 5)
+        self.assertEqual(v["pushed"], 3)
+        # fates by the last line of each id: lost, dropped, aggregated
+        self.assertEqual((v["dropped"], v["lost"], v["dropped_only"], v["aggregated"]), (2, 1, 1, 1))
+        self.assertAlmostEqual(v["dropped_fraction"], 2 / 3)
+        self.assertEqual(v["delay"], {"mean": 2.8, "p50": 2, "p99": 3, "max": 8})
+        self.assertAlmostEqual(v["mean_iteration_s"], 0.2)
+        self.assertEqual(v["iterations"], 22)
+        self.assertEqual(v["wall_s"], 10)
+        self.assertEqual(v["server_host_rx_bytes"], 7)
+        self.assertIsNone(v["recovery_s"])
+        self.assertIsInstance(v["wall_s"], int)  # integral values print as jq prints them
+        table = results.summary(r).splitlines()
+        self.assertEqual(table[1].split(), ["mlfabric-a", "true", "6.5", "0.75", "5", "66.7", "2.8", "8", "2.5", "0.2"])
+
+    def test_no_target(self):
+        with self.assertRaises(ValueError):
+            results.compute(self.dir)
+
+
+class Readiness(Tmp):
+    def test_ready_timeout_and_exit(self):
+        log = os.path.join(self.dir, "x.log")
+        procs = Procs(self.dir)
+        p = procs.start("scheduler@ps", log, ["sh", "-c", "echo starting; sleep 0.3; echo 'listening on x'; sleep 5"])
+        wait_ready("scheduler@ps", log_has(log, "listening on"), 5, [p])  # ready after about 0.3 s
+        with self.assertRaises(NotReady) as cm:
+            wait_ready("scheduler@ps (no 'welcome')", log_has(log, "welcome"), 0.2, [p])
+        self.assertEqual(str(cm.exception), "scheduler@ps (no 'welcome') not ready within 0.2 s")
+        q = procs.start("server@ps", os.path.join(self.dir, "ps.log"), ["sh", "-c", "echo 'bad model'; exit 3"])
+        with self.assertRaises(NotReady) as cm:
+            wait_ready("server@ps", log_has(q.log, "serving"), 5, [q])
+        self.assertEqual(str(cm.exception), "server@ps exited before it was ready: bad model")
+        self.assertEqual(q.status(), 3)
+        procs.write_pids()
+        with open(os.path.join(self.dir, "pids.tsv")) as f:
+            self.assertEqual(f.read(), "scheduler@ps %d\nserver@ps %d\n" % (p.pid, q.pid))
+        p.popen.kill()
+        p.popen.wait()
+        self.assertEqual(p.status(), 137)
+
+
+if __name__ == "__main__":
+    unittest.main()

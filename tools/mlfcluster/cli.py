@@ -1,0 +1,160 @@
+"""tools/mlf-cluster's command line: run, down, rates, results, check (see USAGE)."""
+import argparse
+import json
+import os
+import sys
+import time
+
+from . import plots, results
+from .experiment import Experiment, ExperimentError
+from .network import rate_schedule, schedule_lines
+
+PROG = "mlf-cluster"
+USAGE = """\
+Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
+       tools/mlf-cluster down EXPERIMENT.json
+       tools/mlf-cluster rates EXPERIMENT.json [--periods K]
+       tools/mlf-cluster results RUN_DIR [--target A]
+       tools/mlf-cluster check EXPERIMENT.json [--systems a,b]
+
+  run      run every system of the experiment (or --systems) one after the other on the
+           emulated cluster; write the run folder (default runs/<name>-<UTC time>/):
+           <system>/logs/*.log, <system>/records/ (docs/fabric.md records, workers in
+           records/<host>/), <system>/run.json, network.tsv (the rate schedule applied),
+           results.json, accuracy.png, delays.png, timeline.png; print a summary table.
+  down     tear the experiment's cluster down (after a crash of the runner).
+  rates    print the seeded rate schedule: period, offset s, host, up and down Gbit/s.
+  results  recompute results.json, the plots and the summary table of a run folder.
+  check    validate the experiment (systems, settings, hosts, programs) and exit.
+
+Systems: mlfabric-a, mlfabric-s (scheduler + aggregators), async (plain parameter server,
+dataplanes with --scheduler none), rr-sync (build/mlf-rrsync under tools/mlf-mpirun).
+Optional keys (docs/replication.md, docs/experiments.md): "replication" {mode none|mlfabric|
+chain|checkpoint, div_max, replica, replica_aggregators, checkpoint_every, verify_every} starts
+the replica / checkpointing / snapshots; "faults" [{at_s, kind kill-server|kill-aggregator|
+kill-worker|cut-link|loss-burst, host, duration_s, loss}] are injected by a fault driver and
+logged in <system>/faults.jsonl; a killed server fails over to the replica or is restarted
+from its checkpoint. Unknown keys are refused.
+Compute settings C1 (0.10,2), C2 (0.10,4), C3 (0.04,2); network settings N1-N3 (paper §7).
+Each process must show it is ready before the next starts (scheduler: 'listening on';
+dataplane: its socket /run/mlfabric/<cluster>-<host>.sock and, with the scheduler, 'welcome';
+aggregator: 'registered as aggregator@<host>'; server: 'serving'; replica: 'replica of';
+worker: 'worker of' within 60 s); a process that does not is named and the system fails.
+Needs root (network namespaces). Environment: MLF_BUILD (programs, default build/),
+MLF_MPIRUN (default tools/mlf-mpirun), MLF_DATAPLANE (read by mlf-testbed).
+"""
+
+
+def die(msg):
+    print("%s: %s" % (PROG, msg), file=sys.stderr)
+    sys.exit(2)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        die("%s: %s" % (self.prog, message))
+
+    def print_help(self, file=None):
+        (file or sys.stdout).write(USAGE)
+
+
+def paths():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    build = os.environ.get("MLF_BUILD") or os.path.join(root, "build")
+    mpirun = os.environ.get("MLF_MPIRUN") or os.path.join(root, "tools", "mlf-mpirun")
+    return root, build, mpirun
+
+
+def load(path, systems=None, check_programs=True):
+    root, build, mpirun = paths()
+    try:
+        return Experiment(path, root, build, mpirun, systems=systems, check_programs=check_programs)
+    except ExperimentError as e:
+        die(str(e))
+
+
+def cmd_run(a):
+    exp = load(a.experiment, a.systems)
+    if os.geteuid() != 0:
+        die("run needs root (network namespaces)")
+    root = paths()[0]
+    run = a.out or os.path.join(root, "runs", "%s-%s" % (exp.name, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())))
+    try:
+        os.makedirs(run, exist_ok=True)
+    except OSError:
+        die("cannot create %s" % run)
+    from .runner import Runner
+    return Runner(exp, run).main()
+
+
+def cmd_down(a):
+    root, build, _ = paths()
+    try:
+        with open(a.experiment) as f:
+            cl = str(json.load(f).get("cluster") or "")
+    except (OSError, ValueError, AttributeError):
+        die("cannot read experiment %s" % a.experiment)
+    if not os.access(cl, os.R_OK):
+        cl = os.path.join(root, cl)
+    from .testbed import Testbed
+
+    class E:
+        pass
+    E.tb, E.cluster, E.cname, E.build = os.path.join(build, "mlf-testbed"), cl, "", build
+    return Testbed(E).down(quiet=False)
+
+
+def cmd_rates(a):
+    exp = load(a.experiment, check_programs=False)
+    k = a.periods if a.periods is not None else int(float(exp.time_limit_s) / float(exp.period_s))
+    sys.stdout.write(schedule_lines(rate_schedule(exp, k)))
+    return 0
+
+
+def cmd_results(a):
+    if not os.path.isdir(a.run):
+        die("no run folder %s" % a.run)
+    try:
+        res = results.compute(a.run, float(a.target) if a.target is not None else None)
+    except ValueError as e:
+        die(str(e))
+    results.write(a.run, res)
+    plots.plots(a.run)
+    sys.stdout.write(results.summary(res))
+    return 0
+
+
+def cmd_check(a):
+    exp = load(a.experiment or "/dev/null", a.systems)
+    print("%s: %s" % (PROG, exp.summary_line()))
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        sys.stderr.write(USAGE)
+        return 2
+    if argv[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0
+    cmds = {"run": cmd_run, "down": cmd_down, "rates": cmd_rates, "results": cmd_results, "check": cmd_check}
+    if argv[0] not in cmds:
+        die('unknown command "%s" (run, down, rates, results, check)' % argv[0])
+    p = Parser(prog=argv[0], add_help=True)
+    if argv[0] == "run":
+        p.add_argument("experiment")
+        p.add_argument("--out")
+        p.add_argument("--systems")
+    elif argv[0] in ("down",):
+        p.add_argument("experiment")
+    elif argv[0] == "rates":
+        p.add_argument("experiment")
+        p.add_argument("--periods", type=int)
+    elif argv[0] == "results":
+        p.add_argument("run")
+        p.add_argument("--target")
+    else:
+        p.add_argument("experiment", nargs="?")
+        p.add_argument("--systems")
+    return cmds[argv[0]](p.parse_args(argv[1:]))

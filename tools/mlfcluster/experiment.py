@@ -1,0 +1,302 @@
+"""The experiment file (conf/exp-*.json, docs/experiments.md): load, validate, defaults.
+
+Every error is one line naming the file and the key (ExperimentError); nothing is started
+before the experiment is valid.
+"""
+import json
+import os
+import re
+import shutil
+
+KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync"]
+RATES = ["1", "2.5", "3.3", "5", "10"]
+STRAGGLE = {"C1": "0.10,2", "C2": "0.10,4", "C3": "0.04,2"}
+NET_PROBS = {"N1": "0 0 0 0.1 0.9", "N2": "0 0.1 0.1 0.1 0.7", "N3": "0.5 0 0 0 0.5"}
+REQUIRED = ["name", "cluster", "systems", "compute", "network", "rate_scale", "period_s",
+            "target_accuracy", "time_limit_s", "seed"]
+POSITIVE = ["rate_scale", "period_s", "target_accuracy", "time_limit_s", "seed"]
+# optional keys and their defaults (docs/fabric.md); lr_sync defaults to lr
+OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "lr_sync": None,
+            "compute_s": 0, "tau_max": 8, "eval_every_s": 2, "eval_images": 1000,
+            "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
+            "replication": None, "faults": None}
+REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
+REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
+FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss"]
+FAULT_KINDS = ["kill-server", "kill-aggregator", "kill-worker", "cut-link", "loss-burst"]
+
+
+class ExperimentError(Exception):
+    """A bad experiment: one line, exit status 2."""
+
+
+def num_str(v):
+    """A JSON value as jq -r prints it (integral numbers without a fraction)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e17:
+        return str(int(v))
+    if isinstance(v, list):
+        return ",".join(num_str(x) for x in v)
+    return str(v)
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class Fault:
+    def __init__(self, index, at, kind, host, dur, loss, raw):
+        self.index, self.at, self.kind, self.host = index, at, kind, host
+        self.dur, self.loss, self.raw = dur, loss, raw
+
+
+class Experiment:
+    """A validated experiment; attributes hold the settings every module needs."""
+
+    def __init__(self, path, root, build, mpirun, systems=None, check_programs=True):
+        self.path, self.root, self.build, self.mpirun = path, root, build, mpirun
+        self.tb = os.path.join(build, "mlf-testbed")
+        self._load(systems, check_programs)
+
+    def err(self, msg):
+        raise ExperimentError("%s: %s" % (self.path, msg))
+
+    def _load(self, systems, check_programs):
+        p = self.path
+        try:
+            with open(p) as f:
+                text = f.read()
+        except OSError:
+            raise ExperimentError("cannot read experiment %s" % p)
+        try:
+            x = json.loads(text)
+        except ValueError as e:
+            raise ExperimentError("%s: not a JSON object (%s)" % (p, e))
+        if not isinstance(x, dict):
+            self.err("not a JSON object")
+        self.raw = x
+        for k in REQUIRED:
+            if k not in x:
+                self.err('missing field "%s"' % k)
+        for k in x:
+            if k not in REQUIRED and k not in OPTIONAL:
+                self.err('unknown key "%s" (known: %s)' % (k, ", ".join(REQUIRED + list(OPTIONAL))))
+        if not isinstance(x["systems"], list) or not x["systems"]:
+            self.err("systems: a non-empty array expected")
+        for k in POSITIVE:
+            if not is_num(x[k]) or x[k] <= 0:
+                self.err("%s: a positive number expected" % k)
+        self.name = num_str(x["name"])
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.name):
+            self.err("name: letters, digits, '.', '_' or '-' expected")
+        self.systems = [num_str(s) for s in x["systems"]]
+        if systems:
+            self.systems = [s for s in systems.split(",") if s]
+        for s in self.systems:
+            if s not in KNOWN_SYSTEMS:
+                raise ExperimentError('unknown system "%s" (known: %s)' % (s, ", ".join(KNOWN_SYSTEMS)))
+        self.compute = num_str(x["compute"])
+        if self.compute not in STRAGGLE:
+            self.err('compute: unknown setting "%s" (C1, C2, C3)' % self.compute)
+        self.straggle = STRAGGLE[self.compute]
+        self.network = num_str(x["network"])
+        if self.network not in NET_PROBS:
+            self.err('network: unknown setting "%s" (N1, N2, N3)' % self.network)
+        self.probs = NET_PROBS[self.network]
+        for k in POSITIVE:
+            setattr(self, k, x[k])
+        # the command-line strings of the settings, as the bash runner passed them
+        g = lambda k: num_str(x[k]) if k in x and x[k] is not None else OPTIONAL[k]
+        self.s = {k: num_str(g(k)) for k in ["model", "batch", "lr", "momentum", "compute_s", "tau_max",
+                                             "eval_every_s", "eval_images", "batch_ms", "t_lag"]}
+        self.s["lr_sync"] = num_str(x["lr_sync"]) if x.get("lr_sync") is not None else self.s["lr"]
+        for k in ["rate_scale", "period_s", "seed", "target_accuracy", "time_limit_s"]:
+            self.s[k] = num_str(x[k])
+        self.tau_max = float(self.s["tau_max"])
+        self._load_cluster()
+        self._check_programs(check_programs)
+        self._load_replication()
+        self._load_faults()
+
+    def _load_cluster(self):
+        x = self.raw
+        c = num_str(x["cluster"])
+        path = c
+        if not c.startswith("/") and not os.access(c, os.R_OK):
+            path = os.path.join(self.root, c)
+        try:
+            with open(path) as f:
+                cl = json.load(f)
+        except OSError:
+            self.err("cluster: cannot read %s" % c)
+        except ValueError:
+            raise ExperimentError('%s: a cluster config with "name" and "hosts" expected' % path)
+        if (not isinstance(cl, dict) or not cl.get("name") or not isinstance(cl.get("hosts"), list)
+                or not cl["hosts"]):
+            raise ExperimentError('%s: a cluster config with "name" and "hosts" expected' % path)
+        self.cluster = path
+        self.cname = num_str(cl["name"])
+        self.hosts = [h["name"] for h in cl["hosts"]]
+
+        def role(r):
+            return [h["name"] for h in cl["hosts"] if r in (h.get("roles") or [])]
+        self.cluster_roles = role
+        self.server = (role("server") or [""])[0]
+        self.sched = (role("scheduler") or [""])[0]
+        workers, aggs = role("worker"), role("aggregator")
+        if "workers" in x:
+            workers = num_str(x["workers"]).split(",") if x["workers"] else []
+        if "aggregators" in x:
+            aggs = num_str(x["aggregators"]).split(",") if x["aggregators"] else []
+        for h in workers + aggs:
+            if h not in self.hosts:
+                self.err('host "%s" is not in cluster %s' % (h, path))
+        self.aggs = [h for h in aggs if h != self.server]
+        self.workers = workers
+        if not workers:
+            raise ExperimentError("%s: no host with role worker" % path)
+        self.nw = len(workers)
+
+    def _check_programs(self, check):
+        def need(p):
+            if check and not os.access(p, os.X_OK):
+                raise ExperimentError("missing program %s (run make first)" % p)
+        need(self.tb)
+        kinds = set(self.systems)
+        if kinds & {"mlfabric-a", "mlfabric-s", "async"}:
+            if not self.server:
+                raise ExperimentError("%s: no host with role server" % self.cluster)
+            for k in ["mlf-dataplane", "mlf-tel", "mlf-ps", "mlf-worker"]:
+                need(os.path.join(self.build, k))
+        if kinds & {"mlfabric-a", "mlfabric-s"}:
+            if not self.sched:
+                raise ExperimentError("%s: no host with role scheduler" % self.cluster)
+            need(os.path.join(self.build, "mlf-scheduler"))
+            if self.aggs:
+                need(os.path.join(self.build, "mlf-aggregator"))
+        if "rr-sync" in kinds:
+            need(os.path.join(self.build, "mlf-rrsync"))
+            need(self.mpirun)
+            if check and not os.environ.get("MLF_MPIRUN") and not shutil.which("mpirun"):
+                raise ExperimentError("missing program mpirun (Debian package openmpi-bin)")
+        if check and not shutil.which("gnuplot"):
+            raise ExperimentError("missing program gnuplot (Debian package gnuplot-nox)")
+
+    def _load_replication(self):
+        self.repl_mode, self.div_max, self.replica = "none", 0, ""
+        self.repl_aggs, self.ckpt_every, self.verify_every = [], 0, 0
+        if "replication" not in self.raw:
+            return
+        r = self.raw["replication"]
+        pre = "replication: "
+        if not isinstance(r, dict):
+            self.err(pre + "an object expected")
+        for k in r:
+            if k not in REPL_KEYS:
+                self.err(pre + 'unknown key "%s" (%s)' % (k, ", ".join(REPL_KEYS)))
+        self.repl_mode = num_str(r.get("mode") or "none")
+        if self.repl_mode not in REPL_MODES:
+            self.err(pre + 'mode: unknown "%s" (none, mlfabric, chain, checkpoint)' % self.repl_mode)
+        if "div_max" in r:
+            if not is_num(r["div_max"]) or r["div_max"] < 0:
+                self.err(pre + "div_max: a number >= 0 expected")
+            self.div_max = r["div_max"]
+        for k in ["checkpoint_every", "verify_every"]:
+            if k in r and (not is_num(r[k]) or r[k] < 0 or r[k] != int(r[k])):
+                self.err(pre + "%s: an integer >= 0 expected" % k)
+        self.ckpt_every = int(r.get("checkpoint_every") or 0)
+        self.verify_every = int(r.get("verify_every") or 0)
+        m = self.repl_mode
+        for s in self.systems:
+            okay = (m == "none" or (m in ("mlfabric", "chain") and s.startswith("mlfabric-"))
+                    or (m == "checkpoint" and (s.startswith("mlfabric-") or s == "async")))
+            if not okay:
+                self.err("replication mode %s does not apply to system %s (mlfabric and chain need the "
+                         "scheduler: mlfabric-a, mlfabric-s; checkpoint needs mlf-ps)" % (m, s))
+        if m in ("mlfabric", "chain"):
+            rep = num_str(r.get("replica") or "") or (self.cluster_roles("replica") or [""])[0]
+            if not rep:
+                self.err(pre + 'no replica host (give "replica" or a host with role replica in %s)'
+                         % self.cluster)
+            if rep not in self.hosts:
+                self.err(pre + 'replica "%s" is not in cluster %s' % (rep, self.cluster))
+            if rep == self.server:
+                self.err(pre + 'replica "%s" is the server host' % rep)
+            if rep in self.workers:
+                self.err(pre + 'replica "%s" is a worker host' % rep)
+            self.replica = rep
+            if "replica_aggregators" in r:
+                ra = r["replica_aggregators"]
+                if not isinstance(ra, list) or not all(isinstance(h, str) for h in ra):
+                    self.err(pre + "replica_aggregators: an array of host names expected")
+                for h in ra:
+                    if h not in self.hosts:
+                        self.err(pre + 'replica aggregator "%s" is not in cluster %s' % (h, self.cluster))
+                self.repl_aggs = [h for h in ra if h]
+        elif m == "checkpoint" and self.ckpt_every <= 0:
+            self.err(pre + "mode checkpoint needs checkpoint_every > 0")
+        if self.verify_every and not self.replica:
+            self.err(pre + "verify_every needs a replica (mode mlfabric or chain)")
+        if m != "checkpoint" and self.ckpt_every:
+            self.err(pre + "checkpoint_every needs mode checkpoint")
+
+    def _load_faults(self):
+        self.faults = []
+        if "faults" not in self.raw:
+            return
+        fl = self.raw["faults"]
+        if not isinstance(fl, list):
+            self.err("faults: an array expected")
+        if not fl:
+            return
+        if "rr-sync" in self.systems:
+            self.err("faults do not apply to system rr-sync")
+        for i, f in enumerate(fl):
+            pre = "faults[%d]: " % i
+            if not isinstance(f, dict):
+                self.err(pre + "an object expected")
+            for k in f:
+                if k not in FAULT_KEYS:
+                    self.err(pre + 'unknown key "%s" (%s)' % (k, ", ".join(FAULT_KEYS)))
+            kind = num_str(f.get("kind") or "")
+            if kind not in FAULT_KINDS:
+                self.err(pre + 'kind: "%s" unknown (%s)' % (kind, ", ".join(FAULT_KINDS)))
+            if not is_num(f.get("at_s")) or f["at_s"] < 0:
+                self.err(pre + "at_s: a number >= 0 expected")
+            host = num_str(f.get("host") or "")
+            if not host:
+                if kind != "kill-server":
+                    self.err(pre + '%s needs "host"' % kind)
+                host = self.server
+            if host not in self.hosts:
+                self.err(pre + 'host "%s" is not in cluster %s' % (host, self.cluster))
+            if kind == "kill-server" and host not in (self.server, self.replica):
+                self.err(pre + 'kill-server: host "%s" runs no mlf-ps (server %s%s)'
+                         % (host, self.server, ", replica " + self.replica if self.replica else ""))
+            if kind == "kill-aggregator":
+                if "async" in self.systems:
+                    self.err(pre + "kill-aggregator does not apply to system async")
+                if host not in self.aggs:
+                    self.err(pre + 'kill-aggregator: "%s" is not an aggregator (%s)'
+                             % (host, " ".join(self.aggs) or "none"))
+            if kind == "kill-worker" and host not in self.workers:
+                self.err(pre + 'kill-worker: "%s" is not a worker' % host)
+            if kind in ("cut-link", "loss-burst") and (not is_num(f.get("duration_s")) or f["duration_s"] <= 0):
+                self.err(pre + "%s needs duration_s > 0" % kind)
+            if kind == "loss-burst" and (not is_num(f.get("loss")) or not 0 < f["loss"] <= 1):
+                self.err(pre + "loss-burst needs loss in (0, 1]")
+            dur = f.get("duration_s") or 0
+            loss = f.get("loss") or 0
+            self.faults.append(Fault(0, f["at_s"], kind, host, dur, loss, f))
+        # sorted by at_s, then numbered 1, 2, ... in that order (as the bash runner did)
+        self.faults.sort(key=lambda f: f.at)
+        for n, f in enumerate(self.faults):
+            f.index = n + 1
+
+    def summary_line(self):
+        return ("%s ok: systems %s on %s (%d workers, server %s, aggregators %s); replication %s%s; %d fault(s)"
+                % (self.path, ",".join(self.systems), self.cluster, self.nw, self.server,
+                   " ".join(self.aggs) or "none", self.repl_mode,
+                   " (replica %s, div_max %s)" % (self.replica, num_str(self.div_max)) if self.replica else "",
+                   len(self.faults)))

@@ -1,0 +1,436 @@
+"""One run: every system of the experiment in turn, from mlf-testbed up to teardown, then
+results.json, the plots and the summary table (docs/experiments.md "What a run does")."""
+import json
+import os
+import re
+import signal
+import sys
+import time
+
+from . import plots, results
+from .faults import FaultDriver, killed_pids
+from .network import NetDriver, apply_period, read_schedule, rate_schedule, schedule_lines
+from .procs import NotReady, Procs, last_line, log_has, stop, wait_ready
+from .testbed import Testbed
+
+# readiness timeouts (s): how long each process may take to show it is ready
+READY_SCHED_S = 15      # scheduler.log: "listening on"
+READY_SOCK_S = 5        # /run/mlfabric/<cluster>-<host>.sock (mlf-testbed dataplane waits for it too)
+READY_WELCOME_S = 15    # dp-<host>.log: "welcome" (the scheduler registered the host's dataplane)
+READY_AGG_S = 15        # aggregator-<host>.log: "registered as aggregator@<host>"
+READY_SERVER_S = 60     # ps.log: "serving" / replica.log: "replica of" (model built, registered)
+READY_WORKER_S = 60     # worker-<host>.log: "worker of" (the worker registered), counted from t0
+PROGRESS_S = 2
+TICK_S = 0.25
+OK_REASONS = ("target", "time_limit", "rr-sync_exited", "all workers exited")
+
+
+class Interrupted(Exception):
+    pass
+
+
+class Runner:
+    def __init__(self, exp, run):
+        self.exp, self.run = exp, run
+        self.tb = Testbed(exp)
+        self.runlog = os.path.join(run, "run.log")
+        self.teardown_ok = True
+        self.cur = None          # the current system's state (a dict) until its teardown
+        self.interrupted = False
+
+    # ---- output ----
+    def log(self, msg):
+        line = "[%s] %s" % (time.strftime("%H:%M:%S", time.gmtime()), msg)
+        print(line, flush=True)
+        with open(self.runlog, "a") as f:
+            f.write(line + "\n")
+
+    # ---- signals ----
+    def on_signal(self, signum, frame):
+        if self.interrupted:
+            return
+        self.interrupted = True
+        raise Interrupted()
+
+    # ---- run.json ----
+    def set_run_json(self, **kv):
+        c = self.cur
+        c["runjson"].update(kv)
+        path = os.path.join(c["sysdir"], "run.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(results.jqnum(c["runjson"]), f, indent=2)
+            f.write("\n")
+        os.replace(path + ".tmp", path)
+
+    # ---- the whole run ----
+    def main(self):
+        e = self.exp
+        os.makedirs(self.run, exist_ok=True)
+        open(self.runlog, "w").close()
+        raw = dict(e.raw, systems=e.systems)
+        with open(os.path.join(self.run, "experiment.json"), "w") as f:
+            json.dump(raw, f, indent=2)
+            f.write("\n")
+        kmax = int(float(e.time_limit_s) / float(e.period_s) + 2)
+        with open(os.path.join(self.run, "network.tsv"), "w") as f:
+            f.write(schedule_lines(rate_schedule(e, kmax)))
+        self.rows = read_schedule(os.path.join(self.run, "network.tsv"))
+        signal.signal(signal.SIGINT, self.on_signal)
+        signal.signal(signal.SIGTERM, self.on_signal)
+        failed = []
+        try:
+            self.log("experiment %s: systems %s, %s-%s (straggle %s), rate_scale %s, target %s within %ss; run folder %s"
+                     % (e.name, ",".join(e.systems), e.compute, e.network, e.straggle, e.s["rate_scale"],
+                        e.s["target_accuracy"], e.s["time_limit_s"], self.run))
+            for s in e.systems:
+                if not self.run_system(s):
+                    failed.append(s)
+        except Interrupted:
+            self.interrupted = True
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            self.log("interrupted: tearing down")
+            self.teardown()
+            try:
+                res = results.compute(self.run, e.target_accuracy)
+                results.write(self.run, res)
+                plots.plots(self.run)
+            except Exception:
+                pass
+            return 130
+        finally:
+            self.teardown()  # a crash of the runner: nothing is left behind
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        res = results.compute(self.run, e.target_accuracy)
+        results.write(self.run, res)
+        plots.plots(self.run)
+        table = results.summary(res)
+        sys.stdout.write(table)
+        sys.stdout.flush()
+        with open(self.runlog, "a") as f:
+            f.write(table)
+        self.log("run folder: %s" % self.run)
+        if failed:
+            self.log("failed: %s" % " ".join(failed))
+            return 1
+        return 0 if self.teardown_ok else 1
+
+    # ---- one system ----
+    def start(self, name, log, host, argv):
+        return self.cur["procs"].start(name, log, self.tb.exec_argv(host, argv))
+
+    def run_system(self, sys_):
+        e = self.exp
+        sysdir = os.path.join(self.run, sys_)
+        logs, rec = os.path.join(sysdir, "logs"), os.path.join(sysdir, "records")
+        os.makedirs(logs, exist_ok=True)
+        os.makedirs(rec, exist_ok=True)
+        procs = Procs(sysdir)
+        self.cur = c = {"sys": sys_, "sysdir": sysdir, "procs": procs, "runjson": {}, "drivers": []}
+        open(os.path.join(sysdir, "pids.tsv"), "w").close()
+        mode = sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "async"
+        self.log("%s: building cluster %s (%s)" % (sys_, e.cname, e.cluster))
+        if not self.tb.up(os.path.join(logs, "testbed.log")):
+            self.log("%s: mlf-testbed up failed: %s" % (sys_, last_line(os.path.join(logs, "testbed.log"))))
+            self.teardown()
+            return False
+        declare = sys_ != "rr-sync"
+        with open(os.path.join(logs, "network.log"), "w") as out:
+            apply_period(self.tb, self.rows, 0, False, out)
+        self.set_run_json(system=sys_, n_workers=e.nw, server=e.server,
+                          replication={"mode": e.repl_mode, "div_max": e.div_max, "replica": e.replica or None,
+                                       "checkpoint_every": e.ckpt_every, "verify_every": e.verify_every,
+                                       "replica_aggregators": e.repl_aggs})
+        b = lambda p: os.path.join(e.build, p)
+        # the parameter server's flags, shared by the server, the replica and a restarted server
+        ps_common = ["--cluster", e.cluster, "--mode", mode, "--workers", str(e.nw), "--model", e.s["model"],
+                     "--momentum", e.s["momentum"], "--tau-max", e.s["tau_max"], "--eval-every", e.s["eval_every_s"],
+                     "--eval-images", e.s["eval_images"], "--seed", e.s["seed"]]
+        ps_extra, verify, sched_extra = [], [], []
+        if e.verify_every > 0:
+            os.makedirs(os.path.join(rec, "verify"), exist_ok=True)
+            verify = ["--verify", os.path.join(rec, "verify")]
+            sched_extra += ["--verify-every", str(e.verify_every)]
+        if e.repl_aggs:
+            sched_extra += ["--replica-aggregators", ",".join(e.repl_aggs)]
+        if e.repl_mode == "checkpoint":
+            os.makedirs(os.path.join(sysdir, "checkpoint"), exist_ok=True)
+            ps_extra = ["--checkpoint-every", str(e.ckpt_every), "--checkpoint-dir", os.path.join(sysdir, "checkpoint")]
+        c.update(ps_common=ps_common, ps_extra=ps_extra, verify=verify)
+        L = lambda n: os.path.join(logs, n)
+        try:
+            if sys_ != "rr-sync":
+                if mode != "async":
+                    p = self.start("scheduler@" + e.sched, L("scheduler.log"), e.sched,
+                                   [b("mlf-scheduler"), "--cluster", e.cluster, "--batch-ms", e.s["batch_ms"],
+                                    "--t-lag", e.s["t_lag"], "--records", rec]
+                                   + (["--aggregators", ",".join(e.aggs)] if e.aggs else []) + sched_extra)
+                    wait_ready("scheduler@%s (no 'listening on' in scheduler.log)" % e.sched,
+                               log_has(p.log, "listening on"), READY_SCHED_S, [p])
+                dpargs = ["--scheduler", "none"] if mode == "async" else []
+                for h in e.hosts:
+                    pid = self.tb.dataplane(h, L("dp-%s.log" % h), L("dp-%s.pid" % h), L("dp-%s.start" % h), dpargs)
+                    if pid is None:
+                        first = ""
+                        try:
+                            with open(L("dp-%s.start" % h)) as f:
+                                first = f.readline().rstrip("\n")
+                        except OSError:
+                            pass
+                        self.log("%s: dataplane of %s did not start: %s" % (sys_, h, first))
+                        self.teardown()
+                        return False
+                    dp = procs.adopt("dataplane@" + h, pid, L("dp-%s.log" % h))
+                    sock = self.tb.socket(h)
+                    wait_ready("dataplane@%s (no socket %s)" % (h, sock), lambda: os.path.exists(sock),
+                               READY_SOCK_S, [dp])
+                # period 0 declared now that the dataplanes run
+                if declare:
+                    with open(L("network.log"), "a") as out:
+                        apply_period(self.tb, self.rows, 0, True, out)
+                if mode != "async":
+                    for dp in procs.matching("dataplane@*"):
+                        wait_ready("%s (no 'welcome' from the scheduler in %s)" % (dp.name, os.path.basename(dp.log)),
+                                   log_has(dp.log, "welcome"), READY_WELCOME_S, [dp])
+                    aggs = [self.start("aggregator@" + h, L("aggregator-%s.log" % h), h,
+                                       [b("mlf-aggregator"), "--cluster", e.cluster, "--host", h]) for h in e.aggs]
+                    for a in aggs:
+                        h = a.name.split("@", 1)[1]
+                        wait_ready("%s (no 'registered as aggregator@%s' in %s)" % (a.name, h, os.path.basename(a.log)),
+                                   log_has(a.log, "registered as aggregator@" + h), READY_AGG_S, [a])
+                p = self.start("server@" + e.server, L("ps.log"), e.server,
+                               [b("mlf-ps")] + ps_common + ["--host", e.server, "--records", rec] + verify + ps_extra)
+                wait_ready("server@%s (no 'serving' in ps.log)" % e.server, log_has(p.log, "serving"),
+                           READY_SERVER_S, [p])
+                if e.replica:
+                    os.makedirs(os.path.join(rec, "replica"), exist_ok=True)
+                    p = self.start("replica@" + e.replica, L("replica.log"), e.replica,
+                                   [b("mlf-ps")] + ps_common + ["--host", e.replica, "--records", os.path.join(rec, "replica"),
+                                    "--replica", "--server", e.server, "--div-max", results.tostring(e.div_max),
+                                    "--replication", e.repl_mode] + verify)
+                    wait_ready("replica@%s (no 'replica of' in replica.log)" % e.replica, log_has(p.log, "replica of"),
+                               READY_SERVER_S, [p])
+                for p in procs.matching("*"):
+                    if not p.alive():
+                        raise NotReady("%s exited at start: %s" % (p.name, last_line(p.log)))
+                for i, h in enumerate(e.workers):
+                    os.makedirs(os.path.join(rec, h), exist_ok=True)
+                    self.start("worker@" + h, L("worker-%s.log" % h), h,
+                               [b("mlf-worker"), "--cluster", e.cluster, "--host", h, "--server", e.server,
+                                "--mode", mode, "--shard", "%d/%d" % (i, e.nw), "--model", e.s["model"],
+                                "--batch", e.s["batch"], "--lr", e.s["lr"], "--straggle", e.straggle,
+                                "--compute-s", e.s["compute_s"], "--seed", str(int(e.seed) * 1000 + i + 1),
+                                "--records", os.path.join(rec, h)])
+            else:
+                procs.start("mpirun", L("rrsync.log"),
+                            [e.mpirun, e.cluster, ",".join(e.workers), "--", b("mlf-rrsync"),
+                             "--model", e.s["model"], "--batch", e.s["batch"], "--lr", e.s["lr_sync"],
+                             "--momentum", e.s["momentum"], "--straggle", e.straggle, "--compute-s", e.s["compute_s"],
+                             "--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"],
+                             "--records", rec, "--time-limit", e.s["time_limit_s"],
+                             "--target-accuracy", e.s["target_accuracy"], "--seed", e.s["seed"]])
+        except NotReady as x:
+            self.log("%s: %s" % (sys_, x))
+            self.teardown()
+            return False
+        procs.write_pids()
+        t0 = time.time()
+        self.set_run_json(t0=t0)
+        nd = NetDriver(self.tb, self.rows, e.period_s, t0, declare, L("network.log"))
+        c["drivers"].append(nd)
+        nd.start()
+        if e.faults:
+            fd = FaultDriver(e.faults, sysdir, procs, self.tb, t0, L("faults.log"))
+            c["drivers"].append(fd)
+            fd.start()
+        reason, dead, restarts = self.watch(sys_, c, t0, rec, logs)
+        self.log("%s: stopping (%s)" % (sys_, reason))
+        self.stop_drivers()  # no shaping or declaration after t_end
+        self.set_run_json(t_end=time.time(), stop_reason=reason, dead_workers=dead, restarts=restarts)
+        self.teardown()
+        return reason in OK_REASONS
+
+    def watch(self, sys_, c, t0, rec, logs):
+        """Every 0.25 s: processes that died (a fault's kill, a crash; the checkpoint supervisor
+        restarts a killed server at once), workers that never became ready; every 2 s: a progress
+        line, the target, the time limit. Returns (reason, dead workers, restarts)."""
+        e, procs = self.exp, c["procs"]
+        reason, dead, restarts, failed_over, cur = "", [], 0, False, rec
+        ready = set()
+        next_progress = t0 + PROGRESS_S
+        tlimit = int(float(e.time_limit_s))
+        while True:
+            time.sleep(TICK_S)
+            now = time.time()
+            el = "%.0f" % (now - t0)
+            for p in list(procs.list):
+                if p.handled or p.alive():
+                    continue
+                p.handled = True
+                st = p.status()
+                how = "exited with status %s" % st
+                if p.pid in killed_pids(c["sysdir"]):
+                    how = "killed by a fault"
+                nm, killed = p.name, how == "killed by a fault"
+                if nm.startswith("worker@"):
+                    h = nm[len("worker@"):]
+                    dead.append(h)
+                    self.log("%s: worker %s (pid %d) %s at t=%ss: %s; the run goes on without it"
+                             % (sys_, h, p.pid, how, el, last_line(p.log)))
+                elif nm == "mpirun":
+                    reason = "rr-sync_exited"
+                elif nm == "server@" + e.server and killed:
+                    if e.repl_mode == "checkpoint":
+                        restarts += 1
+                        cur = os.path.join(rec, "restart-%d" % restarts)
+                        os.makedirs(cur, exist_ok=True)
+                        ck = os.path.join(c["sysdir"], "checkpoint", "checkpoint.bin")
+                        restore = ["--restore", ck] if os.path.isfile(ck) and os.path.getsize(ck) > 0 else []
+                        np_ = self.start("server@" + e.server, os.path.join(logs, "ps-restart-%d.log" % restarts),
+                                         e.server, [os.path.join(e.build, "mlf-ps")] + c["ps_common"]
+                                         + ["--host", e.server, "--records", cur] + c["verify"] + c["ps_extra"] + restore)
+                        procs.write_pids()
+                        self.log("%s: server (pid %d) killed by a fault at t=%ss: restarted %s (pid %d, records %s)"
+                                 % (sys_, p.pid, el, " ".join(restore) or "from scratch (no checkpoint yet)",
+                                    np_.pid, cur))
+                    elif e.replica and procs.live("replica@" + e.replica):
+                        failed_over = True
+                        cur = os.path.join(rec, "replica")
+                        self.log("%s: server (pid %d) killed by a fault at t=%ss: the run goes on with the replica "
+                                 "at %s (the scheduler promotes it)" % (sys_, p.pid, el, e.replica))
+                    else:
+                        reason = "server killed by a fault (no replica, no checkpoint)"
+                        self.log("%s: %s at t=%ss" % (sys_, reason, el))
+                elif nm == "replica@" + e.replica and killed:
+                    if failed_over:
+                        reason = "the promoted replica was killed by a fault"
+                        self.log("%s: %s at t=%ss" % (sys_, reason, el))
+                    else:
+                        self.log("%s: replica at %s (pid %d) killed by a fault at t=%ss: the run goes on without a replica"
+                                 % (sys_, e.replica, p.pid, el))
+                elif nm.startswith("aggregator@") and killed:
+                    self.log("%s: aggregator %s (pid %d) killed by a fault at t=%ss: the run goes on without it"
+                             % (sys_, nm[len("aggregator@"):], p.pid, el))
+                else:
+                    reason = nm + " exited"
+                    self.log("%s: %s (pid %d) %s at t=%ss: %s" % (sys_, nm, p.pid, how, el, last_line(p.log)))
+            if reason:
+                break
+            if len(dead) >= e.nw:
+                reason = "all workers exited"
+                break
+            # workers become ready (registered: "worker of" logged) within READY_WORKER_S of t0
+            for p in procs.matching("worker@*"):
+                if p.pid in ready or p.handled:
+                    continue
+                if log_has(p.log, "worker of")():
+                    ready.add(p.pid)
+                elif now - t0 > READY_WORKER_S:
+                    reason = "%s not ready within %d s (no 'worker of' in %s)" % (p.name, READY_WORKER_S,
+                                                                                  os.path.basename(p.log))
+                    self.log("%s: %s" % (sys_, reason))
+            if reason:
+                break
+            if now < next_progress:
+                continue
+            while next_progress <= now:
+                next_progress += PROGRESS_S
+            acc, ver = results.last_acc(rec)
+            extra = ""
+            if sys_ == "rr-sync":
+                applied, dropped = count_lines(os.path.join(rec, "iterations.jsonl")) * e.nw, 0
+            else:
+                applied = count_lines(os.path.join(cur, "applied.jsonl"))
+                if os.path.isfile(os.path.join(rec, "updates.jsonl")):
+                    with open(os.path.join(rec, "updates.jsonl")) as f:
+                        dropped = sum(1 for l in f if '"fate":"dropped"' in l.replace(" ", "")
+                                      or '"fate":"lost"' in l.replace(" ", ""))
+                else:
+                    dropped = 0
+                    for h in os.listdir(rec):
+                        w = results.first(os.path.join(rec, h, "worker.json")) if os.path.isfile(
+                            os.path.join(rec, h, "worker.json")) else None
+                        if isinstance(w, dict):
+                            dropped += w.get("dropped") or 0
+                if e.replica and not failed_over:
+                    extra = " replica_applied=%d" % count_lines(os.path.join(rec, "replica", "applied.jsonl"))
+                if e.faults:
+                    try:
+                        with open(os.path.join(c["sysdir"], "faults.jsonl")) as f:
+                            nf = sum(1 for l in f if '"event":"start"' in l)
+                    except OSError:
+                        nf = 0
+                    extra += " faults=%d" % nf
+            self.log("%s: t=%ss accuracy=%s version=%s applied=%d dropped=%s%s"
+                     % (sys_, el, acc, ver, applied, dropped, extra))
+            # any evaluation since the start, not only the last one, may have reached the target
+            if reached(results.acc_files(rec), float(e.target_accuracy)):
+                reason = "target"
+                break
+            if int(el) >= tlimit:
+                reason = "time_limit"
+                break
+        return reason, dead, restarts
+
+    def stop_drivers(self):
+        for d in self.cur["drivers"]:
+            d.stop()
+        self.cur["drivers"] = []
+
+    def teardown(self):
+        """Stop the system's processes (workers first, so the server writes its final records after
+        the last update), the drivers, measure eth0 counters, bring the testbed down and check that
+        no namespace or process of ours is left. Idempotent."""
+        c = self.cur
+        if c is None:
+            return
+        e, procs = self.exp, c["procs"]
+        self.stop_drivers()
+        stop(procs.matching("worker@*", "mpirun"), 5)
+        stop(procs.matching("server@*", "replica@*"), 10)
+        stop(procs.matching("aggregator@*", "scheduler@*"), 3)
+        rxs = {}
+        if self.tb.namespaces():
+            for h in e.hosts:
+                rxs[h] = self.tb.host_rx(h)
+        if os.path.isfile(os.path.join(c["sysdir"], "run.json")):
+            self.set_run_json(eth0_rx_bytes=rxs)
+        stop(procs.matching("*"), 3)
+        if not self.tb.down():
+            self.log("%s: mlf-testbed down %s failed" % (c["sys"], e.cluster))
+        left_ns = self.tb.namespaces()
+        left_p = ["%s(%d)" % (p.name, p.pid) for p in procs.matching("*") if p.alive()]
+        if left_ns or left_p:
+            self.log("%s: teardown left namespaces [%s] processes [%s]" % (c["sys"], " ".join(left_ns), " ".join(left_p)))
+            self.teardown_ok = False
+        else:
+            self.log("%s: teardown done: no namespace %s-* and no process left" % (c["sys"], e.cname))
+        self.cur = None
+
+
+def count_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return 0
+
+
+def reached(files, target):
+    """An evaluation of FILES at or above TARGET (a partly written last line is skipped)."""
+    pat = re.compile(r'"accuracy": *([^,}]*)')
+    for fn in files:
+        try:
+            with open(fn) as f:
+                for line in f:
+                    m = pat.search(line)
+                    if m:
+                        try:
+                            if float(m.group(1)) >= target:
+                                return True
+                        except ValueError:
+                            pass
+        except OSError:
+            pass
+    return False
