@@ -9,14 +9,15 @@ INTEG_TESTS += tests/integration/fault_kill_server.sh tests/integration/fault_ki
                tests/integration/fault_loss_burst.sh
 BENCHES     += bench-fabric bench-replication
 
-# the runner's Python unit tests (pure parts: rate schedule, results, validation); the script
-# installed under build/tests runs python3 -m unittest discover -s tests/python
-$(BUILD)/tests/test_mlfcluster: tests/python/test_mlfcluster.sh tests/python/test_mlfcluster.py \
-		$(wildcard tools/mlfcluster/*.py)
+# the Python unit tests of the runner and the fault driver (pure parts: rate schedule, results,
+# validation, fault accounting); the script installed under build/tests runs
+# python3 -m unittest discover -s tests/python
+$(BUILD)/tests/test_python: tests/python/run_tests.sh $(wildcard tests/python/*.py) \
+		$(wildcard tools/mlfcluster/*.py) $(wildcard tools/mlffault/*.py)
 	@mkdir -p $(@D)
 	install -m 755 $< $@
 
-UNIT_TESTS  += $(BUILD)/tests/test_mlfcluster
+UNIT_TESTS  += $(BUILD)/tests/test_python
 
 .PHONY: bench-fabric bench-replication fault-tests
 bench-fabric: programs
