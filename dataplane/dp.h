@@ -38,7 +38,7 @@ struct dp {
 	struct dp_clock clk;
 };
 
-/** The one dataplane of this process (main.c). */
+/** The one dataplane of this process (dp.c; set up by main.c). */
 extern struct dp dp;
 
 #endif

@@ -11,7 +11,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "appif.h"
 #include "dp.h"
 #include "log.h"
 #include "portio.h"
@@ -46,6 +45,7 @@ struct rx_past {
 };
 
 static struct {
+	const struct transport_ops *ops; /* upward notifications (transport_init) */
 	struct xfer_tx **tx;
 	struct xfer_rx **rx;
 	int ntx, nrx, max;
@@ -87,8 +87,9 @@ static uint32_t frame_len(uint32_t payload)
 	return WIRE_HDRS_LEN + payload;
 }
 
-int transport_init(int max_xfers)
+int transport_init(int max_xfers, const struct transport_ops *ops)
 {
+	tp.ops = ops;
 	tp.max = max_xfers;
 	tp.tx = calloc((size_t)max_xfers, sizeof(*tp.tx));
 	tp.rx = calloc((size_t)max_xfers, sizeof(*tp.rx));
@@ -172,8 +173,7 @@ static struct xfer_tx *find_tx(uint64_t id)
 	return NULL;
 }
 
-uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t gen, char *err,
-			  size_t errlen)
+uint64_t transport_submit(const struct appmsg *m, int fd, uint64_t owner, char *err, size_t errlen)
 {
 	struct pacer_step steps[PACER_MAX_STEPS];
 	struct xfer_tx *x;
@@ -235,8 +235,7 @@ uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t g
 	x->bytes = m->bytes;
 	x->peer = peer;
 	x->chan = m->chan;
-	x->client = client;
-	x->client_gen = gen;
+	x->owner = owner;
 	x->timeout_ns = m->timeout_ns ? m->timeout_ns : dp.timeout_ns;
 	x->start_ns = m->start_ns ? m->start_ns : dp.clk.real_ns;
 	x->start_tsc = dp.clk.tsc;
@@ -293,7 +292,7 @@ static void finish_tx(struct xfer_tx *x, int status, const char *reason)
 			 x->bytes * 8.0 / (double)(x->end_ns - x->first_tx_ns + 1),
 			 (unsigned long long)x->sack.retransmits);
 	}
-	appif_tx_done(x, status);
+	tp.ops->tx_done(x, status);
 }
 
 static void free_tx(int i)
@@ -538,7 +537,7 @@ static void finish_rx(struct xfer_rx *x, int status, const char *reason)
 		log_info("xfer %llx from %s complete: %llu bytes", (unsigned long long)x->id,
 			 host_name(x->peer), (unsigned long long)x->bytes);
 	}
-	appif_rx_done(x, status, reason); /* takes x->fd */
+	tp.ops->rx_done(x, status, reason); /* takes x->fd */
 	x->fd = -1;
 	sack_rx_free(&x->sack);
 }
@@ -674,7 +673,7 @@ static void on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 		if (x->state != XFER_ACTIVE)
 			return;
 	}
-	if (sack_rx_complete(&x->sack) && !appif_rx_room()) {
+	if (sack_rx_complete(&x->sack) && !tp.ops->rx_room()) {
 		/* no room to queue it for the app: the sender must not be told it succeeded */
 		const char *why = "receiver's delivery queue is full (apps do not collect transfers)";
 		send_abort(peer, x->id, why);
@@ -705,7 +704,7 @@ static void on_abort(int peer, const struct wire_hdr *h, const uint8_t *body)
 	if (r && r->state == XFER_ACTIVE)
 		finish_rx(r, -ECONNABORTED, reason);
 	if (!t && !r && !find_past(peer, h->id))
-		appif_rx_aborted(peer, h->id, reason); /* aborted before its first frame reached us */
+		tp.ops->rx_aborted(peer, h->id, reason); /* aborted before its first frame reached us */
 }
 
 void transport_rx(const uint8_t *frame, uint16_t len)
@@ -820,13 +819,12 @@ int transport_timers(void)
 	return changed;
 }
 
-void transport_client_gone(int client)
+void transport_cancel(uint64_t owner)
 {
 	for (int i = 0; i < tp.ntx; i++) {
 		struct xfer_tx *x = tp.tx[i];
-		if (x->client != client)
+		if (x->owner != owner)
 			continue;
-		x->client = -1;
 		if (x->state == XFER_WAITING || x->state == XFER_ACTIVE) {
 			send_abort(x->peer, x->id, "sending application went away");
 			finish_tx(x, -ECANCELED, "sending application went away");

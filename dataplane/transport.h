@@ -21,8 +21,8 @@ struct xfer_tx {
 	uint64_t id;
 	int peer;             /* destination host index */
 	uint16_t chan;
-	int client;           /* appif connection that asked for it, -1 when it went away */
-	uint32_t client_gen;  /* generation of that connection slot */
+	uint64_t owner;       /* opaque tag of the requester (transport_submit), never interpreted
+	                       * here: the layer above finds its app connection with it */
 	void *map;            /* mapping of the app's buffer (read-only) */
 	size_t map_len;
 	struct portio_extmem *ext; /* the mapping, registered for zero-copy tx (NULL: frames copy) */
@@ -48,7 +48,7 @@ struct xfer_rx {
 	int peer;              /* source host index */
 	uint16_t chan;
 	int fd;                /* memfd holding the bytes (written with pwritev, never mapped here);
-				* handed to appif on completion */
+				* handed over by ops->rx_done on completion */
 	uint64_t bytes;
 	uint64_t first_ns, last_data_ns, last_sack_ns, end_ns, linger_until_ns;
 	uint64_t frames;
@@ -57,19 +57,57 @@ struct xfer_rx {
 };
 
 /**
- * transport_init - empty transfer tables. @max_xfers bounds concurrent outgoing and incoming
- * transfers each. Returns 0 or -ENOMEM.
+ * Upward notifications of the transport: how the layer above (the app interface) hears about
+ * the end of transfers without the transport calling it by name. Registered once at start-up
+ * by transport_init; every field must be set. All are called from the dataplane's main loop,
+ * inside transport_rx/transport_rx_flush/transport_tx/transport_timers/transport_cancel/
+ * transport_shutdown, never from another thread.
  */
-int transport_init(int max_xfers);
+struct transport_ops {
+	/**
+	 * tx_done - outgoing transfer @x ended, once per transfer: @status 0 when the peer
+	 * acknowledged every byte, else -errno (-ECONNABORTED peer abort, -ETIMEDOUT silent peer,
+	 * -ECANCELED cancelled or shutting down) with x->reason saying why. x->end_ns (CLOCK_REALTIME
+	 * ns), x->first_tx_ns, x->frames, x->sack.retransmits are final. @x is valid during the call
+	 * only; x->owner is the tag given to transport_submit.
+	 */
+	void (*tx_done)(const struct xfer_tx *x, int status);
+	/**
+	 * rx_done - incoming transfer @x ended, once per transfer: @status 0 with every byte of
+	 * x->bytes in the memfd x->fd, else -errno with @reason (text, never NULL on failure).
+	 * The callee takes ownership of x->fd in both cases (closes it or hands it on); @x is valid
+	 * during the call only.
+	 */
+	void (*rx_done)(const struct xfer_rx *x, int status, const char *reason);
+	/**
+	 * rx_room - asked just before a complete incoming transfer is acknowledged: 1 when rx_done
+	 * can still queue it for an app, 0 when not (the transport then fails it with -ENOBUFS and
+	 * tells the sender, which must not hear that it succeeded).
+	 */
+	int (*rx_room)(void);
+	/**
+	 * rx_aborted - host @peer (index in the cluster) aborted transfer @id of which this host
+	 * never received a frame; @reason names the peer and its reason. Lets an app waiting for
+	 * @id (a commit order) fail it instead of holding later transfers.
+	 */
+	void (*rx_aborted)(int peer, uint64_t id, const char *reason);
+};
+
+/**
+ * transport_init - empty transfer tables. @max_xfers bounds concurrent outgoing and incoming
+ * transfers each. @ops: the upward notifications (kept, not copied: static storage).
+ * Returns 0 or -ENOMEM.
+ */
+int transport_init(int max_xfers, const struct transport_ops *ops);
 
 /**
  * transport_submit - start an outgoing transfer from request @m (APPMSG_SEND) whose buffer is
- * the memfd @fd (consumed), for appif client @client/@gen.
+ * the memfd @fd (consumed). @owner: an opaque tag of the requester, stored in xfer_tx.owner
+ * (given back with ops->tx_done) and matched by transport_cancel.
  * Returns the new transfer's id, or 0 with @err saying why (unknown host, bad schedule,
  * buffer too small, duplicate id, too many transfers).
  */
-uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t gen, char *err,
-			  size_t errlen);
+uint64_t transport_submit(const struct appmsg *m, int fd, uint64_t owner, char *err, size_t errlen);
 
 /**
  * transport_rx - handle one received frame (already counted by portio). The payload of DATA
@@ -99,8 +137,11 @@ unsigned transport_tx(void);
  */
 int transport_timers(void);
 
-/** transport_client_gone - abort the outgoing transfers of a disconnected app. */
-void transport_client_gone(int client);
+/**
+ * transport_cancel - the requester @owner went away: abort its unfinished outgoing transfers
+ * (ABORT to the peer, ops->tx_done with -ECANCELED).
+ */
+void transport_cancel(uint64_t owner);
 
 /**
  * transport_shutdown - fail every unfinished transfer with -ECANCELED ("dataplane shutting
