@@ -1,4 +1,9 @@
-/* transport.h - transfers of the dataplane: paced segmentation, SACK reliability, reassembly, timeouts. */
+/* transport.h - transfers of the dataplane: paced segmentation, SACK reliability, reassembly, timeouts.
+ *
+ * The interface the loop and the app interface use; below it, sender.c (outgoing transfers),
+ * receiver.c (incoming ones) and egress.c (addressing, shaper, frames sent at once) share the
+ * records of xfer.h. Calls go down only: transport -> sender, receiver -> egress -> portio;
+ * what goes up (ends of transfers) goes through struct transport_ops. */
 #ifndef MLF_TRANSPORT_H
 #define MLF_TRANSPORT_H
 
@@ -6,55 +11,10 @@
 #include <stdint.h>
 
 #include "appmsg.h"
-#include "pacer.h"
-#include "sack.h"
-#include "tbucket.h"
+#include "xfer.h"
 
 /** Application channels 0..TRANSPORT_MAX_CHANS-1; SEND and DATA naming another are refused. */
-#define TRANSPORT_MAX_CHANS 64
-
-/** Life of a transfer. */
-enum xfer_state { XFER_WAITING = 0, XFER_ACTIVE, XFER_DONE, XFER_FAILED };
-
-/** An outgoing transfer (sender side). */
-struct xfer_tx {
-	uint64_t id;
-	int peer;             /* destination host index */
-	uint16_t chan;
-	uint64_t owner;       /* opaque tag of the requester (transport_submit), never interpreted
-	                       * here: the layer above finds its app connection with it */
-	void *map;            /* mapping of the app's buffer (read-only) */
-	size_t map_len;
-	struct portio_extmem *ext; /* the mapping, registered for zero-copy tx (NULL: frames copy) */
-	const uint8_t *data;  /* first byte to send */
-	uint64_t bytes;
-	uint64_t populated;   /* bytes of the mapping prefaulted so far */
-	uint64_t start_tsc, start_ns; /* commanded start: TSC tick and CLOCK_REALTIME ns */
-	uint64_t first_tx_ns, end_ns;
-	uint64_t last_tx_mono;  /* TSC-derived ns of the last DATA frame (keepalive while paused) */
-	uint64_t timeout_ns;
-	uint64_t frames;
-	enum xfer_state state;
-	struct pacer pacer;
-	struct tbucket tail;  /* repairs after a final rate step of 0: holes are resent at the last
-	                       * non-zero rate of the schedule (rate 0 when it has none) */
-	struct sack_tx sack;
-	char reason[APPMSG_REASON_MAX];
-};
-
-/** An incoming transfer (receiver side), reassembled into a memfd. */
-struct xfer_rx {
-	uint64_t id;
-	int peer;              /* source host index */
-	uint16_t chan;
-	int fd;                /* memfd holding the bytes (written with pwritev, never mapped here);
-				* handed over by ops->rx_done on completion */
-	uint64_t bytes;
-	uint64_t first_ns, last_data_ns, last_sack_ns, end_ns, linger_until_ns;
-	uint64_t frames;
-	enum xfer_state state;
-	struct sack_rx sack;
-};
+#define TRANSPORT_MAX_CHANS XFER_MAX_CHANS
 
 /**
  * Upward notifications of the transport: how the layer above (the app interface) hears about
@@ -155,19 +115,10 @@ int transport_rx_busy(uint64_t id);
 /** transport_active - number of unfinished transfers (both directions); idle back-off uses it. */
 int transport_active(void);
 
-/** Per-transfer figures for the monitor. */
-struct transport_stat {
-	uint64_t id;
-	int outgoing, peer;
-	enum xfer_state state;
-	uint64_t bytes, done_bytes, frames, retransmits;
-	double gbps_cmd;
-};
-
 /** transport_stats - copy up to @max transfers' figures into @out; returns how many. */
-int transport_stats(struct transport_stat *out, int max);
+int transport_stats(struct xfer_stat *out, int max);
 
-/** transport_set_shaper - port egress shaper rate in Gbit/s (0 = off). */
+/** transport_set_shaper - port egress shaper rate in Gbit/s of L2 frames (0 = off). */
 void transport_set_shaper(double gbps);
 
 /** transport_shaper_gbps - the current shaper rate (0 = off). */
