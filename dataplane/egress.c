@@ -73,11 +73,6 @@ void egress_set_shaper(double gbps)
 		log_info("shaper: egress unlimited");
 }
 
-double egress_shaper_gbps(void)
-{
-	return shaper.gbps;
-}
-
 void egress_refill(void)
 {
 	tbucket_refill(&shaper, dp.clk.tsc);

@@ -28,9 +28,6 @@ void egress_abort(int peer, uint64_t id, const char *why);
 /** egress_set_shaper - the port's egress rate in Gbit/s of L2 frames (0 = off); logged. */
 void egress_set_shaper(double gbps);
 
-/** egress_shaper_gbps - the shaper's rate in Gbit/s (0 = off). */
-double egress_shaper_gbps(void);
-
 /** egress_refill - add the shaper tokens earned up to this loop iteration's TSC sample. */
 void egress_refill(void);
 

@@ -36,11 +36,6 @@ void transport_set_shaper(double gbps)
 	egress_set_shaper(gbps);
 }
 
-double transport_shaper_gbps(void)
-{
-	return egress_shaper_gbps();
-}
-
 /* ABORT from @peer: fail the transfer of that id in both directions; an id this host never saw
  * may still be awaited by an app's commit order (ops->rx_aborted). */
 static void on_abort(int peer, const struct wire_hdr *h, const uint8_t *body)

@@ -121,7 +121,4 @@ int transport_stats(struct xfer_stat *out, int max);
 /** transport_set_shaper - port egress shaper rate in Gbit/s of L2 frames (0 = off). */
 void transport_set_shaper(double gbps);
 
-/** transport_shaper_gbps - the current shaper rate (0 = off). */
-double transport_shaper_gbps(void);
-
 #endif
