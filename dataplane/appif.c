@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "appmsg.h"
+#include "arr.h"
 #include "dp.h"
 #include "log.h"
 #include "delivery.h"
-#include "ctlrelay.h"
 
 #define MAX_CLIENTS 64
 #define MAX_CHANS TRANSPORT_MAX_CHANS
@@ -38,6 +38,7 @@ struct delivery {
 };
 
 static struct {
+	const struct appif_ops *ops; /* upward notifications (appif_init) */
 	int lfd;
 	char path[108];
 	struct client cl[MAX_CLIENTS];
@@ -47,11 +48,12 @@ static struct {
 	struct delivery_list order[MAX_CHANS];
 } ai = { .lfd = -1 };
 
-int appif_init(const char *path, char *err, size_t errlen)
+int appif_init(const char *path, const struct appif_ops *ops, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)], *slash;
 
+	ai.ops = ops;
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		ai.cl[i].fd = -1;
 	for (int i = 0; i < MAX_CHANS; i++)
@@ -109,18 +111,31 @@ static void reply(int c, struct appmsg *m)
 		rc = appmsg_send(cl->fd, m, -1);
 	if (rc != -EAGAIN)
 		return;
-	if (cl->nbacklog == cl->capbacklog) {
-		int cap = cl->capbacklog ? 2 * cl->capbacklog : 64;
-		struct appmsg *b = realloc(cl->backlog, (size_t)cap * sizeof(*b));
-		if (!b) {
-			log_err("app connection %d: out of memory, event of transfer %llx lost", c,
-				(unsigned long long)m->id);
-			return;
-		}
-		cl->backlog = b;
-		cl->capbacklog = cap;
+	void *b = cl->backlog;
+	if (arr_grow(&b, &cl->capbacklog, cl->nbacklog + 1, sizeof(*cl->backlog)) < 0) {
+		log_err("app connection %d: out of memory, event of transfer %llx lost", c,
+			(unsigned long long)m->id);
+		return;
 	}
+	cl->backlog = b;
 	cl->backlog[cl->nbacklog++] = *m;
+}
+
+/*
+ * The transport's opaque owner tag of a transfer: connection slot and its generation, so that
+ * an event of a transfer whose app went away never reaches a later app on the same slot.
+ */
+static uint64_t owner_of(int c)
+{
+	return (uint64_t)ai.cl[c].gen << 32 | (uint32_t)c;
+}
+
+/* The connection slot that still owns @owner, or -1 when that app went away. */
+static int owner_client(uint64_t owner)
+{
+	int c = (int)(uint32_t)owner;
+
+	return c >= 0 && c < MAX_CLIENTS && ai.cl[c].gen == (uint32_t)(owner >> 32) ? c : -1;
 }
 
 static void error_to(int c, const char *fmt, const char *arg)
@@ -174,12 +189,12 @@ static void enqueue(const struct appmsg *m, int fd)
 	deliver();
 }
 
-int appif_rx_room(void)
+static int rx_room(void)
 {
 	return ai.npend < MAX_PENDING;
 }
 
-void appif_rx_done(const struct xfer_rx *x, int status, const char *reason)
+static void rx_done(const struct xfer_rx *x, int status, const char *reason)
 {
 	struct appmsg m = { .type = APPMSG_RX_DONE, .status = status, .id = x->id, .bytes = x->bytes,
 			    .chan = x->chan, .end_ns = x->end_ns, .frames = x->frames };
@@ -211,7 +226,7 @@ static void fail_awaited(uint64_t id, int status, const char *peer, const char *
 	}
 }
 
-void appif_rx_aborted(int peer, uint64_t id, const char *reason)
+static void rx_aborted(int peer, uint64_t id, const char *reason)
 {
 	fail_awaited(id, -ECONNABORTED, dp.cluster.hosts[peer].name, reason);
 }
@@ -236,22 +251,32 @@ void appif_check_order(uint64_t hold_ns)
 	}
 }
 
-void appif_tx_done(const struct xfer_tx *x, int status)
+static void tx_done(const struct xfer_tx *x, int status)
 {
+	int c = owner_client(x->owner);
 	struct appmsg m = { .type = APPMSG_TX_DONE, .status = status, .id = x->id, .bytes = x->bytes,
 			    .chan = x->chan, .first_tx_ns = x->first_tx_ns, .end_ns = x->end_ns,
 			    .retransmits = x->sack.retransmits, .frames = x->frames };
 
-	if (x->client < 0 || ai.cl[x->client].gen != x->client_gen)
+	if (c < 0)
 		return;
 	m.start_error_ns = x->first_tx_ns ? (int64_t)(x->first_tx_ns - x->start_ns) : 0;
 	snprintf(m.peer, sizeof(m.peer), "%s", dp.cluster.hosts[x->peer].name);
 	snprintf(m.reason, sizeof(m.reason), "%s", x->reason);
-	reply(x->client, &m);
+	reply(c, &m);
 }
+
+const struct transport_ops appif_transport_ops = {
+	.tx_done = tx_done,
+	.rx_done = rx_done,
+	.rx_room = rx_room,
+	.rx_aborted = rx_aborted,
+};
 
 static void drop_client(int c)
 {
+	uint64_t owner = owner_of(c);
+
 	close(ai.cl[c].fd);
 	ai.cl[c].fd = -1;
 	ai.cl[c].gen++;
@@ -261,8 +286,8 @@ static void drop_client(int c)
 	for (int i = 0; i < MAX_CHANS; i++)
 		if (ai.listener[i] == c)
 			ai.listener[i] = -1;
-	transport_client_gone(c);
-	ctlrelay_client_gone(c);
+	transport_cancel(owner); /* its events are dropped: the generation changed */
+	ai.ops->client_gone(c);
 }
 
 void appif_ctl_to(int c, const char *text)
@@ -337,7 +362,7 @@ static void serve(int c)
 				break;
 			}
 			err[0] = '\0';
-			r.id = transport_submit(&m, fd, c, ai.cl[c].gen, err, sizeof(err));
+			r.id = transport_submit(&m, fd, owner_of(c), err, sizeof(err));
 			if (!r.id) {
 				r.status = -EINVAL;
 				snprintf(r.reason, sizeof(r.reason), "%s", err);
@@ -369,7 +394,7 @@ static void serve(int c)
 			deliver();
 			break;
 		case APPMSG_CTL:
-			ctlrelay_from_app(c, m.u.text);
+			ai.ops->ctl_from_app(c, m.u.text);
 			break;
 		default:
 			error_to(c, "unknown request type%s", "");

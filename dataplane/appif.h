@@ -5,35 +5,39 @@
 #include "transport.h"
 
 /**
- * appif_init - listen on the Unix SOCK_SEQPACKET socket @path (a stale file is replaced, the
- * directory created). Returns 0 or -errno with @err naming the path.
+ * Upward notifications of the app interface: what it passes to the layer above (the control
+ * relay) without calling it by name. Registered once at start-up by appif_init; every field
+ * must be set. Called from appif_poll (main loop) only.
  */
-int appif_init(const char *path, char *err, size_t errlen);
+struct appif_ops {
+	/**
+	 * ctl_from_app - app connection @client (0..63) sent the control JSON @text (NUL-terminated,
+	 * at most APPMSG_CTL_MAX bytes); the callee may answer with appif_ctl_to(@client, ...).
+	 */
+	void (*ctl_from_app)(int client, const char *text);
+	/**
+	 * client_gone - app connection @client closed (or broke); its outgoing transfers have
+	 * already been cancelled. The slot number may be reused by a later connection.
+	 */
+	void (*client_gone)(int client);
+};
+
+/**
+ * The app interface's answers to the transport's notifications (struct transport_ops):
+ * completion and failure events to the apps, ordered delivery of incoming transfers. Given to
+ * transport_init by main at start-up.
+ */
+extern const struct transport_ops appif_transport_ops;
+
+/**
+ * appif_init - listen on the Unix SOCK_SEQPACKET socket @path (a stale file is replaced, the
+ * directory created). @ops: upward notifications (kept, not copied: static storage).
+ * Returns 0 or -errno with @err naming the path.
+ */
+int appif_init(const char *path, const struct appif_ops *ops, char *err, size_t errlen);
 
 /** appif_poll - accept connections and serve requests without blocking. Returns 1 if any. */
 int appif_poll(void);
-
-/** appif_tx_done - report the end of outgoing transfer @x (status 0 or -errno) to its app. */
-void appif_tx_done(const struct xfer_tx *x, int status);
-
-/**
- * appif_rx_done - an incoming transfer ended: queue it for the listener of its channel, in the
- * commit order when one was given. Takes ownership of x->fd. @reason: failure text or NULL.
- */
-void appif_rx_done(const struct xfer_rx *x, int status, const char *reason);
-
-/**
- * appif_rx_room - 1 when a finished incoming transfer can still be queued for its listener, 0
- * when the delivery queue is full (the caller fails the transfer and tells the sender).
- */
-int appif_rx_room(void);
-
-/**
- * appif_rx_aborted - host @peer aborted transfer @id that this host never started receiving:
- * a channel whose commit order waits for @id gets a failure event (status -ECONNABORTED,
- * @reason) instead of holding later transfers forever.
- */
-void appif_rx_aborted(int peer, uint64_t id, const char *reason);
 
 /**
  * appif_check_order - hold timeout of ordered delivery: when the next id of a channel's commit

@@ -42,6 +42,11 @@ static struct {
 	char apps[MAX_APPS][APP_NAME_MAX]; /* "app" name registered by each app connection */
 } cr = { .connecting_fd = -1 };
 
+/*
+ * Seconds of CLOCK_REALTIME for "t" of heartbeats and link reports. Not clock_real_s(): this
+ * reads the sample the main loop took at the top of this iteration (dp.clk.real_ns, the same
+ * instant as the counters and timers it reports with), and costs no extra system call.
+ */
 static double now_real(void)
 {
 	return (double)dp.clk.real_ns / 1e9;

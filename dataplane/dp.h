@@ -38,7 +38,13 @@ struct dp {
 	struct dp_clock clk;
 };
 
-/** The one dataplane of this process (main.c). */
+/** The one dataplane of this process (dp.c; set up by main.c). */
 extern struct dp dp;
+
+/** dp_host_name - the name of host @i of the cluster (for logs and reasons). */
+static inline const char *dp_host_name(int i)
+{
+	return dp.cluster.hosts[i].name;
+}
 
 #endif

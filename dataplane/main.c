@@ -33,8 +33,13 @@
 #define IDLE_SLEEP_MAX_NS 500000    /* idle: ~2000 wake-ups per second, ring holds 4096 frames */
 #define IDLE_SLEEP_ACTIVE_NS 20000 /* cap while transfers wait for their start time or pacing */
 
-struct dp dp;
 static volatile sig_atomic_t force_quit;
+
+/* What the app interface passes up to the control relay (struct appif_ops). */
+static const struct appif_ops relay_ops = {
+	.ctl_from_app = ctlrelay_from_app,
+	.client_gone = ctlrelay_client_gone,
+};
 
 static void on_signal(int sig)
 {
@@ -291,12 +296,12 @@ int main(int argc, char **argv)
 	if ((ret = portio_init((uint16_t)o.port, dp.cluster.mtu, dp.my_mac, err, sizeof(err))) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
 	udp_fd = hold_udp_port(dp.cluster.udp_port);
-	if (transport_init(MAX_XFERS) < 0)
+	if (transport_init(MAX_XFERS, &appif_transport_ops) < 0)
 		rte_exit(EXIT_FAILURE, "out of memory for transfer tables\n");
 	transport_set_shaper(o.shaper);
 	if (monitor_init(&faults, o.shaper) < 0)
 		rte_exit(EXIT_FAILURE, "cannot set up telemetry commands or faults\n");
-	if (appif_init(o.sock, err, sizeof(err)) < 0)
+	if (appif_init(o.sock, &relay_ops, err, sizeof(err)) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
 	if (!o.scheduler) {
 		int s = cluster_find_role(&dp.cluster, CLUSTER_ROLE_SCHEDULER);

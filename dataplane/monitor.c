@@ -19,7 +19,7 @@
 static struct {
 	pthread_mutex_t lock;  /* guards everything below (telemetry thread vs main loop) */
 	struct dp_counters cnt;
-	struct transport_stat xf[MAX_SHOWN];
+	struct xfer_stat xf[MAX_SHOWN];
 	int nxf;
 	double rx_gbps, tx_gbps; /* measured over the last snapshot interval */
 	struct fault_spec faults;
@@ -63,7 +63,7 @@ static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	if (xs) {
 		rte_tel_data_start_array(xs, RTE_TEL_STRING_VAL);
 		for (int i = 0; i < mon.nxf; i++) {
-			const struct transport_stat *s = &mon.xf[i];
+			const struct xfer_stat *s = &mon.xf[i];
 			char line[RTE_TEL_MAX_STRING_LEN];
 			snprintf(line, sizeof(line), "%llx %s %s %s %llu/%llu bytes frames=%llu retx=%llu rate=%.3f",
 				 (unsigned long long)s->id, s->outgoing ? "to" : "from",
@@ -218,7 +218,7 @@ int monitor_init(const struct fault_spec *faults, double shaper_gbps)
 
 void monitor_step(void)
 {
-	struct transport_stat xf[MAX_SHOWN];
+	struct xfer_stat xf[MAX_SHOWN];
 	int n = transport_stats(xf, MAX_SHOWN), fp, sp;
 	struct fault_spec f;
 	double g, dt;

@@ -1,4 +1,9 @@
-/* transport.h - transfers of the dataplane: paced segmentation, SACK reliability, reassembly, timeouts. */
+/* transport.h - transfers of the dataplane: paced segmentation, SACK reliability, reassembly, timeouts.
+ *
+ * The interface the loop and the app interface use; below it, sender.c (outgoing transfers),
+ * receiver.c (incoming ones) and egress.c (addressing, shaper, frames sent at once) share the
+ * records of xfer.h. Calls go down only: transport -> sender, receiver -> egress -> portio;
+ * what goes up (ends of transfers) goes through struct transport_ops. */
 #ifndef MLF_TRANSPORT_H
 #define MLF_TRANSPORT_H
 
@@ -6,70 +11,63 @@
 #include <stdint.h>
 
 #include "appmsg.h"
-#include "pacer.h"
-#include "sack.h"
-#include "tbucket.h"
+#include "xfer.h"
 
 /** Application channels 0..TRANSPORT_MAX_CHANS-1; SEND and DATA naming another are refused. */
-#define TRANSPORT_MAX_CHANS 64
+#define TRANSPORT_MAX_CHANS XFER_MAX_CHANS
 
-/** Life of a transfer. */
-enum xfer_state { XFER_WAITING = 0, XFER_ACTIVE, XFER_DONE, XFER_FAILED };
-
-/** An outgoing transfer (sender side). */
-struct xfer_tx {
-	uint64_t id;
-	int peer;             /* destination host index */
-	uint16_t chan;
-	int client;           /* appif connection that asked for it, -1 when it went away */
-	uint32_t client_gen;  /* generation of that connection slot */
-	void *map;            /* mapping of the app's buffer (read-only) */
-	size_t map_len;
-	struct portio_extmem *ext; /* the mapping, registered for zero-copy tx (NULL: frames copy) */
-	const uint8_t *data;  /* first byte to send */
-	uint64_t bytes;
-	uint64_t populated;   /* bytes of the mapping prefaulted so far */
-	uint64_t start_tsc, start_ns; /* commanded start: TSC tick and CLOCK_REALTIME ns */
-	uint64_t first_tx_ns, end_ns;
-	uint64_t last_tx_mono;  /* TSC-derived ns of the last DATA frame (keepalive while paused) */
-	uint64_t timeout_ns;
-	uint64_t frames;
-	enum xfer_state state;
-	struct pacer pacer;
-	struct tbucket tail;  /* repairs after a final rate step of 0: holes are resent at the last
-	                       * non-zero rate of the schedule (rate 0 when it has none) */
-	struct sack_tx sack;
-	char reason[APPMSG_REASON_MAX];
-};
-
-/** An incoming transfer (receiver side), reassembled into a memfd. */
-struct xfer_rx {
-	uint64_t id;
-	int peer;              /* source host index */
-	uint16_t chan;
-	int fd;                /* memfd holding the bytes (written with pwritev, never mapped here);
-				* handed to appif on completion */
-	uint64_t bytes;
-	uint64_t first_ns, last_data_ns, last_sack_ns, end_ns, linger_until_ns;
-	uint64_t frames;
-	enum xfer_state state;
-	struct sack_rx sack;
+/**
+ * Upward notifications of the transport: how the layer above (the app interface) hears about
+ * the end of transfers without the transport calling it by name. Registered once at start-up
+ * by transport_init; every field must be set. All are called from the dataplane's main loop,
+ * inside transport_rx/transport_rx_flush/transport_tx/transport_timers/transport_cancel/
+ * transport_shutdown, never from another thread.
+ */
+struct transport_ops {
+	/**
+	 * tx_done - outgoing transfer @x ended, once per transfer: @status 0 when the peer
+	 * acknowledged every byte, else -errno (-ECONNABORTED peer abort, -ETIMEDOUT silent peer,
+	 * -ECANCELED cancelled or shutting down) with x->reason saying why. x->end_ns (CLOCK_REALTIME
+	 * ns), x->first_tx_ns, x->frames, x->sack.retransmits are final. @x is valid during the call
+	 * only; x->owner is the tag given to transport_submit.
+	 */
+	void (*tx_done)(const struct xfer_tx *x, int status);
+	/**
+	 * rx_done - incoming transfer @x ended, once per transfer: @status 0 with every byte of
+	 * x->bytes in the memfd x->fd, else -errno with @reason (text, never NULL on failure).
+	 * The callee takes ownership of x->fd in both cases (closes it or hands it on); @x is valid
+	 * during the call only.
+	 */
+	void (*rx_done)(const struct xfer_rx *x, int status, const char *reason);
+	/**
+	 * rx_room - asked just before a complete incoming transfer is acknowledged: 1 when rx_done
+	 * can still queue it for an app, 0 when not (the transport then fails it with -ENOBUFS and
+	 * tells the sender, which must not hear that it succeeded).
+	 */
+	int (*rx_room)(void);
+	/**
+	 * rx_aborted - host @peer (index in the cluster) aborted transfer @id of which this host
+	 * never received a frame; @reason names the peer and its reason. Lets an app waiting for
+	 * @id (a commit order) fail it instead of holding later transfers.
+	 */
+	void (*rx_aborted)(int peer, uint64_t id, const char *reason);
 };
 
 /**
  * transport_init - empty transfer tables. @max_xfers bounds concurrent outgoing and incoming
- * transfers each. Returns 0 or -ENOMEM.
+ * transfers each. @ops: the upward notifications (kept, not copied: static storage).
+ * Returns 0 or -ENOMEM.
  */
-int transport_init(int max_xfers);
+int transport_init(int max_xfers, const struct transport_ops *ops);
 
 /**
  * transport_submit - start an outgoing transfer from request @m (APPMSG_SEND) whose buffer is
- * the memfd @fd (consumed), for appif client @client/@gen.
+ * the memfd @fd (consumed). @owner: an opaque tag of the requester, stored in xfer_tx.owner
+ * (given back with ops->tx_done) and matched by transport_cancel.
  * Returns the new transfer's id, or 0 with @err saying why (unknown host, bad schedule,
  * buffer too small, duplicate id, too many transfers).
  */
-uint64_t transport_submit(const struct appmsg *m, int fd, int client, uint32_t gen, char *err,
-			  size_t errlen);
+uint64_t transport_submit(const struct appmsg *m, int fd, uint64_t owner, char *err, size_t errlen);
 
 /**
  * transport_rx - handle one received frame (already counted by portio). The payload of DATA
@@ -99,8 +97,11 @@ unsigned transport_tx(void);
  */
 int transport_timers(void);
 
-/** transport_client_gone - abort the outgoing transfers of a disconnected app. */
-void transport_client_gone(int client);
+/**
+ * transport_cancel - the requester @owner went away: abort its unfinished outgoing transfers
+ * (ABORT to the peer, ops->tx_done with -ECANCELED).
+ */
+void transport_cancel(uint64_t owner);
 
 /**
  * transport_shutdown - fail every unfinished transfer with -ECANCELED ("dataplane shutting
@@ -114,22 +115,10 @@ int transport_rx_busy(uint64_t id);
 /** transport_active - number of unfinished transfers (both directions); idle back-off uses it. */
 int transport_active(void);
 
-/** Per-transfer figures for the monitor. */
-struct transport_stat {
-	uint64_t id;
-	int outgoing, peer;
-	enum xfer_state state;
-	uint64_t bytes, done_bytes, frames, retransmits;
-	double gbps_cmd;
-};
-
 /** transport_stats - copy up to @max transfers' figures into @out; returns how many. */
-int transport_stats(struct transport_stat *out, int max);
+int transport_stats(struct xfer_stat *out, int max);
 
-/** transport_set_shaper - port egress shaper rate in Gbit/s (0 = off). */
+/** transport_set_shaper - port egress shaper rate in Gbit/s of L2 frames (0 = off). */
 void transport_set_shaper(double gbps);
-
-/** transport_shaper_gbps - the current shaper rate (0 = off). */
-double transport_shaper_gbps(void);
 
 #endif

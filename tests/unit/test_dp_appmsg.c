@@ -1,4 +1,4 @@
-/* test_dp_appmsg.c - Check tests of the app protocol (appmsg.c) and libmlfabric buffers (mlfabric.c). */
+/* test_dp_appmsg.c - Check tests of the app protocol (lib/proto/appmsg.c) and libmlfabric buffers (lib/mlfabric/dpclient.c). */
 #include <check.h>
 #include <errno.h>
 #include <string.h>

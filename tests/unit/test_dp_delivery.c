@@ -1,4 +1,4 @@
-/* test_dp_delivery.c - Check tests of commit-order delivery bookkeeping (dataplane/delivery.c). */
+/* test_dp_delivery.c - Check tests of commit-order delivery bookkeeping (dataplane/core/delivery.c). */
 #include <check.h>
 
 #include "delivery.h"

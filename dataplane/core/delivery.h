@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 /**
- * The commit order of one application channel (DESIGN.md §5 ordered delivery): ids[0..n) in
+ * The commit order of one application channel (docs/dataplane.md, ordered delivery): ids[0..n) in
  * order; done[i] once ids[i] was handed to the app (delivered or reported failed). Handed-over
  * ids at the head are dropped, so ids[0] is always the one the channel waits for.
  * head_id/head_since_ns: the head and since when (ns) it holds the channel (delivery_stalled).

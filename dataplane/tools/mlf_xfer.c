@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "dpclient.h"
 
 #define MAX_COUNT 1024
@@ -35,13 +35,6 @@ static void usage(FILE *out)
 		"  each payload to FILE (K=1) or DIR/<id>, prints: recv id= from= bytes= status=ok|failed.\n"
 		"  --order: commit order; those transfers are handed over in this order (early ones held).\n"
 		"  Exit 0 iff all ok.\n");
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
@@ -222,7 +215,7 @@ static int do_send(mlfabric_t *m, int argc, char **argv)
 	req.steps = n_steps ? steps : NULL;
 	req.n_steps = n_steps;
 	req.timeout_s = timeout;
-	req.start_ns = start_at ? start_at : start_in >= 0 ? now_ns() + (uint64_t)(start_in * 1e6) : 0;
+	req.start_ns = start_at ? start_at : start_in >= 0 ? clock_real_ns() + (uint64_t)(start_in * 1e6) : 0;
 	for (uint64_t k = 0; k < count; k++) {
 		req.id = first_id ? first_id + k : 0;
 		if (mlfabric_send(m, &req, &ids[k], err, sizeof(err)) < 0) {
@@ -339,12 +332,12 @@ static int do_recv(mlfabric_t *m, int argc, char **argv)
 		fprintf(stderr, "mlf-xfer: listen: %s\n", strerror(-rc));
 		return 1;
 	}
-	deadline = timeout > 0 ? now_ns() + (uint64_t)(timeout * 1e9) : 0;
+	deadline = timeout > 0 ? clock_real_ns() + (uint64_t)(timeout * 1e9) : 0;
 	while (got < count) {
 		struct mlfabric_event ev;
 		int wait_ms = -1;
 		if (deadline) {
-			uint64_t t = now_ns();
+			uint64_t t = clock_real_ns();
 			if (t >= deadline) {
 				fprintf(stderr, "mlf-xfer: timeout: %" PRIu64 " of %" PRIu64 " transfers arrived "
 					"within %.1f s\n", got, count, timeout);

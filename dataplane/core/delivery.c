@@ -5,23 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arr.h"
+
 int delivery_add(struct delivery_list *o, const uint64_t *ids, int n, int replace)
 {
 	int base = replace ? 0 : o->n;
+	/* both arrays grow alike from the same capacity; o->cap is raised only when both did */
+	void *pi = o->ids, *pd = o->done;
+	int cap_ids = o->cap, cap_done = o->cap, rc;
 
-	if (base + n > o->cap) {
-		int cap = (base + n) * 2;
-		uint64_t *ni = realloc(o->ids, (size_t)cap * sizeof(*ni));
-		uint8_t *nd;
-		if (!ni)
-			return -ENOMEM;
-		o->ids = ni;
-		nd = realloc(o->done, (size_t)cap);
-		if (!nd)
-			return -ENOMEM;
-		o->done = nd;
-		o->cap = cap;
-	}
+	rc = arr_grow(&pi, &cap_ids, base + n, sizeof(*o->ids));
+	o->ids = pi;
+	if (rc == 0)
+		rc = arr_grow(&pd, &cap_done, base + n, sizeof(*o->done));
+	o->done = pd;
+	if (rc < 0)
+		return -ENOMEM;
+	o->cap = cap_ids < cap_done ? cap_ids : cap_done;
 	for (int i = 0; i < n; i++) {
 		o->ids[base + i] = ids[i];
 		o->done[base + i] = 0;

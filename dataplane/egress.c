@@ -1,0 +1,89 @@
+/* egress.c - this host's end of the links: frame addressing, the port's egress shaper, frames sent at once. */
+#include "egress.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "dp.h"
+#include "log.h"
+#include "portio.h"
+#include "tbucket.h"
+
+#define SHAPER_BURST_S 2e-3      /* shaper depth in seconds of its rate, like tc tbf's burst */
+#define SHAPER_MIN_DEPTH 65536.0  /* bytes */
+
+static struct tbucket shaper;
+
+void egress_init(void)
+{
+	tbucket_init(&shaper, 0, SHAPER_MIN_DEPTH, dp.hz, dp.clk.tsc);
+}
+
+uint32_t egress_frame_len(uint32_t payload)
+{
+	return WIRE_HDRS_LEN + payload;
+}
+
+void egress_addr(int peer, struct wire_addr *a)
+{
+	const struct cluster_host *me = &dp.cluster.hosts[dp.me], *h = &dp.cluster.hosts[peer];
+
+	memcpy(a->src_mac, dp.my_mac, 6);
+	memcpy(a->dst_mac, h->mac, 6);
+	a->src_ip = me->ip;
+	a->dst_ip = h->ip;
+	a->udp_port = dp.cluster.udp_port;
+}
+
+int egress_now(int peer, struct wire_hdr *h, const void *body)
+{
+	struct wire_addr a;
+	struct rte_mbuf *f;
+	uint8_t *p = portio_tx_alloc((uint16_t)egress_frame_len(h->len), &f);
+
+	if (!p)
+		return -ENOBUFS;
+	egress_addr(peer, &a);
+	if (h->len)
+		memcpy(p + WIRE_HDRS_LEN, body, h->len);
+	wire_encode(p, &a, h);
+	tbucket_force(&shaper, egress_frame_len(h->len));
+	portio_tx_send(f, dp.clk.tsc);
+	return 0;
+}
+
+void egress_abort(int peer, uint64_t id, const char *why)
+{
+	struct wire_hdr h = { .type = WIRE_ABORT, .id = id, .len = (uint32_t)strlen(why) };
+
+	if (egress_now(peer, &h, why) == 0)
+		dp.cnt.tx_abort++;
+}
+
+void egress_set_shaper(double gbps)
+{
+	double depth = gbps * 1e9 / 8 * SHAPER_BURST_S;
+
+	/* deep enough to ride out a short deschedule of the loop, shallow enough to stay a shaper */
+	shaper.burst = depth > SHAPER_MIN_DEPTH ? depth : SHAPER_MIN_DEPTH;
+	tbucket_set_rate(&shaper, gbps, dp.clk.tsc);
+	if (gbps > 0)
+		log_info("shaper: egress limited to %.3f Gbit/s, depth %.0f bytes", gbps, shaper.burst);
+	else
+		log_info("shaper: egress unlimited");
+}
+
+void egress_refill(void)
+{
+	tbucket_refill(&shaper, dp.clk.tsc);
+}
+
+int egress_take(uint32_t bytes)
+{
+	return tbucket_take(&shaper, bytes);
+}
+
+void egress_refund(uint32_t bytes)
+{
+	tbucket_refund(&shaper, bytes);
+}

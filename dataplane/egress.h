@@ -1,0 +1,40 @@
+/* egress.h - this host's end of the links: frame addressing, the port's egress shaper, frames sent at once. */
+#ifndef MLF_EGRESS_H
+#define MLF_EGRESS_H
+
+#include <stdint.h>
+
+#include "wire.h"
+
+/** egress_init - the shaper off (rate 0), full. Call after dp.hz and dp.clk are set. */
+void egress_init(void);
+
+/** egress_frame_len - bytes of the L2 frame (Ethernet header included) carrying @payload bytes. */
+uint32_t egress_frame_len(uint32_t payload);
+
+/** egress_addr - fill @a with the Ethernet/IP/UDP addresses from this host to host @peer. */
+void egress_addr(int peer, struct wire_addr *a);
+
+/**
+ * egress_now - send the frame of header @h (h->len bytes of @body follow it) to host @peer at
+ * once, charged to the shaper without waiting for tokens (acknowledgements, aborts and
+ * keepalives must not queue behind data). Returns 0, or -ENOBUFS when no frame buffer is free.
+ */
+int egress_now(int peer, struct wire_hdr *h, const void *body);
+
+/** egress_abort - send ABORT of transfer @id to @peer with the text @why; counted when sent. */
+void egress_abort(int peer, uint64_t id, const char *why);
+
+/** egress_set_shaper - the port's egress rate in Gbit/s of L2 frames (0 = off); logged. */
+void egress_set_shaper(double gbps);
+
+/** egress_refill - add the shaper tokens earned up to this loop iteration's TSC sample. */
+void egress_refill(void);
+
+/** egress_take - 1 and spend @bytes of shaper tokens if there are enough (or it is off), else 0. */
+int egress_take(uint32_t bytes);
+
+/** egress_refund - give back @bytes taken by egress_take() for a frame that was not sent. */
+void egress_refund(uint32_t bytes);
+
+#endif

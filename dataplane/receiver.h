@@ -1,0 +1,61 @@
+/* receiver.h - incoming transfers: reassembly into memfds, SACKs, late frames, timeouts. */
+#ifndef MLF_RECEIVER_H
+#define MLF_RECEIVER_H
+
+#include <stdint.h>
+
+#include "wire.h"
+#include "xfer.h"
+
+/**
+ * receiver_init - empty table of at most @max incoming transfers in segments of @seg payload
+ * bytes (DATA with another segment size is refused). @rx_done, @rx_room: see transport_ops.
+ * Returns 0 or -ENOMEM.
+ */
+int receiver_init(int max, uint32_t seg, void (*rx_done)(const struct xfer_rx *x, int status,
+							const char *reason),
+		  int (*rx_room)(void));
+
+/**
+ * receiver_on_data - DATA @h/@body (h->len payload bytes) from host @peer: start, continue or
+ * complete a transfer, answer late frames of finished ones, SACK when due. The payload is
+ * written by receiver_flush, so @body must stay valid until then.
+ */
+void receiver_on_data(int peer, const struct wire_hdr *h, const uint8_t *body);
+
+/**
+ * receiver_flush - write the payload gathered since the last call into the memfd (one pwritev
+ * per run of consecutive segments); a transfer whose memfd cannot be written fails (-ENOMEM)
+ * and its sender is told by ABORT.
+ */
+void receiver_flush(void);
+
+/**
+ * receiver_abort - host @peer aborted transfer @id with @reason: fail it (-ECONNABORTED) when
+ * it is being received. Returns 1 when this host receives or recently received @id from
+ * @peer, 0 when it never saw a frame of it.
+ */
+int receiver_abort(int peer, uint64_t id, const char *reason);
+
+/**
+ * receiver_timers - SACKs of idle transfers, peer silence (-ETIMEDOUT, ABORT sent), finished
+ * transfers reduced to a small record for late frames. Returns 1 if anything changed.
+ */
+int receiver_timers(void);
+
+/** receiver_fail_all - fail every active transfer (-ECANCELED, ABORT sent): shutting down. */
+void receiver_fail_all(void);
+
+/** receiver_free - free every transfer and the tables. */
+void receiver_free(void);
+
+/** receiver_busy - 1 when transfer @id (any peer) is being received now, else 0. */
+int receiver_busy(uint64_t id);
+
+/** receiver_active - incoming transfers being received. */
+int receiver_active(void);
+
+/** receiver_stats - copy up to @max transfers' figures into @out; returns how many. */
+int receiver_stats(struct xfer_stat *out, int max);
+
+#endif
