@@ -1,0 +1,102 @@
+"""Unit tests of tools/check-layers: it flags an include from a layer above, a forbidden system
+header in the pure planner, and a file-level circle of calls found in real objects (gcc + nm),
+and accepts one-way calls."""
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.path.join(HERE, "..", "..", "tools", "check-layers")
+
+
+def load_tool():
+    loader = importlib.machinery.SourceFileLoader("check_layers", TOOL)
+    spec = importlib.util.spec_from_loader("check_layers", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+CL = load_tool()
+
+
+def write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+class Includes(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="mlf-layers-")
+        write(self.root, "lib/base/log.h", "/* log */\n")
+        write(self.root, "scheduler/daemon/sched_state.h", "/* daemon state */\n")
+        write(self.root, "scheduler/planner/plan.h", '#include "log.h"\n')
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def test_clean_tree_passes(self):
+        write(self.root, "scheduler/planner/plan.c", '#include "plan.h"\n#include "log.h"\n#include <string.h>\n')
+        write(self.root, "scheduler/daemon/sched_batch.c", '#include "sched_state.h"\n#include "plan.h"\n')
+        self.assertEqual(CL.check_includes(self.root), [])
+
+    def test_include_from_a_layer_above_is_named(self):
+        write(self.root, "scheduler/planner/plan.c", '#include "sched_state.h"\n')
+        bad = CL.check_includes(self.root)
+        self.assertEqual(len(bad), 1)
+        self.assertIn("scheduler/planner/plan.c", bad[0])
+        self.assertIn('"sched_state.h" from scheduler/daemon', bad[0])
+
+    def test_jansson_in_the_planner_is_refused(self):
+        write(self.root, "scheduler/planner/plan.c", "#include <jansson.h>\n")
+        bad = CL.check_includes(self.root)
+        self.assertEqual(len(bad), 1)
+        self.assertIn("<jansson.h>", bad[0])
+
+
+@unittest.skipUnless(shutil.which("gcc") and shutil.which("nm"), "needs gcc and nm")
+class Calls(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="mlf-calls-")
+        self.build = os.path.join(self.root, "build")
+        self.saved = CL.CALL_COMPONENTS
+        CL.CALL_COMPONENTS = ["scheduler"]
+
+    def tearDown(self):
+        CL.CALL_COMPONENTS = self.saved
+        shutil.rmtree(self.root)
+
+    def compile(self, rel, text):
+        write(self.root, rel, text)
+        obj = os.path.join(self.build, rel[:-2] + ".o")
+        os.makedirs(os.path.dirname(obj), exist_ok=True)
+        subprocess.run(["gcc", "-c", "-o", obj, os.path.join(self.root, rel)], check=True)
+
+    def test_circle_between_two_files_is_found(self):
+        self.compile("scheduler/daemon/a.c", "int b_f(void); int a_f(void) { return b_f(); }\n")
+        self.compile("scheduler/daemon/b.c", "int a_f(void); int b_f(void) { return 1; }\n"
+                     "int b_g(void) { return a_f(); }\n")
+        bad = CL.check_calls(self.root, self.build)
+        self.assertEqual(len(bad), 1)
+        self.assertIn("circle of calls in scheduler/", bad[0])
+        self.assertIn("a.o -> scheduler/daemon/b.o (b_f)", bad[0])
+
+    def test_one_way_calls_pass_and_stale_objects_are_ignored(self):
+        self.compile("scheduler/daemon/a.c", "int b_f(void); int a_f(void) { return b_f(); }\n")
+        self.compile("scheduler/daemon/b.c", "int old_f(void); int b_f(void) { return old_f(); }\n")
+        # an object whose source was moved away must not count (counted, it closes a -> b -> old -> a)
+        self.compile("scheduler/daemon/old.c", "int a_f(void); int b_f(void);\n"
+                     "int old_f(void) { return a_f(); }\n")
+        os.remove(os.path.join(self.root, "scheduler/daemon/old.c"))
+        self.compile("scheduler/daemon/c.c", "int b_f(void); int c_f(void) { return b_f(); }\n")
+        self.assertEqual(CL.check_calls(self.root, self.build), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
