@@ -20,6 +20,7 @@
 #include "dp.h"
 #include "log.h"
 #include "monitor.h"
+#include "proto.h"
 
 #define MAX_APPS 64                   /* app connections (appif's MAX_CLIENTS) */
 #define RETRY_NS 500000000ULL         /* connection attempts every 0.5 s */
@@ -121,8 +122,9 @@ static void connected(int fd)
 	cr.failures = 0;
 	monitor_capacity(&up, &down);
 	log_info("connected to scheduler %s", cr.addr);
-	to_sched(json_pack("{s:s, s:s, s:f, s:f}", "type", "hello", "host",
-			   dp.cluster.hosts[dp.me].name, "up_gbps", up, "down_gbps", down));
+	to_sched(json_pack("{s:s, s:s, s:i, s:f, s:f}", "type", "hello", "host",
+			   dp.cluster.hosts[dp.me].name, "proto", MLF_PROTO_VERSION, "up_gbps", up,
+			   "down_gbps", down));
 	cr.last_hb_ns = dp.clk.mono_ns;
 	cr.last_link_ns = dp.clk.mono_ns;
 	cr.last_tx = dp.cnt.tx_bytes;

@@ -8,6 +8,7 @@
 #include "arr.h"
 #include "clock.h"
 #include "log.h"
+#include "proto.h"
 #include "sched_fail.h"
 #include "sched_repl.h"
 #include "sched_xfer.h"
@@ -124,6 +125,17 @@ static void on_hello(struct sched *s, int ci, json_t *m, double now)
 		if (name)
 			reply_err(s, ci, NULL, "hello: unknown host '%s' (not in cluster %s)", name,
 				  s->cl.name);
+		s->conns[ci].closing = 1;
+		return;
+	}
+	json_t *proto = json_object_get(m, "proto"); /* absent: a peer older than the field */
+	if (proto && (!json_is_integer(proto) || json_integer_value(proto) != MLF_PROTO_VERSION)) {
+		char theirs[32] = "not an integer";
+
+		if (json_is_integer(proto))
+			snprintf(theirs, sizeof(theirs), "%lld", (long long)json_integer_value(proto));
+		reply_err(s, ci, NULL, "hello: host %s speaks protocol version %s, this scheduler %d",
+			  name, theirs, MLF_PROTO_VERSION);
 		s->conns[ci].closing = 1;
 		return;
 	}
