@@ -15,6 +15,7 @@
 #include "ck_run.h"
 #include "clock.h"
 #include "ctl.h"
+#include "proto.h"
 #include "sched_batch.h"
 #include "sched_daemon.h"
 #include "sched_fake.h"
@@ -30,6 +31,29 @@ START_TEST(unknown_host_refused)
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "zz9"));
 	pump(0.2);
 	ck_assert_int_eq(fakes[f].open, 0); /* the scheduler closed the connection */
+	stop_daemon();
+}
+END_TEST
+
+START_TEST(other_protocol_version_refused)
+{
+	start_daemon(NULL);
+	int f = fake_connect("w0");
+	fake_send(f, json_pack("{s:s, s:s, s:i}", "type", "hello", "host", "w0", "proto",
+			       MLF_PROTO_VERSION + 1));
+	json_t *e = wait_msg(f, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	char want[96];
+	snprintf(want, sizeof(want), "protocol version %d, this scheduler %d", MLF_PROTO_VERSION + 1,
+		 MLF_PROTO_VERSION);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), want));
+	pump(0.2);
+	ck_assert_int_eq(fakes[f].open, 0);
+	ck_assert_int_eq(count_msgs(f, "welcome"), 0);
+	int g = fake_connect("w1"); /* the same version is welcome */
+	fake_send(g, json_pack("{s:s, s:s, s:i}", "type", "hello", "host", "w1", "proto",
+			       MLF_PROTO_VERSION));
+	ck_assert_ptr_nonnull(wait_msg(g, "welcome", 2.0));
 	stop_daemon();
 }
 END_TEST
@@ -708,6 +732,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, unknown_host_refused);
+	tcase_add_test(tc, other_protocol_version_refused);
 	tcase_add_test(tc, malformed_json_keeps_connection);
 	tcase_add_test(tc, batch_order_sends_aggregates);
 	tcase_add_test(tc, stale_update_dropped);
