@@ -6,6 +6,8 @@ import json
 import math
 import os
 
+from mlfcluster.results import tostring
+
 
 class RecordError(Exception):
     """A missing or malformed record; str() is one line naming the file."""
@@ -75,21 +77,9 @@ def nonempty(path):
         return False
 
 
-def jqs(v):
-    """V as `jq -r` prints it (jq 1.6: integral numbers without a fraction, strings raw)."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return v
-    if isinstance(v, float):
-        if math.isfinite(v) and v.is_integer() and abs(v) < 1e17:
-            return str(int(v))
-        return repr(v)
-    if isinstance(v, int):
-        return str(v)
-    return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+# V as `jq -r` prints it (integral numbers without a fraction, strings raw): the runner's
+# tostring, so both tools print numbers alike.
+jqs = tostring
 
 
 def jq_round(x, scale):
