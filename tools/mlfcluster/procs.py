@@ -109,23 +109,24 @@ class Procs:
         return None
 
 
-def stop(procs, grace):
-    """SIGTERM to all, SIGKILL to those still running after GRACE seconds; reaps our children."""
+def _signal_alive(procs, sig):
+    """Send SIG to each of PROCS still running (one that exits meanwhile is no error)."""
     for p in procs:
         if p.alive():
             try:
-                os.kill(p.pid, signal.SIGTERM)
+                os.kill(p.pid, sig)
             except OSError:
                 pass
+
+
+def stop(procs, grace):
+    """SIGTERM to all, SIGKILL to those still running after GRACE seconds; reaps our children."""
+    _signal_alive(procs, signal.SIGTERM)
     end = time.monotonic() + grace
     while time.monotonic() < end and any(p.alive() for p in procs):
         time.sleep(0.1)
+    _signal_alive(procs, signal.SIGKILL)
     for p in procs:
-        if p.alive():
-            try:
-                os.kill(p.pid, signal.SIGKILL)
-            except OSError:
-                pass
         if p.popen is not None:
             try:
                 p.popen.wait(timeout=5)
