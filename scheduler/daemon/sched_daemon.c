@@ -21,6 +21,7 @@
 #include "sched_msg.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
+#include "sched_status.h"
 #include "sched_xfer.h"
 
 void sched_daemon_defaults(struct sched_config *cfg)
@@ -62,6 +63,7 @@ static void accept_all(struct sched *s)
 		ctl_init(&s->conns[ci].c, fd);
 		s->conns[ci].host = -1;
 		s->conns[ci].closing = 0;
+		s->conns[ci].viewer = 0;
 		s->conns[ci].t_open = clock_real_s();
 	}
 }
@@ -110,6 +112,7 @@ static void check_peers(struct sched *s, double now)
 		}
 	for (int ci = 0; ci < s->n_conns; ci++)
 		if (s->conns[ci].c.fd >= 0 && s->conns[ci].host < 0 && !s->conns[ci].closing &&
+		    !s->conns[ci].viewer &&
 		    now - s->conns[ci].t_open > s->cfg.peer_timeout_s) {
 			log_warn("connection without hello for %.1f s: closed",
 				 now - s->conns[ci].t_open);
@@ -299,6 +302,7 @@ void sched_daemon_free(struct sched *s)
 	if (s->hosts)
 		sched_repl_finish(s);
 	sched_rec_close(s);
+	sched_status_free(s);
 	free(s->repl.carried);
 	free(s->ragg_allowed);
 	free(s->server_alias);

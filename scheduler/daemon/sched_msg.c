@@ -11,6 +11,7 @@
 #include "proto.h"
 #include "sched_fail.h"
 #include "sched_repl.h"
+#include "sched_status.h"
 #include "sched_xfer.h"
 
 /* Answer connection @ci with {"type":"error","reason":...} (routed back to @app when set). */
@@ -161,6 +162,8 @@ static void on_link(struct sched *s, int ci, json_t *m)
 	if (get_num(s, ci, NULL, m, "t", &r.t) || get_num(s, ci, NULL, m, "up_gbps", &r.up_gbps) ||
 	    get_num(s, ci, NULL, m, "down_gbps", &r.down_gbps))
 		return;
+	r.tx_gbps = json_number_value(json_object_get(m, "tx_gbps")); /* optional: 0 */
+	r.rx_gbps = json_number_value(json_object_get(m, "rx_gbps"));
 	h->reports[h->next_report] = r;
 	h->next_report = (h->next_report + 1) % SCHED_LINK_HIST;
 	if (h->n_reports < SCHED_LINK_HIST)
@@ -500,6 +503,11 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 		on_commit(s, ci, app, m);
 	else if (!strcmp(type, "promoted"))
 		on_promoted(s, ci, app, m);
+	else if (!strcmp(type, "waits")) {
+		char err[256];
+		if (sched_status_waits(s, h, app, m, err, sizeof(err)))
+			reply_err(s, ci, app, "%s", err);
+	}
 	else
 		on_partial(s, ci, app, m);
 }
@@ -507,10 +515,20 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 void sched_msg_handle(struct sched *s, int ci, json_t *m)
 {
 	static const char *const app_types[] = { "register", "update", "pull", "done", "commit",
-						 "partial", "promoted" };
+						 "partial", "promoted", "waits" };
 	const char *type = ctl_type(m);
 	double now = clock_real_s();
 
+	if (!strcmp(type, "status")) {
+		sched_status_request(s, ci, now);
+		return;
+	}
+	if (s->conns[ci].viewer) {
+		reply_err(s, ci, NULL, "%s: this is a read-only status connection (only \"status\")",
+			  type);
+		s->conns[ci].closing = 1;
+		return;
+	}
 	if (!strcmp(type, "hello")) {
 		if (s->conns[ci].host >= 0)
 			reply_err(s, ci, NULL, "hello: this connection already belongs to %s",

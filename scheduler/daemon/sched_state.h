@@ -28,6 +28,8 @@ struct sched_link_report {
 	double t;          /* CLOCK_REALTIME seconds of the measurement */
 	double up_gbps;
 	double down_gbps;
+	double tx_gbps;    /* measured throughput over the last period (0 when not reported) */
+	double rx_gbps;
 };
 
 /** What the scheduler knows of one cluster host. */
@@ -119,6 +121,7 @@ struct sched_conn {
 	int host;          /* cluster host index after hello, else -1 */
 	int closing;       /* close once the queued bytes are written (refused hello) */
 	double t_open;     /* CLOCK_REALTIME seconds of accept */
+	int viewer;        /* a read-only `status` connection (sched_status.h), never a host */
 };
 
 /** Daemon options (mlf-scheduler flags, docs/scheduler.md). */
@@ -225,6 +228,8 @@ struct sched {
 
 	sched_batch_hook hook;
 	void *hook_arg;
+
+	json_t *app_waits;            /* sched_status.c: app name -> {"host", "waits"} reported */
 };
 
 /** sched_find_update - index into s->upd of update @id, or -1. */
