@@ -63,6 +63,9 @@ struct mlf_opts {
 	const char *verify_dir; /* server/replica: verification mode (docs/replication.md): on the
 				 * scheduler's `snapshot` write <dir>/<role>-<tag>.f32 and a line of
 				 * <dir>/snapshots.jsonl; NULL = snapshots are ignored */
+	double wait_log_s;     /* a wait on a peer longer than this (seconds; 0 = default 2,
+				* < 0 = never) is logged once naming the peer and reported to the
+				* scheduler (`waits`, docs/control.md, docs/mlf-top.md) */
 };
 
 /** How a replica is kept up to date (docs/replication.md, paper §3.3 and §7.3). */

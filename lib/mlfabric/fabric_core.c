@@ -527,6 +527,7 @@ static void *event_thread(void *arg)
 		}
 		if ((ops = role_ops(f)) && ops->progress)
 			ops->progress(f);
+		fabric_wait_check(f);
 	}
 	return NULL;
 }
@@ -557,6 +558,7 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 	f->mode = o->mode;
 	f->timeout_s = o->timeout_s > 0 ? o->timeout_s : 10;
 	f->agg_timeout_s = o->agg_input_timeout_s > 0 ? o->agg_input_timeout_s : 5;
+	f->waits.threshold_s = o->wait_log_s;
 	if (o->verify_dir && o->verify_dir[0]) {
 		if (strlen(o->verify_dir) >= sizeof(f->verify_dir) - 40) {
 			snprintf(err, errlen, "verify directory path too long: %s", o->verify_dir);

@@ -42,6 +42,7 @@
 #define FABRIC_MOVED_MAX 8        /* server names a worker maps to the current server */
 #define FABRIC_SNAP_KEEP 16       /* verification snapshots kept per role (newest tags) */
 #define FABRIC_RECEIVED_MAX 1024  /* chan 1/4 transfer ids handed over, for late `order`s */
+#define FABRIC_WAITS_MAX 32       /* waits on peers tracked per endpoint (fabric_wait.c) */
 
 enum fabric_role { FABRIC_ROLE_NONE, FABRIC_ROLE_WORKER, FABRIC_ROLE_SERVER, FABRIC_ROLE_REPLICA,
 		   FABRIC_ROLE_AGGREGATOR };
@@ -124,6 +125,7 @@ struct mlf_worker_state {
 		size_t n;
 		int64_t min_version, version;
 		char server[APPMSG_NAME_MAX];
+		double since;     /* CLOCK_REALTIME s the get started (fabric_wait.c) */
 	} get;
 	/* server names mapped to the current server after `server_moved` */
 	char server[APPMSG_NAME_MAX], server_now[APPMSG_NAME_MAX];
@@ -157,6 +159,22 @@ struct mlf_chain_state {
 	uint64_t xfer;              /* the applied transfer it carries */
 	json_t *commit;             /* the commit reported once the forward is delivered */
 	struct fabric_queued_ev *q, *q_tail;
+};
+
+/* One wait of this endpoint on a peer (fabric_wait.c). */
+struct fabric_wait {
+	char what[96];            /* "model (get)", "input update <id> of aggregate <agg>" */
+	char peer[APPMSG_NAME_MAX]; /* host waited on */
+	double since;             /* CLOCK_REALTIME s */
+	int logged;               /* passed the threshold: logged and reported */
+};
+
+/* The waits seen at the last check (fabric_wait.c). */
+struct mlf_wait_state {
+	double threshold_s;       /* mlf_opts.wait_log_s (default 2 s; < 0 = off) */
+	double last_check;        /* CLOCK_REALTIME s */
+	int n, n_reported;        /* waits now; waits in the last `waits` sent */
+	struct fabric_wait w[FABRIC_WAITS_MAX];
 };
 
 /* Aggregator (fabric_aggregator.c). */
@@ -205,6 +223,7 @@ struct mlf {
 	struct mlf_server_state s;
 	struct mlf_chain_state chain;
 	struct mlf_aggregator_state agg;
+	struct mlf_wait_state waits; /* fabric_wait.c */
 };
 
 /* ---- fabric_core.c: services to the roles ------------------------------------------------ */
@@ -330,5 +349,17 @@ struct fabric_queued_ev *fabric_chain_next(struct mlf *f);
 
 /** fabric_chain_release - free the held arrivals and the pending commit (mlf_close). */
 void fabric_chain_release(struct mlf *f);
+
+/* ---- fabric_wait.c: waits on peers -------------------------------------------------------- */
+
+/**
+ * fabric_wait_check - on the event thread, at most every 0.1 s: collect this endpoint's waits
+ * on peers (a worker's get: the model from its server; an aggregator's `aggregate` command:
+ * each input update not arrived, from its worker). A wait longer than the threshold
+ * (mlf_opts.wait_log_s, default 2 s) is logged once, `<app>: waiting <s> s for <what> from
+ * <peer>`, and the list of such waits is sent to the scheduler as `waits` whenever it
+ * changes (an empty list when they ended; docs/control.md). Takes f->lock.
+ */
+void fabric_wait_check(struct mlf *f);
 
 #endif

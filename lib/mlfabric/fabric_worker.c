@@ -213,6 +213,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	w->get.dst = model;
 	w->get.n = n;
 	w->get.min_version = min_version;
+	w->get.since = clock_real_s();
 	snprintf(w->get.server, sizeof(w->get.server), "%s", server);
 	pthread_mutex_unlock(&f->lock);
 	if (f->mode == MLF_MODE_DIRECT) {
