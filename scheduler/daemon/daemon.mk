@@ -19,3 +19,4 @@ $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sch
 
 PROGRAMS += $(BUILD)/mlf-scheduler
 UNIT_TESTS += $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sched_status
+INTEG_TESTS += tests/integration/mlf_top.sh

@@ -1,4 +1,4 @@
-"""tools/mlf-cluster's command line: run, down, rates, results, check (see USAGE)."""
+"""tools/mlf-cluster's command line: run, down, rates, results, check, top (see USAGE)."""
 import argparse
 import json
 import os
@@ -16,6 +16,7 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
        tools/mlf-cluster rates EXPERIMENT.json [--periods K]
        tools/mlf-cluster results RUN_DIR [--target A]
        tools/mlf-cluster check EXPERIMENT.json [--systems a,b]
+       tools/mlf-cluster top EXPERIMENT.json|CLUSTER.json [--interval S] [--once] [--json]
 
   run      run every system of the experiment (or --systems) one after the other on the
            emulated cluster; write the run folder (default runs/<name>-<UTC time>/):
@@ -26,6 +27,8 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
   rates    print the seeded rate schedule: period, offset s, host, up and down Gbit/s.
   results  recompute results.json, the plots and the summary table of a run folder.
   check    validate the experiment (systems, settings, hosts, programs) and exit.
+  top      a live view of the running cluster (tools/mlf-top, docs/mlf-top.md) from inside
+           the scheduler host's namespace: links, transfers in flight, held updates, waits.
 
 Systems: mlfabric-a, mlfabric-s (scheduler + aggregators), async (plain parameter server,
 dataplanes with --scheduler none), rr-sync (build/mlf-rrsync under tools/mlf-mpirun).
@@ -130,6 +133,46 @@ def cmd_check(a):
     return 0
 
 
+def top_cluster(path):
+    """(cluster config path, scheduler host) of PATH: an experiment (its "cluster") or a
+    cluster config; dies with one line naming what is wrong."""
+    root, _, _ = paths()
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        die("top: cannot read %s: %s" % (path, e.strerror))
+    except ValueError as e:
+        die("top: %s is not JSON: %s" % (path, e))
+    if isinstance(doc, dict) and "hosts" not in doc and isinstance(doc.get("cluster"), str):
+        cl = doc["cluster"]
+        if not os.access(cl, os.R_OK):
+            cl = os.path.join(root, cl)
+        return top_cluster(cl)
+    if not isinstance(doc, dict) or not isinstance(doc.get("hosts"), list):
+        die("top: %s is neither an experiment (\"cluster\") nor a cluster config (\"hosts\")" % path)
+    for h in doc["hosts"]:
+        if isinstance(h, dict) and "scheduler" in (h.get("roles") or []):
+            return path, str(h.get("name"))
+    die("top: cluster %s has no host with role scheduler" % path)
+
+
+def cmd_top(a):
+    root, build, _ = paths()
+    cl, host = top_cluster(a.experiment)
+    argv = [os.path.join(root, "tools", "mlf-top"), "--cluster", cl, "--interval", str(a.interval)]
+    argv += ["--once"] if a.once else []
+    argv += ["--json"] if a.json else []
+    tb = os.path.join(build, "mlf-testbed")
+    if not os.access(tb, os.X_OK):
+        die("top: %s not built" % tb)
+    import subprocess
+    try:
+        return subprocess.call([tb, "exec", cl, host] + argv)
+    except KeyboardInterrupt:
+        return 0
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
@@ -138,9 +181,10 @@ def main(argv=None):
     if argv[0] in ("-h", "--help", "help"):
         sys.stdout.write(USAGE)
         return 0
-    cmds = {"run": cmd_run, "down": cmd_down, "rates": cmd_rates, "results": cmd_results, "check": cmd_check}
+    cmds = {"run": cmd_run, "down": cmd_down, "rates": cmd_rates, "results": cmd_results, "check": cmd_check,
+            "top": cmd_top}
     if argv[0] not in cmds:
-        die('unknown command "%s" (run, down, rates, results, check)' % argv[0])
+        die('unknown command "%s" (run, down, rates, results, check, top)' % argv[0])
     p = Parser(prog=argv[0], add_help=True)
     if argv[0] == "run":
         p.add_argument("experiment")
@@ -154,6 +198,11 @@ def main(argv=None):
     elif argv[0] == "results":
         p.add_argument("run")
         p.add_argument("--target")
+    elif argv[0] == "top":
+        p.add_argument("experiment")
+        p.add_argument("--interval", type=float, default=1.0)
+        p.add_argument("--once", action="store_true")
+        p.add_argument("--json", action="store_true")
     else:
         p.add_argument("experiment", nargs="?")
         p.add_argument("--systems")
