@@ -527,7 +527,9 @@ static void *event_thread(void *arg)
 		}
 		if ((ops = role_ops(f)) && ops->progress)
 			ops->progress(f);
-		fabric_wait_check(f);
+		json_t *waits = fabric_wait_check(f);
+		if (waits && fabric_core_ctl(f, waits) < 0)
+			log_debug("%s: waits not sent to the scheduler", f->app);
 	}
 	return NULL;
 }

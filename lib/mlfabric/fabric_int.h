@@ -357,9 +357,10 @@ void fabric_chain_release(struct mlf *f);
  * on peers (a worker's get: the model from its server; an aggregator's `aggregate` command:
  * each input update not arrived, from its worker). A wait longer than the threshold
  * (mlf_opts.wait_log_s, default 2 s) is logged once, `<app>: waiting <s> s for <what> from
- * <peer>`, and the list of such waits is sent to the scheduler as `waits` whenever it
- * changes (an empty list when they ended; docs/control.md). Takes f->lock.
+ * <peer>`. Returns the `waits` message for the scheduler (a new reference the caller sends
+ * with fabric_core_ctl: this module calls nothing of the core) when the list of such waits
+ * changed (an empty list when they ended; docs/control.md), else NULL. Takes f->lock.
  */
-void fabric_wait_check(struct mlf *f);
+json_t *fabric_wait_check(struct mlf *f);
 
 #endif

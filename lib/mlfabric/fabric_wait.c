@@ -75,15 +75,16 @@ static int collect(struct mlf *f, struct fabric_wait *w, double now)
 	return n;
 }
 
-void fabric_wait_check(struct mlf *f)
+json_t *fabric_wait_check(struct mlf *f)
 {
 	struct mlf_wait_state *ws = &f->waits;
 	struct fabric_wait now_w[FABRIC_WAITS_MAX];
 	double now = clock_real_s();
 	int changed = 0, n_logged = 0;
+	json_t *msg = NULL;
 
 	if (ws->threshold_s < 0 || now - ws->last_check < WAIT_CHECK_S)
-		return;
+		return NULL;
 	ws->last_check = now;
 	double thr = ws->threshold_s > 0 ? ws->threshold_s : WAIT_DEFAULT_S;
 	pthread_mutex_lock(&f->lock);
@@ -116,9 +117,9 @@ void fabric_wait_check(struct mlf *f)
 				json_array_append_new(a, json_pack("{s:s, s:s, s:f}", "what",
 								   now_w[i].what, "peer", now_w[i].peer,
 								   "since", now_w[i].since));
-		if (fabric_core_ctl(f, json_pack("{s:s, s:o}", "type", "waits", "waits", a)) < 0)
-			log_debug("%s: waits not sent to the scheduler", f->app);
+		msg = json_pack("{s:s, s:o}", "type", "waits", "waits", a);
 		ws->n_reported = n_logged;
 	}
 	pthread_mutex_unlock(&f->lock);
+	return msg;
 }
