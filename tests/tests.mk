@@ -15,8 +15,8 @@ $(BUILD)/tests/fabric_%: $(BUILD)/tests/integration/fabric_%.o $(MLFABRIC_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS) -lpthread
 
-UNIT_TESTS += $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib
-$(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(MLFABRIC_LIBS)
+UNIT_TESTS += $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib $(BUILD)/tests/test_fabric_wait
+$(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib $(BUILD)/tests/test_fabric_wait: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(MLFABRIC_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lpthread
 
