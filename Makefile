@@ -133,6 +133,13 @@ install: $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) mlfabric.pc.in $(INSTA
 	$(INSTALL) -m 755 $(INSTALL_PROGRAMS) $(DESTDIR)$(BINDIR)/
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; fi
 
+# tests/cli/test_install.sh: make install into a temporary DESTDIR, the example built with pkg-config
+UNIT_TESTS += $(BUILD)/tests/test_install
+$(BUILD)/tests/test_install: tests/cli/test_install.sh $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) \
+		$(wildcard examples/c/*.c) examples/c/Makefile mlfabric.pc.in
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+
 uninstall: $(UNINSTALL_HOOKS)
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/mlfabric/,$(notdir $(INSTALL_HEADERS)))
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/mlfabric 2>/dev/null
