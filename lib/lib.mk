@@ -3,6 +3,7 @@
 #   lib/proto     libmlfproto.a  wire format, app messages, control messages, cluster config,
 #                                payload header, protocol version (base; jansson)
 #   lib/mlfabric  libmlfabric.a  the application library of include/mlfabric.h (proto, base)
+#   all three     libmlfabric.so the shared library that make install installs (exports mlf_* only)
 
 INC_lib/base     := $(INC_BASE)
 INC_lib/proto    := $(INC_PROTO)
