@@ -35,6 +35,13 @@ rm -rf "$E"
 
 apps_begin appim 9 'ps:2:"server","scheduler"' 'w0:10:"worker"' 'w1:11:"worker"'
 
+# wait_for FILE PATTERN SECONDS: until FILE has a line matching PATTERN.
+wait_for() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	fail "no line matching '$2' in $(basename "$1") within $3 s"
+}
+
 # check_worker NAME: the worker's output says byte-exact at version 0, then w + u at version 1
 check_worker() {
 	grep -q "^get0 version=0 exact=1$" "$WORK/$1.log" || fail "$1: first get not byte-exact at version 0: $(cat "$WORK/$1.log")"
