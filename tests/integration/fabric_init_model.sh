@@ -75,6 +75,7 @@ ok "mlf_recv_model without a sender: -ETIMEDOUT after $secs s naming w1"
 
 apps_run ps1 ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --init-from w0 --records "$WORK/ps1"
 wait_for "$WORK/ps1.log" "waiting for the initial model from w0" 10
+[ -f "$WORK/ps1/accuracy.jsonl" ] || fail "no accuracy.jsonl while mlf-ps waits for its model"
 "$TB" exec "$CLUSTER" w1 "$IM" send --cluster "$CLUSTER" --host w1 --server ps --mode async --n 100 --only-send \
 	>"$WORK/w1.log" 2>&1 || fail "w1's send failed: $(cat "$WORK/w1.log")"
 wait_for "$WORK/ps1.log" "model from host w1 refused" 10
