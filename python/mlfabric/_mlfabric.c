@@ -87,7 +87,8 @@ static int get_f32(PyObject *obj, Py_buffer *view, int writable, const char *wha
 	int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
 
 	if (PyObject_GetBuffer(obj, view, flags) < 0) {
-		if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError)) {
+		if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError) ||
+		    PyErr_ExceptionMatches(PyExc_ValueError)) { /* numpy: "ndarray is not C-contiguous" */
 			PyErr_Clear();
 			PyErr_Format(PyExc_TypeError,
 				     "%s must be a %sC-contiguous float32 buffer (numpy float32 array, "
