@@ -10,6 +10,9 @@
 #     DistributedOptimizer (plain SGD) each move the server's model by exactly the worker's update.
 #  3. the server is stopped: a worker's get fails with mlfabric.Error naming the server within
 #     its timeout (2 s, checked < 5 s).
+#  4. a Python server (Endpoint.register_server, callbacks on the library's thread): a worker
+#     gets its model, pushes u, gets model + u at version 1; the server's on_update saw the
+#     update id and version the worker pushed, from w0.
 . "$(dirname "$0")/apps_lib.sh"
 PY=/usr/bin/python3
 [ -x $PY ] && [ -f "$ROOT/build/python/mlfabric/__init__.py" ] && ls "$ROOT"/build/python/mlfabric/_mlfabric*.so >/dev/null 2>&1 ||
@@ -18,10 +21,12 @@ PY=/usr/bin/python3
 apps_begin apppy 12 'ps:2:"server"' 'w0:10:"worker"'
 for h in ps w0; do dp_start $h --scheduler none; done
 
-# pyrun NAME SCRIPT: run SCRIPT (a Python program read from stdin into the work directory) on w0
+# pyrun NAME [HOST]: run the Python program on stdin (saved in the work directory) on HOST (w0)
+# with the arguments CLUSTER WORK
 pyrun() {
 	cat >"$WORK/py_$1.py"
-	"$TB" exec "$CLUSTER" w0 env PYTHONPATH="$ROOT/build/python" $PY "$WORK/py_$1.py" "$CLUSTER" >"$WORK/$1.log" 2>&1
+	"$TB" exec "$CLUSTER" "${2:-w0}" env PYTHONPATH="$ROOT/build/python" $PY "$WORK/py_$1.py" "$CLUSTER" "$WORK" \
+		>"$WORK/$1.log" 2>&1
 }
 
 # wait_log FILE PATTERN SECONDS
@@ -131,3 +136,60 @@ else:
     sys.exit("get without a server succeeded")
 EOF
 ok "$(tail -1 "$WORK/gone.log")"
+
+## 4. a Python server: callbacks on the library's event thread
+pyrun server ps <<'EOF' &
+import sys, time, os
+import numpy as np
+import mlfabric
+
+n = 1000
+w = np.ones(n, np.float32)
+state = {"version": 0, "seen": []}
+
+def on_update(u, info):
+    w[:] += np.frombuffer(u, np.float32)
+    state["version"] += len(info["parts"])
+    state["seen"].append((info["src"], info["parts"]))
+    return state["version"]
+
+def on_request(model):
+    np.frombuffer(model, np.float32)[:] = w
+    return state["version"]
+
+ep = mlfabric.init(sys.argv[1], "ps", role="server", mode="async", timeout_s=5)
+ep.register_server(n, on_update, on_request, momentum=0.0, n_workers=1)
+print("python server: serving", flush=True)
+stop = os.path.join(sys.argv[2], "stop-server")
+deadline = time.monotonic() + 60
+while not os.path.exists(stop) and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(f"python server: role {ep.role}, version {state['version']}, seen {state['seen']}", flush=True)
+mlfabric.shutdown()
+EOF
+SERVER_PID=$!
+APP_PIDS="$APP_PIDS $SERVER_PID"
+wait_log "$WORK/server.log" "python server: serving" 10
+pyrun client <<'EOF' || fail "worker of the Python server: $(tail -5 "$WORK/client.log")"
+import sys, time
+import numpy as np
+import mlfabric
+
+ep = mlfabric.init(sys.argv[1], "w0", mode="async", timeout_s=5)
+w = np.empty(1000, np.float32)
+v0 = ep.get(w)
+assert v0 == 0 and np.all(w == 1), (v0, w[:3])
+u = np.arange(1000, dtype=np.float32) / 1000
+uid = ep.push(u, float(np.linalg.norm(u)), v0)
+deadline = time.monotonic() + 5
+while (v1 := ep.get(w)) < 1 and time.monotonic() < deadline:
+    time.sleep(0.05)
+assert v1 == 1 and np.array_equal(w, 1 + u), (v1, float(np.abs(w - 1 - u).max()))
+print(f"pushed id {uid}: the Python server's model moved by u at version {v1}")
+EOF
+uid=$(sed -n 's/^pushed id \([0-9]*\):.*/\1/p' "$WORK/client.log")
+touch "$WORK/stop-server"
+wait "$SERVER_PID" || fail "the Python server failed: $(tail -5 "$WORK/server.log")"
+grep -qF "python server: role server, version 1, seen [('w0', [($uid, 0)])]" "$WORK/server.log" ||
+	fail "on_update did not see update $uid at version 0 from w0: $(tail -2 "$WORK/server.log")"
+ok "$(tail -1 "$WORK/client.log"); on_update saw ($uid, version 0) from w0"
