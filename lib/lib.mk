@@ -42,3 +42,6 @@ UNIT_TESTS += $(BUILD)/tests/test_cluster
 $(BUILD)/tests/test_cluster: $(BUILD)/tests/unit/test_cluster.o $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
+
+# the out-of-tree example examples/c against a live two-host fabric (installed library, pkg-config)
+INTEG_TESTS += tests/integration/fabric_example_c.sh
