@@ -7,7 +7,6 @@ APP_PIDS=""
 
 apps_cleanup() {
 	local rc=$?
-	set +e # under set -e, `(exit $rc)` below would end the trap before tb_cleanup tears down
 	for p in $APP_PIDS; do kill "$p" 2>/dev/null || true; done
 	if [ $rc -ne 0 ] && [ -n "$WORK" ]; then
 		for f in "$WORK"/*.log; do [ -s "$f" ] && { echo "--- tail of $f"; tail -4 "$f"; }; done >&2
