@@ -60,7 +60,7 @@ int fabric_core_ctl(struct mlf *f, json_t *msg)
 
 uint64_t fabric_core_next_id(struct mlf *f)
 {
-	return ((uint64_t)(f->me + 1) << 40) | ++f->seq;
+	return ((uint64_t)(f->me + 1) << 40) | (++f->seq & FABRIC_SEQ_MASK);
 }
 
 /* The role's ops, none before a registration (or after a failed one). */
@@ -557,6 +557,11 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: no host named '%s'", o->cluster, o->host);
 		goto fail;
 	}
+	/* Update and pull ids continue where an earlier process on this host left off: the
+	 * sequence starts at the microseconds of the clock (mod 2^39), so a worker restarted on
+	 * the same host does not reuse its predecessor's ids, which the server's dataplane still
+	 * remembers as delivered and would drop as duplicates. */
+	f->seq = (uint64_t)(clock_real_ns() / 1000) & (FABRIC_SEQ_MASK >> 1);
 	f->mode = o->mode;
 	f->timeout_s = o->timeout_s > 0 ? o->timeout_s : 10;
 	f->agg_timeout_s = o->agg_input_timeout_s > 0 ? o->agg_input_timeout_s : 5;

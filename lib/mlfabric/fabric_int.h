@@ -45,6 +45,7 @@
 #define FABRIC_SNAP_KEEP 16       /* verification snapshots kept per role (newest tags) */
 #define FABRIC_RECEIVED_MAX 1024  /* chan 1/4 transfer ids handed over, for late `order`s */
 #define FABRIC_WAITS_MAX 32       /* waits on peers tracked per endpoint (fabric_wait.c) */
+#define FABRIC_SEQ_MASK ((UINT64_C(1) << 40) - 1) /* sequence bits of an update/pull id */
 #define MLF_CHAN_INIT 6           /* initial models (mlf_send_model, docs/control.md), never scheduled */
 
 enum fabric_role { FABRIC_ROLE_NONE, FABRIC_ROLE_WORKER, FABRIC_ROLE_SERVER, FABRIC_ROLE_REPLICA,
@@ -247,7 +248,8 @@ void fabric_core_wake(struct mlf *f);
  */
 int fabric_core_ctl(struct mlf *f, json_t *msg);
 
-/** fabric_core_next_id - a cluster-unique update/pull id (host index in bits 40+); caller holds the lock. */
+/** fabric_core_next_id - a cluster-unique update/pull id: (host index + 1) << 40 | sequence, the
+ * sequence starting from the clock at mlf_open (unique across restarts); caller holds the lock. */
 uint64_t fabric_core_next_id(struct mlf *f);
 
 /**

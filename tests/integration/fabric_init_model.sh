@@ -90,11 +90,11 @@ ok "Async: mlf-ps --init-from w0 refused w1's model, served w0's $N floats byte-
 "$IM" write --n $N --seed 8 --file "$WORK/model.f32"
 apps_run ps2 ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --init-file "$WORK/model.f32" --records "$WORK/ps2"
 wait_for "$WORK/ps2.log" "serving" 10
-# from w1: w0's update ids restart with each process, and ps's dataplane still remembers the id
-# of w0's earlier push (it would take the new push for a duplicate of it)
-"$TB" exec "$CLUSTER" w1 "$IM" send --cluster "$CLUSTER" --host w1 --server ps --mode async --n $N --seed 8 --no-send \
-	>"$WORK/w1b.log" 2>&1 || fail "w1 failed: $(cat "$WORK/w1b.log")"
-check_worker w1b
+# again from w0, a new process: its update ids must not repeat the earlier process's, which ps's
+# dataplane still remembers as delivered (it would drop the new push as a duplicate)
+"$TB" exec "$CLUSTER" w0 "$IM" send --cluster "$CLUSTER" --host w0 --server ps --mode async --n $N --seed 8 --no-send \
+	>"$WORK/w0b.log" 2>&1 || fail "w0 (second process) failed: $(cat "$WORK/w0b.log")"
+check_worker w0b
 stop_ps ps2
 check_ps ps2 "$WORK/model.f32"
 ok "Async: mlf-ps --init-file served the file's $N floats byte-exact and applied an update exactly"
