@@ -39,3 +39,8 @@ INTEG_TESTS += tests/integration/apps_rrsync.sh tests/integration/apps_async.sh 
 	       tests/integration/apps_mlfabric.sh tests/integration/apps_sync.sh \
 	       tests/integration/fabric_replica.sh tests/integration/fabric_chain.sh \
 	       tests/integration/fabric_checkpoint.sh tests/integration/fabric_failover.sh
+
+# the initial model (mlf_send_model / mlf_recv_model, mlf-ps --init-from / --init-file); its
+# test program is built by the tests/integration/fabric_% rule of tests/tests.mk
+PROGRAMS += $(BUILD)/tests/fabric_initmodel
+INTEG_TESTS += tests/integration/fabric_init_model.sh

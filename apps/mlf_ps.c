@@ -20,9 +20,10 @@
 struct ps_opts {
 	const char *cluster, *host, *mode_name, *model, *records, *data, *sock;
 	const char *server, *replication, *verify, *ckpt_dir, *restore;
+	const char *init_from, *init_file; /* the model comes from a worker or a file (flat, not evaluated) */
 	enum mlf_mode mode;
-	int workers, replica;
-	double momentum, eval_every, timeout, div_max;
+	int workers, replica, model_given;
+	double momentum, eval_every, timeout, div_max, init_timeout;
 	long tau_max, ckpt_every;
 	size_t eval_images;
 	uint64_t seed;
@@ -65,6 +66,13 @@ static void ps_usage(FILE *f)
 		"  --checkpoint-dir D  checkpoint directory (default: --records)\n"
 		"  --restore FILE      start from checkpoint FILE (its model, momentum history, version)\n"
 		"  --model SIZES       layer sizes (default 784,1024,10)\n"
+		"  --init-from HOST    take the initial model from HOST (mlf_send_model, e.g. the torch\n"
+		"                      example's root worker; its size and version are the sender's):\n"
+		"                      a flat vector of any size, no MLP, not evaluated by mlf-ps\n"
+		"                      (accuracy.jsonl stays empty: the sender's side evaluates)\n"
+		"  --init-file F       the same from file F (raw little-endian float32, version 0);\n"
+		"                      also for --replica (which cannot take --init-from)\n"
+		"  --init-timeout S    seconds --init-from waits for the model (default 120)\n"
 		"  --momentum G        gamma of eq. 2 (default 0.9)\n"
 		"  --tau-max T         delay bound in versions (default 8)\n"
 		"  --eval-every S      seconds between evaluations (default 2)\n"
@@ -86,20 +94,22 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		{ "sock", 1, 0, 's' }, { "timeout", 1, 0, 't' }, { "help", 0, 0, 'h' },
 		{ "replica", 0, 0, 'R' }, { "server", 1, 0, 'P' }, { "div-max", 1, 0, 'D' },
 		{ "replication", 1, 0, 'L' }, { "verify", 1, 0, 'V' }, { "checkpoint-every", 1, 0, 'C' },
-		{ "checkpoint-dir", 1, 0, 'K' }, { "restore", 1, 0, 'E' }, { 0, 0, 0, 0 },
+		{ "checkpoint-dir", 1, 0, 'K' }, { "restore", 1, 0, 'E' }, { "init-from", 1, 0, 'I' },
+		{ "init-file", 1, 0, 'F' }, { "init-timeout", 1, 0, 'W' }, { 0, 0, 0, 0 },
 	};
 	int c;
 
 	*o = (struct ps_opts){ .model = "784,1024,10", .records = ".", .data = DEFAULT_DATA,
 			       .momentum = 0.9, .eval_every = 2, .timeout = 10, .tau_max = 8,
-			       .eval_images = 1000, .seed = 1, .div_max = 1, .replication = "mlfabric" };
+			       .eval_images = 1000, .seed = 1, .div_max = 1, .replication = "mlfabric",
+			       .init_timeout = 120 };
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->cluster = optarg; break;
 		case 'H': o->host = optarg; break;
 		case 'M': o->mode_name = optarg; break;
 		case 'w': o->workers = atoi(optarg); break;
-		case 'm': o->model = optarg; break;
+		case 'm': o->model = optarg; o->model_given = 1; break;
 		case 'g': o->momentum = atof(optarg); break;
 		case 'T': o->tau_max = atol(optarg); break;
 		case 'e': o->eval_every = atof(optarg); break;
@@ -117,6 +127,9 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		case 'C': o->ckpt_every = atol(optarg); break;
 		case 'K': o->ckpt_dir = optarg; break;
 		case 'E': o->restore = optarg; break;
+		case 'I': o->init_from = optarg; break;
+		case 'F': o->init_file = optarg; break;
+		case 'W': o->init_timeout = atof(optarg); break;
 		case 'h': ps_usage(stdout); return 1;
 		default: ps_usage(stderr); return -1;
 		}
@@ -133,6 +146,15 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		return fprintf(stderr, "mlf-ps: --replica needs --server PS (the server host it copies)\n"), -1;
 	if (o->replica && (o->div_max < 0 || (strcmp(o->replication, "mlfabric") && strcmp(o->replication, "chain"))))
 		return fprintf(stderr, "mlf-ps: --div-max must be >= 0 and --replication mlfabric or chain\n"), -1;
+	if (o->init_from && o->init_file)
+		return fprintf(stderr, "mlf-ps: --init-from and --init-file exclude each other\n"), -1;
+	if (o->init_from && o->replica)
+		return fprintf(stderr, "mlf-ps: --init-from is for the server (workers send the initial model to it); "
+			       "a replica takes --init-file F\n"), -1;
+	if (o->init_timeout <= 0)
+		return fprintf(stderr, "mlf-ps: --init-timeout must be > 0\n"), -1;
+	if (!(o->momentum >= 0 && o->momentum < 1))
+		return fprintf(stderr, "mlf-ps: bad --momentum %g (must be in [0, 1))\n", o->momentum), -1;
 	if (o->ckpt_every < 0)
 		return fprintf(stderr, "mlf-ps: --checkpoint-every must be >= 0\n"), -1;
 	if (!o->ckpt_dir)
@@ -241,6 +263,51 @@ static int64_t ps_on_request(void *arg, float *model, size_t n)
 	return v;
 }
 
+/* --init-file: the flat model of file @o->init_file at version 0. 0, or -1 after one error line. */
+static int ps_init_file(struct ps *ps, const struct ps_opts *o)
+{
+	char err[512];
+	float *w;
+	size_t n;
+	int rc;
+
+	if (train_f32_read(o->init_file, &w, &n, err, sizeof(err)) < 0) {
+		log_err("bad --init-file %s", err);
+		return -1;
+	}
+	rc = train_model_init_flat(&ps->m, w, n, 0, o->momentum);
+	free(w);
+	if (rc < 0) {
+		log_err("--init-file %s: no memory for a model of %zu floats", o->init_file, n);
+		return -1;
+	}
+	log_info("initial model of %zu floats read from %s", n, o->init_file);
+	return 0;
+}
+
+/* --init-from: wait for the model host @o->init_from sends (mlf_send_model). 0, or -1 after an error line. */
+static int ps_init_from(struct ps *ps, const struct ps_opts *o, mlf_t *f)
+{
+	float *w = NULL;
+	size_t n = 0;
+	int64_t version = 0;
+	int rc;
+
+	log_info("waiting for the initial model from %s", o->init_from);
+	if ((rc = mlf_recv_model(f, o->init_from, &w, &n, &version, o->init_timeout)) < 0) {
+		log_err("--init-from %s: %s", o->init_from, mlf_error(f));
+		return -1;
+	}
+	rc = train_model_init_flat(&ps->m, w, n, version, o->momentum);
+	free(w);
+	if (rc < 0) {
+		log_err("--init-from %s: no memory for a model of %zu floats", o->init_from, n);
+		return -1;
+	}
+	log_info("initial model of %zu floats at version %lld received from %s", n, (long long)version, o->init_from);
+	return 0;
+}
+
 /* Evaluate a snapshot (taken under the lock, evaluated outside it); one accuracy.jsonl line. */
 static void ps_evaluate(struct ps *ps, const struct mlp_shape *s, const struct idx_dataset *test,
 			size_t k, float *snap, FILE *acc_f, double t0)
@@ -274,22 +341,28 @@ int main(int argc, char **argv)
 	char err[512], comp[64];
 	FILE *acc_f;
 	mlf_t *f;
-	float *snap;
+	float *snap = NULL;
+	const char *src;
 	double t0, promoted_at = 0;
-	int rc = ps_parse(argc, argv, &o);
+	int rc = ps_parse(argc, argv, &o), flat;
 
 	if (rc)
 		return rc > 0 ? 0 : 2;
 	snprintf(comp, sizeof(comp), "ps[%s]", o.host);
 	log_component = comp;
-	if (mlp_shape_parse(o.model, &shape) || shape.sizes[0] != 784 || shape.sizes[shape.n_layers] != 10)
-		return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
-	if (train_model_init(&ps.m, &shape, o.seed, o.momentum))
-		return log_err("bad --momentum %g (must be in [0, 1)) or no memory for the model", o.momentum), 2;
-	if (o.restore && train_checkpoint_read(&ps.m, o.restore, err, sizeof(err)))
-		return log_err("--restore: %s", err), 1;
-	if (o.restore)
-		log_info("restored version %lld from %s", (long long)ps.m.version, o.restore);
+	src = o.init_from ? o.init_from : o.init_file;
+	flat = src != NULL;
+	memset(&test, 0, sizeof(test));
+	if (flat && o.model_given)
+		log_warn("--model %s ignored: the model comes from %s", o.model, src);
+	if (!flat) {
+		if (mlp_shape_parse(o.model, &shape) || shape.sizes[0] != 784 || shape.sizes[shape.n_layers] != 10)
+			return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
+		if (train_model_init(&ps.m, &shape, o.seed, o.momentum))
+			return log_err("no memory for the model '%s'", o.model), 2;
+	} else if (o.init_file && ps_init_file(&ps, &o) < 0) {
+		return 2;
+	}
 	if (o.ckpt_every > 0 && mkdir(o.ckpt_dir, 0755) < 0 && errno != EEXIST)
 		return log_err("--checkpoint-dir %s: %s", o.ckpt_dir, strerror(errno)), 1;
 	ps.ckpt_dir = o.ckpt_dir;
@@ -297,11 +370,8 @@ int main(int argc, char **argv)
 	ps.ckpt_next = (uint64_t)o.ckpt_every;
 	if (cluster_load(o.cluster, &ps.cl, err, sizeof(err)))
 		return log_err("%s", err), 1;
-	if (train_load(o.data, 1, o.eval_images, &test, err, sizeof(err)))
+	if (!flat && train_load(o.data, 1, o.eval_images, &test, err, sizeof(err)))
 		return log_err("%s", err), 1;
-	snap = malloc(sizeof(float) * ps.m.n);
-	if (!snap)
-		return log_err("no memory for a model snapshot (%zu floats)", ps.m.n), 1;
 
 	fo.cluster = o.cluster;
 	fo.host = o.host;
@@ -312,6 +382,22 @@ int main(int argc, char **argv)
 	f = mlf_open(&fo, err, sizeof(err));
 	if (!f)
 		return log_err("cannot open the fabric endpoint: %s", err), 1;
+	if (o.init_from && ps_init_from(&ps, &o, f) < 0) {
+		mlf_close(f);
+		return 1;
+	}
+	if (o.restore && train_checkpoint_read(&ps.m, o.restore, err, sizeof(err))) {
+		log_err("--restore: %s", err);
+		mlf_close(f);
+		return 1;
+	}
+	if (o.restore)
+		log_info("restored version %lld from %s", (long long)ps.m.version, o.restore);
+	if (!flat && !(snap = malloc(sizeof(float) * ps.m.n))) {
+		log_err("no memory for a model snapshot (%zu floats)", ps.m.n);
+		mlf_close(f);
+		return 1;
+	}
 	if (!(ps.applied_f = train_rec_open(o.records, "applied.jsonl", err, sizeof(err))) ||
 	    !(acc_f = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err)))) {
 		log_err("%s", err);
@@ -346,9 +432,14 @@ int main(int argc, char **argv)
 	if (o.replica)
 		log_info("replica of %s (%zu parameters, %s replication, divergence bound %g) from version %lld",
 			 o.server, ps.m.n, o.replication, o.div_max, (long long)ps.m.version);
+	else if (flat)
+		log_info("serving the model from %s (%zu parameters, version %lld) in mode %s for %d workers, "
+			 "delay bound %ld", src, ps.m.n, (long long)ps.m.version, o.mode_name, o.workers, o.tau_max);
 	else
 		log_info("serving %s (%zu parameters) in mode %s for %d workers, delay bound %ld", o.model,
 			 ps.m.n, o.mode_name, o.workers, o.tau_max);
+	if (flat)
+		log_info("model of %zu floats from %s: not evaluated by mlf-ps", ps.m.n, src);
 	while (!ps_stop) {
 		double next = clock_real_s() + o.eval_every;
 		int serving = !strcmp(mlf_role(f), "server");
@@ -356,13 +447,13 @@ int main(int argc, char **argv)
 			promoted_at = clock_real_s();
 			log_info("promoted to server at version %lld: evaluating from now on", (long long)ps.m.version);
 		}
-		if (serving)
+		if (serving && !flat)
 			ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
 		while (!ps_stop && clock_real_s() < next && (serving || strcmp(mlf_role(f), "server")))
 			usleep(20000);
 	}
 	mlf_close(f);
-	if (!o.replica || promoted_at)
+	if ((!o.replica || promoted_at) && !flat)
 		ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
 	log_info("stopping on signal %d: version %lld, %llu updates applied in %llu transfers",
 		 (int)ps_stop, (long long)ps.m.version, (unsigned long long)ps.applied,

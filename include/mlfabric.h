@@ -140,6 +140,31 @@ struct mlf_worker_stats {
 /** mlf_worker_stats - copy the counters of @f. */
 void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s);
 
+/* ---- the initial model (Horovod's broadcast_parameters; docs/api.md "Initial model") -------- */
+
+/**
+ * mlf_send_model - send a whole model @w (@n float32 values) at @version to @server's host,
+ * directly on channel 6 (MLF_CHAN_INIT, docs/control.md): not scheduled, not an update, in every
+ * mode. The server installs it as its model (the workers' initial model), see mlf_recv_model.
+ * Any endpoint may call it, registered or not. Blocks until the server host's dataplane holds
+ * the whole model byte-exact (it hands it to mlf_recv_model, also one called later) or
+ * @timeout_s seconds (<= 0: the endpoint timeout) passed; a failed transfer (the server's
+ * dataplane not up yet) is sent again until then.
+ * Returns 0, -EINVAL (unknown host, empty model, refused by the dataplane), -ETIMEDOUT (the
+ * error text names the server and the last failure), -ENOTCONN (no dataplane), -ENOMEM.
+ */
+int mlf_send_model(mlf_t *f, const char *server, const float *w, size_t n, int64_t version, double timeout_s);
+
+/**
+ * mlf_recv_model - before registering as server/replica: wait up to @timeout_s seconds (<= 0:
+ * the endpoint timeout) for a model sent with mlf_send_model by host @from (NULL = any host).
+ * A model from another host is refused (logged naming that host) and the wait goes on; so is a
+ * bad payload. On success *@w is malloc'ed (the caller frees it), *@n its float count, *@version
+ * the sender's version. Returns 0, -ETIMEDOUT (the error text names @from), -EINVAL (unknown
+ * host, NULL outputs), -ENOTCONN (no dataplane), -ENOMEM.
+ */
+int mlf_recv_model(mlf_t *f, const char *from, float **w, size_t *n, int64_t *version, double timeout_s);
+
 /* ---- server and replica (Table 1: registerAsServer, registerAsReplica, callbacks) ---------- */
 
 /**

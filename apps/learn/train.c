@@ -31,6 +31,62 @@ int train_model_init(struct train_model *m, const struct mlp_shape *s, uint64_t 
 	return 0;
 }
 
+int train_model_init_flat(struct train_model *m, const float *w, size_t n, int64_t version, double gamma)
+{
+	memset(m, 0, sizeof(*m));
+	if (n == 0 || !(gamma >= 0 && gamma < 1))
+		return -EINVAL;
+	m->n = n;
+	m->w = malloc(n * sizeof(float));
+	m->w_prev = malloc(n * sizeof(float));
+	if (!m->w || !m->w_prev) {
+		train_model_free(m);
+		return -ENOMEM;
+	}
+	memcpy(m->w, w, n * sizeof(float));
+	memcpy(m->w_prev, w, n * sizeof(float));
+	m->gamma = gamma;
+	m->version = version;
+	return 0;
+}
+
+int train_f32_read(const char *path, float **w, size_t *n, char *err, size_t errlen)
+{
+	struct stat st;
+	FILE *f = fopen(path, "rb");
+	int rc = 0;
+
+	*w = NULL;
+	*n = 0;
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	if (fstat(fileno(f), &st) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	} else if (!S_ISREG(st.st_mode) || st.st_size == 0 || st.st_size % 4) {
+		rc = -EINVAL;
+		snprintf(err, errlen, "%s: %s", path, !S_ISREG(st.st_mode) ? "not a regular file" :
+			 st.st_size == 0 ? "empty file (no floats)" : "size is not a multiple of 4 bytes (float32)");
+	} else if (!(*w = malloc((size_t)st.st_size))) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "%s: no memory for %lld bytes", path, (long long)st.st_size);
+	} else if (fread(*w, 4, (size_t)st.st_size / 4, f) != (size_t)st.st_size / 4) {
+		rc = -EIO;
+		snprintf(err, errlen, "%s: short read", path);
+	} else {
+		*n = (size_t)st.st_size / 4;
+	}
+	fclose(f);
+	if (rc) {
+		free(*w);
+		*w = NULL;
+	}
+	return rc;
+}
+
 void train_model_free(struct train_model *m)
 {
 	free(m->w);

@@ -32,6 +32,22 @@ struct train_model {
  */
 int train_model_init(struct train_model *m, const struct mlp_shape *s, uint64_t seed, double gamma);
 
+/**
+ * train_model_init_flat - a flat model (no MLP shape: any vector, e.g. a PyTorch model's
+ * flattened parameters, contract B of issue 13) of @n floats copied from @w, with w_prev = w (no
+ * momentum at the first step) and version @version; train_apply, train_state_get/set and the
+ * checkpoints work on it as on an MLP's. Returns 0, -EINVAL (@n 0, @gamma outside [0, 1)), -ENOMEM.
+ */
+int train_model_init_flat(struct train_model *m, const float *w, size_t n, int64_t version, double gamma);
+
+/**
+ * train_f32_read - read the raw little-endian float32 file @path (mlf-ps --init-file) into a
+ * malloc'ed *@w of *@n floats (the caller frees it). Returns 0, or -errno with @err naming the
+ * path: -ENOENT / -EACCES (cannot open), -EINVAL (empty, size not a multiple of 4 bytes),
+ * -EIO (read error), -ENOMEM.
+ */
+int train_f32_read(const char *path, float **w, size_t *n, char *err, size_t errlen);
+
 /** train_model_free - release a model; safe on a zeroed struct. */
 void train_model_free(struct train_model *m);
 

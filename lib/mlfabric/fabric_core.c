@@ -574,6 +574,7 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 		snprintf(sock, sizeof(sock), "%s/%s-%s.sock", MLFABRIC_SOCK_DIR, f->cl.name, o->host);
 	if (!(f->dp = mlfabric_connect(sock, err, errlen)))
 		goto fail;
+	snprintf(f->sock, sizeof(f->sock), "%s", sock);
 	if (pipe2(f->wake, O_NONBLOCK | O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;

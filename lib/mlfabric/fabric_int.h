@@ -15,6 +15,8 @@
  *   fabric_chain.c       chain replication: forwarding applied transfers to the chain replica
  *   fabric_replica.c     a replica: catch-up from state, `promote`
  *   fabric_aggregator.c  an aggregator: inputs on chan 2, `aggregate`
+ *   fabric_model.c       mlf_send_model / mlf_recv_model: the initial model on chan 6
+ *                        (MLF_CHAN_INIT), over a private dataplane connection of the app thread
  *
  * Calls go one way only, so no file-level circle of calls exists:
  *
@@ -42,6 +44,7 @@
 #define FABRIC_MOVED_MAX 8        /* server names a worker maps to the current server */
 #define FABRIC_SNAP_KEEP 16       /* verification snapshots kept per role (newest tags) */
 #define FABRIC_RECEIVED_MAX 1024  /* chan 1/4 transfer ids handed over, for late `order`s */
+#define MLF_CHAN_INIT 6           /* initial models (mlf_send_model, docs/control.md), never scheduled */
 
 enum fabric_role { FABRIC_ROLE_NONE, FABRIC_ROLE_WORKER, FABRIC_ROLE_SERVER, FABRIC_ROLE_REPLICA,
 		   FABRIC_ROLE_AGGREGATOR };
@@ -174,6 +177,7 @@ struct mlf {
 	enum mlf_mode mode;
 	double timeout_s, agg_timeout_s;
 	mlfabric_t *dp;
+	char sock[256];             /* the dataplane socket (fabric_model.c opens its own connection) */
 	pthread_t thread;
 	int wake[2];
 	int stop, dead, sched_lost;
