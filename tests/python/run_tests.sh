@@ -1,5 +1,7 @@
 #!/bin/sh
 # run_tests.sh - the Python unit tests (tests/python/test_*.py) of tools/mlfcluster (rate
-# schedule, results from a hand-made records folder, experiment validation) and tools/mlffault
-# (accounting, record errors). Run from the repository root (make does, as build/tests/test_python).
-exec python3 -m unittest discover -s tests/python "$@"
+# schedule, results from a hand-made records folder, experiment validation), tools/mlffault
+# (accounting, record errors), tools/check-layers and the mlfabric package (python/mlfabric,
+# imported from build/python). Run from the repository root (make does, as build/tests/test_python).
+# Debian's /usr/bin/python3: it has torch and numpy (a `python3` on PATH may not).
+PYTHONPATH="$(pwd)/build/python${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 -m unittest discover -s tests/python "$@"

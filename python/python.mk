@@ -1,0 +1,57 @@
+# python/python.mk - the Python package mlfabric (python/mlfabric/, docs/python.md): `make` builds
+# the importable package into build/python/mlfabric/ (the .py files and the CPython extension
+# _mlfabric<EXT_SUFFIX>, linked to build/libmlfabric.so through the rpath $ORIGIN/../..), so that
+# PYTHONPATH=build/python /usr/bin/python3 imports it from the tree. `make install` installs it
+# under $(PREFIX)/lib/python3/dist-packages/mlfabric/ (the extension relinked with the rpath
+# $(PREFIX)/lib, none when PREFIX is /usr). The extension is app level: it includes only
+# include/ (mlfabric.h, which pulls in the payload header of lib/proto).
+# Python is Debian's /usr/bin/python3 (python3-dev for Python.h; `python3` on PATH may be
+# another interpreter without torch).
+
+PYTHON3       := /usr/bin/python3
+PY_INCDIR     := $(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PY_CFLAGS     := $(shell /usr/bin/python3-config --includes 2>/dev/null)
+PY_EXT_SUFFIX := $(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+ifneq ($(filter-out $(NOPKG_GOALS),$(or $(MAKECMDGOALS),all)),)
+ifeq ($(wildcard $(PY_INCDIR)/Python.h),)
+$(error Python.h not found (in '$(PY_INCDIR)'): run 'make deps' (Debian package python3-dev))
+endif
+endif
+
+INC_python/mlfabric := $(INC_MLFABRIC) $(PY_CFLAGS)
+
+PY_PKG     := $(BUILD)/python/mlfabric
+PY_SOURCES := $(wildcard python/mlfabric/*.py)
+PY_FILES   := $(patsubst python/mlfabric/%,$(PY_PKG)/%,$(PY_SOURCES))
+PY_EXT     := $(PY_PKG)/_mlfabric$(PY_EXT_SUFFIX)
+PY_EXT_OBJ := $(BUILD)/python-ext/_mlfabric.o
+PROGRAMS   += $(PY_FILES) $(PY_EXT)
+
+$(PY_PKG)/%.py: python/mlfabric/%.py
+	@mkdir -p $(@D)
+	cp $< $@
+
+# position-independent: the object goes into a shared object (in the tree and installed)
+$(PY_EXT_OBJ): python/mlfabric/_mlfabric.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC $(INC_python/mlfabric) -c $< -o $@
+
+$(PY_EXT): $(PY_EXT_OBJ) $(LIBMLFABRIC_SO)
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $< -L$(BUILD) -lmlfabric -Wl,-rpath,'$$ORIGIN/../..'
+
+# the Python unit tests (tests/python, run by build/tests/test_python of tools/cluster.mk) import
+# the package from build/python
+$(BUILD)/tests/test_python: $(PY_FILES) $(PY_EXT)
+
+INTEG_TESTS += tests/integration/python_fabric.sh
+
+PREFIX  ?= /usr/local
+PY_DEST  = $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/mlfabric
+INSTALL_HOOKS += install-python
+.PHONY: install-python
+install-python: $(PY_FILES) $(PY_EXT_OBJ) $(LIBMLFABRIC_SO)
+	install -d $(PY_DEST)
+	install -m 644 $(PY_FILES) $(PY_DEST)/
+	$(CC) -shared -o $(PY_DEST)/_mlfabric$(PY_EXT_SUFFIX) $(PY_EXT_OBJ) -L$(BUILD) -lmlfabric \
+		$(if $(filter /usr,$(PREFIX)),,-Wl,-rpath,$(PREFIX)/lib)

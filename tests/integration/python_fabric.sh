@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# python_fabric.sh - the Python package mlfabric (python/mlfabric, docs/python.md) against a live
+# testbed: mlf-ps in Async mode (MLF_MODE_DIRECT, no scheduler) on host ps, Python workers on w0
+# (Debian's /usr/bin/python3, PYTHONPATH=build/python).
+#  1. mlf-ps --model 784,10 --momentum 0: a worker gets the model w (version v), pushes a random
+#     update u at v and gets w + u exactly at version v + 1 (eq. 2 without momentum history);
+#     the worker counters say 1 pushed, 0 dropped, models received.
+#  2. mlf-ps --init-from w0 (a flat model of any size): mlfabric.torch.broadcast_parameters sends
+#     a torch model's parameters and gets them back byte-exact at version 0; three steps of
+#     DistributedOptimizer (plain SGD) each move the server's model by exactly the worker's update.
+#  3. the server is stopped: a worker's get fails with mlfabric.Error naming the server within
+#     its timeout (2 s, checked < 5 s).
+. "$(dirname "$0")/apps_lib.sh"
+PY=/usr/bin/python3
+[ -x $PY ] && [ -f "$ROOT/build/python/mlfabric/__init__.py" ] && ls "$ROOT"/build/python/mlfabric/_mlfabric*.so >/dev/null 2>&1 ||
+	{ echo "SKIP $TEST_NAME: build/python/mlfabric not built"; exit 0; }
+
+apps_begin apppy 12 'ps:2:"server"' 'w0:10:"worker"'
+for h in ps w0; do dp_start $h --scheduler none; done
+
+# pyrun NAME SCRIPT: run SCRIPT (a Python program read from stdin into the work directory) on w0
+pyrun() {
+	cat >"$WORK/py_$1.py"
+	"$TB" exec "$CLUSTER" w0 env PYTHONPATH="$ROOT/build/python" $PY "$WORK/py_$1.py" "$CLUSTER" >"$WORK/$1.log" 2>&1
+}
+
+# wait_log FILE PATTERN SECONDS
+wait_log() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	fail "no line matching '$2' in $(basename "$1") within $3 s: $(tail -3 "$1")"
+}
+
+## 1. push and get with numpy buffers
+apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --model 784,10 --momentum 0 \
+	--eval-every 100 --records "$WORK/ps"
+wait_log "$WORK/ps.log" "serving" 10
+pyrun push <<'EOF' || fail "push/get worker failed: $(tail -5 "$WORK/push.log")"
+import sys, time
+import numpy as np
+import mlfabric
+
+ep = mlfabric.init(sys.argv[1], "w0", mode="async", timeout_s=5)
+assert ep.server == "ps" and ep.role == "worker", (ep.server, ep.role)
+n = 784 * 10 + 10
+w0 = np.empty(n, np.float32)
+v0 = ep.get(w0)
+u = (np.random.default_rng(7).standard_normal(n) * 0.01).astype(np.float32)
+uid = ep.push(u, float(np.linalg.norm(u)), v0)
+assert uid > 0, uid
+w1 = np.empty(n, np.float32)
+deadline = time.monotonic() + 5
+while True:  # the push travels on its own; the model of version v0 + 1 has it applied
+    v1 = ep.get(w1)
+    if v1 > v0 or time.monotonic() > deadline:
+        break
+    time.sleep(0.05)
+assert v1 == v0 + 1, f"version {v0} -> {v1}, expected {v0 + 1}"
+err = float(np.abs(w1 - (w0 + u)).max())
+assert np.array_equal(w1, w0 + u), f"model moved by u with max error {err}"
+s = ep.stats()
+assert s["pushed"] == 1 and s["dropped"] == 0 and s["models"] >= 2, s
+mlfabric.shutdown()
+print(f"push/get: version {v0} -> {v1}, w1 == w0 + u exactly ({n} floats), stats {s}")
+EOF
+ok "$(tail -1 "$WORK/push.log")"
+kill -TERM "$PID_ps"; wait "$PID_ps" || fail "mlf-ps did not exit cleanly: $(tail -2 "$WORK/ps.log")"
+[ "$(jq .applied "$WORK/ps/server.json")" = 1 ] || fail "server.json: $(cat "$WORK/ps/server.json")"
+
+## 2. torch: broadcast_parameters to mlf-ps --init-from w0, DistributedOptimizer steps
+apps_run ps2 ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --init-from w0 --momentum 0 \
+	--records "$WORK/ps2"
+wait_log "$WORK/ps2.log" "waiting for the initial model from w0" 10
+pyrun torch <<'EOF' || fail "torch worker failed: $(tail -5 "$WORK/torch.log")"
+import sys, time
+import numpy as np
+import torch
+import mlfabric
+import mlfabric.torch as mt
+
+torch.manual_seed(1)
+net = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+want = torch.nn.utils.parameters_to_vector(net.parameters()).detach().clone()
+ep = mlfabric.init(sys.argv[1], "w0", mode="async", timeout_s=5)
+v = mt.broadcast_parameters(net, root="w0")
+got = torch.nn.utils.parameters_to_vector(net.parameters()).detach()
+assert v == 0 and torch.equal(got, want), f"broadcast: version {v}, max diff {float((got - want).abs().max())}"
+opt = mt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1), net.named_parameters())
+x, y = torch.randn(32, 20), torch.randint(0, 3, (32,))
+prev = want.numpy().copy()          # the server's model, version 0
+server = np.empty(want.numel(), np.float32)
+for step in range(3):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(net(x), y).backward()
+    grads = torch.cat([p.grad.reshape(-1) for p in net.parameters()]).clone()
+    opt.step()
+    deadline = time.monotonic() + 5
+    while (sv := ep.get(server)) < step + 1 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the update travels on its own; wait until it is applied
+    # the server's model moved by this step's update u = -lr * grad (one worker, no momentum)
+    assert sv == step + 1, f"step {step}: server at version {sv}"
+    assert np.allclose(server, prev - 0.1 * grads.numpy(), atol=1e-6), f"step {step}: server model != w + u"
+    # the parameters hold the model the step's get returned (with or without this update)
+    now = torch.nn.utils.parameters_to_vector(net.parameters()).detach().numpy()
+    loaded = {step + 1: server, step: prev}.get(opt.version)
+    assert loaded is not None and np.array_equal(now, loaded), f"step {step}: version {opt.version} not loaded"
+    prev = server.copy()
+assert opt.dropped == 0 and ep.stats()["pushed"] == 3
+mlfabric.shutdown()
+print(f"torch: broadcast {want.numel()} parameters byte-exact at version 0, 3 steps, server at version {sv}")
+EOF
+ok "$(tail -1 "$WORK/torch.log")"
+grep -q "serving the model from w0" "$WORK/ps2.log" || fail "mlf-ps did not serve w0's model: $(tail -3 "$WORK/ps2.log")"
+kill -TERM "$PID_ps2"; wait "$PID_ps2" || fail "mlf-ps (init-from) did not exit cleanly: $(tail -2 "$WORK/ps2.log")"
+
+## 3. the server is gone: get fails in time naming it
+pyrun gone <<'EOF' || fail "no-server worker: $(tail -5 "$WORK/gone.log")"
+import sys, time
+import numpy as np
+import mlfabric
+
+ep = mlfabric.init(sys.argv[1], "w0", mode="async", timeout_s=2)
+t = time.monotonic()
+try:
+    ep.get(np.empty(7850, np.float32))
+except mlfabric.Error as e:
+    took = time.monotonic() - t
+    assert "ps" in str(e) and took < 5, (str(e), took)
+    print(f"get without a server: mlfabric.Error after {took:.1f} s: {e}")
+else:
+    sys.exit("get without a server succeeded")
+EOF
+ok "$(tail -1 "$WORK/gone.log")"
