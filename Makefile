@@ -20,6 +20,7 @@
 #   UNIT_TESTS    += build/tests/<name>      Check test binaries run by `make test`
 #   INTEG_TESTS   += tests/integration/x.sh  scripts run by `make test` (need root)
 #   BENCHES       += bench-<name>            phony targets listed by `make help`
+#   INSTALL_HOOKS += install-<x>             more steps of `make install` (UNINSTALL_HOOKS: uninstall)
 # Packages come from pkg-config; a missing one is a clear error that names `make deps`.
 # `make` never installs anything; `make deps` does, and the README's two commands
 # (`make run`, `make test`) run it first.
@@ -32,7 +33,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 LDLIBS  += -lm
 
 # Goals that need no packages (the README's two commands install them, then re-enter make).
-NOPKG_GOALS := clean help deps run test
+NOPKG_GOALS := clean help deps run test uninstall
 define need_pkg
 $(if $(shell pkg-config --exists $(1) && echo ok),,$(error pkg-config cannot find '$(1)': run 'make deps' (Debian package $(2))))
 endef
@@ -67,15 +68,22 @@ LIB_LEARN   := $(BUILD)/libmlflearn.a
 LIBPLAN     := $(BUILD)/libplan.a
 LIBPLANIO   := $(BUILD)/libplanio.a
 LIBPLANTEST := $(BUILD)/libplantest.a
+# The shared library (lib/lib.mk): build/libmlfabric.so -> .so.1 -> .so.$(MLFABRIC_VERSION).
+# MLFABRIC_VERSION is the single place of the library's version (soname, mlfabric.pc).
+MLFABRIC_VERSION   := 1.0.0
+MLFABRIC_SOVERSION := $(firstword $(subst ., ,$(MLFABRIC_VERSION)))
+LIBMLFABRIC_SO     := $(BUILD)/libmlfabric.so
 # what a program of the fabric links: libmlfabric and the layers below it
 MLFABRIC_LIBS := $(LIBMLFABRIC) $(LIB_PROTO) $(LIB_BASE)
 
 PROGRAMS    :=
+INSTALL_HOOKS   :=
+UNINSTALL_HOOKS :=
 UNIT_TESTS  :=
 INTEG_TESTS :=
 BENCHES     :=
 
-.PHONY: all test unit-test integration-test clean help run deps check-layers programs
+.PHONY: all test unit-test integration-test clean help run deps check-layers programs install uninstall
 all: programs
 
 # Every object compiles with its directory's include paths only (the layer rule).
@@ -98,6 +106,48 @@ FRAGMENTS := lib/lib.mk apps/learn/learn.mk scheduler/planner/planner.mk \
 include $(FRAGMENTS)
 
 programs: $(PROGRAMS)
+
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: installs what `make` built (builds nothing
+# else, installs no packages): the headers (include/mlfabric/), libmlfabric.so and its symlinks,
+# mlfabric.pc (from mlfabric.pc.in) and the user programs (every build/mlf-* of PROGRAMS but
+# NOINSTALL_PROGRAMS). ldconfig runs only for a real install (no DESTDIR) as root.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL    ?= install
+NOINSTALL_PROGRAMS := $(BUILD)/mlf-txloop
+INSTALL_PROGRAMS = $(filter-out $(NOINSTALL_PROGRAMS),$(filter $(BUILD)/mlf-%,$(PROGRAMS)))
+INSTALL_HEADERS  := include/mlfabric.h include/mlfabric_verify.h lib/proto/mlf_payload.h
+SO_LINKS = $(notdir $(LIBMLFABRIC_SO)) $(SO_SONAME)
+
+install: $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) mlfabric.pc.in $(INSTALL_HOOKS)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR)/mlfabric
+	$(INSTALL) -m 644 $(INSTALL_HEADERS) $(DESTDIR)$(INCLUDEDIR)/mlfabric/
+	$(INSTALL) -m 755 $(SO_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SO_REAL)) $(DESTDIR)$(LIBDIR)/$(SO_SONAME)
+	ln -sf $(SO_SONAME) $(DESTDIR)$(LIBDIR)/$(notdir $(LIBMLFABRIC_SO))
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	    -e 's|@VERSION@|$(MLFABRIC_VERSION)|g' mlfabric.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/mlfabric.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/mlfabric.pc
+	$(INSTALL) -m 755 $(INSTALL_PROGRAMS) $(DESTDIR)$(BINDIR)/
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; fi
+
+# tests/cli/test_install.sh: make install into a temporary DESTDIR, the example built with pkg-config
+UNIT_TESTS += $(BUILD)/tests/test_install
+$(BUILD)/tests/test_install: tests/cli/test_install.sh $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) \
+		$(wildcard examples/c/*.c) examples/c/Makefile mlfabric.pc.in
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+
+uninstall: $(UNINSTALL_HOOKS)
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/mlfabric/,$(notdir $(INSTALL_HEADERS)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/mlfabric 2>/dev/null
+	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,$(notdir $(SO_REAL)) $(SO_LINKS))
+	rm -f $(DESTDIR)$(PKGCONFIGDIR)/mlfabric.pc
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_PROGRAMS)))
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; fi
 
 unit-test: $(UNIT_TESTS)
 	@fail=0; for t in $(UNIT_TESTS); do echo "== $$t"; $$t || fail=1; done; \
@@ -134,6 +184,8 @@ help:
 	@echo "make test       deps, then unit tests (Check) and integration tests (root, namespaces)"
 	@echo "make run        deps, then the main job (see README)"
 	@echo "make check-layers  include and call-graph layer checks"
+	@echo "make install    headers, libmlfabric.so, mlfabric.pc, programs to PREFIX (/usr/local); DESTDIR honoured"
+	@echo "make uninstall  removes what make install installed"
 	@echo "benchmarks:     $(BENCHES)"
 
 clean:
