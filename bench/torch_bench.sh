@@ -90,16 +90,16 @@ for s in systems:
     for seed in seeds:
         p = "%s/s%d-%s/results.json" % (out, seed, s)
         r = json.load(open(p))["systems"].get(s) if os.path.exists(p) else None
-        per.append(r["time_to_target_s"] if r and r["reached"] else None)
+        per.append("no run" if r is None else r["time_to_target_s"] if r["reached"] else None)
         if r:
             fin.append(r["final_accuracy"] or 0)
             its.append(r["mean_iteration_s"] or 0)
-    got = [t for t in per if t is not None]
+    got = [t for t in per if isinstance(t, (int, float))]
     f1 = lambda v: "%.1f" % v
     lines.append("| %s | %d/%d | %s | %s | %s | %s | %s |" % (
         s, len(got), len(seeds), f1(statistics.median(got)) if got else "-",
         "%s-%s" % (f1(min(got)), f1(max(got))) if got else "-",
-        " ".join(f1(t) if t is not None else "not reached" for t in per),
+        ", ".join(t if isinstance(t, str) else f1(t) if t is not None else "not reached" for t in per),
         " ".join("%.3f" % a for a in fin) or "-", " ".join("%.3f" % a for a in its) or "-"))
 ov = {}
 for k in ("c", "python", "optimizer"):
