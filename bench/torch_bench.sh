@@ -122,11 +122,11 @@ table = "\n".join(lines) + "\n"
 sys.stdout.write(table)
 head = "## PyTorch over the fabric (bench-torch)"
 sec = (head + "\n\n`make bench-torch` (bench/torch_bench.sh), %s, run folders %s: examples/torch_fashion_mnist.py "
-       "(LeNet-5, 61,706 floats) on 4 workers of %s, %s-%s, rate_scale %s, compute_s %s, batch %s, lr %s "
+       "(LeNet-5, 61,706 floats) on 4 workers of %s, %s-%s, rate_scale %s, compute_s %s, batch_ms %s, batch %s, lr %s "
        "(MLfabric-A, Async: the workers' update -lr*g, momentum %s at the server), lr_sync %s (gloo: the averaged "
        "gradient, local SGD with momentum %s), time limit %s s, seeds %s.\n\n%s"
        % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), out, exp.get("cluster"), exp.get("compute"),
-          exp.get("network"), exp.get("rate_scale"), exp.get("compute_s"), exp.get("batch"), exp.get("lr"),
+          exp.get("network"), exp.get("rate_scale"), exp.get("compute_s"), exp.get("batch_ms"), exp.get("batch"), exp.get("lr"),
           exp.get("momentum"), exp.get("lr_sync"), exp.get("momentum"), exp.get("time_limit_s"),
           " ".join(map(str, seeds)), table))
 text = open(bm).read() if os.path.exists(bm) else ""
