@@ -11,6 +11,7 @@
 #   scheduler/planner        pure planning library (no I/O, clock)    build/libplan.a
 #   scheduler/planner/io     plan documents (jansson), mlf-plan        build/libplanio.a
 #   lib/mlfabric    libmlfabric: include/mlfabric.h (paper Table 1)   build/libmlfabric.a
+#                   the three above as one shared library           build/libmlfabric.so (make install)
 #   apps/learn      the ML workload (MLP, IDX, training helpers)      build/libmlflearn.a
 #   daemons and apps: dataplane/, scheduler/daemon/, aggregator/, apps/, tools/
 #

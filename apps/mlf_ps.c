@@ -382,6 +382,13 @@ int main(int argc, char **argv)
 	f = mlf_open(&fo, err, sizeof(err));
 	if (!f)
 		return log_err("cannot open the fabric endpoint: %s", err), 1;
+	/* the record files first: readers find them (empty) while --init-from waits */
+	if (!(ps.applied_f = train_rec_open(o.records, "applied.jsonl", err, sizeof(err))) ||
+	    !(acc_f = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err)))) {
+		log_err("%s", err);
+		mlf_close(f);
+		return 1;
+	}
 	if (o.init_from && ps_init_from(&ps, &o, f) < 0) {
 		mlf_close(f);
 		return 1;
@@ -395,12 +402,6 @@ int main(int argc, char **argv)
 		log_info("restored version %lld from %s", (long long)ps.m.version, o.restore);
 	if (!flat && !(snap = malloc(sizeof(float) * ps.m.n))) {
 		log_err("no memory for a model snapshot (%zu floats)", ps.m.n);
-		mlf_close(f);
-		return 1;
-	}
-	if (!(ps.applied_f = train_rec_open(o.records, "applied.jsonl", err, sizeof(err))) ||
-	    !(acc_f = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err)))) {
-		log_err("%s", err);
 		mlf_close(f);
 		return 1;
 	}

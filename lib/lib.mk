@@ -3,6 +3,7 @@
 #   lib/proto     libmlfproto.a  wire format, app messages, control messages, cluster config,
 #                                payload header, protocol version (base; jansson)
 #   lib/mlfabric  libmlfabric.a  the application library of include/mlfabric.h (proto, base)
+#   all three     libmlfabric.so the shared library that make install installs (exports mlf_* only)
 
 INC_lib/base     := $(INC_BASE)
 INC_lib/proto    := $(INC_PROTO)
@@ -41,3 +42,6 @@ UNIT_TESTS += $(BUILD)/tests/test_cluster
 $(BUILD)/tests/test_cluster: $(BUILD)/tests/unit/test_cluster.o $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
+
+# the out-of-tree example examples/c against a live two-host fabric (installed library, pkg-config)
+INTEG_TESTS += tests/integration/fabric_example_c.sh

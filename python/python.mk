@@ -3,7 +3,7 @@
 # _mlfabric<EXT_SUFFIX>, linked to build/libmlfabric.so through the rpath $ORIGIN/../..), so that
 # PYTHONPATH=build/python /usr/bin/python3 imports it from the tree. `make install` installs it
 # under $(PREFIX)/lib/python3/dist-packages/mlfabric/ (the extension relinked with the rpath
-# $(PREFIX)/lib, none when PREFIX is /usr). The extension is app level: it includes only
+# $(LIBDIR), default $(PREFIX)/lib, none when that is /usr/lib); `make uninstall` removes it. The extension is app level: it includes only
 # include/ (mlfabric.h, which pulls in the payload header of lib/proto).
 # Python is Debian's /usr/bin/python3 (python3-dev for Python.h; `python3` on PATH may be
 # another interpreter without torch).
@@ -46,12 +46,18 @@ $(BUILD)/tests/test_python: $(PY_FILES) $(PY_EXT)
 
 INTEG_TESTS += tests/integration/python_fabric.sh
 
-PREFIX  ?= /usr/local
-PY_DEST  = $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/mlfabric
-INSTALL_HOOKS += install-python
-.PHONY: install-python
+# PREFIX, LIBDIR, DESTDIR: the top-level Makefile's `make install`
+PY_DEST = $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/mlfabric
+INSTALL_HOOKS   += install-python
+UNINSTALL_HOOKS += uninstall-python
+.PHONY: install-python uninstall-python
 install-python: $(PY_FILES) $(PY_EXT_OBJ) $(LIBMLFABRIC_SO)
 	install -d $(PY_DEST)
 	install -m 644 $(PY_FILES) $(PY_DEST)/
 	$(CC) -shared -o $(PY_DEST)/_mlfabric$(PY_EXT_SUFFIX) $(PY_EXT_OBJ) -L$(BUILD) -lmlfabric \
-		$(if $(filter /usr,$(PREFIX)),,-Wl,-rpath,$(PREFIX)/lib)
+		$(if $(filter /usr/lib /usr/lib/,$(LIBDIR)),,-Wl,-rpath,$(LIBDIR))
+	chmod 644 $(PY_DEST)/_mlfabric$(PY_EXT_SUFFIX)
+
+uninstall-python:
+	rm -rf $(PY_DEST)
+	-rmdir $(DESTDIR)$(PREFIX)/lib/python3/dist-packages $(DESTDIR)$(PREFIX)/lib/python3 2>/dev/null

@@ -120,7 +120,10 @@ int mlf_send_model(mlf_t *f, const char *server, const float *w, size_t n, int64
 	if (!f)
 		return -EINVAL;
 	if (!server || cluster_find(&f->cl, server) < 0 || !w || n == 0) {
-		model_err(f, "send model: %s", !w || n == 0 ? "empty model" : "unknown server host");
+		if (!w || n == 0)
+			model_err(f, "send model: empty model");
+		else
+			model_err(f, "send model: unknown server host '%s'", server ? server : "(null)");
 		return -EINVAL;
 	}
 	wait_s = timeout_s > 0 ? timeout_s : f->timeout_s;
@@ -202,7 +205,10 @@ int mlf_recv_model(mlf_t *f, const char *from, float **w, size_t *n, int64_t *ve
 	if (!f)
 		return -EINVAL;
 	if ((from && cluster_find(&f->cl, from) < 0) || !w || !n || !version) {
-		model_err(f, "recv model: %s", !w || !n || !version ? "no place for the model" : "unknown host");
+		if (!w || !n || !version)
+			model_err(f, "recv model: no place for the model");
+		else
+			model_err(f, "recv model: unknown host '%s'", from);
 		return -EINVAL;
 	}
 	wait_s = timeout_s > 0 ? timeout_s : f->timeout_s;

@@ -11,6 +11,7 @@ array.array('f')). Blocking calls release the GIL. Failures raise mlfabric.Error
 .errno, and a message naming what failed: the file, the host, the server, the socket).
 See docs/python.md; mlfabric.torch has the PyTorch optimizer wrapper.
 """
+import atexit as _atexit
 import errno as _errno
 import json as _json
 
@@ -224,3 +225,8 @@ def shutdown():
     if _default is not None:
         _default.close()
         _default = None
+
+
+# close the default endpoint before the interpreter winds down (its event thread may call back
+# into Python; a worker's close also waits for its pending pushes)
+_atexit.register(shutdown)

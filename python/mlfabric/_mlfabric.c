@@ -38,6 +38,7 @@ typedef struct {
 	mlf_t *f;
 	int busy, peeking;
 	PyObject *on_update, *on_request; /* server callbacks (owned references) */
+	int64_t version;                  /* server: the last version a callback returned */
 } HandleObject;
 
 /* Raise mlfabric.Error(err, text); returns NULL. */
@@ -393,7 +394,7 @@ static void view_release(PyObject *mv)
 	Py_DECREF(mv);
 }
 
-/* Report an exception of a callback on stderr; the library gets @fallback. */
+/* Report an exception of a callback on stderr; the library gets @fallback (the last version). */
 static int64_t callback_failed(const char *which, int64_t fallback)
 {
 	fprintf(stderr, "mlfabric: the server's %s callback raised an exception:\n", which);
@@ -421,7 +422,7 @@ static int64_t py_on_update(void *arg, const struct mlf_update *u)
 	HandleObject *h = arg;
 	PyGILState_STATE g = PyGILState_Ensure();
 	PyObject *mv, *info = NULL, *parts, *r = NULL;
-	int64_t v = -1, fallback = u->hdr ? u->hdr->version : 0;
+	int64_t v = -1;
 	uint32_t np = u->hdr ? u->hdr->n_parts : 0;
 
 	mv = f32_view(u->u, u->n, 0);
@@ -435,12 +436,14 @@ static int64_t py_on_update(void *arg, const struct mlf_update *u)
 	}
 	if (mv && parts)
 		info = Py_BuildValue("{s:K,s:s,s:O,s:L}", "xfer", (unsigned long long)u->xfer, "src",
-				     u->src ? u->src : "", "parts", parts, "version", (long long)fallback);
+				     u->src ? u->src : "", "parts", parts, "version",
+				     (long long)(u->hdr ? u->hdr->version : 0));
 	if (info)
 		r = PyObject_CallFunctionObjArgs(h->on_update, mv, info, NULL);
 	v = callback_version(r);
 	if (v < 0 && PyErr_Occurred())
-		v = callback_failed("on_update", fallback);
+		v = callback_failed("on_update", h->version); /* the model is as before */
+	h->version = v;
 	Py_XDECREF(info);
 	Py_XDECREF(parts);
 	if (mv)
@@ -461,7 +464,8 @@ static int64_t py_on_request(void *arg, float *model, size_t n)
 		r = PyObject_CallFunctionObjArgs(h->on_request, mv, NULL);
 	v = callback_version(r);
 	if (v < 0 && PyErr_Occurred())
-		v = callback_failed("on_request", 0);
+		v = callback_failed("on_request", h->version);
+	h->version = v;
 	if (mv)
 		view_release(mv);
 	PyGILState_Release(g);
@@ -493,6 +497,7 @@ static PyObject *Handle_register_as_server(HandleObject *self, PyObject *args)
 	Py_INCREF(on_request);
 	self->on_update = on_update;
 	self->on_request = on_request;
+	self->version = version0;
 	memset(&p, 0, sizeof(p));
 	p.tau_max = tau_max;
 	p.momentum = momentum;

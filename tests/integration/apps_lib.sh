@@ -11,6 +11,7 @@ apps_cleanup() {
 	if [ $rc -ne 0 ] && [ -n "$WORK" ]; then
 		for f in "$WORK"/*.log; do [ -s "$f" ] && { echo "--- tail of $f"; tail -4 "$f"; }; done >&2
 	fi
+	set +e # errexit would end the trap at `(exit $rc)` and leave the testbed and its dataplanes up
 	(exit $rc)
 	tb_cleanup
 }

@@ -1,27 +1,35 @@
 #!/usr/bin/env bash
 # python_fabric.sh - the Python package mlfabric (python/mlfabric, docs/python.md) against a live
 # testbed: mlf-ps in Async mode (MLF_MODE_DIRECT, no scheduler) on host ps, Python workers on w0
-# (Debian's /usr/bin/python3, PYTHONPATH=build/python).
+# w1, w2 (Debian's /usr/bin/python3, PYTHONPATH=build/python).
 #  1. mlf-ps --model 784,10 --momentum 0: a worker gets the model w (version v), pushes a random
 #     update u at v and gets w + u exactly at version v + 1 (eq. 2 without momentum history);
 #     the worker counters say 1 pushed, 0 dropped, models received.
-#  2. mlf-ps --init-from w0 (a flat model of any size): mlfabric.torch.broadcast_parameters sends
+#  2. mlf-ps --init-from w1 (a flat model of any size): mlfabric.torch.broadcast_parameters sends
 #     a torch model's parameters and gets them back byte-exact at version 0; three steps of
 #     DistributedOptimizer (plain SGD) each move the server's model by exactly the worker's update.
 #  3. the server is stopped: a worker's get fails with mlfabric.Error naming the server within
 #     its timeout (2 s, checked < 5 s).
+#  4. a Python server (Endpoint.register_server, callbacks on the library's thread): a worker
+#     (w2) gets its model, pushes u, gets model + u at version 1; the server's on_update saw the
+#     update id and version the worker pushed, from w2.
 . "$(dirname "$0")/apps_lib.sh"
 PY=/usr/bin/python3
 [ -x $PY ] && [ -f "$ROOT/build/python/mlfabric/__init__.py" ] && ls "$ROOT"/build/python/mlfabric/_mlfabric*.so >/dev/null 2>&1 ||
 	{ echo "SKIP $TEST_NAME: build/python/mlfabric not built"; exit 0; }
 
-apps_begin apppy 12 'ps:2:"server"' 'w0:10:"worker"'
-for h in ps w0; do dp_start $h --scheduler none; done
+# each part's worker on its own host: update ids are (host, per-endpoint sequence), so a second
+# worker process on the same host would reuse the first one's ids, and the server's dataplane
+# drops a transfer id it finished moments ago as a late duplicate
+apps_begin apppy 12 'ps:2:"server"' 'w0:10:"worker"' 'w1:11:"worker"' 'w2:12:"worker"'
+for h in ps w0 w1 w2; do dp_start $h --scheduler none; done
 
-# pyrun NAME SCRIPT: run SCRIPT (a Python program read from stdin into the work directory) on w0
+# pyrun NAME HOST: run the Python program on stdin (saved in the work directory) on HOST with
+# the arguments CLUSTER WORK
 pyrun() {
 	cat >"$WORK/py_$1.py"
-	"$TB" exec "$CLUSTER" w0 env PYTHONPATH="$ROOT/build/python" $PY "$WORK/py_$1.py" "$CLUSTER" >"$WORK/$1.log" 2>&1
+	"$TB" exec "$CLUSTER" "$2" env PYTHONPATH="$ROOT/build/python" $PY "$WORK/py_$1.py" "$CLUSTER" "$WORK" \
+		>"$WORK/$1.log" 2>&1
 }
 
 # wait_log FILE PATTERN SECONDS
@@ -35,7 +43,7 @@ wait_log() {
 apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --model 784,10 --momentum 0 \
 	--eval-every 100 --records "$WORK/ps"
 wait_log "$WORK/ps.log" "serving" 10
-pyrun push <<'EOF' || fail "push/get worker failed: $(tail -5 "$WORK/push.log")"
+pyrun push w0 <<'EOF' || fail "push/get worker failed: $(tail -5 "$WORK/push.log")"
 import sys, time
 import numpy as np
 import mlfabric
@@ -68,10 +76,10 @@ kill -TERM "$PID_ps"; wait "$PID_ps" || fail "mlf-ps did not exit cleanly: $(tai
 [ "$(jq .applied "$WORK/ps/server.json")" = 1 ] || fail "server.json: $(cat "$WORK/ps/server.json")"
 
 ## 2. torch: broadcast_parameters to mlf-ps --init-from w0, DistributedOptimizer steps
-apps_run ps2 ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --init-from w0 --momentum 0 \
+apps_run ps2 ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --init-from w1 --momentum 0 \
 	--records "$WORK/ps2"
-wait_log "$WORK/ps2.log" "waiting for the initial model from w0" 10
-pyrun torch <<'EOF' || fail "torch worker failed: $(tail -5 "$WORK/torch.log")"
+wait_log "$WORK/ps2.log" "waiting for the initial model from w1" 10
+pyrun torch w1 <<'EOF' || fail "torch worker failed: $(tail -5 "$WORK/torch.log")"
 import sys, time
 import numpy as np
 import torch
@@ -81,8 +89,8 @@ import mlfabric.torch as mt
 torch.manual_seed(1)
 net = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
 want = torch.nn.utils.parameters_to_vector(net.parameters()).detach().clone()
-ep = mlfabric.init(sys.argv[1], "w0", mode="async", timeout_s=5)
-v = mt.broadcast_parameters(net, root="w0")
+ep = mlfabric.init(sys.argv[1], "w1", mode="async", timeout_s=5)
+v = mt.broadcast_parameters(net, root="w1")
 got = torch.nn.utils.parameters_to_vector(net.parameters()).detach()
 assert v == 0 and torch.equal(got, want), f"broadcast: version {v}, max diff {float((got - want).abs().max())}"
 opt = mt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1), net.named_parameters())
@@ -110,11 +118,11 @@ mlfabric.shutdown()
 print(f"torch: broadcast {want.numel()} parameters byte-exact at version 0, 3 steps, server at version {sv}")
 EOF
 ok "$(tail -1 "$WORK/torch.log")"
-grep -q "serving the model from w0" "$WORK/ps2.log" || fail "mlf-ps did not serve w0's model: $(tail -3 "$WORK/ps2.log")"
+grep -q "serving the model from w1" "$WORK/ps2.log" || fail "mlf-ps did not serve w1's model: $(tail -3 "$WORK/ps2.log")"
 kill -TERM "$PID_ps2"; wait "$PID_ps2" || fail "mlf-ps (init-from) did not exit cleanly: $(tail -2 "$WORK/ps2.log")"
 
 ## 3. the server is gone: get fails in time naming it
-pyrun gone <<'EOF' || fail "no-server worker: $(tail -5 "$WORK/gone.log")"
+pyrun gone w0 <<'EOF' || fail "no-server worker: $(tail -5 "$WORK/gone.log")"
 import sys, time
 import numpy as np
 import mlfabric
@@ -131,3 +139,60 @@ else:
     sys.exit("get without a server succeeded")
 EOF
 ok "$(tail -1 "$WORK/gone.log")"
+
+## 4. a Python server: callbacks on the library's event thread
+pyrun server ps <<'EOF' &
+import sys, time, os
+import numpy as np
+import mlfabric
+
+n = 1000
+w = np.ones(n, np.float32)
+state = {"version": 0, "seen": []}
+
+def on_update(u, info):
+    w[:] += np.frombuffer(u, np.float32)
+    state["version"] += len(info["parts"])
+    state["seen"].append((info["src"], info["parts"]))
+    return state["version"]
+
+def on_request(model):
+    np.frombuffer(model, np.float32)[:] = w
+    return state["version"]
+
+ep = mlfabric.init(sys.argv[1], "ps", role="server", mode="async", timeout_s=5)
+ep.register_server(n, on_update, on_request, momentum=0.0, n_workers=1)
+print("python server: serving", flush=True)
+stop = os.path.join(sys.argv[2], "stop-server")
+deadline = time.monotonic() + 60
+while not os.path.exists(stop) and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(f"python server: role {ep.role}, version {state['version']}, seen {state['seen']}", flush=True)
+mlfabric.shutdown()
+EOF
+SERVER_PID=$!
+APP_PIDS="$APP_PIDS $SERVER_PID"
+wait_log "$WORK/server.log" "python server: serving" 10
+pyrun client w2 <<'EOF' || fail "worker of the Python server: $(tail -5 "$WORK/client.log")"
+import sys, time
+import numpy as np
+import mlfabric
+
+ep = mlfabric.init(sys.argv[1], "w2", mode="async", timeout_s=5)
+w = np.empty(1000, np.float32)
+v0 = ep.get(w)
+assert v0 == 0 and np.all(w == 1), (v0, w[:3])
+u = np.arange(1000, dtype=np.float32) / 1000
+uid = ep.push(u, float(np.linalg.norm(u)), v0)
+deadline = time.monotonic() + 5
+while (v1 := ep.get(w)) < 1 and time.monotonic() < deadline:
+    time.sleep(0.05)
+assert v1 == 1 and np.array_equal(w, 1 + u), (v1, float(np.abs(w - 1 - u).max()))
+print(f"pushed id {uid}: the Python server's model moved by u at version {v1}")
+EOF
+uid=$(sed -n 's/^pushed id \([0-9]*\):.*/\1/p' "$WORK/client.log")
+touch "$WORK/stop-server"
+wait "$SERVER_PID" || fail "the Python server failed: $(tail -5 "$WORK/server.log")"
+grep -qF "python server: role server, version 1, seen [('w2', [($uid, 0)])]" "$WORK/server.log" ||
+	fail "on_update did not see update $uid at version 0 from w2: $(tail -2 "$WORK/server.log")"
+ok "$(tail -1 "$WORK/client.log"); on_update saw ($uid, version 0) from w2"

@@ -5,7 +5,7 @@
   hosts, an unknown host or server, an unknown mode -> mlfabric.Error naming the problem;
 - no dataplane (no socket, a socket nobody listens on) and no scheduler (a fake dataplane that
   accepts the connection and never answers) -> mlfabric.Error naming it within 5 s, with the
-  GIL released while the library waits;
+  GIL released while the library waits, and a second thread's call refused (EBUSY);
 - buffers: anything but a C-contiguous float32 buffer -> TypeError naming float32;
 - mlfabric.torch: the flat parameter vector (backed and copied), and DistributedOptimizer.step
   against a fake endpoint (u = p_after - p_before, the version passed, the model loaded,
@@ -179,6 +179,30 @@ class TestFakeDataplane(Base):
             t.join()
         # about 100 ticks in 1 s: the other thread ran while the library waited
         self.assertGreater(ticks[0], 30)
+
+    def test_one_call_at_a_time(self):
+        # a registration that waits for the (silent) scheduler occupies the endpoint: a second
+        # thread's close or call is refused with EBUSY instead of racing the library
+        h = mlfabric._mlfabric.Handle(self.cluster, "w0", "mlfabric-a", self.dp.path, 1.0)
+        errs = []
+
+        def register():
+            try:
+                h.register_as_worker("ps")
+            except mlfabric.Error as e:
+                errs.append(e)
+
+        t = threading.Thread(target=register)
+        t.start()
+        time.sleep(0.3)
+        self.assertError(h.close, "another thread", code=errno.EBUSY)
+        self.assertError(h.register_as_aggregator, "another thread", code=errno.EBUSY)
+        self.assertEqual(h.stats()["pushed"], 0)  # getters still answer
+        t.join()
+        self.assertEqual(len(errs), 1)
+        self.assertIn("scheduler", str(errs[0]))
+        h.close()
+        self.assertTrue(h.closed)
 
     def test_open_only_and_close(self):
         ep = mlfabric.init(self.cluster, "w0", role=None, mode="async", sock=self.dp.path, timeout_s=1)

@@ -1,7 +1,8 @@
 /* test_fabric_lib.c - Check tests of libmlfabric (lib/mlfabric/) against a scripted fake dataplane (a Unix
  * SOCK_SEQPACKET server in a thread): registration, payload validation at the server, commits,
  * refusal of a malformed command, skip (ORDER flag, late arrival not applied), a get that times
- * out naming the server. */
+ * out naming the server; mlf_recv_model refusing other hosts and bad payloads, mlf_send_model
+ * retrying failed transfers until its timeout. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 
 #include "appmsg.h"
 #include "ck_run.h"
+#include "clock.h"
 #include "dpclient.h"
 #include "mlfabric.h"
 
@@ -250,6 +253,152 @@ START_TEST(get_times_out_naming_the_server)
 }
 END_TEST
 
+/* A model arrival on chan 6 from @peer: header @magic, @n floats i + 0.5, @version. */
+static void send_model_rx(int fd, uint32_t magic, size_t n, int64_t version, const char *peer)
+{
+	struct mlfabric_buf b;
+	struct mlf_payload_hdr *h;
+	struct appmsg m = { .type = APPMSG_RX_DONE, .id = 5, .chan = 6 };
+
+	ck_assert_int_eq(mlfabric_buf_alloc(mlf_payload_bytes(n), &b), 0);
+	h = b.data;
+	h->magic = magic;
+	h->version = version;
+	h->n_floats = n;
+	for (size_t i = 0; i < n; i++)
+		((float *)((char *)b.data + MLF_PAYLOAD_HDR))[i] = (float)i + 0.5f;
+	m.bytes = b.size;
+	strcpy(m.peer, peer);
+	ck_assert_int_eq(appmsg_send(fd, &m, b.fd), 0);
+	mlfabric_buf_free(&b);
+}
+
+/* The dataplane of mlf_recv_model: the endpoint's connection stays idle; on the private one a
+ * LISTEN on chan 6, then a model from w7 (not the expected host), a bad payload from w0, the
+ * model of w0 (7 floats, version 3). */
+static void *fake_init_rx_dp(void *arg)
+{
+	int main_fd = accept(lfd, NULL, NULL), fd = accept(lfd, NULL, NULL), mfd;
+	struct appmsg m;
+
+	(void)arg;
+	ck_assert_int_eq(appmsg_recv(fd, &m, &mfd), 1);
+	ck_assert_int_eq(m.type, APPMSG_LISTEN);
+	ck_assert_int_eq(m.chan, 6);
+	send_model_rx(fd, MLF_PAYLOAD_MAGIC_MODEL, 9, 1, "w7");
+	send_model_rx(fd, MLF_PAYLOAD_MAGIC_UPDATE, 7, 2, "w0");
+	send_model_rx(fd, MLF_PAYLOAD_MAGIC_MODEL, 7, 3, "w0");
+	while (appmsg_recv(fd, &m, &mfd) == 1) /* until the library closes it */
+		;
+	close(fd);
+	while (appmsg_recv(main_fd, &m, &mfd) == 1) /* the endpoint's connection: until mlf_close */
+		;
+	close(main_fd);
+	return NULL;
+}
+
+START_TEST(recv_model_refuses_other_hosts_and_bad_payloads)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "x", .sock = sock, .timeout_s = 5 };
+	float *w = NULL;
+	size_t n = 0;
+	int64_t v = -1;
+	char err[256];
+	pthread_t t;
+	mlf_t *f;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_init_rx_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_recv_model(f, "nosuchhost", &w, &n, &v, 1), -EINVAL);
+	ck_assert_int_eq(mlf_recv_model(f, "w0", &w, &n, &v, 5), 0);
+	ck_assert_int_eq(n, 7);
+	ck_assert_int_eq(v, 3);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_float_eq(w[i], (float)i + 0.5f);
+	free(w);
+	mlf_close(f);
+	pthread_join(t, NULL);
+}
+END_TEST
+
+/* The dataplane of mlf_send_model: on the private connection the first SEND fails (peer silent),
+ * the second is delivered; the payload is checked. */
+static struct {
+	int sends, chan_ok, payload_ok;
+	char dst[32];
+} sent;
+
+static void *fake_init_tx_dp(void *arg)
+{
+	int fail_all = *(int *)arg;
+	int main_fd = accept(lfd, NULL, NULL), fd = accept(lfd, NULL, NULL), mfd;
+	struct appmsg m;
+
+	while (appmsg_recv(fd, &m, &mfd) == 1) {
+		if (m.type != APPMSG_SEND)
+			continue;
+		const struct mlf_payload_hdr *h = mmap(NULL, m.bytes, PROT_READ, MAP_SHARED, mfd, 0);
+		const float *x = (const float *)((const char *)h + MLF_PAYLOAD_HDR);
+		sent.sends++;
+		sent.chan_ok = m.chan == 6;
+		snprintf(sent.dst, sizeof(sent.dst), "%s", m.peer);
+		sent.payload_ok = h != MAP_FAILED && m.bytes == mlf_payload_bytes(5) && h->magic == MLF_PAYLOAD_MAGIC_MODEL &&
+				  h->n_parts == 0 && h->version == 4 && h->n_floats == 5 && x[0] == 1.0f && x[4] == 5.0f;
+		if (h != MAP_FAILED)
+			munmap((void *)h, m.bytes);
+		close(mfd);
+		struct appmsg r = { .type = APPMSG_ACCEPTED, .id = 100 + (uint64_t)sent.sends };
+		ck_assert_int_eq(appmsg_send(fd, &r, -1), 0);
+		r.type = APPMSG_TX_DONE;
+		strcpy(r.peer, "x");
+		if (fail_all || sent.sends == 1) {
+			r.status = -ETIMEDOUT;
+			strcpy(r.reason, "peer x silent for 1.0 s");
+		}
+		ck_assert_int_eq(appmsg_send(fd, &r, -1), 0);
+	}
+	close(fd);
+	while (appmsg_recv(main_fd, &m, &mfd) == 1) /* the endpoint's connection: until mlf_close */
+		;
+	close(main_fd);
+	return NULL;
+}
+
+START_TEST(send_model_retries_failed_transfers_until_its_timeout)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5 };
+	const float w[5] = { 1, 2, 3, 4, 5 };
+	char err[256];
+	pthread_t t;
+	mlf_t *f;
+	int fail_all = _i;
+	double t0;
+
+	memset(&sent, 0, sizeof(sent));
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_init_tx_dp, &fail_all), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_send_model(f, "nosuchhost", w, 5, 4, 1), -EINVAL);
+	ck_assert_int_eq(mlf_send_model(f, "x", w, 0, 4, 1), -EINVAL);
+	t0 = clock_real_s();
+	if (!fail_all) {
+		ck_assert_int_eq(mlf_send_model(f, "x", w, 5, 4, 3), 0);
+		ck_assert_int_eq(sent.sends, 2);
+	} else {
+		ck_assert_int_eq(mlf_send_model(f, "x", w, 5, 4, 1.0), -ETIMEDOUT);
+		ck_assert_msg(clock_real_s() - t0 < 1.8, "took %.2f s", clock_real_s() - t0);
+		ck_assert_msg(strstr(mlf_error(f), "server x did not take the model (5 floats) within 1.0 s") &&
+			      strstr(mlf_error(f), "peer x silent"), "%s", mlf_error(f));
+		ck_assert_int_ge(sent.sends, 2);
+	}
+	ck_assert(sent.chan_ok && sent.payload_ok);
+	ck_assert_str_eq(sent.dst, "x");
+	mlf_close(f);
+	pthread_join(t, NULL);
+}
+END_TEST
+
 START_TEST(open_names_the_missing_dataplane)
 {
 	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = "/nonexistent/dp.sock" };
@@ -273,6 +422,8 @@ int main(void)
 	tcase_add_test(tc, server_validates_applies_commits_and_refuses_bad_commands);
 	tcase_add_test(tc, get_times_out_naming_the_server);
 	tcase_add_test(tc, open_names_the_missing_dataplane);
+	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);
+	tcase_add_loop_test(tc, send_model_retries_failed_transfers_until_its_timeout, 0, 2);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -274,6 +274,83 @@ START_TEST(state_and_checkpoint)
 }
 END_TEST
 
+START_TEST(flat_model_momentum_state_and_file)
+{
+	/* a flat model of an odd size (no MLP shape), gamma 0.5, from version 5 */
+	enum { N = 7 };
+	float w0[N], u1[N], u2[N], sw[N], sh[N], sw2[N], sh2[N], zero[N] = { 0 }, *rd;
+	struct train_model m, r;
+	char path[] = "/tmp/train-f32-XXXXXX", err[256];
+	size_t n;
+	FILE *f;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (int i = 0; i < N; i++) {
+		w0[i] = 0.25f * (float)i - 1;
+		u1[i] = 0.5f - 0.125f * (float)i;
+		u2[i] = 0.0625f * (float)(i % 3);
+	}
+	ck_assert_int_eq(train_model_init_flat(&m, w0, N, 5, 0.5), 0);
+	w0[0] = 100; /* the model holds its own copy */
+	ck_assert_float_eq(m.w[0], -1.0f);
+	w0[0] = -1;
+	ck_assert_int_eq(m.n, N);
+	ck_assert(train_history_norm(&m) == 0); /* w_prev = w: no momentum yet */
+	/* eq. 2: h1 = u1, w1 = w0 + u1; h2 = 0.5 h1 + u2, w2 = w1 + h2 (all exact in binary) */
+	ck_assert_int_eq(train_apply(&m, u1, 1), 6);
+	ck_assert_int_eq(train_apply(&m, u2, 2), 8);
+	for (int i = 0; i < N; i++) {
+		float h2 = 0.5f * u1[i] + u2[i];
+		ck_assert_float_eq(m.w[i], w0[i] + u1[i] + h2);
+		ck_assert_float_eq(m.w[i] - m.w_prev[i], h2);
+	}
+	/* state round trip into another flat model, which then steps exactly as the original */
+	ck_assert_int_eq(train_state_get(&m, sw, sh), 8);
+	ck_assert_int_eq(train_model_init_flat(&r, zero, N, 0, 0.5), 0);
+	train_state_set(&r, sw, sh, 8);
+	ck_assert_int_eq(train_state_get(&r, sw2, sh2), 8);
+	ck_assert_mem_eq(sw2, sw, sizeof(sw));
+	ck_assert_mem_eq(sh2, sh, sizeof(sh));
+	ck_assert_int_eq(train_apply(&m, u1, 1), 9);
+	ck_assert_int_eq(train_apply(&r, u1, 1), 9);
+	ck_assert_mem_eq(r.w, m.w, sizeof(sw));
+	/* checkpoint round trip of a flat model */
+	ck_assert_int_eq(train_checkpoint_write(&m, path, err, sizeof(err)), 0);
+	train_model_free(&r);
+	ck_assert_int_eq(train_model_init_flat(&r, zero, N, 0, 0.5), 0);
+	ck_assert_int_eq(train_checkpoint_read(&r, path, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.version, 9);
+	ck_assert_mem_eq(r.w, m.w, sizeof(sw));
+	ck_assert_mem_eq(r.w_prev, m.w_prev, sizeof(sw));
+	train_model_free(&r);
+	/* refusals */
+	ck_assert_int_eq(train_model_init_flat(&r, w0, 0, 0, 0.5), -EINVAL);
+	ck_assert_int_eq(train_model_init_flat(&r, w0, N, 0, 1.0), -EINVAL);
+	/* raw float32 files (mlf-ps --init-file) */
+	ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+	ck_assert_int_eq(fwrite(m.w, sizeof(float), N, f), N);
+	fclose(f);
+	ck_assert_int_eq(train_f32_read(path, &rd, &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, N);
+	ck_assert_mem_eq(rd, m.w, sizeof(sw));
+	free(rd);
+	ck_assert_int_eq(truncate(path, 4 * N - 2), 0);
+	ck_assert_int_eq(train_f32_read(path, &rd, &n, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	ck_assert_ptr_nonnull(strstr(err, "multiple of 4"));
+	ck_assert_ptr_null(rd);
+	ck_assert_int_eq(truncate(path, 0), 0);
+	ck_assert_int_eq(train_f32_read(path, &rd, &n, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "empty"));
+	unlink(path);
+	ck_assert_int_eq(train_f32_read(path, &rd, &n, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	train_model_free(&m);
+}
+END_TEST
+
 START_TEST(records_are_json_lines)
 {
 	char dir[] = "/tmp/mlf-rec-XXXXXX", sub[64], path[96], err[256];
@@ -322,6 +399,7 @@ int main(void)
 	tcase_add_test(tc, trained_tiny_model_beats_chance);
 	tcase_add_test(tc, compute_pad_is_a_minimum);
 	tcase_add_test(tc, state_and_checkpoint);
+	tcase_add_test(tc, flat_model_momentum_state_and_file);
 	tcase_add_test(tc, records_are_json_lines);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
