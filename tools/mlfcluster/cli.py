@@ -31,7 +31,11 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
            the scheduler host's namespace: links, transfers in flight, held updates, waits.
 
 Systems: mlfabric-a, mlfabric-s (scheduler + aggregators), async (plain parameter server,
-dataplanes with --scheduler none), rr-sync (build/mlf-rrsync under tools/mlf-mpirun).
+dataplanes with --scheduler none), rr-sync (build/mlf-rrsync under tools/mlf-mpirun), gloo
+(torch.distributed all-reduce, no fabric process; needs "worker_program": "torch").
+"worker_program": "c" (build/mlf-worker, default) or "torch" (/usr/bin/python3
+examples/torch_fashion_mnist.py, PYTHONPATH=build/python; mlf-ps --init-from the first worker,
+which evaluates: records/<host>/accuracy.jsonl; docs/torch-example.md).
 Optional keys (docs/replication.md, docs/experiments.md): "replication" {mode none|mlfabric|
 chain|checkpoint, div_max, replica, replica_aggregators, checkpoint_every, verify_every} starts
 the replica / checkpointing / snapshots; "faults" [{at_s, kind kill-server|kill-aggregator|

@@ -8,7 +8,11 @@ import os
 import re
 import shutil
 
-KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync"]
+KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo"]
+WORKER_PROGRAMS = ["c", "torch"]
+# the PyTorch example (worker_program "torch") and the interpreter that has torch (Debian's)
+TORCH_SCRIPT = os.path.join("examples", "torch_fashion_mnist.py")
+GLOO_PORT = 29500       # the gloo rendezvous port on the first worker (system gloo)
 RATES = ["1", "2.5", "3.3", "5", "10"]
 STRAGGLE = {"C1": "0.10,2", "C2": "0.10,4", "C3": "0.04,2"}
 NET_PROBS = {"N1": "0 0 0 0.1 0.9", "N2": "0 0.1 0.1 0.1 0.7", "N3": "0.5 0 0 0 0.5"}
@@ -19,7 +23,7 @@ POSITIVE = ["rate_scale", "period_s", "target_accuracy", "time_limit_s", "seed"]
 OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "lr_sync": None,
             "compute_s": 0, "tau_max": 8, "eval_every_s": 2, "eval_images": 1000,
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
-            "replication": None, "faults": None}
+            "replication": None, "faults": None, "worker_program": "c"}
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
 FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss"]
@@ -114,10 +118,35 @@ class Experiment:
         for k in ["rate_scale", "period_s", "seed", "target_accuracy", "time_limit_s"]:
             self.s[k] = num_str(x[k])
         self.tau_max = float(self.s["tau_max"])
+        self._load_worker_program()
         self._load_cluster()
         self._check_programs(check_programs)
         self._load_replication()
         self._load_faults()
+
+    def _load_worker_program(self):
+        """worker_program "c" (mlf-worker, the default) or "torch" (examples/torch_fashion_mnist.py
+        under /usr/bin/python3, or $MLF_PYTHON); system gloo needs torch, rr-sync needs c."""
+        x = self.raw
+        wp = x.get("worker_program", "c")
+        self.worker_program = wp if isinstance(wp, str) else num_str(wp)
+        if self.worker_program not in WORKER_PROGRAMS:
+            self.err('worker_program: unknown "%s" (c, torch)' % self.worker_program)
+        self.python = os.environ.get("MLF_PYTHON") or "/usr/bin/python3"
+        self.torch_script = os.path.join(self.root, TORCH_SCRIPT)
+        self.pythonpath = os.path.join(self.build, "python")
+        torch = self.worker_program == "torch"
+        if "gloo" in self.systems and not torch:
+            self.err('system gloo (torch.distributed) needs "worker_program": "torch"')
+        if torch:
+            if "rr-sync" in self.systems:
+                self.err('worker_program torch: system rr-sync runs the C workload (mlf-rrsync); '
+                         'the PyTorch baseline is system gloo')
+            if "model" in x:
+                self.err("model: not used with worker_program torch (the example's CNN is fixed)")
+            for k in ("replication", "faults"):
+                if x.get(k):
+                    self.err("%s: not supported with worker_program torch" % k)
 
     def _load_cluster(self):
         x = self.raw
@@ -138,6 +167,7 @@ class Experiment:
         self.cluster = path
         self.cname = num_str(cl["name"])
         self.hosts = [h["name"] for h in cl["hosts"]]
+        self.ips = {h["name"]: num_str(h.get("ip") or "") for h in cl["hosts"]}
 
         def role(r):
             return [h["name"] for h in cl["hosts"] if r in (h.get("roles") or [])]
@@ -164,11 +194,20 @@ class Experiment:
                 raise ExperimentError("missing program %s (run make first)" % p)
         need(self.tb)
         kinds = set(self.systems)
+        torch = self.worker_program == "torch"
         if kinds & {"mlfabric-a", "mlfabric-s", "async"}:
             if not self.server:
                 raise ExperimentError("%s: no host with role server" % self.cluster)
-            for k in ["mlf-dataplane", "mlf-tel", "mlf-ps", "mlf-worker"]:
+            for k in ["mlf-dataplane", "mlf-tel", "mlf-ps"] + ([] if torch else ["mlf-worker"]):
                 need(os.path.join(self.build, k))
+            if torch and check and not os.path.isfile(os.path.join(self.pythonpath, "mlfabric", "__init__.py")):
+                raise ExperimentError("missing Python package %s/mlfabric (run make first)" % self.pythonpath)
+        if torch:
+            need(self.python)
+            if check and not os.path.isfile(self.torch_script):
+                raise ExperimentError("missing %s" % self.torch_script)
+        if "gloo" in kinds and not self.ips.get(self.workers[0]):
+            raise ExperimentError('%s: host "%s" has no "ip" (the gloo master)' % (self.cluster, self.workers[0]))
         if kinds & {"mlfabric-a", "mlfabric-s"}:
             if not self.sched:
                 raise ExperimentError("%s: no host with role scheduler" % self.cluster)
@@ -295,8 +334,8 @@ class Experiment:
             f.index = n + 1
 
     def summary_line(self):
-        return ("%s ok: systems %s on %s (%d workers, server %s, aggregators %s); replication %s%s; %d fault(s)"
-                % (self.path, ",".join(self.systems), self.cluster, self.nw, self.server,
+        return ("%s ok: systems %s on %s (%d %s workers, server %s, aggregators %s); replication %s%s; %d fault(s)"
+                % (self.path, ",".join(self.systems), self.cluster, self.nw, self.worker_program, self.server,
                    " ".join(self.aggs) or "none", self.repl_mode,
                    " (replica %s, div_max %s)" % (self.replica, num_str(self.div_max)) if self.replica else "",
                    len(self.faults)))

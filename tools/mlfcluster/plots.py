@@ -2,7 +2,7 @@
 import os
 import subprocess
 
-from .results import first, jqnum, nonempty, run_systems, slurp, tostring
+from .results import acc_files, first, jqnum, nonempty, run_systems, slurp, tostring
 
 
 def gnuplot(script, log):
@@ -30,10 +30,11 @@ def plots(run):
     for sys_ in run_systems(run):
         rec = os.path.join(run, sys_, "records")
         t0 = (first(os.path.join(run, sys_, "run.json")) or {}).get("t0") or 0
-        if nonempty(os.path.join(rec, "accuracy.jsonl")):
+        accs = acc_files(rec)
+        if accs:
             dat = os.path.join(pd, "acc-%s.dat" % sys_)
             with open(dat, "w") as f:
-                for a in slurp(os.path.join(rec, "accuracy.jsonl")):
+                for a in slurp(accs[0]):
                     f.write("%s %s\n" % (num(a["t"] - t0), num(a.get("accuracy"))))
             acc_cmd.append("'%s' using 1:2 with linespoints title '%s'" % (dat, sys_))
         if nonempty(os.path.join(rec, "applied.jsonl")):

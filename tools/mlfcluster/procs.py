@@ -63,12 +63,13 @@ class Procs:
         self.list = []
         self.lock = threading.Lock()
 
-    def start(self, name, log, argv):
+    def start(self, name, log, argv, env=None):
         """ARGV in the background, stdout and stderr to LOG, stdin /dev/null, its own process
-        group (a terminal's Ctrl-C reaches the runner, which stops the processes in order)."""
+        group (a terminal's Ctrl-C reaches the runner, which stops the processes in order);
+        ENV (a dict) is added to the runner's environment."""
         with open(log, "w") as out:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                 process_group=0)
+                                 process_group=0, env=dict(os.environ, **env) if env else None)
         proc = Proc(name, p.pid, log, p)
         with self.lock:
             self.list.append(proc)

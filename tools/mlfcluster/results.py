@@ -90,8 +90,11 @@ def server_dirs(rec):
 
 
 def acc_files(rec):
-    return [os.path.join(d, "accuracy.jsonl") for d in server_dirs(rec)
-            if nonempty(os.path.join(d, "accuracy.jsonl"))]
+    """The evaluations of a run: every server's accuracy.jsonl (server_dirs order), then those of
+    the workers that evaluate (worker_program torch: the root worker's records/<host>/accuracy.jsonl)."""
+    dirs = server_dirs(rec)
+    dirs += [d for d in sorted(glob.glob(os.path.join(rec, "*"))) if d not in dirs and os.path.isdir(d)]
+    return [os.path.join(d, "accuracy.jsonl") for d in dirs if nonempty(os.path.join(d, "accuracy.jsonl"))]
 
 
 def final_server_dir(rec):
@@ -207,6 +210,7 @@ def system_results(d, target):
     hit = next((a for a in acc if a.get("accuracy") is not None and a["accuracy"] >= target), None)
     ds = sorted(delays, key=jq_sort_key)
     rr = run.get("system") == "rr-sync"
+    gloo = run.get("system") == "gloo"
     n_drop = sum(1 for f in fates if f in ("dropped", "lost"))
     w_drop = sum(w.get("dropped") or 0 for w in workers)
     repl = run.get("replication")
@@ -219,6 +223,8 @@ def system_results(d, target):
 
     if rr:
         applied_n = len(iters) * (run.get("n_workers") if truthy(run.get("n_workers")) else 1)
+    elif gloo:  # each all-reduce step applies every rank's gradient once
+        applied_n = sum(w.get("iterations") or 0 for w in workers)
     elif truthy(server):
         applied_n = server.get("applied")
     else:
@@ -235,6 +241,7 @@ def system_results(d, target):
         iterations = sum(w.get("iterations") or 0 for w in workers) if workers else None
     return {
         "system": run.get("system"),
+        "worker_program": run.get("worker_program") or "c",
         "reached": hit is not None,
         "time_to_target_s": hit["t"] - t0 if hit is not None else None,
         "final_accuracy": acc[-1].get("accuracy") if acc else None,

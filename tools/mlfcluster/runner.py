@@ -8,6 +8,7 @@ import sys
 import time
 
 from . import plots, results
+from .experiment import GLOO_PORT
 from .faults import FaultDriver, killed_pids
 from .network import NetDriver, apply_period, read_schedule, rate_schedule, schedule_lines
 from .procs import NotReady, Procs, last_line, log_has, stop, wait_ready
@@ -20,6 +21,8 @@ READY_WELCOME_S = 15    # dp-<host>.log: "welcome" (the scheduler registered the
 READY_AGG_S = 15        # aggregator-<host>.log: "registered as aggregator@<host>"
 READY_SERVER_S = 60     # ps.log: "serving" / replica.log: "replica of" (model built, registered)
 READY_WORKER_S = 60     # worker-<host>.log: "worker of" (the worker registered), counted from t0
+# worker_program torch: mlf-ps --init-from logs this before it waits for the root worker's model
+WAITING_MODEL = "waiting for the initial model from"
 PROGRESS_S = 2
 TICK_S = 0.25
 OK_REASONS = ("target", "time_limit", "rr-sync_exited", "all workers exited")
@@ -117,8 +120,31 @@ class Runner:
         return 0 if self.teardown_ok else 1
 
     # ---- one system ----
-    def start(self, name, log, host, argv):
-        return self.cur["procs"].start(name, log, self.tb.exec_argv(host, argv))
+    def start(self, name, log, host, argv, env=None):
+        return self.cur["procs"].start(name, log, self.tb.exec_argv(host, argv), env)
+
+    def torch_workers(self, sys_, mode, rec, L):
+        """worker_program torch: examples/torch_fashion_mnist.py on every worker host, over the
+        fabric (MODE) or, for system gloo, with torch.distributed (master: the first worker's IP)."""
+        e = self.exp
+        env = {"PYTHONPATH": e.pythonpath, "GLOO_SOCKET_IFNAME": "eth0"}
+        started = []
+        for i, h in enumerate(e.workers):
+            os.makedirs(os.path.join(rec, h), exist_ok=True)
+            if sys_ == "gloo":
+                how = ["--backend", "gloo", "--rank", str(i), "--world", str(e.nw), "--master-addr",
+                       e.ips[e.workers[0]], "--master-port", str(GLOO_PORT), "--lr", e.s["lr_sync"],
+                       "--momentum", e.s["momentum"]]
+            else:
+                how = ["--cluster", e.cluster, "--host", h, "--server", e.server, "--mode", mode,
+                       "--shard", "%d/%d" % (i, e.nw), "--init-root", e.workers[0], "--lr", e.s["lr"]]
+            started.append(self.start("worker@" + h, L("worker-%s.log" % h), h,
+                                      [e.python, e.torch_script] + how +
+                                      ["--batch", e.s["batch"], "--straggle", e.straggle, "--compute-s", e.s["compute_s"],
+                                       "--seed", str(int(e.seed) * 1000 + i + 1), "--records", os.path.join(rec, h),
+                                       "--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]], env))
+        self.cur["t_workers"] = time.time()
+        return started
 
     def run_system(self, sys_):
         e = self.exp
@@ -135,10 +161,11 @@ class Runner:
             self.log("%s: mlf-testbed up failed: %s" % (sys_, last_line(os.path.join(logs, "testbed.log"))))
             self.teardown()
             return False
-        declare = sys_ != "rr-sync"
+        declare = sys_ not in ("rr-sync", "gloo")   # no dataplane to declare capacities to
+        torch = e.worker_program == "torch"
         with open(os.path.join(logs, "network.log"), "w") as out:
             apply_period(self.tb, self.rows, 0, False, out)
-        self.set_run_json(system=sys_, n_workers=e.nw, server=e.server,
+        self.set_run_json(system=sys_, n_workers=e.nw, server=e.server, worker_program=e.worker_program,
                           replication={"mode": e.repl_mode, "div_max": e.div_max, "replica": e.replica or None,
                                        "checkpoint_every": e.ckpt_every, "verify_every": e.verify_every,
                                        "replica_aggregators": e.repl_aggs})
@@ -148,6 +175,11 @@ class Runner:
                      "--momentum", e.s["momentum"], "--tau-max", e.s["tau_max"], "--eval-every", e.s["eval_every_s"],
                      "--eval-images", e.s["eval_images"], "--seed", e.s["seed"]]
         ps_extra, verify, sched_extra = [], [], []
+        if torch:
+            # the model is the root worker's (broadcast_parameters): an opaque vector, no evaluation
+            ps_common = ["--cluster", e.cluster, "--mode", mode, "--workers", str(e.nw), "--momentum", e.s["momentum"],
+                         "--tau-max", e.s["tau_max"], "--seed", e.s["seed"]]
+            ps_extra = ["--init-from", e.workers[0]]
         if e.verify_every > 0:
             os.makedirs(os.path.join(rec, "verify"), exist_ok=True)
             verify = ["--verify", os.path.join(rec, "verify")]
@@ -160,7 +192,9 @@ class Runner:
         c.update(ps_common=ps_common, ps_extra=ps_extra, verify=verify)
         L = lambda n: os.path.join(logs, n)
         try:
-            if sys_ != "rr-sync":
+            if sys_ == "gloo":
+                self.torch_workers(sys_, mode, rec, L)
+            elif sys_ != "rr-sync":
                 if mode != "async":
                     p = self.start("scheduler@" + e.sched, L("scheduler.log"), e.sched,
                                    [b("mlf-scheduler"), "--cluster", e.cluster, "--batch-ms", e.s["batch_ms"],
@@ -201,7 +235,8 @@ class Runner:
                                    log_has(a.log, "registered as aggregator@" + h), READY_AGG_S, [a])
                 p = self.start("server@" + e.server, L("ps.log"), e.server,
                                [b("mlf-ps")] + ps_common + ["--host", e.server, "--records", rec] + verify + ps_extra)
-                wait_ready("server@%s (no 'serving' in ps.log)" % e.server, log_has(p.log, "serving"),
+                ready_word = WAITING_MODEL if torch else "serving"
+                wait_ready("server@%s (no '%s' in ps.log)" % (e.server, ready_word), log_has(p.log, ready_word),
                            READY_SERVER_S, [p])
                 if e.replica:
                     os.makedirs(os.path.join(rec, "replica"), exist_ok=True)
@@ -214,7 +249,12 @@ class Runner:
                 for p in procs.matching("*"):
                     if not p.alive():
                         raise NotReady("%s exited at start: %s" % (p.name, last_line(p.log)))
-                for i, h in enumerate(e.workers):
+                if torch:
+                    # the root worker sends the initial model; then the server registers ("serving")
+                    ws = self.torch_workers(sys_, mode, rec, L)
+                    wait_ready("server@%s (no 'serving' in ps.log %d s after the workers started)"
+                               % (e.server, READY_SERVER_S), log_has(p.log, "serving"), READY_SERVER_S, [p] + ws)
+                for i, h in enumerate([] if torch else e.workers):
                     os.makedirs(os.path.join(rec, h), exist_ok=True)
                     self.start("worker@" + h, L("worker-%s.log" % h), h,
                                [b("mlf-worker"), "--cluster", e.cluster, "--host", h, "--server", e.server,
@@ -235,7 +275,7 @@ class Runner:
             self.teardown()
             return False
         procs.write_pids()
-        t0 = time.time()
+        t0 = c.get("t_workers") or time.time()   # torch: the workers started before the server served
         self.set_run_json(t0=t0)
         nd = NetDriver(self.tb, self.rows, e.period_s, t0, declare, L("network.log"))
         c["drivers"].append(nd)
@@ -340,6 +380,8 @@ class Runner:
             extra = ""
             if sys_ == "rr-sync":
                 applied, dropped = count_lines(os.path.join(rec, "iterations.jsonl")) * e.nw, 0
+            elif sys_ == "gloo":  # every step applies the (averaged) gradients of all ranks
+                applied, dropped = count_lines(os.path.join(rec, e.workers[0], "pushes.jsonl")) * e.nw, 0
             else:
                 applied = count_lines(os.path.join(cur, "applied.jsonl"))
                 if os.path.isfile(os.path.join(rec, "updates.jsonl")):

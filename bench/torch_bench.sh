@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# torch_bench.sh - `make bench-torch` (issue 13): the PyTorch example (examples/torch_fashion_mnist.py,
+# LeNet-5, 61,706 floats) trained by 4 workers to test accuracy 0.85 with MLfabric-A, Async and
+# torch.distributed gloo in C2-N1 (conf/exp-torch.json), seeds 1..3, one tools/mlf-cluster run per
+# seed and system (each under `flock /tmp/mlf-netns.lock`); then the Python layer's cost per
+# push+get: bench/torch_pushget.c (C) against bench/torch_pushget.py (the mlfabric package; also
+# DistributedOptimizer.step()) on a two-host testbed (tpg, 10.89.0.0/24, 1 Gbit/s) in async (direct)
+# mode against mlf-ps --init-file. Prints the table and replaces the section "PyTorch over the
+# fabric" of BENCHMARKS.md. Needs root.
+# Options: --seeds "1 2 3"  --systems "mlfabric-a async gloo"  --rounds N (push+get rounds, 500)
+#          --out DIR (run folders)  --no-overhead  --table DIR (only rebuild the table from DIR)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+B="$ROOT/build"
+PY=/usr/bin/python3
+SEEDS="1 2 3" SYSTEMS="mlfabric-a async gloo" ROUNDS=500 OVERHEAD=1 TABLE_ONLY=""
+OUT="$ROOT/runs/bench-torch-$(date -u +%Y%m%dT%H%M%SZ)"
+die() { echo "bench-torch: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--seeds) SEEDS=$2; shift 2;;
+	--systems) SYSTEMS=$2; shift 2;;
+	--rounds) ROUNDS=$2; shift 2;;
+	--out) OUT=$2; shift 2;;
+	--no-overhead) OVERHEAD=""; shift;;
+	--table) TABLE_ONLY=1; OUT=$2; shift 2;;
+	-h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+	*) die "unknown option $1 (see --help)";;
+	esac
+done
+LOCK=(flock /tmp/mlf-netns.lock)
+command -v flock >/dev/null || LOCK=()
+
+if [ -z "$TABLE_ONLY" ]; then
+	[ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
+	mkdir -p "$OUT"
+	for s in $SEEDS; do
+		for sys in $SYSTEMS; do
+			"$PY" -c 'import json,sys; x=json.load(open(sys.argv[1])); x.update(name="bench-torch-s"+sys.argv[2], seed=int(sys.argv[2])); json.dump(x, open(sys.argv[3], "w"), indent=1)' \
+				"$ROOT/conf/exp-torch.json" "$s" "$OUT/exp-s$s.json"
+			echo "bench-torch: seed $s $sys" >&2
+			"${LOCK[@]}" "$ROOT/tools/mlf-cluster" run "$OUT/exp-s$s.json" --systems "$sys" --out "$OUT/s$s-$sys" \
+				>"$OUT/s$s-$sys.out" 2>&1 || echo "bench-torch: seed $s $sys: mlf-cluster exited $? (see $OUT/s$s-$sys.out)" >&2
+		done
+	done
+fi
+
+# ---- the Python layer's cost per push+get ------------------------------------------------
+if [ -z "$TABLE_ONLY" ] && [ -n "$OVERHEAD" ]; then
+	W="$OUT/overhead"
+	mkdir -p "$W"
+	CL="$W/tpg.json"
+	cat >"$CL" <<'EOF'
+{"name": "tpg", "mtu": 1500, "prefix_len": 24, "udp_port": 47000, "control_port": 7070, "hosts": [
+ {"name": "ps", "ip": "10.89.0.2", "up_gbps": 1, "down_gbps": 1, "roles": ["server"]},
+ {"name": "w0", "ip": "10.89.0.10", "up_gbps": 1, "down_gbps": 1, "roles": ["worker"]}]}
+EOF
+	head -c $((61706 * 4)) /dev/zero >"$W/zeros.f32"
+	"${LOCK[@]}" bash -s "$B" "$CL" "$W" "$ROUNDS" "$ROOT" <<'EOS' || echo "bench-torch: overhead measurement failed (see $W)" >&2
+set -euo pipefail
+B=$1 CL=$2 W=$3 ROUNDS=$4 ROOT=$5
+ps_pid=""
+trap '[ -n "$ps_pid" ] && kill $ps_pid 2>/dev/null; "$B/mlf-testbed" down "$CL" >/dev/null 2>&1 || true' EXIT
+"$B/mlf-testbed" up "$CL" >"$W/up.log" 2>&1
+for h in ps w0; do "$B/mlf-testbed" dataplane "$CL" "$h" --log "$W/dp-$h.log" -- --scheduler none >/dev/null; done
+"$B/mlf-testbed" exec "$CL" ps "$B/mlf-ps" --cluster "$CL" --host ps --mode async --workers 1 \
+	--init-file "$W/zeros.f32" --records "$W" >"$W/ps.log" 2>&1 &
+ps_pid=$!
+for i in $(seq 100); do grep -q serving "$W/ps.log" && break; sleep 0.1; done
+grep -q serving "$W/ps.log" || { echo "mlf-ps not serving: $(tail -n 1 "$W/ps.log")" >&2; exit 1; }
+ex() { "$B/mlf-testbed" exec "$CL" w0 env PYTHONPATH="$B/python" "$@"; }
+ex "$B/bench-torch-pushget" --cluster "$CL" --host w0 --server ps --rounds "$ROUNDS" >"$W/c.json"
+ex /usr/bin/python3 "$ROOT/bench/torch_pushget.py" --cluster "$CL" --host w0 --server ps --rounds "$ROUNDS" >"$W/python.json"
+ex /usr/bin/python3 "$ROOT/bench/torch_pushget.py" --cluster "$CL" --host w0 --server ps --rounds "$ROUNDS" \
+	--optimizer >"$W/optimizer.json"
+EOS
+fi
+
+# ---- the table and BENCHMARKS.md ----------------------------------------------------------
+"$PY" - "$OUT" "$ROOT/BENCHMARKS.md" "$SYSTEMS" <<'EOF'
+import glob, json, os, re, statistics, sys, time
+out, bm, systems = sys.argv[1], sys.argv[2], sys.argv[3].split()
+rows, seeds = [], sorted({int(m.group(1)) for p in glob.glob(out + "/s*-*/results.json")
+                          for m in [re.search(r"/s(\d+)-", p)] if m})
+exp = json.load(open(glob.glob(out + "/exp-s*.json")[0])) if glob.glob(out + "/exp-s*.json") else {}
+lines = ["| system | seeds reached | time to %s (s): median | min-max | per seed | final accuracy | iteration s |"
+         % exp.get("target_accuracy", 0.85), "|---|---|---|---|---|---|---|"]
+for s in systems:
+    per, fin, its = [], [], []
+    for seed in seeds:
+        p = "%s/s%d-%s/results.json" % (out, seed, s)
+        r = json.load(open(p))["systems"].get(s) if os.path.exists(p) else None
+        per.append("no run" if r is None else r["time_to_target_s"] if r["reached"] else None)
+        if r:
+            fin.append(r["final_accuracy"] or 0)
+            its.append(r["mean_iteration_s"] or 0)
+    got = [t for t in per if isinstance(t, (int, float))]
+    f1 = lambda v: "%.1f" % v
+    lines.append("| %s | %d/%d | %s | %s | %s | %s | %s |" % (
+        s, len(got), len(seeds), f1(statistics.median(got)) if got else "-",
+        "%s-%s" % (f1(min(got)), f1(max(got))) if got else "-",
+        ", ".join(t if isinstance(t, str) else f1(t) if t is not None else "not reached" for t in per),
+        " ".join("%.3f" % a for a in fin) or "-", " ".join("%.3f" % a for a in its) or "-"))
+ov = {}
+for k in ("c", "python", "optimizer"):
+    p = "%s/overhead/%s.json" % (out, k)
+    if os.path.exists(p) and os.path.getsize(p):
+        ov[k] = json.load(open(p))
+if ov.get("c") and ov.get("python"):
+    c, py = ov["c"], ov["python"]
+    lines += ["", "Push+get round trip of a %d-float update, async (direct) mode, two hosts at 1 Gbit/s, %d rounds:"
+              % (c["n"], c["rounds"]), "",
+              "| client | mean ms | p50 ms | min ms | max ms | vs C (mean) |", "|---|---|---|---|---|---|"]
+    for k, name in (("c", "C (bench/torch_pushget.c)"), ("python", "Python ep.push + ep.get"),
+                    ("optimizer", "Python DistributedOptimizer.step()")):
+        if k in ov:
+            v = ov[k]
+            lines.append("| %s | %.3f | %.3f | %.3f | %.3f | %.2fx (%+.3f ms) |" % (
+                name, v["mean_s"] * 1e3, v["p50_s"] * 1e3, v["min_s"] * 1e3, v["max_s"] * 1e3,
+                v["mean_s"] / c["mean_s"], (v["mean_s"] - c["mean_s"]) * 1e3))
+table = "\n".join(lines) + "\n"
+sys.stdout.write(table)
+head = "## PyTorch over the fabric (bench-torch)"
+sec = (head + "\n\n`make bench-torch` (bench/torch_bench.sh), %s, run folders %s: examples/torch_fashion_mnist.py "
+       "(LeNet-5, 61,706 floats) on 4 workers of %s, %s-%s, rate_scale %s, compute_s %s, batch_ms %s, batch %s, lr %s "
+       "(MLfabric-A, Async: the workers' update -lr*g, momentum %s at the server), lr_sync %s (gloo: the averaged "
+       "gradient, local SGD with momentum %s), time limit %s s, seeds %s.\n\n%s"
+       % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), out, exp.get("cluster"), exp.get("compute"),
+          exp.get("network"), exp.get("rate_scale"), exp.get("compute_s"), exp.get("batch_ms"), exp.get("batch"), exp.get("lr"),
+          exp.get("momentum"), exp.get("lr_sync"), exp.get("momentum"), exp.get("time_limit_s"),
+          " ".join(map(str, seeds)), table))
+text = open(bm).read() if os.path.exists(bm) else ""
+m = re.search(r"^## PyTorch over the fabric.*?(?=^## |\Z)", text, re.S | re.M)
+text = text[:m.start()] + sec + "\n" + text[m.end():] if m else text.rstrip("\n") + "\n\n" + sec
+open(bm, "w").write(text)
+print("bench-torch: section \"PyTorch over the fabric\" of %s replaced; run folders in %s" % (bm, out), file=sys.stderr)
+EOF
