@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 	*) die "unknown option $1 (see --help)";;
 	esac
 done
-LOCK=(flock /tmp/mlf-netns.lock)
+LOCK=(flock -o /tmp/mlf-netns.lock)
 command -v flock >/dev/null || LOCK=()
 
 if [ -z "$TABLE_ONLY" ]; then
@@ -39,8 +39,13 @@ if [ -z "$TABLE_ONLY" ]; then
 			"$PY" -c 'import json,sys; x=json.load(open(sys.argv[1])); x.update(name="bench-torch-s"+sys.argv[2], seed=int(sys.argv[2])); json.dump(x, open(sys.argv[3], "w"), indent=1)' \
 				"$ROOT/conf/exp-torch.json" "$s" "$OUT/exp-s$s.json"
 			echo "bench-torch: seed $s $sys" >&2
+			# the machine's CPU time (all cores, /proc/stat: user+nice+system+irq+softirq,
+			# in USER_HZ ticks) and the wall time of the whole run, setup and teardown included
+			cpu0=$(awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat); t0=$(date +%s.%N)
 			"${LOCK[@]}" "$ROOT/tools/mlf-cluster" run "$OUT/exp-s$s.json" --systems "$sys" --out "$OUT/s$s-$sys" \
 				>"$OUT/s$s-$sys.out" 2>&1 || echo "bench-torch: seed $s $sys: mlf-cluster exited $? (see $OUT/s$s-$sys.out)" >&2
+			cpu1=$(awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat); t1=$(date +%s.%N)
+			echo "{\"cpu_ticks\": $((cpu1 - cpu0)), \"hz\": $(getconf CLK_TCK), \"wall_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')}" >"$OUT/s$s-$sys.cpu.json"
 		done
 	done
 fi
@@ -83,12 +88,16 @@ out, bm, systems = sys.argv[1], sys.argv[2], sys.argv[3].split()
 rows, seeds = [], sorted({int(m.group(1)) for p in glob.glob(out + "/s*-*/results.json")
                           for m in [re.search(r"/s(\d+)-", p)] if m})
 exp = json.load(open(glob.glob(out + "/exp-s*.json")[0])) if glob.glob(out + "/exp-s*.json") else {}
-lines = ["| system | seeds reached | time to %s (s): median | min-max | per seed | final accuracy | iteration s |"
-         % exp.get("target_accuracy", 0.85), "|---|---|---|---|---|---|---|"]
+lines = ["| system | seeds reached | time to %s (s): median | min-max | per seed | final accuracy | iteration s | machine busy cores (median) |"
+         % exp.get("target_accuracy", 0.85), "|---|---|---|---|---|---|---|---|"]
 for s in systems:
-    per, fin, its = [], [], []
+    per, fin, its, busy = [], [], [], []
     for seed in seeds:
         p = "%s/s%d-%s/results.json" % (out, seed, s)
+        c = "%s/s%d-%s.cpu.json" % (out, seed, s)
+        if os.path.exists(c):
+            cj = json.load(open(c))
+            busy.append(cj["cpu_ticks"] / cj["hz"] / cj["wall_s"])
         r = json.load(open(p))["systems"].get(s) if os.path.exists(p) else None
         per.append("no run" if r is None else r["time_to_target_s"] if r["reached"] else None)
         if r:
@@ -96,11 +105,12 @@ for s in systems:
             its.append(r["mean_iteration_s"] or 0)
     got = [t for t in per if isinstance(t, (int, float))]
     f1 = lambda v: "%.1f" % v
-    lines.append("| %s | %d/%d | %s | %s | %s | %s | %s |" % (
+    lines.append("| %s | %d/%d | %s | %s | %s | %s | %s | %s |" % (
         s, len(got), len(seeds), f1(statistics.median(got)) if got else "-",
         "%s-%s" % (f1(min(got)), f1(max(got))) if got else "-",
         ", ".join(t if isinstance(t, str) else f1(t) if t is not None else "not reached" for t in per),
-        " ".join("%.3f" % a for a in fin) or "-", " ".join("%.3f" % a for a in its) or "-"))
+        " ".join("%.3f" % a for a in fin) or "-", " ".join("%.3f" % a for a in its) or "-",
+        "%.2f of 2 (%.2f-%.2f)" % (statistics.median(busy), min(busy), max(busy)) if busy else "-"))
 ov = {}
 for k in ("c", "python", "optimizer"):
     p = "%s/overhead/%s.json" % (out, k)
