@@ -19,8 +19,9 @@ ok() { echo "ok   $TEST_NAME: $*"; }
 for p in mlf-dataplane mlf-tel mlf-scheduler mlf-aggregator mlf-ps mlf-testbed; do
 	[ -x "$ROOT/build/$p" ] || { echo "SKIP $TEST_NAME: build/$p not built"; exit 0; }
 done
-ls "$ROOT"/build/python/mlfabric/_mlfabric*.so >/dev/null 2>&1 || { echo "SKIP $TEST_NAME: build/python/mlfabric not built"; exit 0; }
-"$PY" -c 'import torch, numpy' 2>/dev/null || { echo "SKIP $TEST_NAME: $PY has no torch/numpy (python3-torch)"; exit 0; }
+# make test installs python3-torch (make deps) and make builds the extension: their absence is a failure
+ls "$ROOT"/build/python/mlfabric/_mlfabric*.so >/dev/null 2>&1 || fail "build/python/mlfabric not built (make)"
+"$PY" -c 'import torch, numpy' 2>/dev/null || fail "$PY has no torch/numpy (make deps installs python3-torch)"
 
 WORK="$(mktemp -d --tmpdir=/dev/shm)"
 cleanup() {
@@ -37,11 +38,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# the two variants of conf/exp-torch.json: MLfabric-A to the target, gloo for 30 s
+# the two variants of conf/exp-torch.json: MLfabric-A to the target, gloo for 30 s. MLfabric-A
+# gets 240 s, not the bench's 150: over 7 runs (BENCHMARKS.md) it reached 0.85 after 64-101 s
+# six times and once was at 0.83-0.85 still at 150 s (asynchronous timing makes each run differ)
 "$PY" - "$ROOT/conf/exp-torch.json" "$WORK" <<'EOF'
 import json, sys
 x = json.load(open(sys.argv[1]))
-for name, systems, limit in (("a", ["mlfabric-a"], 150), ("g", ["gloo"], 30)):
+for name, systems, limit in (("a", ["mlfabric-a"], 240), ("g", ["gloo"], 30)):
     json.dump(dict(x, name="torch-test-" + name, systems=systems, time_limit_s=limit),
               open("%s/exp-%s.json" % (sys.argv[2], name), "w"))
 EOF
