@@ -2,16 +2,15 @@
 hand-made records folder, experiment validation errors, readiness waits (with sh stand-ins). Run: python3 -m unittest discover -s tests/python"""
 import json
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+from exp_case import ExpCase  # noqa: E402
 from mlfcluster import results  # noqa: E402
-from mlfcluster.experiment import Experiment, ExperimentError  # noqa: E402
+from mlfcluster.experiment import ExperimentError  # noqa: E402
 from mlfcluster.network import rate_schedule, schedule_lines  # noqa: E402
 from mlfcluster.procs import NotReady, Procs, log_has, wait_ready  # noqa: E402
 
@@ -20,21 +19,8 @@ BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), 
         "time_limit_s": 240, "seed": 1}
 
 
-class Tmp(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp()
-
-    def tearDown(self):
-        shutil.rmtree(self.dir)
-
-    def exp(self, **kv):
-        x = dict(BASE, **kv)
-        for k in [k for k, v in x.items() if v is None]:
-            del x[k]
-        p = os.path.join(self.dir, "exp.json")
-        with open(p, "w") as f:
-            json.dump(x, f)
-        return Experiment(p, ROOT, os.path.join(ROOT, "build"), "mpirun", check_programs=False)
+class Tmp(ExpCase):
+    BASE = BASE
 
 
 class RateSchedule(Tmp):

@@ -3,16 +3,15 @@ the workers' command lines, and results.json from hand-made gloo / torch records
 Run: python3 -m unittest discover -s tests/python (no torch needed)."""
 import json
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+from exp_case import ExpCase  # noqa: E402
 from mlfcluster import results  # noqa: E402
-from mlfcluster.experiment import GLOO_PORT, Experiment, ExperimentError  # noqa: E402
+from mlfcluster.experiment import GLOO_PORT, ExperimentError  # noqa: E402
 from mlfcluster.runner import Runner  # noqa: E402
 
 BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), "systems": ["mlfabric-a", "gloo"],
@@ -20,21 +19,8 @@ BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), 
         "time_limit_s": 120, "seed": 3, "worker_program": "torch", "lr": 0.01, "lr_sync": 0.04}
 
 
-class Tmp(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp()
-
-    def tearDown(self):
-        shutil.rmtree(self.dir)
-
-    def exp(self, **kv):
-        x = dict(BASE, **kv)
-        for k in [k for k, v in x.items() if v is None]:
-            del x[k]
-        p = os.path.join(self.dir, "exp.json")
-        with open(p, "w") as f:
-            json.dump(x, f)
-        return Experiment(p, ROOT, os.path.join(ROOT, "build"), "mpirun", check_programs=False)
+class Tmp(ExpCase):
+    BASE = BASE
 
     def write(self, rel, obj=None, lines=None):
         p = os.path.join(self.dir, rel)
