@@ -118,7 +118,7 @@ static int xfers_json(const struct sched *s, double now, json_t *xs, json_t *lat
 				"chan", x->chan, "bytes", (json_int_t)x->bytes, "t_start",
 				s->t0 + x->start, "t_end", s->t0 + x->end, "late_s", late_s, "replica",
 				x->replica));
-		if (late_s > 0) {
+		if (late_s >= SCHED_STATUS_LATE_S) {
 			char what[160];
 			snprintf(what, sizeof(what), "%s transfer %llu to %s (planned end passed)",
 				 what_name(x->what), (unsigned long long)x->xfer,

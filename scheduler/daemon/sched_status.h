@@ -7,6 +7,9 @@
 
 #define SCHED_STATUS_MAX_XFERS 256 /* transfers listed in one answer (the count is complete) */
 #define SCHED_STATUS_MAX_WAITS 64  /* waits kept per application */
+#define SCHED_STATUS_LATE_S 0.1    /* a transfer this many seconds past its planned end without
+				      * `done` counts as a wait on its source (a done report normally
+				      * comes within milliseconds; 0.1 s is one monitor period) */
 
 /**
  * sched_status_build - the `status` answer: one JSON object describing the cluster as the
