@@ -103,7 +103,8 @@ static void usage(void)
 	       "        updates are applied with momentum G (h = G h + u, w += h; default 0).\n"
 	       "replica: keep a replica of --server S (same apply), print updates, state installs, promotion;\n"
 	       "        exit at a signal.\n"
-	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1;\n"
+	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1\n"
+	       "        (--until-version V: until V, e.g. every worker's updates);\n"
 	       "        --mode sync: K allreduce iterations instead (--workers: the server's n_workers).\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
 }
@@ -160,12 +161,12 @@ int main(int argc, char **argv)
 		{ "timeout", 1, NULL, 't' }, { "first", 1, NULL, 'f' }, { "help", 0, NULL, 'h' },
 		{ "workers", 1, NULL, 'W' }, { "momentum", 1, NULL, 'g' }, { "stay", 0, NULL, 'y' },
 		{ "verify", 1, NULL, 'v' }, { "replication", 1, NULL, 'r' },
-		{ NULL, 0, NULL, 0 },
+		{ "until-version", 1, NULL, 'u' }, { NULL, 0, NULL, 0 },
 	};
 	struct mlf_opts o = { .mode = MLF_MODE_DIRECT };
 	const char *server = NULL, *send = NULL, *expect = NULL, *what;
 	size_t n = 1000;
-	long count = 10, first = 1;
+	long count = 10, first = 1, until = -1; /* until: worker gets until this version (default first + count - 1) */
 	int workers = 1, stay = 0;
 	double timeout = 10, momentum = 0;
 	enum mlf_replication repl = MLF_REPL_MLFABRIC;
@@ -196,6 +197,7 @@ int main(int argc, char **argv)
 		case 'e': expect = optarg; break;
 		case 't': timeout = strtod(optarg, NULL); break;
 		case 'f': first = strtol(optarg, NULL, 10); break;
+		case 'u': until = strtol(optarg, NULL, 10); break;
 		case 'g': momentum = strtod(optarg, NULL); break;
 		case 'y': stay = 1; break;
 		case 'v': o.verify_dir = optarg; break;
@@ -274,12 +276,14 @@ int main(int argc, char **argv)
 			printf("push id=%lld\n", (long long)id);
 		}
 		fflush(stdout);
-		for (int tries = 0; tries < 100 && v < first + count - 1 && o.mode != MLF_MODE_SYNC; tries++) {
+		if (until < 0)
+			until = first + count - 1;
+		for (int tries = 0; tries < 100 && v < until && o.mode != MLF_MODE_SYNC; tries++) {
 			if ((rc = mlf_get(f, server, w, n, &v, timeout)) < 0) {
 				fprintf(stderr, "%s\n", mlf_error(f));
 				break;
 			}
-			if (v < first + count - 1)
+			if (v < until)
 				usleep(50000);
 		}
 		mlf_get_worker_stats(f, &ws);
