@@ -11,12 +11,13 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from mlfcluster.experiment import Experiment  # noqa: E402
+from mlfcluster.experiment import Experiment, ExperimentError  # noqa: E402
 
 
 class ExpCase(unittest.TestCase):
-    """A test case with self.dir (removed afterwards) and exp(**kv): BASE updated by kv (a value
-    of None removes the key), written to self.dir/exp.json and loaded."""
+    """A test case with self.dir (removed afterwards), exp(**kv): BASE updated by kv (a value
+    of None removes the key), written to self.dir/exp.json and loaded, and bad(word, **kv):
+    such an experiment is refused with one line containing `word` (returns the message)."""
     BASE = {}
 
     def setUp(self):
@@ -33,3 +34,11 @@ class ExpCase(unittest.TestCase):
         with open(p, "w") as f:
             json.dump(x, f)
         return Experiment(p, ROOT, os.path.join(ROOT, "build"), "mpirun", check_programs=False)
+
+    def bad(self, word, **kv):
+        with self.assertRaises(ExperimentError) as cm:
+            self.exp(**kv)
+        msg = str(cm.exception)
+        self.assertIn(word, msg)
+        self.assertNotIn("\n", msg)
+        return msg

@@ -10,7 +10,6 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 from exp_case import ExpCase  # noqa: E402
 from mlfcluster import results  # noqa: E402
-from mlfcluster.experiment import ExperimentError  # noqa: E402
 from mlfcluster.network import rate_schedule, schedule_lines  # noqa: E402
 from mlfcluster.procs import NotReady, Procs, log_has, wait_ready  # noqa: E402
 
@@ -42,13 +41,6 @@ class RateSchedule(Tmp):
 
 
 class Validation(Tmp):
-    def bad(self, word, **kv):
-        with self.assertRaises(ExperimentError) as cm:
-            self.exp(**kv)
-        msg = str(cm.exception)
-        self.assertIn(word, msg)
-        self.assertNotIn("\n", msg)
-        return msg
 
     def test_errors_name_file_and_key(self):
         msg = self.bad('"C9"', compute="C9")
