@@ -18,7 +18,7 @@ static const struct {
 	{ "order", FABRIC_CMD_ORDER }, { "skip", FABRIC_CMD_SKIP },
 	{ "release", FABRIC_CMD_RELEASE }, { "replica", FABRIC_CMD_REPLICA },
 	{ "promote", FABRIC_CMD_PROMOTE }, { "server_moved", FABRIC_CMD_SERVER_MOVED },
-	{ "snapshot", FABRIC_CMD_SNAPSHOT },
+	{ "snapshot", FABRIC_CMD_SNAPSHOT }, { "sync_step", FABRIC_CMD_SYNC_STEP },
 };
 
 static int get_u64(json_t *o, const char *k, uint64_t *v)
@@ -161,6 +161,13 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 		return get_u64(o, "tag", &c->id) < 0 ? "tag" : NULL;
 	case FABRIC_CMD_SERVER_MOVED:
 		return get_str(o, "server", c->dst, sizeof(c->dst)) < 0 ? "server" : NULL;
+	case FABRIC_CMD_SYNC_STEP: {
+		json_t *v = json_object_get(o, "version");
+		if (!json_is_integer(v))
+			return "version";
+		c->version = json_integer_value(v);
+		return get_u64(o, "parts", &c->id) < 0 || c->id == 0 ? "parts" : NULL;
+	}
 	case FABRIC_CMD_PROMOTE: {
 		json_t *v = json_object_get(o, "version");
 		if (!json_is_integer(v))

@@ -24,6 +24,8 @@ enum fabric_cmd_kind {
 	FABRIC_CMD_PROMOTE,        /* replica: become the server (@version: last reported commit) */
 	FABRIC_CMD_SERVER_MOVED,   /* worker: the server now runs on host @dst */
 	FABRIC_CMD_SNAPSHOT,       /* server/replica: write the model for verification (tag @id) */
+	FABRIC_CMD_SYNC_STEP,      /* server/replica (MLfabric-S): the iteration starting at @version
+				    * has @id contributions, fewer than n_workers (sync timeout) */
 };
 
 /** One parsed command; fields a kind does not use are zero. Free with fabric_cmd_free. */
@@ -34,9 +36,10 @@ struct fabric_cmd {
 	int what_state;          /* SEND: 1 = a state snapshot (w then h) for the replica (catch-up) */
 	int keep;                /* SEND: 1 = send a copy, keep holding the update (more copies follow) */
 	int chain;               /* REPLICA: 1 = replication "chain" */
-	int64_t version;         /* PROMOTE: the replica's last reported commit version */
+	int64_t version;         /* PROMOTE: the replica's last reported commit version; SYNC_STEP:
+				  * the iteration's start version */
 	uint64_t id;             /* SEND/DROP/RELEASE: update or pull id; AGGREGATE: the aggregate's
-				  * xfer; SNAPSHOT: the tag (batch number) */
+				  * xfer; SNAPSHOT: the tag (batch number); SYNC_STEP: parts */
 	uint64_t xfer;           /* SEND: transfer id to use */
 	char dst[APPMSG_NAME_MAX]; /* SEND/AGGREGATE: destination host; REPLICA: the chain replica's
 				    * host ("" = none); SERVER_MOVED: the server's new host */

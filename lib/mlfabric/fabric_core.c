@@ -458,6 +458,7 @@ static void on_ctl(struct mlf *f, const char *text)
 	case FABRIC_CMD_PROMOTE:
 	case FABRIC_CMD_SERVER_MOVED:
 	case FABRIC_CMD_SNAPSHOT:
+	case FABRIC_CMD_SYNC_STEP:
 	case FABRIC_CMD_AGGREGATE:
 		if (!ops || !ops->command || !ops->command(f, &c))
 			role_cmd_refused(f, &c);

@@ -138,6 +138,29 @@ struct mlf_worker_state {
 };
 
 /* Server and replica (fabric_server.c, fabric_replica.c). */
+#define FABRIC_SYNC_SHORT 8 /* sync_step sizes remembered (iterations closed by the timeout) */
+
+/**
+ * MLfabric-S at a server or replica (fabric_server.c, docs/fabric.md "MLfabric-S"): the
+ * contributions (updates or aggregates) of the current iteration, summed, until they hold
+ * n_workers parts (or the size a `sync_step` gave that iteration); then on_update applies the
+ * sum as one step (paper §6: the iteration's updates are applied together, version +=
+ * parts) and the held commits are reported.
+ */
+struct mlf_sync_acc {
+	void *data;            /* payload: header (parts so far) then the sum; NULL = empty */
+	uint64_t bytes;        /* of @data */
+	uint64_t xfer;         /* the last contribution's transfer id */
+	char src[APPMSG_NAME_MAX]; /* and its source host */
+	json_t **commits;      /* one `commit` per contribution, version set at the step */
+	int n_commits, cap_commits;
+	struct {
+		int64_t version;   /* start version of a short iteration */
+		uint32_t parts;    /* its contributions */
+	} short_it[FABRIC_SYNC_SHORT];
+	int n_short;           /* sync_steps seen (a ring: the newest at (n_short - 1) % size) */
+};
+
 struct mlf_server_state {
 	mlf_update_cb on_update;
 	mlf_request_cb on_request;
@@ -153,6 +176,7 @@ struct mlf_server_state {
 	/* verification mode: [0] server, [1] replica: ring of written tags */
 	uint64_t snap_tags[2][FABRIC_SNAP_KEEP];
 	unsigned n_snaps[2];
+	struct mlf_sync_acc sync; /* MLF_MODE_SYNC: the iteration accumulated so far */
 };
 
 /* Chain replication of a server (fabric_chain.c; the `replica` message). */
@@ -318,6 +342,19 @@ json_t *fabric_server_commit_msg(uint64_t xfer, int64_t v, const struct mlf_payl
  * (docs/replication.md). Bad payloads and transfers reported lost (`skip`) are logged and skipped.
  */
 void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev);
+
+/**
+ * fabric_server_sync_step - `sync_step` (MLfabric-S, docs/control.md): the iteration that
+ * starts at model version @c->version has @c->id contributions; applies it now when they are
+ * all accumulated, else when the last arrives.
+ */
+void fabric_server_sync_step(struct mlf *f, const struct fabric_cmd *c);
+
+/** fabric_server_sync_reset - forget the accumulated iteration (a replica installed a state). */
+void fabric_server_sync_reset(struct mlf *f);
+
+/** fabric_server_sync_release - fabric_server_sync_reset and free its memory (mlf_close). */
+void fabric_server_sync_release(struct mlf *f);
 
 /**
  * fabric_server_snapshot - `snapshot` in verification mode (docs/replication.md): writes

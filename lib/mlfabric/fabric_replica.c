@@ -49,6 +49,7 @@ static void replica_state(struct mlf *f, const struct mlfabric_event *ev)
 	pthread_mutex_lock(&f->lock);
 	s->version = h->version;
 	pthread_mutex_unlock(&f->lock);
+	fabric_server_sync_reset(f); /* MLfabric-S: the state holds every applied iteration */
 	log_info("%s: state of version %lld installed from %s", f->app, (long long)h->version, ev->peer);
 	if (f->mode == MLF_MODE_DIRECT)
 		return;
@@ -110,6 +111,8 @@ static int replica_command(struct mlf *f, struct fabric_cmd *c)
 		cmd_promote(f, c);
 	else if (c->kind == FABRIC_CMD_SNAPSHOT)
 		fabric_server_snapshot(f, c->id);
+	else if (c->kind == FABRIC_CMD_SYNC_STEP)
+		fabric_server_sync_step(f, c);
 	else
 		return 0;
 	return 1;
@@ -118,6 +121,7 @@ static int replica_command(struct mlf *f, struct fabric_cmd *c)
 static const struct fabric_role_ops replica_ops = {
 	.received = replica_received,
 	.command = replica_command,
+	.release = fabric_server_sync_release,
 };
 
 int mlf_register_as_replica(mlf_t *f, const char *server, const struct mlf_params *p, size_t n,

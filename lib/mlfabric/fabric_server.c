@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arr.h"
 #include "clock.h"
 #include "fabric_int.h"
 #include "mlfabric_verify.h"
@@ -61,6 +62,148 @@ json_t *fabric_server_commit_msg(uint64_t xfer, int64_t v, const struct mlf_payl
 			 "version", (json_int_t)v, "t", clock_real_s(), "parts", parts);
 }
 
+/* Applies @u with on_update and records the version it returns. */
+static int64_t apply_update(struct mlf *f, const struct mlf_update *u)
+{
+	int64_t v = f->s.on_update(f->s.arg, u);
+
+	pthread_mutex_lock(&f->lock);
+	f->s.version = v;
+	pthread_mutex_unlock(&f->lock);
+	return v;
+}
+
+/* Reports @commit (stolen) for arrival @ev: after the chain forward of a chain server, else now. */
+static void report_commit(struct mlf *f, const struct mlfabric_event *ev, json_t *commit)
+{
+	if (f->role == FABRIC_ROLE_SERVER && ev->chan == 1 && f->chain.host[0])
+		fabric_chain_forward(f, ev, commit);
+	else
+		fabric_core_ctl(f, commit);
+}
+
+void fabric_server_sync_reset(struct mlf *f)
+{
+	struct mlf_sync_acc *a = &f->s.sync;
+
+	free(a->data);
+	a->data = NULL;
+	a->bytes = 0;
+	for (int i = 0; i < a->n_commits; i++)
+		json_decref(a->commits[i]);
+	a->n_commits = 0;
+}
+
+/* Contributions (parts) the iteration starting at the current version needs (§6). */
+static uint32_t sync_needed(const struct mlf_server_state *s)
+{
+	const struct mlf_sync_acc *a = &s->sync;
+
+	for (int k = 0; k < a->n_short && k < FABRIC_SYNC_SHORT; k++)
+		if (a->short_it[k].version == s->version)
+			return a->short_it[k].parts;
+	return s->params.n_workers > 0 ? (uint32_t)s->params.n_workers : 1;
+}
+
+/*
+ * The step of the accumulated iteration when it holds the parts it needs (@force: now, e.g.
+ * before the parts would overflow the header): one on_update with the sum, version += parts;
+ * then the held commits at the new version (a chain server: one commit naming every part,
+ * after the forward of the summed payload to its replica).
+ */
+static void sync_try_step(struct mlf *f, int force)
+{
+	struct mlf_sync_acc *a = &f->s.sync;
+	struct mlf_payload_hdr *h = a->data;
+	struct mlf_update u;
+	int64_t v;
+
+	if (!h || (!force && h->n_parts < sync_needed(&f->s)))
+		return;
+	u = (struct mlf_update){ .hdr = h, .u = (const float *)((const char *)h + MLF_PAYLOAD_HDR),
+				 .n = h->n_floats, .xfer = a->xfer, .src = a->src };
+	v = apply_update(f, &u);
+	log_debug("%s: iteration step: %u parts in %d transfers, version %lld", f->app, h->n_parts,
+		  a->n_commits, (long long)v);
+	if (f->role == FABRIC_ROLE_SERVER && f->chain.host[0]) {
+		struct mlfabric_event ev = { .id = a->xfer, .chan = 1, .bytes = a->bytes };
+		ev.buf.data = a->data;
+		report_commit(f, &ev, fabric_server_commit_msg(a->xfer, v, h));
+	} else {
+		for (int i = 0; i < a->n_commits; i++) {
+			json_object_set_new(a->commits[i], "version", json_integer((json_int_t)v));
+			json_object_set_new(a->commits[i], "t", json_real(clock_real_s()));
+			fabric_core_ctl(f, a->commits[i]);
+		}
+		a->n_commits = 0;
+	}
+	fabric_server_sync_reset(f);
+}
+
+/*
+ * MLfabric-S: adds arrival @ev (checked) to the iteration's sum and steps when it is complete.
+ * Returns 0, or -ENOMEM (nothing kept: the caller applies @ev alone).
+ */
+static int sync_add(struct mlf *f, const struct mlfabric_event *ev)
+{
+	struct mlf_sync_acc *a = &f->s.sync;
+	const struct mlf_payload_hdr *h = ev->buf.data;
+	struct mlf_payload_hdr *ah = a->data;
+	json_t *commit;
+
+	if (ah && ah->n_parts + h->n_parts > MLF_PAYLOAD_MAX_PARTS) {
+		log_warn("%s: iteration at version %lld: more than %d parts; applied as its own step",
+			 f->app, (long long)f->s.version, MLF_PAYLOAD_MAX_PARTS);
+		sync_try_step(f, 1);
+		ah = NULL;
+	}
+	commit = fabric_server_commit_msg(ev->id, f->s.version, h);
+	if (!commit || arr_grow((void **)&a->commits, &a->cap_commits, a->n_commits + 1,
+				sizeof(*a->commits))) {
+		json_decref(commit);
+		return -ENOMEM;
+	}
+	if (!ah) {
+		if (!(a->data = malloc(ev->bytes))) {
+			json_decref(commit);
+			return -ENOMEM;
+		}
+		memcpy(a->data, ev->buf.data, ev->bytes);
+		a->bytes = ev->bytes;
+	} else {
+		float *sum = (float *)((char *)a->data + MLF_PAYLOAD_HDR);
+		const float *x = (const float *)((const char *)h + MLF_PAYLOAD_HDR);
+		for (uint64_t i = 0; i < h->n_floats; i++)
+			sum[i] += x[i];
+		for (uint32_t k = 0; k < h->n_parts; k++)
+			ah->parts[ah->n_parts++] = h->parts[k];
+	}
+	a->xfer = ev->id;
+	snprintf(a->src, sizeof(a->src), "%s", ev->peer);
+	a->commits[a->n_commits++] = commit;
+	sync_try_step(f, 0);
+	return 0;
+}
+
+void fabric_server_sync_step(struct mlf *f, const struct fabric_cmd *c)
+{
+	struct mlf_sync_acc *a = &f->s.sync;
+
+	if (f->mode != MLF_MODE_SYNC) {
+		log_warn("%s: sync_step outside MLfabric-S; ignored", f->app);
+		return;
+	}
+	a->short_it[a->n_short % FABRIC_SYNC_SHORT].version = c->version;
+	a->short_it[a->n_short % FABRIC_SYNC_SHORT].parts = (uint32_t)c->id;
+	a->n_short++;
+	log_info("%s: the iteration from version %lld has %llu contributions (sync timeout)", f->app,
+		 (long long)c->version, (unsigned long long)c->id);
+	if (c->version < f->s.version)
+		log_warn("%s: sync_step for version %lld, already at version %lld; ignored", f->app,
+			 (long long)c->version, (long long)f->s.version);
+	sync_try_step(f, 0);
+}
+
 void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev)
 {
 	const struct mlf_payload_hdr *h = ev->buf.data;
@@ -68,7 +211,6 @@ void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev)
 	struct mlf_update u;
 	char err[160];
 	int64_t v;
-	json_t *commit;
 
 	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_UPDATE, err, sizeof(err)) < 0 ||
 	    (h->n_floats != s->n_floats && snprintf(err, sizeof(err), "%llu floats, the model has %zu",
@@ -82,19 +224,18 @@ void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev)
 			 (unsigned long long)ev->id, ev->peer);
 		return;
 	}
+	if (f->mode == MLF_MODE_SYNC) {
+		if (sync_add(f, ev) == 0)
+			return;
+		log_err("transfer %llx from host %s: no memory to hold it for its iteration; applied alone",
+			(unsigned long long)ev->id, ev->peer);
+	}
 	u = (struct mlf_update){ .hdr = h, .u = (const float *)((const char *)h + MLF_PAYLOAD_HDR),
 				 .n = h->n_floats, .xfer = ev->id, .src = ev->peer };
-	v = s->on_update(s->arg, &u);
-	pthread_mutex_lock(&f->lock);
-	s->version = v;
-	pthread_mutex_unlock(&f->lock);
+	v = apply_update(f, &u);
 	if (f->mode == MLF_MODE_DIRECT)
 		return;
-	commit = fabric_server_commit_msg(ev->id, v, h);
-	if (f->role == FABRIC_ROLE_SERVER && ev->chan == 1 && f->chain.host[0])
-		fabric_chain_forward(f, ev, commit);
-	else
-		fabric_core_ctl(f, commit);
+	report_commit(f, ev, fabric_server_commit_msg(ev->id, v, h));
 }
 
 /* Applies the arrivals the chain held back while its forward was in flight, until one waits again. */
@@ -145,9 +286,25 @@ static int server_command(struct mlf *f, struct fabric_cmd *c)
 		fabric_chain_set(f, c);
 	else if (c->kind == FABRIC_CMD_SNAPSHOT)
 		fabric_server_snapshot(f, c->id);
+	else if (c->kind == FABRIC_CMD_SYNC_STEP)
+		fabric_server_sync_step(f, c);
 	else
 		return 0;
 	return 1;
+}
+
+void fabric_server_sync_release(struct mlf *f)
+{
+	fabric_server_sync_reset(f);
+	free(f->s.sync.commits);
+	f->s.sync.commits = NULL;
+	f->s.sync.cap_commits = 0;
+}
+
+static void server_release(struct mlf *f)
+{
+	fabric_chain_release(f);
+	fabric_server_sync_release(f);
 }
 
 const struct fabric_role_ops fabric_server_ops = {
@@ -155,7 +312,7 @@ const struct fabric_role_ops fabric_server_ops = {
 	.sent = server_sent,
 	.command = server_command,
 	.payload = server_payload,
-	.release = fabric_chain_release,
+	.release = server_release,
 };
 
 void fabric_server_snapshot(struct mlf *f, uint64_t tag)

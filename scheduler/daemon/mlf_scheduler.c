@@ -33,6 +33,8 @@ static void usage(FILE *f)
 		"  --t-lag S            a link report is used from t + t_lag on (default 0.2)\n"
 		"  --peer-timeout S     a dataplane silent this long is dead (default 2)\n"
 		"  --sync-timeout S     MLfabric-S: plan without missing workers after S (default 30)\n"
+		"  --sync-batching M    MLfabric-S: eager (plan each update of an iteration as it is\n"
+		"                       ready, default) or all (once every worker reported)\n"
 		"  --xfer-timeout S     a transfer with no done S after its planned end is lost (10)\n"
 		"  --aggregators H,H    only these hosts may aggregate (default: every registered one)\n"
 		"  --headroom F         plan capacity = link capacity x F (default 0.95)\n"
@@ -73,6 +75,7 @@ int main(int argc, char **argv)
 		{ "replica-aggregators", required_argument, 0, 'R' },
 		{ "verify-every", required_argument, 0, 'V' },
 		{ "catchup-timeout", required_argument, 0, 'C' },
+		{ "sync-batching", required_argument, 0, 'S' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct sched_config cfg;
 	const char *cluster = NULL;
@@ -98,6 +101,14 @@ int main(int argc, char **argv)
 		case 'R': snprintf(cfg.replica_aggregators, sizeof(cfg.replica_aggregators), "%s", optarg); break;
 		case 'V': bad |= num_arg("--verify-every", optarg, 0, 1e9, &d); cfg.verify_every = (int)d; break;
 		case 'C': bad |= num_arg("--catchup-timeout", optarg, 0, 86400, &cfg.catchup_timeout_s); break;
+		case 'S':
+			if (strcmp(optarg, "eager") && strcmp(optarg, "all")) {
+				fprintf(stderr, "mlf-scheduler: --sync-batching: '%s' is not eager or all\n",
+					optarg);
+				bad = 1;
+			}
+			cfg.sync_all = !strcmp(optarg, "all");
+			break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

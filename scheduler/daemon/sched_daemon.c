@@ -312,6 +312,7 @@ void sched_daemon_free(struct sched *s)
 	sched_xfer_free(s);
 	free(s->hosts);
 	free(s->agg_allowed);
+	free(s->sync.in);
 	cluster_free(&s->cl);
 	free(s);
 }

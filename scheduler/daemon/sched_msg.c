@@ -226,6 +226,12 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 		if (s->upd[i].state == SCHED_UPD_PLANNED)
 			sched_fail_update(s, &s->upd[i], "the server registered again");
 	s->server = sv;
+	/* MLfabric-S: a new iteration from the registered version (sched_batch.c) */
+	s->sync.v = sv.version;
+	s->sync.n = 0;
+	s->sync.since = 0;
+	if (s->sync.in)
+		memset(s->sync.in, 0, (size_t)s->cl.n_hosts);
 	/* a server restarted from an older state (a checkpoint): what waits for a newer version
 	 * would never be served, so pending updates and pulls count from its version */
 	for (int i = 0; i < s->n_upd; i++)

@@ -140,6 +140,8 @@ struct sched_config {
 	char replica_aggregators[512]; /* --replica-aggregators h1,h2 ("" = the aggregators) */
 	int verify_every;       /* --verify-every N: `snapshot` after every N-th batch (0 = off) */
 	double catchup_timeout_s; /* --catchup-timeout: longest wait for the server's commits */
+	int sync_all;           /* --sync-batching all: MLfabric-S plans an iteration only once
+				 * every worker reported (0 = eager, the default; docs/scheduler.md) */
 };
 
 /** Called after every plan_compute (tests inspect the batch the daemon built). */
@@ -182,6 +184,20 @@ struct sched_replica {
 				* later are missing at the replica (catch-up timeout) */
 	uint64_t *carried;     /* update ids whose replica copy was punted, in replica order */
 	int n_carried, cap_carried;
+};
+
+/**
+ * The MLfabric-S iteration being planned (§6; docs/scheduler.md "MLfabric-S"). Its updates are
+ * those computed from a version below v + n_workers, one per worker; it ends when n_workers of
+ * them are planned, or at --sync-timeout with fewer (then the server is told its size).
+ */
+struct sched_sync {
+	int64_t v;             /* model version the iteration starts from (the server's version
+				* once the earlier iterations are applied) */
+	int n;                 /* updates of the iteration planned so far */
+	double since;          /* CLOCK_REALTIME seconds its first update was selected, 0 = none */
+	unsigned char *in;     /* cl.n_hosts flags: the host's update of this iteration is planned
+				* (allocated at the first sync batch, NULL before) */
 };
 
 /** A fail-over in progress or done (failover.jsonl; CLOCK_REALTIME seconds, 0 = not yet). */
@@ -230,6 +246,8 @@ struct sched {
 	void *hook_arg;
 
 	json_t *app_waits;            /* sched_status.c: app name -> {"host", "waits"} reported */
+
+	struct sched_sync sync;       /* MLfabric-S iteration (sched_batch.c) */
 };
 
 /** sched_find_update - index into s->upd of update @id, or -1. */

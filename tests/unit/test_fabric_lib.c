@@ -217,6 +217,86 @@ START_TEST(server_validates_applies_commits_and_refuses_bad_commands)
 }
 END_TEST
 
+/* MLfabric-S: what the fake dataplane saw of the commits (text of the first per step). */
+static struct {
+	char first[1024], second[1024], third[1024];
+} sync_seen;
+
+static void *fake_sync_dp(void *arg)
+{
+	int fd = accept(lfd, NULL, NULL);
+	char buf[1024];
+
+	(void)arg;
+	expect_ctl(fd, "\"register\"", buf, sizeof(buf));
+	send_ctl(fd, "{\"type\":\"registered\",\"app\":\"server@x\",\"xfer_base\":1099511627776}");
+	/* iteration from version 10: three contributions (n_workers 3), the first two early */
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 1.0f, "w0", 20);
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 2.0f, "w7", 21);
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 3.0f, "w0", 22);
+	expect_ctl(fd, "\"commit\"", sync_seen.first, sizeof(sync_seen.first));
+	expect_ctl(fd, "\"commit\"", buf, sizeof(buf));
+	expect_ctl(fd, "\"commit\"", buf, sizeof(buf));
+	/* iteration from version 13 closed by the sync timeout with 2 contributions */
+	send_ctl(fd, "{\"type\":\"sync_step\",\"app\":\"server@x\",\"version\":13,\"parts\":2}");
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 4.0f, "w0", 23);
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 5.0f, "w7", 24);
+	expect_ctl(fd, "\"commit\"", sync_seen.second, sizeof(sync_seen.second));
+	expect_ctl(fd, "\"commit\"", buf, sizeof(buf));
+	/* a sync_step arriving after its iteration's contributions applies them at once */
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 6.0f, "w0", 25);
+	send_ctl(fd, "{\"type\":\"sync_step\",\"app\":\"server@x\",\"version\":15,\"parts\":1}");
+	expect_ctl(fd, "\"commit\"", sync_seen.third, sizeof(sync_seen.third));
+	close(fd);
+	return NULL;
+}
+
+static int64_t commit_field(const char *text, const char *k)
+{
+	json_t *c = json_loads(text, 0, NULL);
+	int64_t v;
+
+	ck_assert_ptr_nonnull(c);
+	v = json_integer_value(json_object_get(c, k));
+	json_decref(c);
+	return v;
+}
+
+/*
+ * MLfabric-S (§6): contributions arriving in several transfers are applied as one step per
+ * iteration (one on_update with their sum, version += parts), committed at that step; a
+ * `sync_step` (straggler timeout) sets a shorter iteration, before or after its arrivals.
+ */
+START_TEST(sync_server_one_step_per_iteration)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "x", .sock = sock, .timeout_s = 5,
+			      .mode = MLF_MODE_SYNC };
+	struct mlf_params p = { .tau_max = 8, .n_workers = 3 };
+	struct srv s = { .version = 10 };
+	char err[256];
+	pthread_t t;
+	mlf_t *f;
+
+	memset(&sync_seen, 0, sizeof(sync_seen));
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_sync_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_server(f, &p, N, 10, on_update, on_request, &s), 0);
+	pthread_join(t, NULL);
+	mlf_close(f);
+	ck_assert_int_eq(s.calls, 3);          /* three steps for six transfers */
+	ck_assert_int_eq(s.version, 16);
+	ck_assert_float_eq(s.w[0], 21.0f);     /* 1 + ... + 6: nothing lost or applied twice */
+	/* the early contribution's commit comes with the step: version 13, not 11 */
+	ck_assert_int_eq(commit_field(sync_seen.first, "xfer"), 20);
+	ck_assert_int_eq(commit_field(sync_seen.first, "version"), 13);
+	ck_assert_int_eq(commit_field(sync_seen.second, "xfer"), 23);
+	ck_assert_int_eq(commit_field(sync_seen.second, "version"), 15);
+	ck_assert_int_eq(commit_field(sync_seen.third, "xfer"), 25);
+	ck_assert_int_eq(commit_field(sync_seen.third, "version"), 16);
+}
+END_TEST
+
 static void *fake_silent_dp(void *arg)
 {
 	int fd = accept(lfd, NULL, NULL);
@@ -420,6 +500,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, server_validates_applies_commits_and_refuses_bad_commands);
+	tcase_add_test(tc, sync_server_one_step_per_iteration);
 	tcase_add_test(tc, get_times_out_naming_the_server);
 	tcase_add_test(tc, open_names_the_missing_dataplane);
 	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);

@@ -315,10 +315,16 @@ START_TEST(lost_model_pull_answered_again)
 }
 END_TEST
 
-/* MLfabric-S: no batch until every worker has an update; min_version pulls wait for commits. */
+static void sync_all(struct sched_config *c)
+{
+	c->sync_all = 1;
+}
+
+/* MLfabric-S, --sync-batching all: no batch until every worker has an update; min_version
+ * pulls wait for commits. */
 START_TEST(sync_waits_for_all)
 {
-	start_daemon(NULL);
+	start_daemon(sync_all);
 	int w[3], ps = setup("sync", 10, 8, 3, w, NULL);
 	push(w[0], ((uint64_t)2 << 40) | 1, 10, 1000);
 	push(w[1], ((uint64_t)3 << 40) | 1, 10, 1000);
@@ -439,9 +445,13 @@ END_TEST
 static void short_sync(struct sched_config *c)
 {
 	c->sync_timeout_s = 0.3;
+	c->sync_all = 1;
 }
 
-/* MLfabric-S with a missing worker: after --sync-timeout the batch goes without it, named. */
+/*
+ * MLfabric-S, --sync-batching all, with a missing worker: after --sync-timeout the batch goes
+ * without it, named, and the server is told the iteration's size.
+ */
 START_TEST(sync_timeout_names_missing)
 {
 	start_daemon(short_sync);
@@ -452,10 +462,85 @@ START_TEST(sync_timeout_names_missing)
 	pump(0.15);
 	ck_assert_int_eq(count_msgs(ps, "order"), 0);
 	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
+	json_t *st = wait_msg(ps, "sync_step", 1.0);
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(jid(st, "version"), 0);
+	ck_assert_int_eq(jid(st, "parts"), 2);
 	ck_assert_int_eq(captured_lines("missing: w1"), 1);
 	pthread_mutex_lock(&hook_mu);
 	ck_assert_int_eq(hook_n_updates, 2);
 	pthread_mutex_unlock(&hook_mu);
+	stop_daemon();
+}
+END_TEST
+
+static void short_eager(struct sched_config *c)
+{
+	c->sync_timeout_s = 0.5;
+}
+
+/* The updates of worker fake @f commanded so far (`send` what update). */
+static int update_sends(int f)
+{
+	int n = 0;
+
+	for (int i = 0; i < n_got; i++)
+		if (got[i].fake == f && !strcmp(json_string_value(json_object_get(got[i].m, "type")),
+						"send"))
+			n++;
+	return n;
+}
+
+/*
+ * MLfabric-S eager (§6): with 4 registered workers and 2 updates ready, a tick plans those 2
+ * (they leave before the last worker reports); an update of the next iteration (version >=
+ * 10 + 4) waits; a third worker's update is planned when it comes; after --sync-timeout the
+ * iteration ends without the fourth (named, `sync_step` version 10 parts 3) and the waiting
+ * update goes in the next iteration.
+ */
+START_TEST(sync_eager_plans_ready_updates)
+{
+	start_daemon(short_eager);
+	capture_stderr();
+	int w[3], ps = setup(NULL, 0, 0, 3, w, NULL);
+	reg_server(ps, "sync", 10, 8, 4);
+	push(w[0], ((uint64_t)2 << 40) | 1, 10, 1000);
+	push(w[1], ((uint64_t)3 << 40) | 1, 10, 1000);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 1.0));
+	pump(0.1);
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_mode, PLAN_SYNC);
+	ck_assert_int_eq(hook_n_updates, 2);
+	int batches = hook_batches;
+	pthread_mutex_unlock(&hook_mu);
+	ck_assert_int_eq(update_sends(w[0]), 1);
+	ck_assert_int_eq(update_sends(w[1]), 1);
+	/* w0 again, from the version after this iteration: not mixed in */
+	push(w[0], ((uint64_t)2 << 40) | 2, 14, 1000);
+	pump(0.15);
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_batches, batches);
+	pthread_mutex_unlock(&hook_mu);
+	ck_assert_int_eq(update_sends(w[0]), 1);
+	/* w2's update of this iteration is planned on its own */
+	push(w[2], ((uint64_t)4 << 40) | 1, 10, 1000);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 1.0));
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_n_updates, 1);
+	ck_assert_uint_eq(hook_commit_first[0], ((uint64_t)4 << 40) | 1);
+	pthread_mutex_unlock(&hook_mu);
+	ck_assert_int_eq(count_msgs(ps, "sync_step"), 0);
+	/* the fourth worker never reports: the iteration ends with 3, then w0's next update */
+	json_t *st = wait_msg(ps, "sync_step", 1.5);
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(jid(st, "version"), 10);
+	ck_assert_int_eq(jid(st, "parts"), 3);
+	ck_assert_ptr_nonnull(wait_msg(ps, "order", 1.0));
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_n_updates, 1);
+	ck_assert_uint_eq(hook_commit_first[0], ((uint64_t)2 << 40) | 2);
+	pthread_mutex_unlock(&hook_mu);
+	ck_assert_int_eq(captured_lines("waited"), 1);
 	stop_daemon();
 }
 END_TEST
@@ -745,6 +830,7 @@ int main(void)
 	tcase_add_test(tc, running_transfer_carried);
 	tcase_add_test(tc, dead_aggregator_skips_aggregate);
 	tcase_add_test(tc, sync_timeout_names_missing);
+	tcase_add_test(tc, sync_eager_plans_ready_updates);
 	tcase_add_test(tc, steps_merged_keep_bytes);
 	tcase_add_test(tc, bad_fields_named);
 	tcase_add_test(tc, dead_server_loses_planned);
