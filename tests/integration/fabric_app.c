@@ -98,14 +98,15 @@ static void usage(void)
 {
 	printf("usage: fabric_app server|replica|worker|ctl --cluster C --host H [--mode direct|async|sync] [--server S]\n"
 	       "         [--workers W] [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
-	       "         [--momentum G] [--stay] [--verify DIR] [--replication mlfabric|chain]\n"
+	       "         [--momentum G] [--stay] [--verify DIR] [--replication mlfabric|chain] [--delay S]\n"
 	       "server: serve a model of n floats (0), print every update, exit at version K (--stay: at a signal);\n"
 	       "        updates are applied with momentum G (h = G h + u, w += h; default 0).\n"
 	       "replica: keep a replica of --server S (same apply), print updates, state installs, promotion;\n"
 	       "        exit at a signal.\n"
 	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1\n"
 	       "        (--until-version V: until V, e.g. every worker's updates);\n"
-	       "        --mode sync: K allreduce iterations instead (--workers: the server's n_workers).\n"
+	       "        --mode sync: K allreduce iterations instead (--workers: the server's n_workers),\n"
+	       "        each after --delay S seconds (a straggler), printing its push time (push t=...).\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
 }
 
@@ -161,14 +162,14 @@ int main(int argc, char **argv)
 		{ "timeout", 1, NULL, 't' }, { "first", 1, NULL, 'f' }, { "help", 0, NULL, 'h' },
 		{ "workers", 1, NULL, 'W' }, { "momentum", 1, NULL, 'g' }, { "stay", 0, NULL, 'y' },
 		{ "verify", 1, NULL, 'v' }, { "replication", 1, NULL, 'r' },
-		{ "until-version", 1, NULL, 'u' }, { NULL, 0, NULL, 0 },
+		{ "until-version", 1, NULL, 'u' }, { "delay", 1, NULL, 'd' }, { NULL, 0, NULL, 0 },
 	};
 	struct mlf_opts o = { .mode = MLF_MODE_DIRECT };
 	const char *server = NULL, *send = NULL, *expect = NULL, *what;
 	size_t n = 1000;
 	long count = 10, first = 1, until = -1; /* until: worker gets until this version (default first + count - 1) */
 	int workers = 1, stay = 0;
-	double timeout = 10, momentum = 0;
+	double timeout = 10, momentum = 0, delay = 0; /* delay: a sync worker's straggling, s */
 	enum mlf_replication repl = MLF_REPL_MLFABRIC;
 	char err[256];
 	int c;
@@ -199,6 +200,7 @@ int main(int argc, char **argv)
 		case 'f': first = strtol(optarg, NULL, 10); break;
 		case 'u': until = strtol(optarg, NULL, 10); break;
 		case 'g': momentum = strtod(optarg, NULL); break;
+		case 'd': delay = strtod(optarg, NULL); break;
 		case 'y': stay = 1; break;
 		case 'v': o.verify_dir = optarg; break;
 		case 'r': repl = strcmp(optarg, "chain") ? MLF_REPL_MLFABRIC : MLF_REPL_CHAIN; break;
@@ -258,6 +260,11 @@ int main(int argc, char **argv)
 		for (long i = first; i < first + count && o.mode == MLF_MODE_SYNC; i++) {
 			for (size_t k = 0; k < n; k++)
 				u[k] = (float)i;
+			if (delay > 0)
+				usleep((useconds_t)(delay * 1e6));
+			struct timespec now;
+			clock_gettime(CLOCK_REALTIME, &now);
+			printf("push t=%.6f\n", (double)now.tv_sec + (double)now.tv_nsec * 1e-9);
 			if ((rc = mlf_allreduce(f, server, u, n, 1.0, v < 0 ? 0 : v, w, &v, timeout)) < 0) {
 				fprintf(stderr, "%s\n", mlf_error(f));
 				return 1;
