@@ -53,6 +53,7 @@ static void ps_usage(FILE *f)
 		"       mlf-ps --replica --server PS --div-max D --cluster C.json --host H --mode M [options]\n"
 		"Parameter server: holds the model, applies every update or aggregate the fabric hands\n"
 		"it with momentum (paper eq. 2; an aggregate of m updates is one step, version += m),\n"
+		"(mlfabric-s: the updates of an iteration are summed into one step, version += N),\n"
 		"answers pulls, evaluates test accuracy. Stops on SIGTERM/SIGINT and writes server.json.\n"
 		"With --replica it keeps a replica of server PS's model (docs/replication.md): applies the\n"
 		"updates the fabric replicates to it (same flags as the server: model, momentum, seed),\n"

@@ -167,6 +167,18 @@ START_TEST(command_parsing)
 	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"aggregate\",\"agg\":7,\"inputs\":[1],\"dst\":\"ps\",\"chan\":1,"
 					  "\"start\":0,\"steps\":[[0,-1]]}", &c, err, sizeof(err)), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(err, "'steps'"));
+	/* MLfabric-S: sync_step names the iteration's start version and its size (> 0) */
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"sync_step\",\"version\":13,\"parts\":2}", &c, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(c.kind, FABRIC_CMD_SYNC_STEP);
+	ck_assert_int_eq(c.version, 13);
+	ck_assert_uint_eq(c.id, 2);
+	fabric_cmd_free(&c);
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"sync_step\",\"version\":13,\"parts\":0}", &c, err,
+					  sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "'parts'"));
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"sync_step\",\"parts\":2}", &c, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "'version'"));
 }
 END_TEST
 

@@ -2,7 +2,7 @@
  * SOCK_SEQPACKET server in a thread): registration, payload validation at the server, commits,
  * refusal of a malformed command, skip (ORDER flag, late arrival not applied), a get that times
  * out naming the server; mlf_recv_model refusing other hosts and bad payloads, mlf_send_model
- * retrying failed transfers until its timeout. */
+ * retrying failed transfers until its timeout; MLfabric-S: one step per iteration, `sync_step`. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
