@@ -145,7 +145,7 @@ static unsigned char *sync_flags(struct sched *s)
 static void sync_close(struct sched *s)
 {
 	if (s->sync.n > 0 && s->sync.n < s->server.n_workers) {
-		sched_to_app(s, s->server.role, s->server.host, json_pack("{s:s, s:I, s:i}", "type",
+		sched_to_app(s, "server", s->server.host, json_pack("{s:s, s:I, s:i}", "type",
 			     "sync_step", "version", (json_int_t)s->sync.v, "parts", s->sync.n));
 		if (s->repl.host >= 0)
 			sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:I, s:i}",
