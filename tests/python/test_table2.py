@@ -191,6 +191,11 @@ class Cpu(unittest.TestCase):
         self.assertEqual(u["procs"]["dataplane@ps"], 1.0)
         self.assertEqual(u["groups"], {"dataplanes": 1.0, "workers": 0.25, "server": 0.1})
         self.assertIsNone(cpu.usage(None, b))
+        # a process gone by the last sample keeps the CPU of the last sample that saw it
+        c = {"t": 4, "machine": 500, "hz": 100, "procs": {"dataplane@ps": 500}}
+        u = cpu.usage(a, cpu.last_known([a, b, c]))
+        self.assertEqual(u["procs"]["worker@w0"], 0.125)
+        self.assertEqual(u["procs"]["dataplane@ps"], 1.0)
         self.assertIsNone(cpu.usage(b, b))
 
     def test_machine_ticks(self):

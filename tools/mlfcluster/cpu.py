@@ -91,6 +91,17 @@ def snapshot(named, proc="/proc", stat="/proc/stat"):
     return {"t": t, "machine": m, "hz": HZ, "procs": {n: tt[p] for n, p in named if p in tt}}
 
 
+def last_known(samples):
+    """The last of SAMPLES with, for every process seen in any of them, its last known ticks (a
+    process that exited between samples keeps its CPU up to the last sample that saw it)."""
+    if not samples:
+        return None
+    procs = {}
+    for s in samples:
+        procs.update(s["procs"])
+    return dict(samples[-1], procs=procs)
+
+
 GROUPS = [("dataplane@", "dataplanes"), ("worker@", "workers"), ("mpirun", "workers"),
           ("scheduler@", "scheduler"), ("server@", "server"), ("replica@", "server"),
           ("aggregator@", "aggregators")]

@@ -294,7 +294,7 @@ class Runner:
         self.log("%s: stopping (%s)" % (sys_, reason))
         self.stop_drivers()  # no shaping or declaration after t_end
         self.set_run_json(t_end=time.time(), stop_reason=reason, dead_workers=dead, restarts=restarts,
-                          cpu=cpu.usage(c["cpu"][0], c["cpu"][-1]) if c.get("cpu") else None)
+                          cpu=cpu.usage(c["cpu"][0], cpu.last_known(c["cpu"])) if c.get("cpu") else None)
         self.teardown()
         return reason in OK_REASONS
 
