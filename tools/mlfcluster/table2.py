@@ -356,7 +356,7 @@ def plots(out, data, cells, systems):
             png = os.path.join(out, "acc-%s.png" % cell)
             gnuplot("set terminal pngcairo size 1000,600\nset output '%s'\n"
                     "set title 'Test accuracy vs time, %s (one curve per system and seed)'\n"
-                    "set xlabel 'time since the workers started (s)'; set ylabel 'test accuracy'\n"
+                    "set xlabel 'time since the workers started (s)'; set ylabel 'test accuracy'; set xrange [0:*]\n"
                     "set key bottom right; set grid\nplot %s\n" % (png, cell.upper(), ", ".join(curves)), glog)
             made.append(png)
         # links: per system, server up / down busy and the worker links' median (medians over seeds)
