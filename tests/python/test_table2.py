@@ -148,6 +148,19 @@ class Table(unittest.TestCase):
         with self.assertRaises(table2.GridError):
             table2.check_params({"async": {"lr": 0.01, "momentum": 0.9}}, ["rr-sync"], "g.json")
 
+    def test_command_refuses_bad_knobs(self):
+        import contextlib
+        import io
+        for argv, word in [(["--cells", "c1-n4"], 'unknown cell "c1-n4"'), (["--seeds", "0"], "seeds"),
+                           (["--systems", "mlfabric-a,x"], 'unknown system "x"'), (["--time-limit", "0"], "time limit"),
+                           (["--grid", "/nonexistent.json"], "cannot read grid file")]:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
+                table2.main(argv, (ROOT, os.path.join(ROOT, "build"), "mpirun"))
+            self.assertEqual(cm.exception.code, 2)
+            self.assertIn(word, err.getvalue())
+            self.assertEqual(err.getvalue().count("\n"), 1, err.getvalue())
+
     def test_experiment_per_run(self):
         with open(os.path.join(ROOT, "conf", "exp-t2.json")) as f:
             base = json.load(f)

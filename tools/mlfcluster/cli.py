@@ -17,7 +17,7 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
        tools/mlf-cluster results RUN_DIR [--target A]
        tools/mlf-cluster links RUN_DIR [--json]
        tools/mlf-cluster table2 [--cells c1-n1,..] [--seeds N] [--systems a,b] [--time-limit S]
-                                [--params FILE] [--out DIR] [--table DIR] [--sweep]
+                                [--params FILE] [--base EXP] [--out DIR] [--table DIR] [--sweep]
        tools/mlf-cluster check EXPERIMENT.json [--systems a,b]
        tools/mlf-cluster top EXPERIMENT.json|CLUSTER.json [--interval S] [--once] [--json]
 
@@ -34,7 +34,7 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
            from the switch's byte counters (netdev.jsonl), their utilisation (bytes /
            capacity) and where the bottleneck sits; --json prints links.json.
   table2   the paper's Table 2 grid (bench/table2.mk: make bench-table2, bench-table2-sweep;
-           docs/experiments.md "Table 2").
+           docs/experiments.md "Table 2"; table2 --help).
   check    validate the experiment (systems, settings, hosts, programs) and exit.
   top      a live view of the running cluster (tools/mlf-top, docs/mlf-top.md) from inside
            the scheduler host's namespace: links, transfers in flight, held updates, waits.

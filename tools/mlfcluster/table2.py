@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -402,7 +403,14 @@ def run_one(root, out, exp, name, lock, log):
         argv = ["flock", "-o", LOCK] + argv
     c0, t0 = cpu.machine_ticks(), time.time()
     with open(os.path.join(out, name + ".out"), "w") as o:
-        rc = subprocess.call(argv, stdout=o, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        p = subprocess.Popen(argv, stdout=o, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            rc = p.wait()
+        except KeyboardInterrupt:
+            # the run got the terminal's Ctrl-C too and tears its cluster down: let it finish
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            p.wait()
+            raise
     c1, t1 = cpu.machine_ticks(), time.time()
     with open(os.path.join(out, name + ".cpu.json"), "w") as f:
         json.dump({"cpu_ticks": (c1 or 0) - (c0 or 0), "hz": cpu.HZ, "wall_s": round(t1 - t0, 3),
@@ -445,19 +453,20 @@ def run_grid(root, out, jobs, lock, log):
 
 def main(argv, paths):
     root = paths[0]
-    p = argparse.ArgumentParser(prog=PROG, add_help=True)
-    p.add_argument("--grid", default=os.path.join(root, "conf", "table2.json"))
-    p.add_argument("--cells")
-    p.add_argument("--seeds")
-    p.add_argument("--systems")
-    p.add_argument("--time-limit")
-    p.add_argument("--params")
-    p.add_argument("--base")
-    p.add_argument("--out")
-    p.add_argument("--table")
-    p.add_argument("--sweep", action="store_true")
-    p.add_argument("--no-lock", action="store_true")
-    p.add_argument("--bench-md")
+    p = argparse.ArgumentParser(prog=PROG, add_help=True, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--grid", default=os.path.join(root, "conf", "table2.json"), help="grid file (conf/table2.json)")
+    p.add_argument("--cells", help="cells to run, e.g. c2-n1,c1-n1 (default: the grid's, all nine)")
+    p.add_argument("--seeds", help="seeds 1..N (default: the grid's, 3)")
+    p.add_argument("--systems", help="subset of mlfabric-a,async,rr-sync,mlfabric-s")
+    p.add_argument("--time-limit", help="time limit per run, s (default: the base experiment's)")
+    p.add_argument("--params", help='{"params": {system: {lr, momentum}}} (e.g. a sweep\'s params.json)')
+    p.add_argument("--base", help="base experiment instead of the grid's (e.g. conf/exp-t2-16.json)")
+    p.add_argument("--out", help="folder of the runs (default runs/table2-<UTC>; an existing one resumes)")
+    p.add_argument("--table", help="only rebuild table2.md and the plots of this folder")
+    p.add_argument("--sweep", action="store_true", help="run the grid's lr / momentum sweep instead")
+    p.add_argument("--no-lock", action="store_true", help="do not take /tmp/mlf-netns.lock per run")
+    p.add_argument("--bench-md", help='replace the section "Table 2: the last bench-table2 run" of this file')
     p.error = lambda m: die(m)
     a = p.parse_args(argv)
     try:
