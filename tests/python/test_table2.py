@@ -47,7 +47,8 @@ class Intervals(unittest.TestCase):
         # two overlapping transfers ps -> w0 (the model) and one w0 -> ps; window [100, 110]
         xs = [{"src": "ps", "dst": "w0", "bytes": 125000000, "start": 100, "end": 102},
               {"src": "ps", "dst": "w0", "bytes": 125000000, "start": 101, "end": 103},
-              {"src": "w0", "dst": "ps", "bytes": 250000000, "start": 108, "end": 112}]
+              {"src": "w0", "dst": "ps", "bytes": 250000000, "start": 108, "end": 112},
+              {"src": "w0", "dst": "w0", "bytes": 999, "start": 105, "end": 105.5}]   # local: no link
         r = links.from_transfers(xs, c, 100, 110)
         self.assertAlmostEqual(r["ps"]["up"]["busy"], 0.3)   # union [100, 103]
         self.assertAlmostEqual(r["ps"]["up"]["load"], 0.4)   # 2 + 2 s of transfers

@@ -85,7 +85,8 @@ class Capacity:
 
 def from_transfers(xfers, cap, a, b):
     """{host: {"up"/"down": {"busy", "load", "util", "bytes", "transfers"}}} from planned
-    transfers (dicts with src, dst, bytes, start, end) over the window [A, B]."""
+    transfers (dicts with src, dst, bytes, start, end) over the window [A, B]; a transfer from a
+    host to itself crosses no link and is left out."""
     per = {}
     for x in xfers:
         try:
@@ -93,6 +94,8 @@ def from_transfers(xfers, cap, a, b):
             ends = ((x["src"], "up"), (x["dst"], "down"))
         except (KeyError, TypeError, ValueError):
             continue
+        if x["src"] == x["dst"]:
+            continue   # a host to itself (a worker's update to its own aggregator): no link
         for link in ends:
             per.setdefault(link, []).append((s, e, n))
     out = {}
