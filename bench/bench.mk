@@ -24,3 +24,6 @@ bench-sched: $(BUILD)/bench-sched
 	$(BUILD)/bench-sched
 bench-aggregator: $(BUILD)/bench-aggregator
 	$(BUILD)/bench-aggregator
+
+# the Table 2 grid (`make bench-table2`, `make bench-table2-sweep`)
+include bench/table2.mk

@@ -39,13 +39,14 @@ if [ -z "$TABLE_ONLY" ]; then
 			"$PY" -c 'import json,sys; x=json.load(open(sys.argv[1])); x.update(name="bench-torch-s"+sys.argv[2], seed=int(sys.argv[2])); json.dump(x, open(sys.argv[3], "w"), indent=1)' \
 				"$ROOT/conf/exp-torch.json" "$s" "$OUT/exp-s$s.json"
 			echo "bench-torch: seed $s $sys" >&2
-			# the machine's CPU time (all cores, /proc/stat: user+nice+system+irq+softirq,
-			# in USER_HZ ticks) and the wall time of the whole run, setup and teardown included
-			cpu0=$(awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat); t0=$(date +%s.%N)
+			# the machine's CPU time (all cores, /proc/stat busy ticks: tools/mlfcluster/cpu.py, as
+			# the runner and bench-table2 measure it) and the wall time of the whole run, setup and
+			# teardown included
+			read -r cpu0 hz < <("$PY" "$ROOT/tools/mlfcluster/cpu.py" ticks); t0=$(date +%s.%N)
 			"${LOCK[@]}" "$ROOT/tools/mlf-cluster" run "$OUT/exp-s$s.json" --systems "$sys" --out "$OUT/s$s-$sys" \
 				>"$OUT/s$s-$sys.out" 2>&1 || echo "bench-torch: seed $s $sys: mlf-cluster exited $? (see $OUT/s$s-$sys.out)" >&2
-			cpu1=$(awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat); t1=$(date +%s.%N)
-			echo "{\"cpu_ticks\": $((cpu1 - cpu0)), \"hz\": $(getconf CLK_TCK), \"wall_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')}" >"$OUT/s$s-$sys.cpu.json"
+			read -r cpu1 hz < <("$PY" "$ROOT/tools/mlfcluster/cpu.py" ticks); t1=$(date +%s.%N)
+			echo "{\"cpu_ticks\": $((cpu1 - cpu0)), \"hz\": $hz, \"wall_s\": $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')}" >"$OUT/s$s-$sys.cpu.json"
 		done
 	done
 fi

@@ -200,6 +200,24 @@ for f in accuracy delays timeline; do [ -s "$R/$f.png" ] || fail "$f.png missing
 pgrep -f "$B/" >/dev/null && fail "stand-in processes left: $(pgrep -af "$B/" | head -3)"
 ok "teardown after each system, plots, no namespace or process left"
 
+# CPU from /proc and the switch's byte counters, per system
+for s in mlfabric-a async rr-sync; do
+	jq -e '.cpu.machine_cores > 0 and .cpu.wall_s > 0' "$R/$s/run.json" >/dev/null || fail "$s: no cpu in run.json: $(jq -c .cpu "$R/$s/run.json")"
+	n=$(wc -l <"$R/$s/netdev.jsonl")
+	[ "$n" -ge 8 ] || fail "$s: only $n switch counter samples in netdev.jsonl"
+	jq -e 'select(.rx.ps != null and .tx.w0 != null and .rx.w1 != null)' <(tail -n 1 "$R/$s/netdev.jsonl") >/dev/null ||
+		fail "$s: netdev.jsonl lacks a host's counters: $(tail -n 1 "$R/$s/netdev.jsonl")"
+	jq -e --arg s "$s" '.[$s].counters.ps.up.busy >= 0 and .[$s].verdict.busiest != null' "$R/links.json" >/dev/null ||
+		fail "$s: links.json without the counters' analysis"
+	jq -e '.systems["'"$s"'"].links.source == "counters"' "$R/results.json" >/dev/null || fail "$s: results.json links"
+done
+jq -e '.cpu.procs | has("worker@w0") and has("dataplane@ps") and has("scheduler@ps")' "$R/mlfabric-a/run.json" >/dev/null ||
+	fail "mlfabric-a: cpu.procs $(jq -c '.cpu.procs | keys' "$R/mlfabric-a/run.json")"
+jq -e '.cpu.procs | has("mpirun")' "$R/rr-sync/run.json" >/dev/null || fail "rr-sync: no mpirun in cpu.procs"
+pgrep -f "mlfcluster/netdev.py" >/dev/null && fail "the counter sampler was left running"
+"$MC" links "$R" | grep -q "^mlfabric-a (window" || fail "tools/mlf-cluster links prints no table"
+ok "run.json cpu (machine, per process), netdev.jsonl counters of every host, links.json and 'links' for every system"
+
 # Ctrl-C in the middle of a run: everything is torn down, partial results are written
 jq '.systems = ["mlfabric-a"] | .target_accuracy = 0.99' "$WORK/exp.json" >"$WORK/exp2.json"
 # (a background job of a script starts with SIGINT ignored: restore the default as a terminal would)

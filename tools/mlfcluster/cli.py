@@ -15,6 +15,9 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
        tools/mlf-cluster down EXPERIMENT.json
        tools/mlf-cluster rates EXPERIMENT.json [--periods K]
        tools/mlf-cluster results RUN_DIR [--target A]
+       tools/mlf-cluster links RUN_DIR [--json]
+       tools/mlf-cluster table2 [--cells c1-n1,..] [--seeds N] [--systems a,b] [--time-limit S]
+                                [--params FILE] [--base EXP] [--out DIR] [--table DIR] [--sweep]
        tools/mlf-cluster check EXPERIMENT.json [--systems a,b]
        tools/mlf-cluster top EXPERIMENT.json|CLUSTER.json [--interval S] [--once] [--json]
 
@@ -26,6 +29,12 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
   down     tear the experiment's cluster down (after a crash of the runner).
   rates    print the seeded rate schedule: period, offset s, host, up and down Gbit/s.
   results  recompute results.json, the plots and the summary table of a run folder.
+  links    per-link utilisation of a run folder (links.json): per host, the uplink's and
+           downlink's busy fraction of the run from the scheduler's planned transfers and
+           from the switch's byte counters (netdev.jsonl), their utilisation (bytes /
+           capacity) and where the bottleneck sits; --json prints links.json.
+  table2   the paper's Table 2 grid (bench/table2.mk: make bench-table2, bench-table2-sweep;
+           docs/experiments.md "Table 2"; table2 --help).
   check    validate the experiment (systems, settings, hosts, programs) and exit.
   top      a live view of the running cluster (tools/mlf-top, docs/mlf-top.md) from inside
            the scheduler host's namespace: links, transfers in flight, held updates, waits.
@@ -131,6 +140,29 @@ def cmd_results(a):
     return 0
 
 
+def cmd_links(a):
+    from . import links
+    if not os.path.isdir(a.run):
+        die("no run folder %s" % a.run)
+    lks = links.run_links(a.run)
+    if not lks:
+        die("%s: no system with run.json t0/t_end and network.tsv" % a.run)
+    links.write(a.run, lks)
+    if a.json:
+        json.dump(lks, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    for name, lk in lks.items():
+        rj = results.first(os.path.join(a.run, name, "run.json")) or {}
+        sys.stdout.write(links.table(name, lk, rj.get("server") or ""))
+    return 0
+
+
+def cmd_table2(argv):
+    from . import table2
+    return table2.main(argv, paths())
+
+
 def cmd_check(a):
     exp = load(a.experiment or "/dev/null", a.systems)
     print("%s: %s" % (PROG, exp.summary_line()))
@@ -186,9 +218,11 @@ def main(argv=None):
         sys.stdout.write(USAGE)
         return 0
     cmds = {"run": cmd_run, "down": cmd_down, "rates": cmd_rates, "results": cmd_results, "check": cmd_check,
-            "top": cmd_top}
+            "top": cmd_top, "links": cmd_links}
+    if argv[0] == "table2":
+        return cmd_table2(argv[1:])
     if argv[0] not in cmds:
-        die('unknown command "%s" (run, down, rates, results, check, top)' % argv[0])
+        die('unknown command "%s" (run, down, rates, results, links, table2, check, top)' % argv[0])
     p = Parser(prog=argv[0], add_help=True)
     if argv[0] == "run":
         p.add_argument("experiment")
@@ -202,6 +236,9 @@ def main(argv=None):
     elif argv[0] == "results":
         p.add_argument("run")
         p.add_argument("--target")
+    elif argv[0] == "links":
+        p.add_argument("run")
+        p.add_argument("--json", action="store_true")
     elif argv[0] == "top":
         p.add_argument("experiment")
         p.add_argument("--interval", type=float, default=1.0)

@@ -269,6 +269,7 @@ def system_results(d, target):
         "recovery_s": recovery,
         "failover": failover,
         "restarts": run.get("restarts") if truthy(run.get("restarts")) else 0,
+        "cpu": run.get("cpu") if isinstance(run.get("cpu"), dict) else None,
     }
 
 
@@ -306,14 +307,22 @@ def compute(run, target=None):
     if target is None:
         raise ValueError("%s: no experiment.json: give --target" % run)
     target = float(target) if isinstance(target, str) else target
-    systems = {s: system_results(os.path.join(run, s), target) for s in run_systems(run)}
+    from .links import system_links
+    systems = {}
+    for s in run_systems(run):
+        systems[s] = system_results(os.path.join(run, s), target)
+        lk = system_links(run, os.path.join(run, s))
+        systems[s]["links"] = {"source": lk["verdict_source"], "verdict": lk["verdict"]} if lk else None
     return jqnum({"experiment": dict(exp, target_accuracy=target), "systems": systems})
 
 
 def write(run, res):
+    """results.json and links.json (the per-link analysis, links.py) of RUN."""
+    from . import links
     with open(os.path.join(run, "results.json"), "w") as f:
         json.dump(res, f, indent=2)
         f.write("\n")
+    links.write(run, links.run_links(run))
 
 
 def jqround(x):

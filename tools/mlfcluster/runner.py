@@ -7,7 +7,7 @@ import signal
 import sys
 import time
 
-from . import plots, results
+from . import cpu, links, plots, results
 from .experiment import GLOO_PORT
 from .faults import FaultDriver, killed_pids
 from .network import NetDriver, apply_period, read_schedule, rate_schedule, schedule_lines
@@ -24,6 +24,8 @@ READY_WORKER_S = 60     # worker-<host>.log: "worker of" (the worker registered)
 # worker_program torch: mlf-ps --init-from logs this before it waits for the root worker's model
 WAITING_MODEL = "waiting for the initial model from"
 PROGRESS_S = 2
+NETDEV_S = 0.25         # the switch's byte counters are sampled this often (netdev.jsonl)
+NETDEV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "netdev.py")
 TICK_S = 0.25
 OK_REASONS = ("target", "time_limit", "rr-sync_exited", "all workers exited")
 
@@ -162,10 +164,12 @@ class Runner:
             self.teardown()
             return False
         declare = sys_ not in ("rr-sync", "gloo")   # no dataplane to declare capacities to
+        self.start_netdev(c)
         torch = e.worker_program == "torch"
         with open(os.path.join(logs, "network.log"), "w") as out:
             apply_period(self.tb, self.rows, 0, False, out)
-        self.set_run_json(system=sys_, n_workers=e.nw, server=e.server, worker_program=e.worker_program,
+        self.set_run_json(system=sys_, n_workers=e.nw, server=e.server, workers=e.workers,
+                          worker_program=e.worker_program,
                           replication={"mode": e.repl_mode, "div_max": e.div_max, "replica": e.replica or None,
                                        "checkpoint_every": e.ckpt_every, "verify_every": e.verify_every,
                                        "replica_aggregators": e.repl_aggs})
@@ -277,6 +281,7 @@ class Runner:
         procs.write_pids()
         t0 = c.get("t_workers") or time.time()   # torch: the workers started before the server served
         self.set_run_json(t0=t0)
+        self.cpu_sample(c)
         nd = NetDriver(self.tb, self.rows, e.period_s, t0, declare, L("network.log"))
         c["drivers"].append(nd)
         nd.start()
@@ -285,9 +290,11 @@ class Runner:
             c["drivers"].append(fd)
             fd.start()
         reason, dead, restarts = self.watch(sys_, c, t0, rec, logs)
+        self.cpu_sample(c)
         self.log("%s: stopping (%s)" % (sys_, reason))
         self.stop_drivers()  # no shaping or declaration after t_end
-        self.set_run_json(t_end=time.time(), stop_reason=reason, dead_workers=dead, restarts=restarts)
+        self.set_run_json(t_end=time.time(), stop_reason=reason, dead_workers=dead, restarts=restarts,
+                          cpu=cpu.usage(c["cpu"][0], cpu.last_known(c["cpu"])) if c.get("cpu") else None)
         self.teardown()
         return reason in OK_REASONS
 
@@ -404,6 +411,9 @@ class Runner:
                     except OSError:
                         nf = 0
                     extra += " faults=%d" % nf
+            u = self.cpu_sample(c)
+            if u and u.get("machine_cores") is not None:
+                extra += " cpu=%.2f" % u["machine_cores"]
             self.log("%s: t=%ss accuracy=%s version=%s applied=%d dropped=%s%s"
                      % (sys_, el, acc, ver, applied, dropped, extra))
             # any evaluation since the start, not only the last one, may have reached the target
@@ -414,6 +424,28 @@ class Runner:
                 reason = "time_limit"
                 break
         return reason, dead, restarts
+
+    def start_netdev(self, c):
+        """The switch's byte counters every NETDEV_S into <system>/netdev.jsonl (module netdev.py in
+        namespace <cluster>-sw); not essential: the run goes on if it fails."""
+        e = self.exp
+        try:
+            p = c["procs"].start("netdev@sw", os.path.join(c["sysdir"], "logs", "netdev.log"),
+                                 ["ip", "netns", "exec", e.cname + "-sw", e.python, NETDEV,
+                                  os.path.join(c["sysdir"], "netdev.jsonl"), str(NETDEV_S)])
+            p.handled = True
+        except OSError as x:
+            self.log("%s: switch counters not sampled: %s" % (c["sys"], x))
+
+    def cpu_sample(self, c):
+        """A CPU sample of the system's processes (cpu.jsonl); returns the usage since the
+        previous sample (None for the first)."""
+        named = [(p.name, p.pid) for p in c["procs"].matching("*") if p.alive()]
+        s = cpu.snapshot(named)
+        c.setdefault("cpu", []).append(s)
+        with open(os.path.join(c["sysdir"], "cpu.jsonl"), "a") as f:
+            f.write(json.dumps(s, separators=(",", ":")) + "\n")
+        return cpu.usage(c["cpu"][-2], s) if len(c["cpu"]) > 1 else None
 
     def stop_drivers(self):
         for d in self.cur["drivers"]:

@@ -1,0 +1,23 @@
+# bench/table2.mk - the paper's Table 2 grid (issue 11 item 6; tools/mlfcluster/table2.py,
+# docs/experiments.md "Table 2"): `make bench-table2` runs C1-C3 x N1-N3 x 3 seeds for MLfabric-A,
+# Async, RR-Sync and MLfabric-S (conf/table2.json, base conf/exp-t2.json), one tools/mlf-cluster
+# run per cell, seed and system, each under flock -o /tmp/mlf-netns.lock (taken per run: do not
+# wrap make in flock, or set TABLE2_NO_LOCK=1); writes runs/table2-<UTC>/table2.md, acc-*.png,
+# links-*.png and the section "Table 2: the last bench-table2 run" of BENCHMARKS.md.
+# `make bench-table2-sweep` runs the lr / momentum sweep (conf/table2.json "sweep") and writes
+# params.json for TABLE2_PARAMS. Knobs (all optional):
+#   TABLE2_CELLS=c2-n1,c1-n1  TABLE2_SEEDS=1  TABLE2_SYSTEMS=mlfabric-a,rr-sync  TABLE2_TIME_LIMIT=60
+#   TABLE2_PARAMS=runs/table2-sweep-.../params.json  TABLE2_BASE=conf/exp-t2-16.json (16 workers)
+#   TABLE2_OUT=DIR (a rerun with the same DIR resumes)  TABLE2_NO_LOCK=1
+TABLE2_ARGS = $(if $(TABLE2_CELLS),--cells $(TABLE2_CELLS)) $(if $(TABLE2_SEEDS),--seeds $(TABLE2_SEEDS)) \
+	$(if $(TABLE2_SYSTEMS),--systems $(TABLE2_SYSTEMS)) $(if $(TABLE2_TIME_LIMIT),--time-limit $(TABLE2_TIME_LIMIT)) \
+	$(if $(TABLE2_PARAMS),--params $(TABLE2_PARAMS)) $(if $(TABLE2_BASE),--base $(TABLE2_BASE)) \
+	$(if $(TABLE2_OUT),--out $(TABLE2_OUT)) $(if $(TABLE2_NO_LOCK),--no-lock)
+
+BENCHES += bench-table2 bench-table2-sweep
+.PHONY: bench-table2 bench-table2-sweep
+bench-table2: programs
+	tools/mlf-cluster table2 $(TABLE2_ARGS) --bench-md BENCHMARKS.md
+
+bench-table2-sweep: programs
+	tools/mlf-cluster table2 --sweep $(TABLE2_ARGS)
