@@ -407,6 +407,19 @@ static void serve(int c)
 	}
 }
 
+int appif_wait_fds(struct pollfd *p, int max)
+{
+	int n = 0;
+
+	if (ai.lfd >= 0 && n < max)
+		p[n++] = (struct pollfd){ .fd = ai.lfd, .events = POLLIN };
+	for (int i = 0; i < MAX_CLIENTS && n < max; i++)
+		if (ai.cl[i].fd >= 0)
+			p[n++] = (struct pollfd){ .fd = ai.cl[i].fd,
+						  .events = POLLIN | (ai.cl[i].nbacklog ? POLLOUT : 0) };
+	return n;
+}
+
 int appif_poll(void)
 {
 	struct pollfd p[MAX_CLIENTS + 1];

@@ -39,6 +39,14 @@ int appif_init(const char *path, const struct appif_ops *ops, char *err, size_t 
 /** appif_poll - accept connections and serve requests without blocking. Returns 1 if any. */
 int appif_poll(void);
 
+struct pollfd;
+/**
+ * appif_wait_fds - fill @p (at most @max entries) with the sockets the main loop sleeps on
+ * between events: the listening socket and every client (POLLIN; POLLOUT while a client has a
+ * backlog). Returns the number filled. The loop calls appif_poll() after any of them is ready.
+ */
+int appif_wait_fds(struct pollfd *p, int max);
+
 /**
  * appif_check_order - hold timeout of ordered delivery: when the next id of a channel's commit
  * order has neither arrived nor been in progress for @hold_ns (ns) while later transfers wait,

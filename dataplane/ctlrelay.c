@@ -275,6 +275,22 @@ static int serve_conn(void)
 	return work;
 }
 
+int ctlrelay_wait_fds(struct pollfd *p, int max)
+{
+	if (!cr.enabled || max < 1)
+		return 0;
+	if (cr.up) {
+		p[0] = (struct pollfd){ .fd = cr.conn.fd,
+					.events = POLLIN | (ctl_pending(&cr.conn) ? POLLOUT : 0) };
+		return 1;
+	}
+	if (cr.connecting_fd >= 0) {
+		p[0] = (struct pollfd){ .fd = cr.connecting_fd, .events = POLLOUT };
+		return 1;
+	}
+	return 0;
+}
+
 int ctlrelay_poll(void)
 {
 	if (!cr.enabled)

@@ -20,6 +20,14 @@ int ctlrelay_init(const char *sched, double t_report, char *err, size_t errlen);
  */
 int ctlrelay_poll(void);
 
+struct pollfd;
+/**
+ * ctlrelay_wait_fds - fill @p (at most @max entries) with the scheduler connection the main loop
+ * sleeps on: the established connection (POLLIN, POLLOUT while output is queued) or the
+ * connection in progress (POLLOUT). Returns the number filled (0 without a scheduler).
+ */
+int ctlrelay_wait_fds(struct pollfd *p, int max);
+
 /**
  * ctlrelay_from_app - a control JSON @text from app connection @client: remember its "app"
  * name, add "host", queue it to the scheduler. Malformed text or no scheduler connection is

@@ -83,6 +83,12 @@ int egress_take(uint32_t bytes)
 	return tbucket_take(&shaper, bytes);
 }
 
+uint64_t egress_wait_ns(uint32_t bytes)
+{
+	tbucket_refill(&shaper, dp.clk.tsc);
+	return (uint64_t)((double)tbucket_wait_ticks(&shaper, bytes) * 1e9 / dp.hz);
+}
+
 void egress_refund(uint32_t bytes)
 {
 	tbucket_refund(&shaper, bytes);

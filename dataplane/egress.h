@@ -37,4 +37,11 @@ int egress_take(uint32_t bytes);
 /** egress_refund - give back @bytes taken by egress_take() for a frame that was not sent. */
 void egress_refund(uint32_t bytes);
 
+/**
+ * egress_wait_ns - nanoseconds until the port's shaper lets a frame of @bytes (L2 bytes) go;
+ * 0 when it may go now or the shaper is off. The loop sleeps this long when only the shaper
+ * holds frames back.
+ */
+uint64_t egress_wait_ns(uint32_t bytes);
+
 #endif

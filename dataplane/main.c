@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -29,9 +30,21 @@
 #define ORDER_HOLD_FACTOR 10    /* commit-order hold timeout, in --timeout units */
 #define SLOW_PATH_NS 100000     /* timers, app socket and monitor every 100 us */
 #define MONITOR_NS 10000000     /* snapshot for telemetry every 10 ms */
+/*
+ * Sleeping between events (issue 11: CPU follows traffic; docs/dataplane.md "Idle behaviour").
+ * The loop sleeps in ppoll() on the app and scheduler sockets (a request wakes it at once) until
+ * the next transfer event is due (transport_next_due_ns), at most IDLE_SLEEP_MAX_NS: frames from
+ * a peer wait in the rx ring meanwhile (4096 frames; a sender keeps at most 2048 unacknowledged).
+ */
 #define IDLE_SLEEP_MIN_NS 1000
-#define IDLE_SLEEP_MAX_NS 500000    /* idle: ~2000 wake-ups per second, ring holds 4096 frames */
-#define IDLE_SLEEP_ACTIVE_NS 20000 /* cap while transfers wait for their start time or pacing */
+#define IDLE_SLEEP_MAX_NS 5000000   /* nothing in progress: ~200 wake-ups per second */
+#define PACE_GRAIN_NS 2000000       /* a paced or incoming transfer: served at least every 2 ms, in bursts */
+#define POLL_NS 20000               /* an unpaced transfer waiting for SACKs or the shaper */
+#define WAIT_FDS 80                 /* app clients (64), their listener, the scheduler */
+#define BACKOFF_IDLE_NS 500000      /* --sleep backoff (the loop before issue 11): idle cap */
+#define BACKOFF_ACTIVE_NS 20000     /* ... and its cap while a transfer is in progress */
+
+static int sleep_backoff; /* --sleep backoff: kept as the baseline of `make bench-dataplane` */
 
 static volatile sig_atomic_t force_quit;
 
@@ -56,7 +69,12 @@ static void usage(FILE *out, const char *prog)
 		"  --sock PATH         app socket (default %s/<cluster>-<host>.sock)\n"
 		"  --port N            DPDK port id (default 0)\n"
 		"  --timeout S         peer silence that fails a transfer, seconds (default 3)\n"
-		"  --busy-poll         never sleep when idle (dedicated core)\n"
+		"  --busy-poll         never sleep (a dedicated core per dataplane, bare metal)\n"
+		"  --sleep frugal|backoff  how the loop waits (default frugal: sleep on the app and\n"
+		"                      scheduler sockets until the next frame, start or timer is due,\n"
+		"                      serving paced transfers in 0.5 ms bursts, idle at most 2 ms;\n"
+		"                      backoff: the earlier exponential back-off from 1 us, capped at\n"
+		"                      20 us while a transfer is in progress; for comparisons)\n"
 		"  --fault SPEC        fault injection, e.g. rx_drop=0.01,dup=0.01,reorder=0.01,cut=b\n"
 		"  --shaper-gbps R     egress token bucket rate in Gbit/s (0 = off, default)\n"
 		"  --scheduler A|none  scheduler IP:PORT (default: the host with role scheduler,\n"
@@ -84,6 +102,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "cluster", required_argument, NULL, 'c' }, { "host", required_argument, NULL, 'H' },
 		{ "sock", required_argument, NULL, 's' },    { "port", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' }, { "busy-poll", no_argument, NULL, 'b' },
+		{ "sleep", required_argument, NULL, 'L' },
 		{ "fault", required_argument, NULL, 'f' },   { "shaper-gbps", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },       { "help", no_argument, NULL, 'h' },
 		{ "scheduler", required_argument, NULL, 'S' }, { "t-report", required_argument, NULL, 'R' },
@@ -108,6 +127,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			}
 			break;
 		case 'b': dp.busy_poll = 1; break;
+		case 'L':
+			if (strcmp(optarg, "frugal") && strcmp(optarg, "backoff")) {
+				fprintf(stderr, "--sleep: '%s' is not frugal or backoff\n", optarg);
+				return -1;
+			}
+			sleep_backoff = !strcmp(optarg, "backoff");
+			break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'p':
 			o->port = (unsigned)strtoul(optarg, &end, 10);
@@ -199,10 +225,16 @@ static double calibrate_tsc_hz(void)
 	return (double)(t1 - t0) / dt;
 }
 
-static void idle_sleep(uint64_t ns)
+/* Sleep up to @ns in ppoll() on the app and scheduler sockets; returns 1 if one of them woke it. */
+static int wait_next(uint64_t ns)
 {
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
-	nanosleep(&ts, NULL);
+	struct pollfd p[WAIT_FDS];
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ULL),
+			       .tv_nsec = (long)(ns % 1000000000ULL) };
+	int n = appif_wait_fds(p, WAIT_FDS);
+
+	n += ctlrelay_wait_fds(p + n, WAIT_FDS - n);
+	return ppoll(p, (nfds_t)n, &ts, NULL) > 0;
 }
 
 static void run(void)
@@ -210,7 +242,7 @@ static void run(void)
 	const uint8_t *data[2 * PORTIO_BURST];
 	uint16_t len[2 * PORTIO_BURST];
 	struct rte_mbuf *frames[2 * PORTIO_BURST];
-	uint64_t last_slow = 0, last_mon = 0, sleep_ns = IDLE_SLEEP_MIN_NS;
+	uint64_t last_slow = 0, last_mon = 0, due, backoff_ns = IDLE_SLEEP_MIN_NS;
 
 	while (!force_quit) {
 		int work = 0;
@@ -237,13 +269,23 @@ static void run(void)
 		}
 		work |= portio_flush(dp.clk.tsc) > 0;
 		if (work || dp.busy_poll) {
-			sleep_ns = IDLE_SLEEP_MIN_NS;
+			backoff_ns = IDLE_SLEEP_MIN_NS;
 			continue;
 		}
-		idle_sleep(sleep_ns);
-		sleep_ns *= 2;
-		if (sleep_ns > (transport_active() ? IDLE_SLEEP_ACTIVE_NS : IDLE_SLEEP_MAX_NS))
-			sleep_ns = transport_active() ? IDLE_SLEEP_ACTIVE_NS : IDLE_SLEEP_MAX_NS;
+		if (sleep_backoff) {
+			struct timespec ts = { 0, (long)backoff_ns };
+			uint64_t cap = transport_active() ? BACKOFF_ACTIVE_NS : BACKOFF_IDLE_NS;
+			nanosleep(&ts, NULL);
+			backoff_ns = backoff_ns * 2 > cap ? cap : backoff_ns * 2;
+			continue;
+		}
+		due = transport_next_due_ns(PACE_GRAIN_NS, POLL_NS);
+		if (due > IDLE_SLEEP_MAX_NS)
+			due = IDLE_SLEEP_MAX_NS;
+		if (due < IDLE_SLEEP_MIN_NS)
+			due = IDLE_SLEEP_MIN_NS;
+		if (wait_next(due))
+			last_slow = 0; /* a socket is ready: serve it now, not at the next slow tick */
 	}
 }
 
@@ -319,7 +361,8 @@ int main(int argc, char **argv)
 	log_info("TSC at %.6f GHz (DPDK estimate %.6f)", dp.hz / 1e9, (double)rte_get_tsc_hz() / 1e9);
 	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, app socket %s, %s",
 		 o.host, dp.cluster.name, dp.cluster.mtu, dp.cluster.udp_port,
-		 wire_seg_payload(dp.cluster.mtu), o.sock, dp.busy_poll ? "busy polling" : "idle back-off");
+		 wire_seg_payload(dp.cluster.mtu), o.sock, dp.busy_poll ? "busy polling" :
+		 sleep_backoff ? "sleep back-off" : "frugal sleeps");
 
 	run();
 

@@ -312,6 +312,11 @@ void portio_tx_send(struct rte_mbuf *m, uint64_t now_tsc)
 		pio.txq[pio.ntx++] = m;
 }
 
+unsigned portio_holding(void)
+{
+	return pio.nhold_rx + pio.nhold_tx;
+}
+
 unsigned portio_flush(uint64_t now_tsc)
 {
 	unsigned sent;

@@ -72,6 +72,9 @@ void portio_tx_send(struct rte_mbuf *frame, uint64_t now_tsc);
 /** portio_tx_room - frames that can still be queued before the next flush. */
 unsigned portio_tx_room(void);
 
+/** portio_holding - frames the fault injector holds for later (delay, reordering), rx and tx. */
+unsigned portio_holding(void);
+
 /** portio_flush - hand queued and due held frames to the NIC. Returns frames sent. */
 unsigned portio_flush(uint64_t now_tsc);
 

@@ -407,6 +407,44 @@ void sender_fail_all(void)
 	}
 }
 
+#define GRAIN_FRAMES 32.0 /* a paced transfer wakes the loop at most once per this many frames */
+
+uint64_t sender_next_due_ns(uint64_t grain_ns, uint64_t poll_ns)
+{
+	uint32_t full = egress_frame_len(snd.seg);
+	uint64_t best = UINT64_MAX, shaper = egress_wait_ns(full);
+
+	for (int i = 0; i < snd.ntx; i++) {
+		struct xfer_tx *x = snd.tx[i];
+		uint64_t d, w;
+		double gbps;
+
+		if (x->state == XFER_WAITING) {
+			d = x->start_ns > dp.clk.real_ns ? x->start_ns - dp.clk.real_ns : 0;
+		} else if (x->state != XFER_ACTIVE) {
+			continue;
+		} else if (x->sack.done || x->sack.next_new >= x->sack.nseg) {
+			d = grain_ns;
+		} else if (x->pacer.n_steps == 0) {
+			d = shaper > poll_ns ? shaper : poll_ns;
+		} else {
+			uint64_t g = grain_ns;
+			gbps = pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz);
+			if (gbps > 0 && GRAIN_FRAMES * full * 8.0 / gbps < (double)g)
+				g = (uint64_t)(GRAIN_FRAMES * full * 8.0 / gbps);
+			w = pacer_wait_ticks(&x->pacer, full);
+			d = w == UINT64_MAX ? grain_ns : (uint64_t)((double)w * 1e9 / dp.hz);
+			if (d < shaper)
+				d = shaper;
+			if (d < g)
+				d = g;
+		}
+		if (d < best)
+			best = d;
+	}
+	return best;
+}
+
 int sender_active(void)
 {
 	int n = 0;

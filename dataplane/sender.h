@@ -55,6 +55,17 @@ void sender_fail_all(void);
 /** sender_free - free every transfer and the table. */
 void sender_free(void);
 
+/**
+ * sender_next_due_ns - nanoseconds until an outgoing transfer next needs the loop (issue 11: a
+ * dataplane whose CPU follows its traffic): the commanded start of a waiting transfer (exact),
+ * the next frame a paced transfer's rate allows, but at least the pacing grain of
+ * min(@grain_ns, 32 frames at the current rate) so that a slow transfer sends small bursts
+ * instead of waking per frame; @poll_ns for an unpaced transfer (it waits for SACKs or the
+ * shaper); @grain_ns once everything was sent (repairs, SACKs, timers). UINT64_MAX when no
+ * transfer is waiting or sending.
+ */
+uint64_t sender_next_due_ns(uint64_t grain_ns, uint64_t poll_ns);
+
 /** sender_active - outgoing transfers waiting for their start or sending. */
 int sender_active(void);
 

@@ -75,6 +75,35 @@ int pacer_allow(struct pacer *p, double bytes)
 	return 1;
 }
 
+uint64_t pacer_wait_ticks(const struct pacer *p, double bytes)
+{
+	double need = bytes - p->credit;
+	uint64_t t = p->last > p->now ? p->last : p->now;
+	int i = p->cur;
+
+	if (p->now < p->start)
+		return p->start - p->now;
+	if (p->n_steps == 0 || need <= 0)
+		return 0;
+	for (;;) {
+		double r = rate_of(p, i);
+		uint64_t end = i + 1 < p->n_steps ? p->step_at[i + 1] : UINT64_MAX;
+
+		if (end < t)
+			end = t;
+		if (r > 0) {
+			double dt = ceil(need / r);
+			if (end == UINT64_MAX || (double)t + dt <= (double)end)
+				return t - p->now + (uint64_t)dt;
+			need -= r * (double)(end - t);
+		}
+		if (end == UINT64_MAX)
+			return UINT64_MAX;
+		t = end;
+		i++;
+	}
+}
+
 double pacer_gbps_at(const struct pacer *p, uint64_t now, double hz)
 {
 	double g = 0;

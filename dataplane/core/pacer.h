@@ -65,6 +65,16 @@ void pacer_restart(struct pacer *p, uint64_t start);
 /** pacer_refund - give back @bytes taken by pacer_allow() for a frame that was not sent. */
 void pacer_refund(struct pacer *p, double bytes);
 
+/**
+ * pacer_wait_ticks - how long until pacer_allow(@bytes) would succeed, if nothing else is sent:
+ * ticks counted from the latest pacer_advance() tick, following the rate steps (a pause waits
+ * for the next nonzero step). 0 when a frame may go now (or the transfer is unpaced and
+ * started); the ticks to the start tick before it; UINT64_MAX when never (the schedule ends at
+ * rate 0 with less credit than @bytes). Used by the dataplane loop to sleep until the next frame
+ * is due instead of polling (issue 11: CPU proportional to traffic).
+ */
+uint64_t pacer_wait_ticks(const struct pacer *p, double bytes);
+
 /** pacer_gbps_at - the commanded rate (Gbit/s) at tick @now; -1 when unpaced, 0 before start. */
 double pacer_gbps_at(const struct pacer *p, uint64_t now, double hz);
 

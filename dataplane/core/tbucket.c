@@ -50,3 +50,12 @@ void tbucket_refund(struct tbucket *tb, uint32_t bytes)
 		tb->tokens += bytes;
 	tb->passed_bytes -= bytes;
 }
+
+uint64_t tbucket_wait_ticks(const struct tbucket *tb, uint32_t bytes)
+{
+	double need = (double)bytes - tb->tokens;
+
+	if (!(tb->gbps > 0) || need <= 0)
+		return 0;
+	return (uint64_t)(need / tb->bpt) + 1;
+}

@@ -33,6 +33,12 @@ int tbucket_take(struct tbucket *tb, uint32_t bytes);
 /** tbucket_refund - give back @bytes taken by tbucket_take() for a frame that was not sent. */
 void tbucket_refund(struct tbucket *tb, uint32_t bytes);
 
+/**
+ * tbucket_wait_ticks - ticks after the last refill until the bucket holds @bytes (0 when it does
+ * now or the shaper is off); lets the dataplane loop sleep while the shaper holds its frames.
+ */
+uint64_t tbucket_wait_ticks(const struct tbucket *tb, uint32_t bytes);
+
 /** tbucket_force - spend @bytes even into debt (acknowledgements must not wait behind data). */
 void tbucket_force(struct tbucket *tb, uint32_t bytes);
 

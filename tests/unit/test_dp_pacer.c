@@ -149,10 +149,82 @@ START_TEST(token_bucket_rate_and_runtime_change)
 }
 END_TEST
 
+/*
+ * pacer_wait_ticks (issue 11, the loop sleeps until the next frame is due): a loop that sleeps
+ * exactly the returned ticks, then sends what is allowed, follows the schedule (steps and a
+ * pause) within a frame, wakes once per frame at most, and never finds nothing to send unless
+ * the schedule has ended.
+ */
+START_TEST(wait_ticks_drives_a_sleeping_loop)
+{
+	struct pacer p;
+	struct pacer_step steps[] = { { 0, 0.1 }, { 3000000, 0.0 }, { 5000000, 1.0 }, { 8000000, 0.0 } };
+	uint64_t t = 500000, w;
+	double sent = 0;
+	int wakes = 0, empty = 0;
+
+	ck_assert_int_eq(pacer_init(&p, 1000000, HZ, steps, 4, 16e-3, 2 * FRAME), 0);
+	pacer_advance(&p, t);
+	/* before the start: the ticks to the start */
+	ck_assert_uint_eq(pacer_wait_ticks(&p, FRAME), 500000);
+	for (;;) {
+		int n = 0;
+		pacer_advance(&p, t);
+		while (pacer_allow(&p, FRAME)) {
+			sent += FRAME;
+			n++;
+		}
+		w = pacer_wait_ticks(&p, FRAME);
+		if (w == UINT64_MAX)
+			break;
+		ck_assert_uint_gt(w, 0);
+		empty += n == 0 && t > 1000000;
+		wakes++;
+		t += w;
+		ck_assert_uint_lt(t, 20000000);
+	}
+	/* 3 ms at 0.1 Gbit/s + 3 ms at 1 Gbit/s = 37500 + 375000 bytes */
+	ck_assert_msg(fabs(sent - 412500) <= 2 * FRAME, "sent %.0f bytes", sent);
+	ck_assert_int_le(wakes, (int)(412500 / FRAME) + 3);
+	ck_assert_int_le(empty, 2); /* the start and the pause's end, no idle wake-ups */
+	/* the pause: the wait crosses it to the next nonzero step */
+	ck_assert_int_eq(pacer_init(&p, 0, HZ, steps, 4, 16e-3, 2 * FRAME), 0);
+	pacer_advance(&p, 3000000);
+	while (pacer_allow(&p, FRAME))
+		;
+	w = pacer_wait_ticks(&p, FRAME);
+	ck_assert_uint_ge(w, 2000000);
+	ck_assert_uint_le(w, 2000000 + 12200); /* the pause, then at most a frame at 1 Gbit/s */
+	/* unpaced: due now once started */
+	ck_assert_int_eq(pacer_init(&p, 100, HZ, NULL, 0, 16e-3, 2 * FRAME), 0);
+	pacer_advance(&p, 200);
+	ck_assert_uint_eq(pacer_wait_ticks(&p, FRAME), 0);
+}
+END_TEST
+
+START_TEST(token_bucket_wait_ticks)
+{
+	struct tbucket tb;
+
+	tbucket_init(&tb, 1.0, 3028, HZ, 0);
+	ck_assert_uint_eq(tbucket_wait_ticks(&tb, 1514), 0);
+	ck_assert_int_eq(tbucket_take(&tb, 1514), 1);
+	ck_assert_int_eq(tbucket_take(&tb, 1514), 1);
+	/* empty: 1514 bytes at 1 Gbit/s take 12112 ns */
+	ck_assert_uint_ge(tbucket_wait_ticks(&tb, 1514), 12112);
+	ck_assert_uint_le(tbucket_wait_ticks(&tb, 1514), 12113);
+	tbucket_refill(&tb, tbucket_wait_ticks(&tb, 1514));
+	ck_assert_int_eq(tbucket_take(&tb, 1514), 1);
+	tbucket_set_rate(&tb, 0, 20000);
+	ck_assert_uint_eq(tbucket_wait_ticks(&tb, 1514), 0);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { follows_rate_steps, burst_is_capped_after_a_stall,
 				 catches_up_after_deschedules_never_ahead, unpaced_and_invalid,
-				 token_bucket_rate_and_runtime_change };
-	return test_dp_run("pacer", tests, 5);
+				 token_bucket_rate_and_runtime_change, wait_ticks_drives_a_sleeping_loop,
+				 token_bucket_wait_ticks };
+	return test_dp_run("pacer", tests, 7);
 }
