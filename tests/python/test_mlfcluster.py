@@ -61,6 +61,14 @@ class Validation(Tmp):
         self.bad("loss-burst needs loss", faults=[{"at_s": 1, "kind": "loss-burst", "host": "w3",
                                                    "duration_s": 1, "loss": 1.5}])
 
+    def test_scheduler_args(self):
+        self.assertEqual(self.exp().scheduler_args, [])
+        e = self.exp(scheduler_args=["--sync-batching", "all"])
+        self.assertEqual(e.scheduler_args, ["--sync-batching", "all"])
+        self.bad("scheduler_args: must be a list", scheduler_args="--sync-batching all")
+        self.bad("scheduler_args: must be a list", scheduler_args=["--distributors", 0])
+        self.bad('must start with an option ("--name"), not "all"', scheduler_args=["all"])
+
     def test_defaults_and_faults_order(self):
         e = self.exp(faults=[{"at_s": 9, "kind": "kill-worker", "host": "w1"}, {"at_s": 2, "kind": "kill-server"}])
         self.assertEqual((e.s["model"], e.s["tau_max"], e.s["lr_sync"]), ("784,1024,10", "8", "0.05"))

@@ -23,7 +23,8 @@ POSITIVE = ["rate_scale", "period_s", "target_accuracy", "time_limit_s", "seed"]
 OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "lr_sync": None,
             "compute_s": 0, "tau_max": 8, "eval_every_s": 2, "eval_images": 1000,
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
-            "replication": None, "faults": None, "worker_program": "c"}
+            "replication": None, "faults": None, "worker_program": "c",
+            "scheduler_args": None}
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
 FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss"]
@@ -123,6 +124,7 @@ class Experiment:
         self._check_programs(check_programs)
         self._load_replication()
         self._load_faults()
+        self._load_scheduler_args()
 
     def _load_worker_program(self):
         """worker_program "c" (mlf-worker, the default) or "torch" (examples/torch_fashion_mnist.py
@@ -279,6 +281,19 @@ class Experiment:
             self.err(pre + "verify_every needs a replica (mode mlfabric or chain)")
         if m != "checkpoint" and self.ckpt_every:
             self.err(pre + "checkpoint_every needs mode checkpoint")
+
+    def _load_scheduler_args(self):
+        """scheduler_args: extra mlf-scheduler options (docs/scheduler.md), a list of strings,
+        e.g. ["--sync-batching", "all"] or ["--distributors", "0"]; appended to its command line."""
+        a = self.raw.get("scheduler_args")
+        if a is None:
+            self.scheduler_args = []
+            return
+        if not isinstance(a, list) or not all(isinstance(v, str) and v and "\n" not in v for v in a):
+            self.err("scheduler_args: must be a list of non-empty strings (mlf-scheduler options)")
+        if not a[0].startswith("--"):
+            self.err('scheduler_args: must start with an option ("--name"), not "%s"' % a[0])
+        self.scheduler_args = list(a)
 
     def _load_faults(self):
         self.faults = []

@@ -203,7 +203,8 @@ class Runner:
                     p = self.start("scheduler@" + e.sched, L("scheduler.log"), e.sched,
                                    [b("mlf-scheduler"), "--cluster", e.cluster, "--batch-ms", e.s["batch_ms"],
                                     "--t-lag", e.s["t_lag"], "--records", rec]
-                                   + (["--aggregators", ",".join(e.aggs)] if e.aggs else []) + sched_extra)
+                                   + (["--aggregators", ",".join(e.aggs)] if e.aggs else []) + sched_extra
+                                   + e.scheduler_args)
                     wait_ready("scheduler@%s (no 'listening on' in scheduler.log)" % e.sched,
                                log_has(p.log, "listening on"), READY_SCHED_S, [p])
                 dpargs = ["--scheduler", "none"] if mode == "async" else []
