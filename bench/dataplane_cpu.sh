@@ -2,9 +2,11 @@
 # dataplane_cpu.sh - `make bench-dataplane-cpu` (also run by `make bench-dataplane`): the CPU a
 # dataplane costs (issue 11: CPU proportional to traffic), frugal sleeps (the default) against the
 # earlier back-off loop (`--sleep backoff`) in the same run, on conf/cluster-pair.json (a -> b).
-# Usage: bench/dataplane_cpu.sh [--runs R] [--seconds S] [--out FILE]
+# Usage: bench/dataplane_cpu.sh [--runs R] [--seconds S] [--cluster C] [--out FILE]
 #   --runs R     rounds of every measurement; the report gives median and min-max (default 3)
 #   --seconds S  length of the idle and paced measurements (default 6)
+#   --cluster C  a two-host cluster config with hosts a and b (default conf/cluster-pair.json;
+#                conf/cluster-pair9k.json for MTU 9000)
 #   --out FILE   markdown report (default: stdout only)
 # Per round and policy: both dataplanes idle for S s; one transfer paced at 0.1 Gbit/s and one at
 # 1 Gbit/s for S s each; one unpaced 512 MiB transfer. CPU is utime+stime of each dataplane from
@@ -14,19 +16,21 @@
 RUNS=3
 SECS=6
 OUT=""
+CLUSTER="$ROOT/conf/cluster-pair.json"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) RUNS=$2; shift 2 ;;
 	--seconds) SECS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--cluster) CLUSTER=$(realpath "$2"); shift 2 ;;
+	-h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "dataplane_cpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "dataplane_cpu.sh needs root (network namespaces)" >&2; exit 1; }
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "dataplane_cpu.sh: --runs must be a positive integer" >&2; exit 2; }
 [[ "$SECS" =~ ^[1-9][0-9]*$ ]] || { echo "dataplane_cpu.sh: --seconds must be a positive integer" >&2; exit 2; }
-CLUSTER="$ROOT/conf/cluster-pair.json"
+[ -f "$CLUSTER" ] || { echo "dataplane_cpu.sh: no cluster config $CLUSTER" >&2; exit 2; }
 need_dataplane
 tb_begin --unshaped
 TCK=$(getconf CLK_TCK)
@@ -90,7 +94,7 @@ done
 
 report() {
 	echo "Command: \`bench/dataplane_cpu.sh --runs $RUNS --seconds $SECS\` (part of \`make bench-dataplane\`), $(date -u +%Y-%m-%d),"
-	echo "$(nproc) cores, conf/cluster-pair.json unshaped, MTU $MTU, load average at start $(cut -d' ' -f1 /proc/loadavg)."
+	echo "$(nproc) cores, ${CLUSTER#"$ROOT"/} unshaped, MTU $MTU, load average at start $(cut -d' ' -f1 /proc/loadavg)."
 	echo "CPU in % of one core (utime+stime from /proc/PID/stat over the interval), median (min-max) of $RUNS rounds."
 	echo "Rate: paced rows the L2 rate at b's eth0 rx counters against the commanded rate x $L2 (headers);"
 	echo "the full-speed row is the sender-reported payload goodput of a 512 MiB transfer."

@@ -40,6 +40,7 @@
 #define IDLE_SLEEP_MAX_NS 5000000   /* nothing in progress: ~200 wake-ups per second */
 #define PACE_GRAIN_NS 2000000       /* a paced or incoming transfer: served at least every 2 ms, in bursts */
 #define POLL_NS 20000               /* an unpaced transfer waiting for SACKs or the shaper */
+#define RX_WAKE_FRAMES 64           /* incoming frames per wake-up the rx sleep aims at */
 #define WAIT_FDS 80                 /* app clients (64), their listener, the scheduler */
 #define BACKOFF_IDLE_NS 500000      /* --sleep backoff (the loop before issue 11): idle cap */
 #define BACKOFF_ACTIVE_NS 20000     /* ... and its cap while a transfer is in progress */
@@ -243,6 +244,7 @@ static void run(void)
 	uint16_t len[2 * PORTIO_BURST];
 	struct rte_mbuf *frames[2 * PORTIO_BURST];
 	uint64_t last_slow = 0, last_mon = 0, due, backoff_ns = IDLE_SLEEP_MIN_NS;
+	uint64_t rx_ns = PACE_GRAIN_NS, slept_ns = 0, rx_frames = 0;
 
 	while (!force_quit) {
 		int work = 0;
@@ -255,6 +257,7 @@ static void run(void)
 		transport_rx_flush(); /* the payload still points into the frames */
 		portio_rx_free(frames, n);
 		work |= n > 0;
+		rx_frames += n;
 		work |= transport_tx() > 0;
 		if (dp.clk.mono_ns - last_slow >= SLOW_PATH_NS) {
 			last_slow = dp.clk.mono_ns;
@@ -279,13 +282,28 @@ static void run(void)
 			backoff_ns = backoff_ns * 2 > cap ? cap : backoff_ns * 2;
 			continue;
 		}
-		due = transport_next_due_ns(PACE_GRAIN_NS, POLL_NS);
+		/* incoming frames: sleep about RX_WAKE_FRAMES arrivals at the rate seen last time */
+		if (rx_frames && slept_ns) {
+			rx_ns = slept_ns * RX_WAKE_FRAMES / rx_frames;
+			rx_ns = rx_ns < POLL_NS ? POLL_NS : rx_ns > PACE_GRAIN_NS ? PACE_GRAIN_NS : rx_ns;
+		} else if (slept_ns) {
+			rx_ns = PACE_GRAIN_NS;
+		}
+		due = transport_next_due_ns(PACE_GRAIN_NS, rx_ns, POLL_NS);
 		if (due > IDLE_SLEEP_MAX_NS)
 			due = IDLE_SLEEP_MAX_NS;
+		if (due <= POLL_NS) {
+			/* line rate: a VM's short sleep overshoots, so back off from 1 us as before */
+			if (due > backoff_ns)
+				due = backoff_ns;
+			backoff_ns = backoff_ns * 2 > POLL_NS ? POLL_NS : backoff_ns * 2;
+		}
 		if (due < IDLE_SLEEP_MIN_NS)
 			due = IDLE_SLEEP_MIN_NS;
 		if (wait_next(due))
 			last_slow = 0; /* a socket is ready: serve it now, not at the next slow tick */
+		slept_ns = due;
+		rx_frames = 0;
 	}
 }
 

@@ -122,12 +122,12 @@ int transport_rx_busy(uint64_t id)
 	return receiver_busy(id);
 }
 
-uint64_t transport_next_due_ns(uint64_t grain_ns, uint64_t poll_ns)
+uint64_t transport_next_due_ns(uint64_t grain_ns, uint64_t rx_ns, uint64_t poll_ns)
 {
 	uint64_t d = sender_next_due_ns(grain_ns, poll_ns);
 
-	if (receiver_active() && grain_ns < d)
-		d = grain_ns;
+	if (receiver_active() && rx_ns < d)
+		d = rx_ns;
 	if (portio_holding() && poll_ns < d)
 		d = poll_ns;
 	return d;

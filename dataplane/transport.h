@@ -115,11 +115,11 @@ int transport_rx_busy(uint64_t id);
 /**
  * transport_next_due_ns - nanoseconds the main loop may sleep before a transfer needs it (issue
  * 11, docs/dataplane.md "Idle behaviour"): the earliest of sender_next_due_ns(@grain_ns,
- * @poll_ns), @grain_ns while an incoming transfer is active (its frames wait in the rx ring,
- * which holds more than a grain at line rate) and @poll_ns while the fault injector holds
- * frames. UINT64_MAX when no transfer is in progress.
+ * @poll_ns), @rx_ns while an incoming transfer is active (its frames wait in the rx ring
+ * meanwhile; the caller sizes @rx_ns from the arrival rate) and @poll_ns while the fault
+ * injector holds frames. UINT64_MAX when no transfer is in progress.
  */
-uint64_t transport_next_due_ns(uint64_t grain_ns, uint64_t poll_ns);
+uint64_t transport_next_due_ns(uint64_t grain_ns, uint64_t rx_ns, uint64_t poll_ns);
 
 /** transport_active - number of unfinished transfers (both directions); idle back-off uses it. */
 int transport_active(void);
