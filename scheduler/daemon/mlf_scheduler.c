@@ -42,6 +42,8 @@ static void usage(FILE *f)
 		"                       the aggregators in use)\n"
 		"  --verify-every N     snapshot server and replica after every N-th batch (0 = off)\n"
 		"  --catchup-timeout S  catch-up waits at most S for the server's commits (10)\n"
+		"  --distributors N     most worker hosts forwarding the model to other pulls\n"
+		"                       (distribution trees, §10.3; default: all; 0 = off)\n"
 		"  -v, --verbose        debug logging\n"
 		"  -h, --help           this text\n");
 }
@@ -73,6 +75,7 @@ int main(int argc, char **argv)
 		{ "replica-aggregators", required_argument, 0, 'R' },
 		{ "verify-every", required_argument, 0, 'V' },
 		{ "catchup-timeout", required_argument, 0, 'C' },
+		{ "distributors", required_argument, 0, 'D' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct sched_config cfg;
 	const char *cluster = NULL;
@@ -98,6 +101,7 @@ int main(int argc, char **argv)
 		case 'R': snprintf(cfg.replica_aggregators, sizeof(cfg.replica_aggregators), "%s", optarg); break;
 		case 'V': bad |= num_arg("--verify-every", optarg, 0, 1e9, &d); cfg.verify_every = (int)d; break;
 		case 'C': bad |= num_arg("--catchup-timeout", optarg, 0, 86400, &cfg.catchup_timeout_s); break;
+		case 'D': bad |= num_arg("--distributors", optarg, 0, 1e6, &d); cfg.distributors = (int)d; break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
