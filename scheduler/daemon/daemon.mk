@@ -20,3 +20,8 @@ $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sch
 PROGRAMS += $(BUILD)/mlf-scheduler
 UNIT_TESTS += $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sched_status $(BUILD)/tests/test_sched_dist
 INTEG_TESTS += tests/integration/mlf_top.sh
+
+# distribution trees end to end (§10.3): its test program is built by the tests/integration/fabric_%
+# rule of tests/tests.mk
+PROGRAMS += $(BUILD)/tests/fabric_distapp
+INTEG_TESTS += tests/integration/fabric_distribute.sh
