@@ -712,6 +712,33 @@ static void delays(const struct sched *s, const struct plan_batch *b, const stru
 	*mean = n ? sum / n : 0.0;
 }
 
+/*
+ * Whether the ready pulls (@psel) wait for a later batch. With distributors (§10.3), while the
+ * server's uplink is reserved past the next batch by copies commanded earlier, a copy planned
+ * now would only queue behind them; held until the uplink frees, the pulls that gathered
+ * meanwhile are planned together, one server copy feeding a distribution tree, instead of one
+ * server copy per batch of one pull. A pull is never held more than SCHED_PULL_HOLD_S after
+ * its arrival (@now: CLOCK_REALTIME seconds).
+ */
+static int hold_pulls(const struct sched *s, double now, const int *psel, int n_psel)
+{
+	double now_plan = now - s->t0 + s->cfg.lead_s, until = 0;
+
+	if (s->cfg.distributors == 0)
+		return 0;
+	for (int i = 0; i < s->n_xfers; i++) {
+		const struct sched_xfer *x = &s->xfers[i];
+		if (!x->done && x->src == s->server.host && x->dst != x->src && x->end > until)
+			until = x->end;
+	}
+	if (until <= now_plan + s->cfg.batch_s)
+		return 0;
+	for (int k = 0; k < n_psel; k++)
+		if (now - s->pulls[psel[k]].t_arrival >= SCHED_PULL_HOLD_S)
+			return 0;
+	return 1;
+}
+
 int sched_batch_tick(struct sched *s, double now)
 {
 	if (s->server.host < 0 || !s->hosts[s->server.host].alive)
@@ -741,6 +768,8 @@ int sched_batch_tick(struct sched *s, double now)
 	for (int i = 0; i < s->n_pulls; i++)
 		if (s->pulls[i].min_version <= s->server.version && s->hosts[s->pulls[i].worker].alive)
 			psel[n_psel++] = i;
+	if (n_psel && hold_pulls(s, now, psel, n_psel))
+		n_psel = 0;
 	if (n_sel == 0 && n_psel == 0)
 		goto out;
 	rc = build_batch(s, now, sel, n_sel, n_car, psel, n_psel, &b);

@@ -218,6 +218,39 @@ START_TEST(failed_copy_fails_forwards)
 }
 END_TEST
 
+/*
+ * Pulls that arrive one by one while the server's uplink is busy with an earlier copy are held
+ * (at most SCHED_PULL_HOLD_S) and planned together once it frees: a tree, not one server copy
+ * per pull.
+ */
+START_TEST(pulls_held_while_uplink_busy)
+{
+	int w[N_W], n_fwd = 0;
+	char app[64];
+
+	start_daemon(NULL);
+	int ps = setup("async", 5, 8, N_W, w, NULL);
+	fake_send(ps, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
+				"ps", "t", clock_real_s(), "up_gbps", 0.5, "down_gbps", 1.0, "tx_gbps",
+				0.0, "rx_gbps", 0.0));
+	pump(0.35);
+	for (int i = 0; i < N_W; i++) {
+		fake_send(w[i], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
+					  app_of(w[i], "worker", app), "id", 100 + i, "server", "ps"));
+		pump(i == 0 ? 0.05 : 0.03); /* the first one's copy (0.17 s) is under way */
+	}
+	pump(0.4);
+	ck_assert_int_eq(count_msgs(ps, "send"), 2); /* w0's, then one for w1 and w2 together */
+	for (int i = 0; i < N_W; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "w%d", i);
+		ck_assert_int_eq(answers(0, 100 + (uint64_t)i, name, &n_fwd), 1);
+	}
+	ck_assert_int_ge(n_fwd, 1); /* from w0 (its own copy) or from a copy to w1 / w2 */
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_dist");
@@ -228,6 +261,7 @@ int main(void)
 	tcase_add_test(tc, distributors_off_direct_copies);
 	tcase_add_test(tc, dead_distributor_pulls_replanned);
 	tcase_add_test(tc, failed_copy_fails_forwards);
+	tcase_add_test(tc, pulls_held_while_uplink_busy);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
