@@ -4,7 +4,7 @@
 # through distributors: the server sends one copy to a worker, which forwards it (`forward`) to the
 # others. Checks: transfers.jsonl has forwarded copies (forwarded_by, from_xfer), every get returns
 # a model byte-identical to the server's model at the version it carries (FNV hash of the floats,
-# the server prints one per version), and, in a second run, a distributor whose worker is killed
+# the server prints one per version), and, in a second part, a distributor whose worker is killed
 # while it holds forwards: their pulls are answered again (a second model transfer for the same
 # pull in the records) and the other workers' gets all succeed. Run under
 # `flock -o /tmp/mlf-netns.lock`.
@@ -32,26 +32,21 @@ for h in ps w0 w1 w2; do dp_start $h; done
 
 N=500000 # 2 MB models: 160 ms from the server, 16 ms from a worker
 
-# run TAG GETS: scheduler (records in $WORK/TAG) and server, then the three workers (2 updates,
-# GETS gets each) in the background; returns once the server is ready
+# one scheduler and server for both parts: a restarted scheduler would number its transfers
+# from 1 again, and the dataplanes drop a transfer id they already delivered
+mkdir -p "$WORK/rec"
+bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec"
+bg server "$DAPP" server --cluster "$CLUSTER" --host ps --n $N
+wait_for "$WORK/server.out" "server ready" 15
+T="$WORK/rec/transfers.jsonl"
+
+# run TAG GETS: the three workers (2 updates, GETS gets each) in the background
 run() {
-	local tag=$1 gets=$2
-	mkdir -p "$WORK/$tag"
-	bg "sched_$tag" "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" \
-		--records "$WORK/$tag"
-	bg "server_$tag" "$DAPP" server --cluster "$CLUSTER" --host ps --n $N
-	wait_for "$WORK/server_$tag.out" "server ready" 15
+	local tag=$1 gets=$2 w
 	for w in w0 w1 w2; do
 		bg "${w}_$tag" "$DAPP" worker --cluster "$CLUSTER" --host $w --server ps --n $N \
 			--count 2 --gets "$gets" --timeout 20
 	done
-}
-
-# stop TAG: end the server and the scheduler of run TAG
-stop() {
-	kill "$(eval echo \$PID_server_$1)" "$(eval echo \$PID_sched_$1)" 2>/dev/null || true
-	wait "$(eval echo \$PID_server_$1)" 2>/dev/null || true
-	wait "$(eval echo \$PID_sched_$1)" 2>/dev/null || true
 }
 
 # gets_exact TAG W...: every get of these workers matches the server's model at its version
@@ -60,8 +55,8 @@ gets_exact() {
 	for w in "$@"; do
 		while read -r line; do
 			v=$(field "$line" version); h=$(field "$line" hash)
-			grep -q "^model version=$v hash=$h\$" "$WORK/server_$tag.out" ||
-				fail "$w got version $v with hash $h: not the server's model at that version ($(grep "^model version=$v " "$WORK/server_$tag.out"))"
+			grep -q "^model version=$v hash=$h\$" "$WORK/server.out" ||
+				fail "$w got version $v with hash $h: not the server's model at that version ($(grep "^model version=$v " "$WORK/server.out"))"
 			n=$((n + 1))
 		done < <(grep '^get ' "$WORK/${w}_$tag.out")
 	done
@@ -71,10 +66,8 @@ gets_exact() {
 # --- 1. pulls answered through a tree, byte-exact
 run tree 8
 for w in w0 w1 w2; do
-	wait "$(eval echo \$PID_${w}_tree)" || fail "worker $w failed: $(tail -3 "$WORK/${w}_tree.err")"
+	wait "$(eval echo \$PID_${w}_tree)" || fail "worker $w failed (exit $?): $(tail -3 "$WORK/${w}_tree.err")"
 done
-stop tree
-T="$WORK/tree/transfers.jsonl"
 # python: transfer ids are 1 << 62 | n, beyond jq's doubles
 read -r fwd srv bad by < <(python3 - "$T" <<'PY'
 import json, sys
@@ -93,12 +86,12 @@ n=$(gets_exact tree w0 w1 w2)
 ok "$n gets byte-exact at their version; $fwd model copies forwarded by $by, $srv sent by the server"
 
 # --- 2. a distributor killed while it holds forwards: their pulls are answered again
+skip=$(wc -l <"$T") # the records of part 1
 run kill 12
-T="$WORK/kill/transfers.jsonl"
 victim=""
 for ((i = 0; i < 300; i++)); do
 	[ -z "$victim" ] || break
-	victim=$(grep -o '"forwarded_by":"[^"]*"' "$T" 2>/dev/null | head -1 | cut -d'"' -f4 || true)
+	victim=$(tail -n +$((skip + 1)) "$T" | grep -o '"forwarded_by":"[^"]*"' | head -1 | cut -d'"' -f4 || true)
 	[ -n "$victim" ] || sleep 0.02
 done
 [ -n "$victim" ] || fail "no forward within 6 s"
@@ -108,15 +101,14 @@ others=""
 for w in w0 w1 w2; do
 	[ "$w" = "$victim" ] && continue
 	others="$others $w"
-	wait "$(eval echo \$PID_${w}_kill)" || fail "worker $w failed after $victim was killed: $(tail -3 "$WORK/${w}_kill.err")"
+	wait "$(eval echo \$PID_${w}_kill)" || fail "worker $w failed (exit $?) after $victim was killed: $(tail -3 "$WORK/${w}_kill.err")"
 done
-stop kill
 n=$(gets_exact kill $others)
 [ "$n" = 24 ] || fail "$n gets of$others checked, expected 24"
 # the forwards the victim held: their pulls got another model transfer later
-read -r held again < <(python3 - "$T" "$victim" <<'PY'
+read -r held again < <(python3 - "$T" "$victim" "$skip" <<'PY'
 import json, sys
-m = [x for x in map(json.loads, open(sys.argv[1])) if x["what"] == "model"]
+m = [x for x in map(json.loads, open(sys.argv[1]).readlines()[int(sys.argv[3]):]) if x["what"] == "model"]
 v = sys.argv[2]
 held = {x["pull"] for x in m if x.get("forwarded_by") == v}
 again = {p for p in held if any(x["pull"] == p and x.get("forwarded_by") != v for x in m)}
