@@ -19,6 +19,7 @@ static const struct {
 	{ "release", FABRIC_CMD_RELEASE }, { "replica", FABRIC_CMD_REPLICA },
 	{ "promote", FABRIC_CMD_PROMOTE }, { "server_moved", FABRIC_CMD_SERVER_MOVED },
 	{ "snapshot", FABRIC_CMD_SNAPSHOT }, { "sync_step", FABRIC_CMD_SYNC_STEP },
+	{ "forward", FABRIC_CMD_FORWARD },
 };
 
 static int get_u64(json_t *o, const char *k, uint64_t *v)
@@ -28,6 +29,20 @@ static int get_u64(json_t *o, const char *k, uint64_t *v)
 	if (!json_is_integer(x) || json_integer_value(x) < 0)
 		return -1;
 	*v = (uint64_t)json_integer_value(x);
+	return 0;
+}
+
+/* Optional non-negative integer @k (absent = 0) in *@v, at most 2^31; -1 when mistyped. */
+static int get_count(json_t *o, const char *k, int64_t *v)
+{
+	json_t *x = json_object_get(o, k);
+
+	*v = 0;
+	if (!x)
+		return 0;
+	if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX)
+		return -1;
+	*v = json_integer_value(x);
 	return 0;
 }
 
@@ -137,6 +152,7 @@ static const char *parse_route(json_t *o, struct fabric_cmd *c)
 static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 {
 	char what[16];
+	int64_t v = 0;
 
 	switch (c->kind) {
 	case FABRIC_CMD_SEND: {
@@ -153,8 +169,24 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 		if (keep && !json_is_boolean(keep))
 			return "keep";
 		c->keep = json_is_true(keep);
+		if (c->what_model && get_count(o, "batch", &c->batch) < 0)
+			return "batch";
+		if (c->what_model && get_count(o, "forwards", &v) < 0)
+			return "forwards";
+		c->n_fwd = (int)v;
 		return parse_route(o, c);
 	}
+	case FABRIC_CMD_FORWARD:
+		if (get_u64(o, "xfer_in", &c->xfer_in) < 0)
+			return "xfer_in";
+		if (get_u64(o, "xfer", &c->xfer) < 0)
+			return "xfer";
+		if (get_u64(o, "id", &c->id) < 0)
+			return "id";
+		if (get_count(o, "forwards", &v) < 0 || v < 1)
+			return "forwards";
+		c->n_fwd = (int)v;
+		return parse_route(o, c);
 	case FABRIC_CMD_RELEASE:
 		return get_u64(o, "id", &c->id) < 0 ? "id" : NULL;
 	case FABRIC_CMD_SNAPSHOT:

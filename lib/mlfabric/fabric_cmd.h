@@ -26,6 +26,7 @@ enum fabric_cmd_kind {
 	FABRIC_CMD_SNAPSHOT,       /* server/replica: write the model for verification (tag @id) */
 	FABRIC_CMD_SYNC_STEP,      /* server/replica (MLfabric-S): the iteration starting at @version
 				    * has @id contributions, fewer than n_workers (sync timeout) */
+	FABRIC_CMD_FORWARD,        /* worker (distributor, §10.3): forward model copy @xfer_in */
 };
 
 /** One parsed command; fields a kind does not use are zero. Free with fabric_cmd_free. */
@@ -52,6 +53,12 @@ struct fabric_cmd {
 	int n_ids;
 	char reason[APPMSG_REASON_MAX]; /* ERROR, DROP */
 	int no_scheduler;        /* ERROR: the dataplane has no scheduler connection (retry later) */
+	/* model distribution (§10.3) */
+	uint64_t xfer_in;        /* FORWARD: the incoming model copy (its transfer id) to forward;
+				  * @xfer: the forward's transfer id, @id: the pull it answers */
+	int n_fwd;               /* FORWARD: forwards of @xfer_in in all; SEND model: forwards
+				  * its destination makes of it (0 = none) */
+	int64_t batch;           /* SEND model: the batch whose copies share one snapshot (0 = none) */
 };
 
 /**

@@ -97,6 +97,16 @@ void fabric_core_report_done(struct mlf *f, uint64_t xfer, int status, uint64_t 
 int fabric_core_send_buf(struct mlf *f, struct mlfabric_buf *b, uint64_t bytes, const char *dst, uint16_t chan,
 			 uint64_t xfer, double start, const struct appmsg_step *steps, int n_steps, uint64_t *id)
 {
+	int rc = fabric_core_send_shared(f, b, bytes, dst, chan, xfer, start, steps, n_steps, id);
+
+	mlfabric_buf_free(b);
+	return rc;
+}
+
+int fabric_core_send_shared(struct mlf *f, const struct mlfabric_buf *b, uint64_t bytes, const char *dst,
+			    uint16_t chan, uint64_t xfer, double start, const struct appmsg_step *steps,
+			    int n_steps, uint64_t *id)
+{
 	struct mlfabric_send req = { .dst = dst, .buf = b, .bytes = bytes, .id = xfer, .chan = chan,
 				     .steps = n_steps ? steps : NULL, .n_steps = n_steps };
 	char err[256];
@@ -105,7 +115,6 @@ int fabric_core_send_buf(struct mlf *f, struct mlfabric_buf *b, uint64_t bytes, 
 	if (start > clock_real_s())
 		req.start_ns = (uint64_t)(start * 1e9);
 	rc = mlfabric_send(f->dp, &req, id, err, sizeof(err));
-	mlfabric_buf_free(b);
 	if (rc < 0) {
 		pthread_mutex_lock(&f->lock);
 		fabric_core_set_err(f, "transfer %llx to %s refused: %s", (unsigned long long)xfer, dst, err);
@@ -163,15 +172,47 @@ static struct fabric_held *held_take(struct mlf *f, uint64_t id, int keep)
 	return u;
 }
 
-static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
+/*
+ * The payload of a `send` what:"model" or "state" in @b. A batch's model copies share one
+ * snapshot (§10.3: every pull of a batch is answered with one version, and a distributor's
+ * forwards are byte-identical to it): the first `send` of batch tag c->batch takes it, later
+ * ones re-send it (*@shared: @b is that kept snapshot, not to be released) until the one
+ * without `keep`, which takes it over. 0, or -EINVAL when the role has no payload.
+ */
+static int send_payload(struct mlf *f, const struct fabric_cmd *c, struct mlfabric_buf *b, int *shared)
 {
 	const struct fabric_role_ops *ops = role_ops(f);
+	struct fabric_model_snap *sn = &f->msnap;
+
+	*shared = 0;
+	if (c->what_model && c->batch > 0 && sn->buf.data && sn->batch == c->batch &&
+	    clock_real_s() - sn->t < f->timeout_s) {
+		*b = sn->buf;
+		*shared = c->keep;
+		if (!c->keep)
+			sn->buf = (struct mlfabric_buf){ .fd = -1 };
+		return 0;
+	}
+	if (c->what_model && sn->buf.data)
+		mlfabric_buf_free(&sn->buf); /* another batch's: its last copy never came */
+	if (!ops || !ops->payload || ops->payload(f, c->what_state, b) < 0)
+		return -EINVAL;
+	if (c->what_model && c->batch > 0 && c->keep) {
+		*sn = (struct fabric_model_snap){ .buf = *b, .batch = c->batch, .t = clock_real_s() };
+		*shared = 1;
+	}
+	return 0;
+}
+
+static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
+{
 	struct mlfabric_buf b;
 	uint64_t bytes, id;
 	char reason[APPMSG_REASON_MAX];
+	int shared = 0, rc;
 
 	if (c->what_model || c->what_state) {
-		if (!ops || !ops->payload || ops->payload(f, c->what_state, &b) < 0) {
+		if (send_payload(f, c, &b, &shared) < 0) {
 			snprintf(reason, sizeof(reason), "%s cannot send a %s (%s %llu)", f->app,
 				 c->what_model ? "model" : "state", c->what_model ? "pull" : "id",
 				 (unsigned long long)c->id);
@@ -209,7 +250,13 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 			pthread_mutex_unlock(&f->lock);
 		}
 	}
-	if (fabric_core_send_buf(f, &b, bytes, c->dst, c->chan, c->xfer, c->start, c->steps, c->n_steps, &id) < 0) {
+	if (shared)
+		rc = fabric_core_send_shared(f, &b, bytes, c->dst, c->chan, c->xfer, c->start, c->steps,
+					     c->n_steps, &id);
+	else
+		rc = fabric_core_send_buf(f, &b, bytes, c->dst, c->chan, c->xfer, c->start, c->steps,
+					  c->n_steps, &id);
+	if (rc < 0) {
 		fabric_core_report_done(f, c->xfer, -EINVAL, bytes, clock_real_s(), f->err);
 		return;
 	}
@@ -373,6 +420,11 @@ static void role_cmd_refused(struct mlf *f, const struct fabric_cmd *c)
 		log_warn("%s: aggregate %llu for a non-aggregator endpoint; ignored", f->app,
 			 (unsigned long long)c->id);
 		break;
+	case FABRIC_CMD_FORWARD: /* failed at once: the scheduler answers the pull again */
+		log_warn("%s: forward %llx for a non-worker endpoint; refused", f->app,
+			 (unsigned long long)c->xfer);
+		fabric_core_report_done(f, c->xfer, -EINVAL, 0, clock_real_s(), "forward: no worker endpoint");
+		break;
 	default: /* `snapshot`: only servers and replicas write one */
 		break;
 	}
@@ -460,6 +512,7 @@ static void on_ctl(struct mlf *f, const char *text)
 	case FABRIC_CMD_SNAPSHOT:
 	case FABRIC_CMD_SYNC_STEP:
 	case FABRIC_CMD_AGGREGATE:
+	case FABRIC_CMD_FORWARD:
 		if (!ops || !ops->command || !ops->command(f, &c))
 			role_cmd_refused(f, &c);
 		break;
@@ -664,6 +717,8 @@ void mlf_close(mlf_t *f)
 		mlfabric_buf_free(&d->buf);
 		free(d);
 	}
+	if (f->msnap.buf.data)
+		mlfabric_buf_free(&f->msnap.buf);
 	if (f->ops && f->ops->release) /* also after a failed registration: what arrived meanwhile */
 		f->ops->release(f);
 	mlfabric_close(f->dp);

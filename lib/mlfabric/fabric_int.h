@@ -15,12 +15,13 @@
  *   fabric_chain.c       chain replication: forwarding applied transfers to the chain replica
  *   fabric_replica.c     a replica: catch-up from state, `promote`
  *   fabric_aggregator.c  an aggregator: inputs on chan 2, `aggregate`
+ *   fabric_dist.c        a worker's `forward`s of model copies (distribution trees, §10.3)
  *   fabric_model.c       mlf_send_model / mlf_recv_model: the initial model on chan 6
  *                        (MLF_CHAN_INIT), over a private dataplane connection of the app thread
  *
  * Calls go one way only, so no file-level circle of calls exists:
  *
- *   core  <-  worker, aggregator, chain  <-  server  <-  replica
+ *   core  <-  dist  <-  worker;  core  <-  aggregator, chain  <-  server  <-  replica
  *
  * The core never calls a role function by name: a role registers (mlf_register_as_*) through
  * fabric_core_register with its struct fabric_role_ops, and the event thread reaches the role
@@ -213,6 +214,31 @@ struct mlf_aggregator_state {
 	struct mlf_aggregator_stats stats;
 };
 
+/* A model copy a distributor (a worker, §10.3) received to forward, and its `forward` commands. */
+struct fabric_fwd {
+	uint64_t xfer_in;         /* the incoming copy's transfer id */
+	struct mlfabric_event ev; /* the arrival (kept mapped; its memfd is re-sent), once @have */
+	int have;
+	int n_fwd, n_done;        /* forwards of it in all (0 until a command says), handed over */
+	struct fabric_cmd *cmds;  /* `forward` commands waiting for the copy (n_cmds) */
+	int n_cmds;
+	double deadline;          /* CLOCK_REALTIME s: give up waiting for the copy (or its commands) */
+	struct fabric_fwd *next;
+};
+
+/* Model distribution (fabric_dist.c). */
+struct mlf_dist_state {
+	struct fabric_fwd *fwds;
+	uint64_t forwarded;       /* forwards handed to the dataplane */
+};
+
+/* The model snapshot a server's copies of one batch share (fabric_core.c, §10.3). */
+struct fabric_model_snap {
+	struct mlfabric_buf buf;  /* data NULL = none */
+	int64_t batch;            /* the `send`s' batch tag */
+	double t;                 /* CLOCK_REALTIME s it was taken */
+};
+
 struct mlf {
 	/* core (fabric_core.c) */
 	struct cluster cl;
@@ -253,6 +279,8 @@ struct mlf {
 	struct mlf_chain_state chain;
 	struct mlf_aggregator_state agg;
 	struct mlf_wait_state waits; /* fabric_wait.c */
+	struct fabric_model_snap msnap; /* core: a batch's shared model snapshot */
+	struct mlf_dist_state dist;  /* fabric_dist.c: a worker's forwards */
 };
 
 /* ---- fabric_core.c: services to the roles ------------------------------------------------ */
@@ -296,6 +324,15 @@ int fabric_core_send_buf(struct mlf *f, struct mlfabric_buf *b, uint64_t bytes, 
  * reported to the scheduler (and counted as a sent update unless @to_agg); caller holds the lock.
  */
 void fabric_core_track_out(struct mlf *f, uint64_t xfer, int is_update, int to_agg);
+
+/**
+ * fabric_core_send_shared - fabric_core_send_buf without releasing @b: the caller keeps the
+ * buffer (to send it again, e.g. a received model copy a distributor forwards several times;
+ * the dataplane maps the memfd itself, so @b may be released once this returns).
+ */
+int fabric_core_send_shared(struct mlf *f, const struct mlfabric_buf *b, uint64_t bytes, const char *dst,
+			    uint16_t chan, uint64_t xfer, double start, const struct appmsg_step *steps,
+			    int n_steps, uint64_t *id);
 
 /** fabric_core_was_skipped - was @id passed to a `skip` (chan 1/4: a transfer; chan 2: an update id)? */
 int fabric_core_was_skipped(const struct mlf *f, uint64_t id);
@@ -392,6 +429,33 @@ struct fabric_queued_ev *fabric_chain_next(struct mlf *f);
 
 /** fabric_chain_release - free the held arrivals and the pending commit (mlf_close). */
 void fabric_chain_release(struct mlf *f);
+
+/* ---- fabric_dist.c: a worker forwarding model copies (distribution trees, §10.3) ---------- */
+
+/**
+ * fabric_dist_command - `forward` @c (docs/control.md): send the model copy @c->xfer_in this
+ * worker received (or will receive) to @c->dst at the planned start and rate steps, as
+ * transfer @c->xfer answering pull @c->id. Sent at once when the copy is here, else when it
+ * arrives; the copy is kept until all @c->n_fwd forwards of it are handed to the dataplane.
+ */
+void fabric_dist_command(struct mlf *f, struct fabric_cmd *c);
+
+/**
+ * fabric_dist_received - a model arrival on chan 3 (after the worker's get saw it): kept when
+ * a `forward` names it, or (the newest unnamed one) 2 s in case its `forward`s are on the way
+ * (then @ev is stolen: its buffer is NULL afterwards). Returns 1 when kept.
+ */
+int fabric_dist_received(struct mlf *f, struct mlfabric_event *ev);
+
+/**
+ * fabric_dist_progress - forwards whose copy did not arrive within the endpoint timeout after
+ * their planned start fail (a failed `done` each, so the scheduler answers their pulls again);
+ * copies kept without commands that long are released.
+ */
+void fabric_dist_progress(struct mlf *f);
+
+/** fabric_dist_release - free every kept copy and waiting command (mlf_close). */
+void fabric_dist_release(struct mlf *f);
 
 /* ---- fabric_wait.c: waits on peers -------------------------------------------------------- */
 

@@ -62,8 +62,8 @@ static const char *server_map(struct mlf *f, const char *server, char *out, size
 	return out;
 }
 
-/* A model on chan 3: completes the get waiting for it. */
-static void worker_model(struct mlf *f, struct mlfabric_event *ev)
+/* A model on chan 3: completes the get waiting for it. 0, or -EBADMSG for a bad payload. */
+static int worker_model(struct mlf *f, struct mlfabric_event *ev)
 {
 	const struct mlf_payload_hdr *h = ev->buf.data;
 	struct mlf_worker_state *w = &f->w;
@@ -72,7 +72,7 @@ static void worker_model(struct mlf *f, struct mlfabric_event *ev)
 	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_MODEL, err, sizeof(err)) < 0) {
 		log_err("bad model payload from host %s (transfer %llx): %s; skipped", ev->peer,
 			(unsigned long long)ev->id, err);
-		return;
+		return -EBADMSG;
 	}
 	pthread_mutex_lock(&f->lock);
 	f->ws.models++;
@@ -90,27 +90,35 @@ static void worker_model(struct mlf *f, struct mlfabric_event *ev)
 		pthread_cond_broadcast(&f->cond);
 	}
 	pthread_mutex_unlock(&f->lock);
+	return 0;
 }
 
+/* A model on chan 3, from the server or a distributor (§10.3): the get's, and kept to forward. */
 static int worker_received(struct mlf *f, struct mlfabric_event *ev)
 {
 	if (ev->chan != 3)
 		return 0;
-	worker_model(f, ev);
+	if (worker_model(f, ev) == 0)
+		fabric_dist_received(f, ev);
 	return 1;
 }
 
 static int worker_command(struct mlf *f, struct fabric_cmd *c)
 {
-	if (c->kind != FABRIC_CMD_SERVER_MOVED)
+	if (c->kind == FABRIC_CMD_FORWARD)
+		fabric_dist_command(f, c);
+	else if (c->kind == FABRIC_CMD_SERVER_MOVED)
+		cmd_server_moved(f, c);
+	else
 		return 0;
-	cmd_server_moved(f, c);
 	return 1;
 }
 
 static const struct fabric_role_ops worker_ops = {
 	.received = worker_received,
 	.command = worker_command,
+	.progress = fabric_dist_progress,
+	.release = fabric_dist_release,
 };
 
 int mlf_register_as_worker(mlf_t *f, const char *server)

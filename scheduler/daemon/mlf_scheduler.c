@@ -44,6 +44,8 @@ static void usage(FILE *f)
 		"                       the aggregators in use)\n"
 		"  --verify-every N     snapshot server and replica after every N-th batch (0 = off)\n"
 		"  --catchup-timeout S  catch-up waits at most S for the server's commits (10)\n"
+		"  --distributors N     most worker hosts forwarding the model to other pulls\n"
+		"                       (distribution trees, §10.3; default: all; 0 = off)\n"
 		"  -v, --verbose        debug logging\n"
 		"  -h, --help           this text\n");
 }
@@ -76,6 +78,7 @@ int main(int argc, char **argv)
 		{ "verify-every", required_argument, 0, 'V' },
 		{ "catchup-timeout", required_argument, 0, 'C' },
 		{ "sync-batching", required_argument, 0, 'S' },
+		{ "distributors", required_argument, 0, 'D' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct sched_config cfg;
 	const char *cluster = NULL;
@@ -109,6 +112,7 @@ int main(int argc, char **argv)
 			}
 			cfg.sync_all = !strcmp(optarg, "all");
 			break;
+		case 'D': bad |= num_arg("--distributors", optarg, 0, 1e6, &d); cfg.distributors = (int)d; break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -356,6 +356,11 @@ struct cmd_work {
 	char *rcommit;    /* 1: update i's replica copy is committed in this batch */
 	char *sent;       /* server copy (or pull) commanded through a plan transfer */
 	char *rsent;      /* replica copy commanded through a plan transfer */
+	/* model distribution (§10.3), arrays of p->n_transfers */
+	uint64_t *model_x; /* transfer id of each model copy */
+	int *fwd_in;      /* a distributor's forward: index of the server's copy it forwards */
+	int *n_fwd;       /* a server's copy to a distributor: forwards of it */
+	int models_left;  /* model copies the server still sends in this batch (`keep`) */
 };
 
 static void cmd_work_free(struct cmd_work *w)
@@ -368,6 +373,50 @@ static void cmd_work_free(struct cmd_work *w)
 	free(w->rcommit);
 	free(w->sent);
 	free(w->rsent);
+	free(w->model_x);
+	free(w->fwd_in);
+	free(w->n_fwd);
+}
+
+/*
+ * The model copies of plan @p (§10.3): transfer ids, and for each distributor's forward the
+ * server's copy to that distributor it forwards (the latest one before it in the plan: the
+ * planner records a group's server copy, then its forwards). Counts the server's copies (the
+ * planned ones and the direct copies of pulls no plan transfer answers) for `keep`.
+ */
+static int model_work_init(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			   struct cmd_work *w)
+{
+	size_t nt = (size_t)p->n_transfers + 1;
+	int srv = s->server.host;
+
+	w->model_x = calloc(nt, sizeof(*w->model_x));
+	w->fwd_in = malloc(sizeof(int) * nt);
+	w->n_fwd = calloc(nt, sizeof(int));
+	if (!w->model_x || !w->fwd_in || !w->n_fwd)
+		return -ENOMEM;
+	w->models_left = b->n_pulls;
+	for (int i = 0; i < p->n_transfers; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+		w->fwd_in[i] = -1;
+		if (t->kind != PLAN_CARRY_MODEL)
+			continue;
+		w->model_x[i] = sched_xfer_fresh(s);
+		if (t->src == srv) {
+			/* a copy to a distributor that did not pull answers no pull: one more */
+			w->models_left += t->dst != b->pulls[t->carries].worker;
+			continue;
+		}
+		for (int j = i - 1; j >= 0 && w->fwd_in[i] < 0; j--)
+			if (p->transfers[j].kind == PLAN_CARRY_MODEL && p->transfers[j].src == srv &&
+			    p->transfers[j].dst == t->src)
+				w->fwd_in[i] = j;
+		if (w->fwd_in[i] >= 0) {
+			w->n_fwd[w->fwd_in[i]]++;
+			w->models_left--; /* this pull is answered by a forward */
+		}
+	}
+	return 0;
 }
 
 /* Fill @w for plan @p; assigns aggregate and replica transfer ids. Returns 0 or -ENOMEM. */
@@ -412,7 +461,7 @@ static int cmd_work_init(struct sched *s, const struct plan_batch *b, const stru
 	}
 	for (int k = 0; k < p->n_punted; k++)
 		w->more[p->punted[k]] = 1;
-	return 0;
+	return model_work_init(s, b, p, w);
 }
 
 /* Whether the copy of update @i commanded now is followed by another (`keep`). */
@@ -444,6 +493,64 @@ static void command_orders(struct sched *s, const struct plan_batch *b, const st
 			w->aggx[pc->carries] : s->upd[sel[pc->carries]].rxfer)));
 	}
 	send_order(s, "replica", b->replica, 4, xs);
+}
+
+/*
+ * `send` of a model copy by the server: one snapshot for the whole batch (@batch tag, `keep`
+ * while more copies of it follow), @fwd forwards of it by its destination (docs/control.md).
+ */
+static json_t *model_msg(struct sched *s, uint64_t pull, uint64_t xfer, int dst, uint64_t bytes,
+			 const struct plan_transfer *t, double now_s, struct cmd_work *w, int fwd)
+{
+	json_t *m = send_msg(s, "model", pull, xfer, dst, 3, bytes, t, now_s,
+			     --w->models_left > 0);
+
+	json_object_set_new(m, "batch", json_integer(s->batch_no));
+	if (fwd)
+		json_object_set_new(m, "forwards", json_integer(fwd));
+	return m;
+}
+
+/*
+ * Model copy @t (plan transfer @ti, §10.3): from the server, a `send` to the server app (the
+ * pull it answers, 0 when it only feeds a distributor); from a distributor, a `forward` to the
+ * worker app there naming the server's copy it forwards (xfer_in). A forward whose incoming
+ * copy is not in the plan is left to the direct copies of command_plan.
+ */
+static int command_model(struct sched *s, const struct plan_batch *b, const int *psel,
+			 const struct sched_pull *pulls, struct cmd_work *w,
+			 const struct plan_transfer *t, int ti)
+{
+	const struct sched_pull *pl = &pulls[psel[t->carries]];
+	int srv = s->server.host, answers = t->dst == pl->worker, in = w->fwd_in[ti];
+	uint64_t x = w->model_x[ti];
+
+	if (t->src == srv) {
+		if (answers)
+			w->sent[b->n_updates + t->carries] = 1;
+		sched_to_app(s, "server", srv, model_msg(s, answers ? pl->id : 0, x, t->dst,
+			     t->bytes, t, b->now_s, w, w->n_fwd[ti]));
+		return sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_MODEL,
+				      .id = answers ? pl->id : 0, .src = srv, .dst = t->dst,
+				      .chan = 3, .bytes = t->bytes, .n_fwd = w->n_fwd[ti] }, t,
+				      b->now_s);
+	}
+	if (in < 0) {
+		log_err("batch %d: model copy %s -> %s has no copy from the server to forward; "
+			"the server answers pull %" PRIu64 " itself", s->batch_no,
+			s->cl.hosts[t->src].name, s->cl.hosts[t->dst].name, pl->id);
+		return 0;
+	}
+	w->sent[b->n_updates + t->carries] = 1;
+	sched_to_app(s, "worker", t->src, json_pack(
+		"{s:s, s:I, s:I, s:I, s:s, s:i, s:I, s:f, s:o, s:i}", "type", "forward",
+		"xfer_in", (json_int_t)w->model_x[in], "xfer", (json_int_t)x, "id",
+		(json_int_t)pl->id, "dst", s->cl.hosts[t->dst].name, "chan", 3, "bytes",
+		(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps", sched_batch_steps(t),
+		"forwards", w->n_fwd[in]));
+	return sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_MODEL,
+			      .id = pl->id, .src = t->src, .dst = t->dst, .chan = 3,
+			      .bytes = t->bytes, .from_xfer = w->model_x[in] }, t, b->now_s);
 }
 
 /* Command plan transfer @t (an update copy, an aggregate or a model). */
@@ -487,14 +594,7 @@ static int command_transfer(struct sched *s, const struct plan_batch *b, const s
 				    .chan = rep ? 4 : 1, .bytes = t->bytes, .replica = rep }, t,
 				    b->now_s);
 	} else {
-		const struct sched_pull *pl = &pulls[psel[t->carries]];
-		uint64_t x = sched_xfer_fresh(s);
-		w->sent[b->n_updates + t->carries] = 1;
-		sched_to_app(s, "server", t->src, send_msg(s, "model", pl->id, x, t->dst, 3,
-			     t->bytes, t, b->now_s, 0));
-		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_MODEL,
-				    .id = pl->id, .src = t->src, .dst = t->dst, .chan = 3,
-				    .bytes = t->bytes, .replica = rep }, t, b->now_s);
+		rc = command_model(s, b, psel, pulls, w, t, (int)(t - p->transfers));
 	}
 	return rc;
 }
@@ -560,8 +660,8 @@ static int command_plan(struct sched *s, const struct plan_batch *b, const struc
 			continue;
 		const struct sched_pull *pl = &pulls[psel[q]];
 		uint64_t x = sched_xfer_fresh(s);
-		sched_to_app(s, "server", s->server.host, send_msg(s, "model", pl->id, x,
-			     pl->worker, 3, b->model_bytes, NULL, b->now_s, 0));
+		sched_to_app(s, "server", s->server.host, model_msg(s, pl->id, x, pl->worker,
+			     b->model_bytes, NULL, b->now_s, &w, 0));
 		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_MODEL,
 				    .id = pl->id, .src = s->server.host, .dst = pl->worker,
 				    .chan = 3, .bytes = b->model_bytes }, NULL, b->now_s);
@@ -615,6 +715,36 @@ static void free_batch(struct plan_batch *b)
 	free(b->replica_aggregators);
 	free(b->updates);
 	free(b->pulls);
+	free(b->distributors);
+}
+
+/*
+ * The distributors of batch @b (§10.3, docs/scheduler.md "Distribution trees"): hosts with a
+ * live worker application other than the server's (the worker library forwards a model copy it
+ * received; an aggregator-only host has no endpoint listening for models), those that pulled
+ * in this batch first (the server's copy to them also answers their own pull), at most
+ * --distributors (cfg.distributors; -1 = all, 0 = none: the server answers every pull).
+ * Returns 0 or -ENOMEM.
+ */
+static int fill_distributors(struct sched *s, struct plan_batch *b)
+{
+	int n_h = s->cl.n_hosts, cap = s->cfg.distributors < 0 ? n_h : s->cfg.distributors;
+
+	b->distributors = calloc((size_t)n_h + 1, sizeof(int));
+	if (!b->distributors)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2; pass++)
+		for (int h = 0; h < n_h && b->n_distributors < cap; h++) {
+			int pulled = 0;
+			if (!(s->hosts[h].apps & SCHED_ROLE_WORKER) || !s->hosts[h].alive ||
+			    h == s->server.host)
+				continue;
+			for (int q = 0; q < b->n_pulls && !pulled; q++)
+				pulled = b->pulls[q].worker == h;
+			if (pulled == !pass)
+				b->distributors[b->n_distributors++] = h;
+		}
+	return 0;
 }
 
 /*
@@ -677,6 +807,8 @@ static int build_batch(struct sched *s, double now, const int *sel, int n_sel, i
 	}
 	b->n_pulls = n_psel;
 	b->model_bytes = n_psel ? s->server.bytes : 0;
+	if (n_psel && fill_distributors(s, b))
+		return -ENOMEM;
 	if (sched_repl_planned(s))
 		return sched_repl_fill(s, b, n_car);
 	return 0;
@@ -708,6 +840,33 @@ static void delays(const struct sched *s, const struct plan_batch *b, const stru
 	*mean = n ? sum / n : 0.0;
 }
 
+/*
+ * Whether the ready pulls (@psel) wait for a later batch. With distributors (§10.3), while the
+ * server's uplink is reserved past the next batch by copies commanded earlier, a copy planned
+ * now would only queue behind them; held until the uplink frees, the pulls that gathered
+ * meanwhile are planned together, one server copy feeding a distribution tree, instead of one
+ * server copy per batch of one pull. A pull is never held more than SCHED_PULL_HOLD_S after
+ * its arrival (@now: CLOCK_REALTIME seconds).
+ */
+static int hold_pulls(const struct sched *s, double now, const int *psel, int n_psel)
+{
+	double now_plan = now - s->t0 + s->cfg.lead_s, until = 0;
+
+	if (s->cfg.distributors == 0)
+		return 0;
+	for (int i = 0; i < s->n_xfers; i++) {
+		const struct sched_xfer *x = &s->xfers[i];
+		if (!x->done && x->src == s->server.host && x->dst != x->src && x->end > until)
+			until = x->end;
+	}
+	if (until <= now_plan + s->cfg.batch_s)
+		return 0;
+	for (int k = 0; k < n_psel; k++)
+		if (now - s->pulls[psel[k]].t_arrival >= SCHED_PULL_HOLD_S)
+			return 0;
+	return 1;
+}
+
 int sched_batch_tick(struct sched *s, double now)
 {
 	if (s->server.host < 0 || !s->hosts[s->server.host].alive)
@@ -737,6 +896,8 @@ int sched_batch_tick(struct sched *s, double now)
 	for (int i = 0; i < s->n_pulls; i++)
 		if (s->pulls[i].min_version <= s->server.version && s->hosts[s->pulls[i].worker].alive)
 			psel[n_psel++] = i;
+	if (n_psel && hold_pulls(s, now, psel, n_psel))
+		n_psel = 0;
 	if (n_sel == 0 && n_psel == 0)
 		goto out;
 	rc = build_batch(s, now, sel, n_sel, n_car, psel, n_psel, &b);

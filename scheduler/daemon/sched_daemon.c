@@ -36,6 +36,7 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->xfer_timeout_s = 10.0;
 	cfg->max_batch = MLF_PAYLOAD_MAX_PARTS; /* an aggregate can name every update */
 	cfg->catchup_timeout_s = 10.0;
+	cfg->distributors = -1;
 }
 
 /* ---- the loop -------------------------------------------------------------------------- */

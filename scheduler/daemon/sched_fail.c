@@ -57,6 +57,22 @@ static void agg_input_lost(struct sched *s, const struct sched_xfer *x, uint64_t
 	}
 }
 
+/*
+ * Model copy @xfer to distributor @d failed before it arrived (§10.3): the forwards of it
+ * cannot start, so their pulls are answered again (sched_fail_xfer of each). The distributor
+ * gives up on them by itself once their start passed its timeout.
+ */
+static void fail_forwards(struct sched *s, uint64_t xfer, int d, const char *reason)
+{
+	char why[320];
+
+	snprintf(why, sizeof(why), "the copy %" PRIu64 " it forwards did not reach %s (%s)", xfer,
+		 s->cl.hosts[d].name, reason);
+	for (int i = 0; i < s->n_xfers; i++)
+		if (s->xfers[i].from_xfer == xfer && !s->xfers[i].done)
+			sched_fail_xfer(s, i, why);
+}
+
 /* Transfer @x will not arrive (failed done, dead peer): lose what it carries, skip it. */
 void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 {
@@ -78,8 +94,9 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 	}
 	if (x->what == SCHED_WHAT_MODEL) {
 		/* the pull is answered again by the next batch (the same server after a link cut, or
-		 * a server restarted from its checkpoint) unless its worker is gone */
-		int again = !finished && s->hosts[x->dst].alive &&
+		 * a server restarted from its checkpoint) unless its worker is gone; a copy to a
+		 * distributor that only fed its forwards answers no pull (id 0) */
+		int again = !finished && x->id && s->hosts[x->dst].alive &&
 			    (s->hosts[x->dst].apps & SCHED_ROLE_WORKER) &&
 			    !arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1,
 				      sizeof(*s->pulls));
@@ -89,6 +106,8 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 		log_warn("model transfer %" PRIu64 " (pull %" PRIu64 ") to %s failed: %s%s", x->xfer,
 			 x->id, s->cl.hosts[x->dst].name, reason,
 			 again ? "; the pull is answered again" : "");
+		if (!finished && x->n_fwd)
+			fail_forwards(s, x->xfer, x->dst, reason);
 		return;
 	}
 	if (x->what == SCHED_WHAT_UPDATE) {
@@ -112,8 +131,9 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 static int xfer_needs(const struct sched *s, const struct sched_xfer *x, int h, unsigned roles)
 {
 	if ((roles & SCHED_ROLE_WORKER) && ((x->what == SCHED_WHAT_UPDATE && x->src == h) ||
-					    (x->what == SCHED_WHAT_MODEL && x->dst == h)))
-		return 1;
+					    (x->what == SCHED_WHAT_MODEL && x->dst == h) ||
+					    (x->what == SCHED_WHAT_MODEL && x->from_xfer && x->src == h)))
+		return 1; /* the last: a distributor's forward (§10.3) */
 	if ((roles & SCHED_ROLE_AGGREGATOR) && ((x->chan == 2 && x->dst == h) ||
 						(x->what == SCHED_WHAT_AGGREGATE && x->src == h)))
 		return 1;

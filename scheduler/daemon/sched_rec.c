@@ -109,10 +109,21 @@ void sched_rec_transfer(struct sched *s, const struct sched_xfer *x)
 
 	if (!s->rec_transfers)
 		return;
-	put_line(s->rec_transfers, json_pack("{s:I, s:s, s:s, s:s, s:I, s:f, s:f, s:i}",
+	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:I, s:f, s:f, s:i}",
 		"xfer", (json_int_t)x->xfer, "src", s->cl.hosts[x->src].name,
 		"dst", s->cl.hosts[x->dst].name, "what", what[x->what], "bytes", (json_int_t)x->bytes,
-		"start", s->t0 + x->start, "end", s->t0 + x->end, "chan", x->chan));
+		"start", s->t0 + x->start, "end", s->t0 + x->end, "chan", x->chan);
+	if (o && x->what == SCHED_WHAT_MODEL) {
+		/* distribution trees (§10.3): who forwarded a copy, and from which incoming one */
+		json_object_set_new(o, "pull", json_integer((json_int_t)x->id));
+		if (x->from_xfer) {
+			json_object_set_new(o, "forwarded_by", json_string(s->cl.hosts[x->src].name));
+			json_object_set_new(o, "from_xfer", json_integer((json_int_t)x->from_xfer));
+		}
+		if (x->n_fwd)
+			json_object_set_new(o, "forwards", json_integer(x->n_fwd));
+	}
+	put_line(s->rec_transfers, o);
 }
 
 /* A CLOCK_REALTIME time, or JSON null when it did not happen (0). */

@@ -113,6 +113,9 @@ struct sched_xfer {
 	int done;           /* a `done` arrived (or the transfer was declared lost) */
 	int replica;        /* 1: carries a replica copy (§5.3: chan 4, or chan 2 to a replica
 			     * aggregator); its loss makes the replica stale, not the update lost */
+	uint64_t from_xfer; /* MODEL forwarded by a distributor (§10.3): the server's copy to src
+			     * it forwards; 0 = a copy the server sends itself */
+	int n_fwd;          /* MODEL from the server to a distributor: forwards of it planned */
 };
 
 /** A dataplane connection (before `hello`, host is -1). */
@@ -142,6 +145,8 @@ struct sched_config {
 	double catchup_timeout_s; /* --catchup-timeout: longest wait for the server's commits */
 	int sync_all;           /* --sync-batching all: MLfabric-S plans an iteration only once
 				 * every worker reported (0 = eager, the default; docs/scheduler.md) */
+	int distributors;       /* --distributors N: most distributors of a batch (§10.3); -1 =
+				 * every eligible host, 0 = off (every pull answered by the server) */
 };
 
 /** Called after every plan_compute (tests inspect the batch the daemon built). */

@@ -24,7 +24,8 @@ int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct
 	struct sched_xfer *x = &s->xfers[s->n_xfers++];
 	*x = (struct sched_xfer){ .xfer = proto->xfer, .what = proto->what, .id = proto->id,
 		.src = proto->src, .dst = proto->dst, .chan = proto->chan, .bytes = proto->bytes,
-		.replica = proto->replica, .start = t ? t->start_s : now_s,
+		.replica = proto->replica, .from_xfer = proto->from_xfer, .n_fwd = proto->n_fwd,
+		.start = t ? t->start_s : now_s,
 		.end = t ? t->end_s : now_s, .n_steps = steps ? t->n_rate : 0, .steps = steps };
 	sched_rec_transfer(s, x);
 	return 0;

@@ -14,7 +14,8 @@
  * sched_xfer_add - remember a commanded transfer so its rate profile stays reserved (the links
  * of later batches see it subtracted, docs/scheduler.md "A batch") and append it to
  * transfers.jsonl. From @proto it takes xfer, what, id (update or pull id, 0 for an aggregate
- * or a state), src and dst (host indexes), chan, bytes and replica; the rest is ignored. @t is
+ * or a state), src and dst (host indexes), chan, bytes, replica, from_xfer and n_fwd (a
+ * forwarded model copy, §10.3); the rest is ignored. @t is
  * its plan transfer (start and end in seconds, the rate steps in Gbit/s are copied), or NULL
  * for an unpaced transfer that starts and ends at plan time @now_s (seconds since s->t0).
  * Returns 0, or -ENOMEM with nothing remembered and nothing recorded.

@@ -285,9 +285,15 @@ END_TEST
  * queued again and answered by the server that registers next (restarted from a checkpoint at
  * an older version); a pull whose worker is gone is not.
  */
+/* --distributors 0: both pulls answered by server copies (trees: test_sched_dist.c). */
+static void no_distributors(struct sched_config *c)
+{
+	c->distributors = 0;
+}
+
 START_TEST(lost_model_pull_answered_again)
 {
-	start_daemon(NULL);
+	start_daemon(no_distributors);
 	int w[2], ps = setup("async", 5, 8, 2, w, NULL);
 	fake_send(w[1], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w1", "id",
 				  77, "server", "ps", "min_version", 5));
