@@ -4,6 +4,9 @@
 # rx_bytes counts L2 frames, so the expectation is the rate times frame/payload bytes per segment.
 # Two cores are shared by everything on this machine: a rate that misses gets one more attempt,
 # and both measurements are printed, so a steady pacing error still fails.
+# The top rate is a pacing test only where the machine can carry it: an unpaced 128 MiB transfer
+# measures the ceiling first, and the top rate is capped at 70% of it (printed; this VM carried
+# 8.6 Gbit/s unpaced on 2026-11-22 but only 2.3 on 2026-11-24, old and new dataplanes alike).
 . "$(dirname "$0")/lib.sh"
 dp_pair_begin
 MTU=$(sed -n 's/.*"mtu": *\([0-9]*\).*/\1/p' "$CLUSTER")
@@ -28,7 +31,19 @@ measure() {
 		   END { printf "%.1f", g / 1e6 }' "$WORK/trace")
 }
 
-for rate in 0.2 1 2.5; do
+timeout 120 "$XFER" recv --sock "$(sock b)" --count 1 --out /dev/null --timeout 60 >"$WORK/recv" 2>&1 &
+rpid=$!
+timeout 120 "$XFER" send --sock "$(sock a)" --to b --bytes $((128 << 20)) --timeout 20 >"$WORK/send" 2>&1 ||
+	fail "unpaced transfer failed: $(cat "$WORK/send")"
+wait $rpid || fail "receiver of the unpaced transfer failed: $(cat "$WORK/recv")"
+CEIL=$(field "$(grep '^xfer ' "$WORK/send")" goodput_gbps)
+[ -n "$CEIL" ] || fail "no goodput reported for the unpaced transfer: $(cat "$WORK/send")"
+TOP=$(awk -v c="$CEIL" 'BEGIN { t = 0.7 * c; if (t > 2.5) t = 2.5; printf "%.2f", t }')
+awk -v t="$TOP" 'BEGIN { exit !(t >= 1.2) }' ||
+	fail "this machine carries only $CEIL Gbit/s unpaced: too slow for a pacing test at >= 1.2 Gbit/s"
+[ "$TOP" = 2.50 ] || echo "note test_dp_rates: unpaced ceiling $CEIL Gbit/s here: top rate $TOP instead of 2.5 Gbit/s (70% of it)"
+
+for rate in 0.2 1 "$TOP"; do
 	l2=$(awk -v r="$rate" -v k="$L2_PER_PAYLOAD" 'BEGIN { printf "%.4f", r * k }')
 	measure "$rate"
 	if ! within 2 "$GOT" "$l2"; then
