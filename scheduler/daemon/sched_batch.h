@@ -31,9 +31,6 @@ double sched_batch_link_gbps(const struct sched *s, int host, int up, double now
 
 /** Shortest step of a command's rate schedule (s): shorter ones are float noise. */
 #define SCHED_MIN_STEP_S 1e-6
-/* Longest a ready pull waits for the server's uplink to free up so that it is planned together
- * with the pulls that gather meanwhile (a distribution tree, §10.3), seconds. */
-#define SCHED_PULL_HOLD_S 1.0
 
 /**
  * sched_batch_steps - the `steps` of a command for plan transfer @t: [offset_s, gbps] pairs
