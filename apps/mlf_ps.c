@@ -21,6 +21,8 @@ struct ps_opts {
 	const char *cluster, *host, *mode_name, *model, *records, *data, *sock;
 	const char *server, *replication, *verify, *ckpt_dir, *restore;
 	const char *init_from, *init_file; /* the model comes from a worker or a file (flat, not evaluated) */
+	const char *shard;                 /* --shard K/S: this server holds slice K of S (§10.2) */
+	int shard_k, shard_n;
 	enum mlf_mode mode;
 	int workers, replica, model_given;
 	double momentum, eval_every, timeout, div_max, init_timeout;
@@ -71,6 +73,10 @@ static void ps_usage(FILE *f)
 		"                      example's root worker; its size and version are the sender's):\n"
 		"                      a flat vector of any size, no MLP, not evaluated by mlf-ps\n"
 		"                      (accuracy.jsonl stays empty: the sender's side evaluates)\n"
+		"  --shard K/S         sharded servers (paper §10.2): this server holds slice K of S of\n"
+		"                      the model (the same --model and --seed on every shard, equal\n"
+		"                      contiguous slices); MLfabric-A only; a shard does not evaluate\n"
+		"                      (a worker with --eval-every does: docs/fabric.md)\n"
 		"  --init-file F       the same from file F (raw little-endian float32, version 0);\n"
 		"                      also for --replica (which cannot take --init-from)\n"
 		"  --init-timeout S    seconds --init-from waits for the model (default 120)\n"
@@ -96,7 +102,8 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		{ "replica", 0, 0, 'R' }, { "server", 1, 0, 'P' }, { "div-max", 1, 0, 'D' },
 		{ "replication", 1, 0, 'L' }, { "verify", 1, 0, 'V' }, { "checkpoint-every", 1, 0, 'C' },
 		{ "checkpoint-dir", 1, 0, 'K' }, { "restore", 1, 0, 'E' }, { "init-from", 1, 0, 'I' },
-		{ "init-file", 1, 0, 'F' }, { "init-timeout", 1, 0, 'W' }, { 0, 0, 0, 0 },
+		{ "init-file", 1, 0, 'F' }, { "init-timeout", 1, 0, 'W' }, { "shard", 1, 0, 'X' },
+		{ 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -131,6 +138,7 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		case 'I': o->init_from = optarg; break;
 		case 'F': o->init_file = optarg; break;
 		case 'W': o->init_timeout = atof(optarg); break;
+		case 'X': o->shard = optarg; break;
 		case 'h': ps_usage(stdout); return 1;
 		default: ps_usage(stderr); return -1;
 		}
@@ -158,8 +166,36 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		return fprintf(stderr, "mlf-ps: bad --momentum %g (must be in [0, 1))\n", o->momentum), -1;
 	if (o->ckpt_every < 0)
 		return fprintf(stderr, "mlf-ps: --checkpoint-every must be >= 0\n"), -1;
+	if (o->shard && (train_shard_parse(o->shard, &o->shard_k, &o->shard_n) || o->shard_n < 2 || o->shard_n > 32))
+		return fprintf(stderr, "mlf-ps: bad --shard '%s': expected K/S with 0 <= K < S, 2 <= S <= 32\n", o->shard), -1;
+	if (o->shard && (o->replica || o->init_from || o->init_file || o->restore || o->mode != MLF_MODE_ASYNC))
+		return fprintf(stderr, "mlf-ps: --shard serves --mode mlfabric-a only, without --replica, --init-from, "
+			       "--init-file or --restore\n"), -1;
 	if (!o->ckpt_dir)
 		o->ckpt_dir = o->records;
+	return 0;
+}
+
+/*
+ * --shard K/S: keep only slice K of the whole model (floats [K n / S, (K + 1) n / S)) as a flat
+ * model; *@off and *@total say where it sits. 0, or -1 after one error line.
+ */
+static int ps_take_shard(struct ps *ps, const struct ps_opts *o, size_t *off, size_t *total)
+{
+	struct train_model whole = ps->m;
+	size_t n = whole.n, lo = n * (size_t)o->shard_k / (size_t)o->shard_n;
+	size_t hi = n * (size_t)(o->shard_k + 1) / (size_t)o->shard_n;
+
+	if (hi <= lo)
+		return log_err("--shard %s: the model's %zu floats leave this shard empty", o->shard, n), -1;
+	if (train_model_init_flat(&ps->m, whole.w + lo, hi - lo, whole.version, o->momentum) < 0) {
+		ps->m = whole;
+		return log_err("--shard %s: no memory for a slice of %zu floats", o->shard, hi - lo), -1;
+	}
+	train_model_free(&whole);
+	*off = lo;
+	*total = n;
+	log_info("shard %d of %d: floats [%zu, %zu) of %zu", o->shard_k, o->shard_n, lo, hi, n);
 	return 0;
 }
 
@@ -352,11 +388,11 @@ int main(int argc, char **argv)
 	snprintf(comp, sizeof(comp), "ps[%s]", o.host);
 	log_component = comp;
 	src = o.init_from ? o.init_from : o.init_file;
-	flat = src != NULL;
+	flat = src != NULL || o.shard != NULL;
 	memset(&test, 0, sizeof(test));
-	if (flat && o.model_given)
+	if (src && o.model_given)
 		log_warn("--model %s ignored: the model comes from %s", o.model, src);
-	if (!flat) {
+	if (!src) {
 		if (mlp_shape_parse(o.model, &shape) || shape.sizes[0] != 784 || shape.sizes[shape.n_layers] != 10)
 			return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
 		if (train_model_init(&ps.m, &shape, o.seed, o.momentum))
@@ -371,6 +407,9 @@ int main(int argc, char **argv)
 	ps.ckpt_next = (uint64_t)o.ckpt_every;
 	if (cluster_load(o.cluster, &ps.cl, err, sizeof(err)))
 		return log_err("%s", err), 1;
+	size_t sh_off = 0, sh_total = 0;
+	if (o.shard && ps_take_shard(&ps, &o, &sh_off, &sh_total) < 0)
+		return 2;
 	if (!flat && train_load(o.data, 1, o.eval_images, &test, err, sizeof(err)))
 		return log_err("%s", err), 1;
 
@@ -421,8 +460,11 @@ int main(int argc, char **argv)
 			log_warn("register as replica: %s; retrying", mlf_error(f));
 			usleep(500000);
 		}
-	} else
-		rc = mlf_register_as_server(f, &par, ps.m.n, ps.m.version, ps_on_update, ps_on_request, &ps);
+	} else {
+		rc = o.shard ? mlf_set_server_shard(f, o.shard_k, o.shard_n, sh_off, sh_total) : 0;
+		if (!rc)
+			rc = mlf_register_as_server(f, &par, ps.m.n, ps.m.version, ps_on_update, ps_on_request, &ps);
+	}
 	if (rc) {
 		log_err("register as %s: %s", o.replica ? "replica" : "server", mlf_error(f));
 		mlf_close(f);
@@ -434,13 +476,16 @@ int main(int argc, char **argv)
 	if (o.replica)
 		log_info("replica of %s (%zu parameters, %s replication, divergence bound %g) from version %lld",
 			 o.server, ps.m.n, o.replication, o.div_max, (long long)ps.m.version);
+	else if (o.shard)
+		log_info("serving shard %d/%d of %s (%zu of %zu parameters) in mode %s for %d workers, delay bound %ld",
+			 o.shard_k, o.shard_n, o.model, ps.m.n, sh_total, o.mode_name, o.workers, o.tau_max);
 	else if (flat)
 		log_info("serving the model from %s (%zu parameters, version %lld) in mode %s for %d workers, "
 			 "delay bound %ld", src, ps.m.n, (long long)ps.m.version, o.mode_name, o.workers, o.tau_max);
 	else
 		log_info("serving %s (%zu parameters) in mode %s for %d workers, delay bound %ld", o.model,
 			 ps.m.n, o.mode_name, o.workers, o.tau_max);
-	if (flat)
+	if (src)
 		log_info("model of %zu floats from %s: not evaluated by mlf-ps", ps.m.n, src);
 	while (!ps_stop) {
 		double next = clock_real_s() + o.eval_every;

@@ -19,7 +19,8 @@ struct wk_opts {
 	const char *cluster, *host, *server, *mode_name, *model, *straggle, *records, *data, *sock;
 	enum mlf_mode mode;
 	int shard_i, shard_n, batch;
-	double lr, duration, timeout, compute_min;
+	double lr, duration, timeout, compute_min, eval_every;
+	size_t eval_images;
 	long iterations;
 	size_t train_images;
 	uint64_t seed;
@@ -51,6 +52,10 @@ static void wk_usage(FILE *f)
 		"  --iterations N         stop after N iterations (default: no limit)\n"
 		"  --duration S           stop after S seconds (default: no limit)\n"
 		"  --timeout S            a model get waits this long for the server (default 10)\n"
+		"  --eval-every S         evaluate the model got from the fabric every S seconds into\n"
+		"                         accuracy.jsonl (default 0 = off; the evaluator of a sharded\n"
+		"                         model, whose servers each hold only a slice, docs/fabric.md)\n"
+		"  --eval-images K        evaluate on the first K test images (default 1000)\n"
 		"  --sock PATH            dataplane socket (default /run/mlfabric/<cluster>-<host>.sock)\n");
 }
 
@@ -62,14 +67,15 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "batch", 1, 0, 'b' }, { "lr", 1, 0, 'l' }, { "straggle", 1, 0, 'g' },
 		{ "seed", 1, 0, 'S' }, { "records", 1, 0, 'r' }, { "data", 1, 0, 'd' },
 		{ "train-images", 1, 0, 'n' }, { "iterations", 1, 0, 'i' }, { "duration", 1, 0, 'D' },
-		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
+		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
 	int c;
 
 	*o = (struct wk_opts){ .model = "784,1024,10", .straggle = "none", .records = ".",
 			       .data = DEFAULT_DATA, .batch = 32, .lr = 0.05, .timeout = 10,
-			       .train_images = 60000, .seed = 1 };
+			       .train_images = 60000, .seed = 1, .eval_images = 1000 };
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->cluster = optarg; break;
@@ -90,6 +96,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		case 't': o->timeout = atof(optarg); break;
 		case 's': o->sock = optarg; break;
 		case 'C': o->compute_min = atof(optarg); break;
+		case 'e': o->eval_every = atof(optarg); break;
+		case 'k': o->eval_images = strtoul(optarg, NULL, 10); break;
 		case 'h': wk_usage(stdout); return 1;
 		default: wk_usage(stderr); return -1;
 		}
@@ -104,6 +112,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		return fprintf(stderr, "mlf-worker: bad --shard '%s': expected I/N with 0 <= I < N\n", shard), -1;
 	if (o->batch < 1 || o->lr <= 0 || o->timeout <= 0 || o->duration < 0 || o->iterations < 0)
 		return fprintf(stderr, "mlf-worker: --batch, --lr, --timeout must be positive\n"), -1;
+	if (!(o->eval_every >= 0) || o->eval_images < 1)
+		return fprintf(stderr, "mlf-worker: --eval-every must be >= 0 and --eval-images >= 1\n"), -1;
 	return 0;
 }
 
@@ -131,7 +141,9 @@ int main(int argc, char **argv)
 	uint64_t rng;
 	long it = 0, straggled = 0;
 	double t0, busy = 0, next_progress, loss = 0;
-	FILE *pushes;
+	FILE *pushes, *acc_f = NULL;
+	struct idx_dataset test;
+	double next_eval = 0;
 	mlf_t *f;
 	int rc = wk_parse(argc, argv, &o);
 
@@ -144,6 +156,10 @@ int main(int argc, char **argv)
 	if (train_straggle_parse(o.straggle, o.seed * 1000003u + (uint64_t)o.shard_i, &st))
 		return log_err("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none", o.straggle), 2;
 	if (train_load_shard(o.data, o.train_images, o.shard_i, o.shard_n, &shard, err, sizeof(err)))
+		return log_err("%s", err), 1;
+	memset(&test, 0, sizeof(test));
+	if (o.eval_every > 0 && (train_load(o.data, 1, o.eval_images, &test, err, sizeof(err)) ||
+				 !(acc_f = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err)))))
 		return log_err("%s", err), 1;
 	size_t n = mlp_param_count(&shape);
 	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
@@ -189,6 +205,16 @@ int main(int argc, char **argv)
 			if (r) {
 				rc = wk_fail(f, &o, "model get", r);
 				break;
+			}
+		}
+		if (acc_f && clock_real_s() >= next_eval) {
+			double acc, eloss;
+			next_eval = clock_real_s() + o.eval_every;
+			if (train_eval(&shape, w, &test, o.eval_images, &acc, &eloss) == 0) {
+				train_rec_line(acc_f, json_pack("{s:f,s:I,s:f,s:f}", "t", clock_real_s(), "version",
+								(json_int_t)version, "accuracy", acc, "loss", eloss));
+				log_info("t=%.1fs model version %lld accuracy %.4f loss %.4f", clock_real_s() - t0,
+					 (long long)version, acc, eloss);
 			}
 		}
 		ts = clock_real_s();
@@ -255,6 +281,9 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	fclose(pushes);
+	if (acc_f)
+		fclose(acc_f);
+	idx_free(&test);
 	free(w);
 	free(u);
 	free(x);

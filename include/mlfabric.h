@@ -219,6 +219,18 @@ typedef int (*mlf_set_state_cb)(void *arg, const float *w, const float *h, size_
 void mlf_set_state_callbacks(mlf_t *f, mlf_get_state_cb get_state, mlf_set_state_cb set_state, void *arg);
 
 /**
+ * mlf_set_server_shard - make the server @f registers next shard @shard of @n_shards of a
+ * sharded model (paper §10.2, docs/fabric.md "Sharded servers"): it holds the floats
+ * [@offset, @offset + n) of a model of @n_total floats, where n is the size it registers
+ * with mlf_register_as_server. Every shard server registers with the same mode, momentum,
+ * delay bound, worker count and version; the scheduler plans each update as one shard per
+ * server and answers a pull with every shard at one version. Call before registering.
+ * Returns 0, or -EINVAL (@shard not in [0, @n_shards), @n_shards < 2 or > 32, @offset >=
+ * @n_total) with mlf_error saying which.
+ */
+int mlf_set_server_shard(mlf_t *f, int shard, int n_shards, size_t offset, size_t n_total);
+
+/**
  * mlf_register_as_server - serve a model of @n float32 values with parameters @p.
  * @version0: the model's version now. Returns 0, -EINVAL (bad params), -ENOTCONN.
  */

@@ -46,6 +46,20 @@ static int get_count(json_t *o, const char *k, int64_t *v)
 	return 0;
 }
 
+/* Optional integer @k >= -1 (absent = -1) in *@v; -1 when mistyped. */
+static int get_opt_i64(json_t *o, const char *k, int64_t *v)
+{
+	json_t *x = json_object_get(o, k);
+
+	*v = -1;
+	if (!x)
+		return 0;
+	if (!json_is_integer(x) || json_integer_value(x) < -1)
+		return -1;
+	*v = json_integer_value(x);
+	return 0;
+}
+
 static int get_num(json_t *o, const char *k, double *v)
 {
 	json_t *x = json_object_get(o, k);
@@ -174,6 +188,15 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 		if (c->what_model && get_count(o, "forwards", &v) < 0)
 			return "forwards";
 		c->n_fwd = (int)v;
+		if (get_opt_i64(o, "offset", &c->shard_off) < 0)
+			return "offset";
+		if (c->shard_off >= 0 && (c->what_model || c->what_state ||
+					  get_u64(o, "n_floats", &c->shard_n) < 0 || c->shard_n == 0))
+			return "n_floats";
+		if (get_opt_i64(o, "at_version", &c->at_version) < 0)
+			return "at_version";
+		if (get_opt_i64(o, "version", &c->label) < 0)
+			return "version";
 		return parse_route(o, c);
 	}
 	case FABRIC_CMD_FORWARD:

@@ -59,6 +59,14 @@ struct fabric_cmd {
 	int n_fwd;               /* FORWARD: forwards of @xfer_in in all; SEND model: forwards
 				  * its destination makes of it (0 = none) */
 	int64_t batch;           /* SEND model: the batch whose copies share one snapshot (0 = none) */
+	/* sharded servers (§10.2) */
+	int64_t shard_off;       /* SEND update: send floats [shard_off, shard_off + shard_n) of the
+				  * held update as one shard (-1 = the whole update) */
+	uint64_t shard_n;
+	int64_t at_version;      /* SEND model: take the snapshot when the (shard) server's version
+				  * is exactly this (-1 = now) */
+	int64_t label;           /* SEND model: version written into the snapshot's header, the
+				  * one every shard of the pull carries (-1 = the server's own) */
 };
 
 /**

@@ -197,10 +197,45 @@ static int send_payload(struct mlf *f, const struct fabric_cmd *c, struct mlfabr
 		mlfabric_buf_free(&sn->buf); /* another batch's: its last copy never came */
 	if (!ops || !ops->payload || ops->payload(f, c->what_state, b) < 0)
 		return -EINVAL;
+	if (c->what_model && c->label >= 0) /* a shard of a pull: the version all shards carry */
+		((struct mlf_payload_hdr *)b->data)->version = c->label;
 	if (c->what_model && c->batch > 0 && c->keep) {
 		*sn = (struct fabric_model_snap){ .buf = *b, .batch = c->batch, .t = clock_real_s() };
 		*shared = 1;
 	}
+	return 0;
+}
+
+/*
+ * Shard [c->shard_off, + c->shard_n) of held update @u (sharded servers, §10.2) in a fresh
+ * buffer @b: the update's header (parts, version) with n_floats = shard_n and offset =
+ * shard_off, then the slice. 0, -EINVAL (the range is not inside the update) or -ENOMEM, with
+ * @reason set.
+ */
+static int shard_copy(struct mlf *f, const struct fabric_cmd *c, const struct fabric_held *u,
+		      struct mlfabric_buf *b, char *reason, size_t cap)
+{
+	const struct mlf_payload_hdr *h = u->buf.data;
+	struct mlf_payload_hdr *sh;
+
+	if (u->bytes < MLF_PAYLOAD_HDR || (uint64_t)c->shard_off > h->n_floats ||
+	    c->shard_n > h->n_floats - (uint64_t)c->shard_off) {
+		snprintf(reason, cap, "%s: shard [%lld, +%llu) of update %llu is outside its %llu floats",
+			 f->app, (long long)c->shard_off, (unsigned long long)c->shard_n,
+			 (unsigned long long)c->id, (unsigned long long)h->n_floats);
+		return -EINVAL;
+	}
+	if (mlfabric_buf_alloc(mlf_payload_bytes(c->shard_n), b) < 0) {
+		snprintf(reason, cap, "%s: no memory for a shard of update %llu", f->app,
+			 (unsigned long long)c->id);
+		return -ENOMEM;
+	}
+	memcpy(b->data, h, MLF_PAYLOAD_HDR);
+	sh = b->data;
+	sh->n_floats = c->shard_n;
+	sh->offset = h->offset + (uint64_t)c->shard_off;
+	memcpy((char *)b->data + MLF_PAYLOAD_HDR,
+	       (const char *)h + MLF_PAYLOAD_HDR + 4 * (uint64_t)c->shard_off, 4 * c->shard_n);
 	return 0;
 }
 
@@ -230,7 +265,20 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 			return;
 		}
 		bytes = u->bytes;
-		if (c->keep) {
+		if (c->shard_off >= 0) {
+			/* one shard of the update (§10.2): its slice in a buffer of its own */
+			int rc2 = shard_copy(f, c, u, &b, reason, sizeof(reason));
+			if (!c->keep) {
+				mlfabric_buf_free(&u->buf);
+				free(u);
+			}
+			if (rc2 < 0) {
+				log_err("send command: %s", reason);
+				fabric_core_report_done(f, c->xfer, rc2, 0, clock_real_s(), reason);
+				return;
+			}
+			bytes = b.size;
+		} else if (c->keep) {
 			/* the dataplane owns a buffer once sent: the copy goes, the update stays held */
 			if (mlfabric_buf_alloc(bytes, &b) < 0) {
 				snprintf(reason, sizeof(reason), "%s: no memory for a copy of update %llu", f->app,
@@ -267,7 +315,7 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 
 /* `send`: cmd_send_one, counted in f->sending so that mlf_close's drain does not see the update
  * between leaving the held list and entering the list of outgoing transfers. */
-static void cmd_send(struct mlf *f, struct fabric_cmd *c)
+void fabric_core_send(struct mlf *f, struct fabric_cmd *c)
 {
 	pthread_mutex_lock(&f->lock);
 	f->sending++;
@@ -485,7 +533,10 @@ static void on_ctl(struct mlf *f, const char *text)
 		scheduler_lost(f);
 		break;
 	case FABRIC_CMD_SEND:
-		cmd_send(f, &c);
+		/* a shard server's model copy at a set version may have to wait for it (§10.2) */
+		if (c.what_model && c.at_version >= 0 && ops && ops->command && ops->command(f, &c))
+			break;
+		fabric_core_send(f, &c);
 		break;
 	case FABRIC_CMD_DROP:
 		cmd_drop(f, &c);

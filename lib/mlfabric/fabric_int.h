@@ -45,6 +45,7 @@
 #define FABRIC_MOVED_MAX 8        /* server names a worker maps to the current server */
 #define FABRIC_SNAP_KEEP 16       /* verification snapshots kept per role (newest tags) */
 #define FABRIC_RECEIVED_MAX 1024  /* chan 1/4 transfer ids handed over, for late `order`s */
+#define FABRIC_MAX_SHARDS 32      /* shard servers of one model (§10.2, mlf_set_server_shard) */
 #define FABRIC_WAITS_MAX 32       /* waits on peers tracked per endpoint (fabric_wait.c) */
 #define FABRIC_SEQ_MASK ((UINT64_C(1) << 40) - 1) /* sequence bits of an update/pull id */
 #define MLF_CHAN_INIT 6           /* initial models (mlf_send_model, docs/control.md), never scheduled */
@@ -131,6 +132,11 @@ struct mlf_worker_state {
 		int64_t min_version, version;
 		char server[APPMSG_NAME_MAX];
 		double since;     /* CLOCK_REALTIME s the get started (fabric_wait.c) */
+		/* a sharded model (§10.2): the shards of one version received so far */
+		int64_t shard_version;
+		int n_shards;
+		uint64_t shard_off[FABRIC_MAX_SHARDS];
+		uint64_t covered; /* floats written */
 	} get;
 	/* server names mapped to the current server after `server_moved` */
 	char server[APPMSG_NAME_MAX], server_now[APPMSG_NAME_MAX];
@@ -178,6 +184,18 @@ struct mlf_server_state {
 	uint64_t snap_tags[2][FABRIC_SNAP_KEEP];
 	unsigned n_snaps[2];
 	struct mlf_sync_acc sync; /* MLF_MODE_SYNC: the iteration accumulated so far */
+	/* sharded servers (§10.2, mlf_set_server_shard): this server holds the floats
+	 * [offset, offset + n_floats) of a model of n_total floats as shard @shard of @n_shards */
+	int shard, n_shards;      /* n_shards 0: not sharded */
+	size_t offset, n_total;
+	struct fabric_model_wait *mwait; /* model copies waiting for their at_version */
+};
+
+/* A shard server's model `send` waiting until the server reaches its at_version (§10.2). */
+struct fabric_model_wait {
+	struct fabric_cmd c;
+	double deadline;          /* CLOCK_REALTIME s: fail it (the version never came) */
+	struct fabric_model_wait *next;
 };
 
 /* Chain replication of a server (fabric_chain.c; the `replica` message). */
@@ -342,6 +360,13 @@ void fabric_core_hold(struct mlf *f, struct fabric_held *h);
 
 /** fabric_core_queue_direct - queue @d for the event thread (direct mode); @front: before the others. */
 void fabric_core_queue_direct(struct mlf *f, struct fabric_direct *d, int front);
+
+/**
+ * fabric_core_send - carry out `send` command @c now (an update, a model or state snapshot):
+ * hand the payload to the dataplane, or report a failed `done` naming the reason. Used by the
+ * dispatcher and by a shard server whose model copy waited for its version (§10.2).
+ */
+void fabric_core_send(struct mlf *f, struct fabric_cmd *c);
 
 /**
  * fabric_core_wait_until - wait on the endpoint's condition until @deadline (CLOCK_REALTIME s);

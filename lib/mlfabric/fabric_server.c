@@ -23,6 +23,7 @@ static int model_payload(struct mlf *f, struct mlfabric_buf *b)
 	h = b->data;
 	h->magic = MLF_PAYLOAD_MAGIC_MODEL;
 	h->n_floats = f->s.n_floats;
+	h->offset = f->s.offset; /* a shard's slice of the model (§10.2), else 0 */
 	h->version = f->s.on_request(f->s.arg, (float *)((char *)b->data + MLF_PAYLOAD_HDR), f->s.n_floats);
 	return 0;
 }
@@ -62,6 +63,75 @@ json_t *fabric_server_commit_msg(uint64_t xfer, int64_t v, const struct mlf_payl
 			 "version", (json_int_t)v, "t", clock_real_s(), "parts", parts);
 }
 
+/* Fails model wait @w (a failed `done` naming @why) and frees it. */
+static void model_wait_fail(struct mlf *f, struct fabric_model_wait *w, const char *why)
+{
+	char reason[APPMSG_REASON_MAX];
+
+	snprintf(reason, sizeof(reason), "%s: model copy for pull %llu at version %lld: %s", f->app,
+		 (unsigned long long)w->c.id, (long long)w->c.at_version, why);
+	log_warn("%s", reason);
+	fabric_core_report_done(f, w->c.xfer, -ESTALE, 0, clock_real_s(), reason);
+	fabric_cmd_free(&w->c);
+	free(w);
+}
+
+/*
+ * The waiting model copies (§10.2) after the version changed or time passed: those at their
+ * version are sent now (in command order: a batch's first one takes the snapshot), those past
+ * it or past their deadline fail (the scheduler answers the pull again).
+ */
+static void model_waits_check(struct mlf *f)
+{
+	struct fabric_model_wait **p = &f->s.mwait, *w;
+	double now = clock_real_s();
+
+	while ((w = *p)) {
+		if (w->c.at_version == f->s.version) {
+			*p = w->next;
+			fabric_core_send(f, &w->c);
+			fabric_cmd_free(&w->c);
+			free(w);
+		} else if (w->c.at_version < f->s.version || now > w->deadline) {
+			char why[96];
+			*p = w->next;
+			snprintf(why, sizeof(why), w->c.at_version < f->s.version ?
+				 "the shard is already at version %lld" : "the shard is still at version %lld",
+				 (long long)f->s.version);
+			model_wait_fail(f, w, why);
+		} else {
+			p = &w->next;
+		}
+	}
+}
+
+/*
+ * A model `send` with at_version (sharded servers, §10.2): 0 when the server is at that version
+ * (the core sends now); else 1: kept until it is (or failed when the server is past it).
+ */
+static int model_wait_add(struct mlf *f, struct fabric_cmd *c)
+{
+	struct fabric_model_wait *w, **p;
+
+	if (c->at_version == f->s.version)
+		return 0;
+	if (!(w = calloc(1, sizeof(*w)))) {
+		fabric_core_report_done(f, c->xfer, -ENOMEM, 0, clock_real_s(), "no memory to wait for a version");
+		return 1;
+	}
+	w->c = *c;
+	memset(c, 0, sizeof(*c)); /* arrays now w's */
+	w->deadline = (w->c.start > clock_real_s() ? w->c.start : clock_real_s()) + f->timeout_s;
+	if (w->c.at_version < f->s.version) {
+		model_wait_fail(f, w, "the shard is already past it");
+		return 1;
+	}
+	for (p = &f->s.mwait; *p; p = &(*p)->next)
+		;
+	*p = w;
+	return 1;
+}
+
 /* Applies @u with on_update and records the version it returns. */
 static int64_t apply_update(struct mlf *f, const struct mlf_update *u)
 {
@@ -70,6 +140,8 @@ static int64_t apply_update(struct mlf *f, const struct mlf_update *u)
 	pthread_mutex_lock(&f->lock);
 	f->s.version = v;
 	pthread_mutex_unlock(&f->lock);
+	if (f->s.mwait)
+		model_waits_check(f);
 	return v;
 }
 
@@ -214,7 +286,9 @@ void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev)
 
 	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_UPDATE, err, sizeof(err)) < 0 ||
 	    (h->n_floats != s->n_floats && snprintf(err, sizeof(err), "%llu floats, the model has %zu",
-						      (unsigned long long)h->n_floats, s->n_floats))) {
+						      (unsigned long long)h->n_floats, s->n_floats)) ||
+	    (h->offset != s->offset && snprintf(err, sizeof(err), "a shard from float %llu, this shard "
+						  "starts at %zu", (unsigned long long)h->offset, s->offset))) {
 		log_err("bad update payload from host %s (transfer %llx): %s; skipped, not applied", ev->peer,
 			(unsigned long long)ev->id, err);
 		return;
@@ -288,9 +362,17 @@ static int server_command(struct mlf *f, struct fabric_cmd *c)
 		fabric_server_snapshot(f, c->id);
 	else if (c->kind == FABRIC_CMD_SYNC_STEP)
 		fabric_server_sync_step(f, c);
+	else if (c->kind == FABRIC_CMD_SEND)
+		return model_wait_add(f, c);
 	else
 		return 0;
 	return 1;
+}
+
+static void server_progress(struct mlf *f)
+{
+	if (f->s.mwait)
+		model_waits_check(f);
 }
 
 void fabric_server_sync_release(struct mlf *f)
@@ -303,6 +385,13 @@ void fabric_server_sync_release(struct mlf *f)
 
 static void server_release(struct mlf *f)
 {
+	struct fabric_model_wait *w;
+
+	while ((w = f->s.mwait)) {
+		f->s.mwait = w->next;
+		fabric_cmd_free(&w->c);
+		free(w);
+	}
 	fabric_chain_release(f);
 	fabric_server_sync_release(f);
 }
@@ -312,6 +401,7 @@ const struct fabric_role_ops fabric_server_ops = {
 	.sent = server_sent,
 	.command = server_command,
 	.payload = server_payload,
+	.progress = server_progress,
 	.release = server_release,
 };
 
@@ -375,10 +465,26 @@ void mlf_set_state_callbacks(mlf_t *f, mlf_get_state_cb get_state, mlf_set_state
 	f->s.state_arg = arg;
 }
 
+int mlf_set_server_shard(mlf_t *f, int shard, int n_shards, size_t offset, size_t n_total)
+{
+	if (n_shards < 2 || n_shards > 32 || shard < 0 || shard >= n_shards || offset >= n_total) {
+		fabric_core_set_err(f, "server shard %d of %d from float %zu of %zu: need 2 <= shards <= 32, "
+				       "0 <= shard < shards, offset < the model's size", shard, n_shards, offset,
+				    n_total);
+		return -EINVAL;
+	}
+	f->s.shard = shard;
+	f->s.n_shards = n_shards;
+	f->s.offset = offset;
+	f->s.n_total = n_total;
+	return 0;
+}
+
 int mlf_register_as_server(mlf_t *f, const struct mlf_params *p, size_t n, int64_t version0,
 			   mlf_update_cb on_update, mlf_request_cb on_request, void *arg)
 {
 	static const uint16_t chans[] = { 1, 5 };
+	json_t *reg;
 
 	if (!p || !on_update || !on_request || n == 0 || p->tau_max < 0 || p->momentum < 0 ||
 	    p->momentum >= 1 || p->n_workers < 0) {
@@ -392,11 +498,20 @@ int mlf_register_as_server(mlf_t *f, const struct mlf_params *p, size_t n, int64
 	f->s.n_floats = n;
 	f->s.version = version0;
 	f->s.params = *p;
+	if (f->s.n_shards && (f->s.offset + n > f->s.n_total || f->mode == MLF_MODE_DIRECT)) {
+		fabric_core_set_err(f, "register as server: shard of %zu floats from float %zu exceeds the model's "
+				       "%zu floats, or direct mode (no scheduler to plan shards)", n, f->s.offset,
+				    f->s.n_total);
+		return -EINVAL;
+	}
+	reg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:i}", "mode",
+			f->mode == MLF_MODE_SYNC ? "sync" : "async", "n_floats", (json_int_t)n,
+			"bytes", (json_int_t)mlf_payload_bytes(n), "version", (json_int_t)version0,
+			"tau_max", (json_int_t)p->tau_max, "momentum", p->momentum, "n_workers", p->n_workers);
+	if (reg && f->s.n_shards)
+		json_object_update_new(reg, json_pack("{s:i, s:i, s:I, s:I}", "shard", f->s.shard, "n_shards",
+						      f->s.n_shards, "offset", (json_int_t)f->s.offset, "n_total",
+						      (json_int_t)f->s.n_total));
 	return fabric_core_register(f, FABRIC_ROLE_SERVER, &fabric_server_ops, chans,
-				    f->mode == MLF_MODE_DIRECT ? 2 : 1,
-				    json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:i}", "mode",
-					      f->mode == MLF_MODE_SYNC ? "sync" : "async", "n_floats", (json_int_t)n,
-					      "bytes", (json_int_t)mlf_payload_bytes(n), "version", (json_int_t)version0,
-					      "tau_max", (json_int_t)p->tau_max, "momentum", p->momentum,
-					      "n_workers", p->n_workers));
+				    f->mode == MLF_MODE_DIRECT ? 2 : 1, reg);
 }

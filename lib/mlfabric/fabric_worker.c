@@ -62,6 +62,49 @@ static const char *server_map(struct mlf *f, const char *server, char *out, size
 	return out;
 }
 
+/*
+ * One shard of a model (sharded servers, §10.2; caller holds the lock): copied into the get's
+ * buffer at its offset. Every shard answering one pull carries the same version; the get is
+ * complete once the shards of one version cover the model. A shard of a newer version starts
+ * over (an earlier answer was partly lost and the pull answered again), an older one or a
+ * repeated one is ignored.
+ */
+static void shard_piece(struct mlf *f, const struct mlfabric_event *ev)
+{
+	const struct mlf_payload_hdr *h = ev->buf.data;
+	struct mlf_worker_state *w = &f->w;
+
+	if (h->offset > w->get.n || h->n_floats > w->get.n - h->offset) {
+		w->get.status = -EINVAL;
+		fabric_core_set_err(f, "model shard from %s covers floats [%llu, +%llu), get asked for %zu", ev->peer,
+				    (unsigned long long)h->offset, (unsigned long long)h->n_floats, w->get.n);
+		w->get.done = 1;
+		pthread_cond_broadcast(&f->cond);
+		return;
+	}
+	if (w->get.n_shards == 0 || h->version > w->get.shard_version) {
+		w->get.shard_version = h->version;
+		w->get.n_shards = 0;
+		w->get.covered = 0;
+	} else if (h->version < w->get.shard_version) {
+		return;
+	}
+	for (int i = 0; i < w->get.n_shards; i++)
+		if (w->get.shard_off[i] == h->offset)
+			return;
+	if (w->get.n_shards == FABRIC_MAX_SHARDS)
+		return;
+	w->get.shard_off[w->get.n_shards++] = h->offset;
+	memcpy(w->get.dst + h->offset, (const char *)h + MLF_PAYLOAD_HDR, h->n_floats * sizeof(float));
+	w->get.covered += h->n_floats;
+	if (w->get.covered < w->get.n)
+		return;
+	w->get.version = h->version;
+	w->get.status = 0;
+	w->get.done = 1;
+	pthread_cond_broadcast(&f->cond);
+}
+
 /* A model on chan 3: completes the get waiting for it. 0, or -EBADMSG for a bad payload. */
 static int worker_model(struct mlf *f, struct mlfabric_event *ev)
 {
@@ -76,7 +119,10 @@ static int worker_model(struct mlf *f, struct mlfabric_event *ev)
 	}
 	pthread_mutex_lock(&f->lock);
 	f->ws.models++;
-	if (w->get.active && !w->get.done && h->version >= w->get.min_version) {
+	if (w->get.active && !w->get.done && h->version >= w->get.min_version &&
+	    (h->offset > 0 || h->n_floats < w->get.n)) {
+		shard_piece(f, ev);
+	} else if (w->get.active && !w->get.done && h->version >= w->get.min_version) {
 		if (h->n_floats != w->get.n) {
 			w->get.status = -EINVAL;
 			fabric_core_set_err(f, "model from %s has %llu floats, get asked for %zu", ev->peer,
@@ -218,6 +264,8 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	pull = fabric_core_next_id(f);
 	w->get.active = 1;
 	w->get.done = 0;
+	w->get.n_shards = 0;
+	w->get.covered = 0;
 	w->get.dst = model;
 	w->get.n = n;
 	w->get.min_version = min_version;

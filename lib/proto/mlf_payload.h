@@ -22,14 +22,17 @@ struct mlf_part {
  * Header at byte 0 of every update, aggregate and model transfer; MLF_PAYLOAD_HDR bytes, then
  * the float32 vector. An update has n_parts = 1; an aggregate the n_parts updates summed into it
  * (the server's version advances by n_parts when it is applied, docs/planner.md); a model has
- * n_parts = 0 and version = the server's model version of the snapshot.
+ * n_parts = 0 and version = the server's model version of the snapshot. With a sharded model
+ * (§10.2, docs/fabric.md "Sharded servers") each transfer carries one shard: the floats
+ * [offset, offset + n_floats) of the whole model.
  */
 struct mlf_payload_hdr {
 	uint32_t magic;          /* MLF_PAYLOAD_MAGIC_* */
 	uint32_t n_parts;        /* 0..MLF_PAYLOAD_MAX_PARTS */
 	int64_t version;         /* model: its version; update: version of parts[0] */
 	uint64_t n_floats;       /* float32 values after the header */
-	uint64_t reserved;
+	uint64_t offset;         /* sharded model (§10.2): index of the first float after the
+				  * header in the whole model (a shard's slice); 0 when unsharded */
 	struct mlf_part parts[MLF_PAYLOAD_MAX_PARTS];
 };
 #define MLF_PAYLOAD_HDR 1024u /* bytes reserved for the header (>= sizeof(struct mlf_payload_hdr)) */

@@ -13,6 +13,7 @@
 #include "sched_rec.h"
 #include "sched_select.h"
 #include "sched_repl.h"
+#include "sched_shard.h"
 #include "sched_xfer.h"
 
 double sched_batch_link_gbps(const struct sched *s, int host, int up, double now)
@@ -135,11 +136,7 @@ json_t *sched_batch_steps(const struct plan_transfer *t)
 	return a;
 }
 
-/*
- * `send` of an update or model; @t NULL = a transfer within one host (unpaced, now). @keep:
- * another copy of the update is commanded later, the worker keeps holding it.
- */
-static json_t *send_msg(struct sched *s, const char *what, uint64_t id, uint64_t xfer, int dst,
+json_t *sched_batch_send_msg(struct sched *s, const char *what, uint64_t id, uint64_t xfer, int dst,
 			int chan, uint64_t bytes, const struct plan_transfer *t, double now_s,
 			int keep)
 {
@@ -150,8 +147,7 @@ static json_t *send_msg(struct sched *s, const char *what, uint64_t id, uint64_t
 			 t ? sched_batch_steps(t) : json_array(), "keep", keep);
 }
 
-/* `order` of @xs (stolen) on @chan to @role at @host, flushed before anything else. */
-static void send_order(struct sched *s, const char *role, int host, int chan, json_t *xs)
+void sched_batch_order(struct sched *s, const char *role, int host, int chan, json_t *xs)
 {
 	if (json_array_size(xs) > 0) {
 		sched_to_app(s, role, host, json_pack("{s:s, s:i, s:O}", "type", "order", "chan",
@@ -161,7 +157,7 @@ static void send_order(struct sched *s, const char *role, int host, int chan, js
 	json_decref(xs);
 }
 
-static void drop_update(struct sched *s, struct sched_update *u, const char *reason)
+void sched_batch_drop(struct sched *s, struct sched_update *u, const char *reason)
 {
 	u->state = SCHED_UPD_DROPPED;
 	sched_to_app(s, "worker", u->worker, json_pack("{s:s, s:I, s:s}", "type", "drop", "id",
@@ -306,7 +302,7 @@ static void command_orders(struct sched *s, const struct plan_batch *b, const st
 			json_array_append_new(xs, json_integer((json_int_t)(pc->kind ==
 				PLAN_CARRY_AGGREGATE ? w->aggx[pc->carries] : s->upd[sel[pc->carries]].id)));
 	}
-	send_order(s, "server", srv, 1, xs);
+	sched_batch_order(s, "server", srv, 1, xs);
 	if (b->replica < 0)
 		return;
 	xs = json_array();
@@ -315,7 +311,7 @@ static void command_orders(struct sched *s, const struct plan_batch *b, const st
 		json_array_append_new(xs, json_integer((json_int_t)(pc->kind == PLAN_CARRY_AGGREGATE ?
 			w->aggx[pc->carries] : s->upd[sel[pc->carries]].rxfer)));
 	}
-	send_order(s, "replica", b->replica, 4, xs);
+	sched_batch_order(s, "replica", b->replica, 4, xs);
 }
 
 /*
@@ -325,7 +321,7 @@ static void command_orders(struct sched *s, const struct plan_batch *b, const st
 static json_t *model_msg(struct sched *s, uint64_t pull, uint64_t xfer, int dst, uint64_t bytes,
 			 const struct plan_transfer *t, double now_s, struct cmd_work *w, int fwd)
 {
-	json_t *m = send_msg(s, "model", pull, xfer, dst, 3, bytes, t, now_s,
+	json_t *m = sched_batch_send_msg(s, "model", pull, xfer, dst, 3, bytes, t, now_s,
 			     --w->models_left > 0);
 
 	json_object_set_new(m, "batch", json_integer(s->batch_no));
@@ -395,7 +391,7 @@ static int command_transfer(struct sched *s, const struct plan_batch *b, const s
 			w->sent[i] = 1;
 		if (!rep)
 			u->xfer = x;
-		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, x, t->dst, chan,
+		sched_to_app(s, "worker", u->worker, sched_batch_send_msg(s, "update", u->id, x, t->dst, chan,
 			     u->bytes, t, b->now_s, keep_next(w, i)));
 		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_UPDATE,
 				    .id = u->id, .src = t->src, .dst = t->dst, .chan = chan,
@@ -436,7 +432,7 @@ static int command_local(struct sched *s, const struct plan_batch *b, const stru
 		int dst = w->agg_of[i] >= 0 ? p->aggregates[w->agg_of[i]].host : srv;
 		int chan = w->agg_of[i] >= 0 ? 2 : 1;
 		u->xfer = chan == 1 ? u->id : sched_xfer_fresh(s);
-		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->xfer, dst,
+		sched_to_app(s, "worker", u->worker, sched_batch_send_msg(s, "update", u->id, u->xfer, dst,
 			     chan, u->bytes, NULL, b->now_s, keep_next(w, i)));
 		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = u->xfer,
 				    .what = SCHED_WHAT_UPDATE, .id = u->id, .src = u->worker,
@@ -448,7 +444,7 @@ static int command_local(struct sched *s, const struct plan_batch *b, const stru
 			continue;
 		int dst = w->ragg_of[i] >= 0 ? p->aggregates[w->ragg_of[i]].host : b->replica;
 		int chan = w->ragg_of[i] >= 0 ? 2 : 4;
-		sched_to_app(s, "worker", u->worker, send_msg(s, "update", u->id, u->rxfer, dst,
+		sched_to_app(s, "worker", u->worker, sched_batch_send_msg(s, "update", u->id, u->rxfer, dst,
 			     chan, u->bytes, NULL, b->now_s, keep_next(w, i)));
 		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = u->rxfer,
 				    .what = SCHED_WHAT_UPDATE, .id = u->id, .src = u->worker,
@@ -508,7 +504,7 @@ static int command_plan(struct sched *s, const struct plan_batch *b, const struc
 		sched_rec_update(s, u, u->agg ? "aggregated" : "direct", NULL);
 	}
 	for (int k = 0; k < p->n_dropped; k++)
-		drop_update(s, &s->upd[sel[p->dropped[k]]], "delay bound");
+		sched_batch_drop(s, &s->upd[sel[p->dropped[k]]], "delay bound");
 out:
 	cmd_work_free(&w);
 	return rc;
@@ -531,6 +527,7 @@ static void remove_pulls(struct sched *s, const int *psel, int n)
 
 static void free_batch(struct plan_batch *b)
 {
+	sched_shard_free_batch(b);
 	free(b->hosts);
 	free(b->changes);
 	free(b->servers);
@@ -630,6 +627,8 @@ static int build_batch(struct sched *s, double now, const int *sel, int n_sel, i
 	}
 	b->n_pulls = n_psel;
 	b->model_bytes = n_psel ? s->server.bytes : 0;
+	if (s->server.n_shards)
+		return sched_shard_fill(s, b);
 	if (n_psel && fill_distributors(s, b))
 		return -ENOMEM;
 	if (sched_repl_planned(s))
@@ -665,7 +664,7 @@ static void delays(const struct sched *s, const struct plan_batch *b, const stru
 
 int sched_batch_tick(struct sched *s, double now)
 {
-	if (s->server.host < 0 || !s->hosts[s->server.host].alive)
+	if (s->server.host < 0 || !s->hosts[s->server.host].alive || !sched_shard_ready(s))
 		return 0;
 	int *sel = malloc(sizeof(int) * ((size_t)s->n_upd + 1));
 	int *psel = malloc(sizeof(int) * ((size_t)s->n_pulls + 1));
@@ -719,7 +718,8 @@ int sched_batch_tick(struct sched *s, double now)
 		s->upd[sel[k]].batch = s->batch_no;
 	if (s->hook)
 		s->hook(s->hook_arg, s->batch_no, &b, &p);
-	rc = command_plan(s, &b, &p, sel, psel, s->pulls);
+	rc = s->server.n_shards ? sched_shard_command(s, &b, &p, sel, psel)
+				: command_plan(s, &b, &p, sel, psel, s->pulls);
 	if (!rc && b.replica >= 0)
 		rc = sched_repl_carry(s, &b, &p, sel);
 	if (rc) {

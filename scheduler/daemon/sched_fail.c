@@ -9,12 +9,19 @@
 #include "log.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
+#include "sched_shard.h"
 #include "sched_xfer.h"
 
-static void skip_at_server(struct sched *s, uint64_t xfer)
+/* Transfer @xfer to the server at @dst will not arrive: `skip` it there (a shard server of a
+ * sharded model: its own version stays one behind the group's, sched_shard_skipped). */
+static void skip_at_server(struct sched *s, int dst, uint64_t xfer)
 {
-	sched_to_app(s, "server", s->server.host, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
+	int h = s->server.n_shards && sched_shard_of(s, dst) >= 0 ? dst : s->server.host;
+
+	sched_to_app(s, "server", h, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
 		     "chan", 1, "xfers", (json_int_t)xfer));
+	if (h == dst && s->server.n_shards)
+		sched_shard_skipped(s, dst);
 }
 
 /* A planned update that will never be committed: record it lost, tell its worker. */
@@ -124,7 +131,7 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 	log_warn("transfer %" PRIu64 " %s -> %s failed (%s): %d update(s) lost", x->xfer,
 		 s->cl.hosts[x->src].name, s->cl.hosts[x->dst].name, reason, lost);
 	if (x->chan == 1 && !finished && s->server.host >= 0)
-		skip_at_server(s, x->xfer);
+		skip_at_server(s, x->dst, x->xfer);
 }
 
 /* Does the loss of the @roles applications of host @h doom unfinished transfer @x? */
@@ -139,7 +146,7 @@ static int xfer_needs(const struct sched *s, const struct sched_xfer *x, int h, 
 		return 1;
 	if ((roles & SCHED_ROLE_REPLICA) && h == s->repl.host && x->chan == 4 && x->dst == h)
 		return 1;
-	return (roles & SCHED_ROLE_SERVER) && h == s->server.host &&
+	return (roles & SCHED_ROLE_SERVER) && (h == s->server.host || sched_shard_of(s, h) >= 0) &&
 	       ((x->chan == 1 && x->dst == h) || ((x->what == SCHED_WHAT_MODEL ||
 						   x->what == SCHED_WHAT_STATE) && x->src == h));
 }
@@ -150,7 +157,8 @@ static int xfer_needs(const struct sched *s, const struct sched_xfer *x, int h, 
  */
 void sched_fail_apps(struct sched *s, int h, unsigned roles, const char *reason)
 {
-	int server = (roles & SCHED_ROLE_SERVER) && h == s->server.host;
+	int server = (roles & SCHED_ROLE_SERVER) && (h == s->server.host ||
+						     sched_shard_of(s, h) >= 0);
 
 	if ((roles & SCHED_ROLE_REPLICA) && h == s->repl.host)
 		sched_repl_gone(s, reason);

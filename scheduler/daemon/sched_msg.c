@@ -11,6 +11,7 @@
 #include "proto.h"
 #include "sched_fail.h"
 #include "sched_repl.h"
+#include "sched_shard.h"
 #include "sched_status.h"
 #include "sched_xfer.h"
 
@@ -113,6 +114,8 @@ static void on_peer_error(struct sched *s, int ci, json_t *m)
 			s->hosts[h].apps &= ~b;
 			if (b == SCHED_ROLE_SERVER && s->server.host == h)
 				s->server.host = -1;
+			if (b == SCHED_ROLE_SERVER && sched_shard_of(s, h) >= 0)
+				s->server.shard[sched_shard_of(s, h)].host = -1;
 			log_warn("%s unregistered", app);
 		}
 }
@@ -180,6 +183,8 @@ static int server_field(struct sched *s, int ci, const char *app, json_t *m)
 	int h = cluster_find(&s->cl, at ? at + 1 : v);
 	if (h >= 0 && s->server_alias[h] && s->server.host >= 0)
 		h = s->server.host; /* the server moved (fail-over) */
+	if (h >= 0 && s->server.n_shards && (sched_shard_of(s, h) >= 0 || !sched_shard_ready(s)))
+		h = s->server.host; /* any shard server names the sharded model's group */
 	if (h < 0)
 		reply_err(s, ci, app, "%s: field \"server\": unknown host '%s'", ctl_type(m), v);
 	else if (s->server.host >= 0 && h != s->server.host) {
@@ -215,13 +220,21 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 			  "\"tau_max\" >= 0");
 		return;
 	}
+	sv.n_workers = (int)nw;
+	snprintf(sv.role, sizeof(sv.role), "server");
+	if (json_object_get(m, "n_shards")) {
+		char err[320];
+		if (sched_shard_register(s, ci >= 0 ? sv.host : -1, m, &sv, err, sizeof(err)))
+			reply_err(s, ci, app, "%s", err);
+		else
+			s->hosts[sv.host].apps |= SCHED_ROLE_SERVER;
+		return;
+	}
 	if (s->server.host >= 0 && s->server.host != sv.host && s->hosts[s->server.host].alive) {
 		reply_err(s, ci, app, "register: a server is already registered at %s",
 			  s->cl.hosts[s->server.host].name);
 		return;
 	}
-	sv.n_workers = (int)nw;
-	snprintf(sv.role, sizeof(sv.role), "server");
 	for (int i = 0; i < s->n_upd; i++)
 		if (s->upd[i].state == SCHED_UPD_PLANNED)
 			sched_fail_update(s, &s->upd[i], "the server registered again");
@@ -257,6 +270,11 @@ static int on_register_replica(struct sched *s, int ci, const char *app, json_t 
 
 	if (s->server.host < 0 || !s->hosts[s->server.host].alive) {
 		reply_err(s, ci, app, "register: no server is registered");
+		return -1;
+	}
+	if (s->server.n_shards) {
+		reply_err(s, ci, app, "register: the model is sharded over %d servers; a sharded "
+			  "model is not replicated", s->server.n_shards);
 		return -1;
 	}
 	if (server_field(s, ci, app, m) < 0 || get_num(s, ci, app, m, "div_max", &div_max) ||
@@ -296,7 +314,7 @@ static void on_register(struct sched *s, int ci, const char *app, json_t *m)
 	}
 	if (bit == SCHED_ROLE_SERVER) {
 		on_register_server(s, ci, app, m);
-		if (s->server.host != h)
+		if (s->server.host != h && sched_shard_of(s, h) < 0)
 			return;
 	} else if (bit == SCHED_ROLE_WORKER) {
 		if (server_field(s, ci, app, m) < 0)
@@ -395,6 +413,9 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m)
 static void commit_one(struct sched *s, uint64_t id)
 {
 	int ui = sched_find_update(s, id);
+	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED && s->server.n_shards &&
+	    --s->upd[ui].legs > 0)
+		return; /* a sharded update is committed once every shard applied its leg */
 	if (ui >= 0 && s->upd[ui].state == SCHED_UPD_PLANNED) {
 		s->upd[ui].state = SCHED_UPD_COMMITTED;
 		sched_repl_server_committed(s, &s->upd[ui]);
@@ -412,13 +433,15 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 		sched_repl_commit(s, m, xfer, version, clock_real_s());
 		return;
 	}
-	if (s->conns[ci].host != s->server.host) {
+	if (s->server.n_shards && sched_shard_of(s, s->conns[ci].host) >= 0) {
+		sched_shard_commit(s, s->conns[ci].host, version);
+	} else if (s->conns[ci].host != s->server.host) {
 		reply_err(s, ci, app, "commit: %s is not the registered server's host",
 			  s->cl.hosts[s->conns[ci].host].name);
 		return;
-	}
-	if (version > s->server.version)
+	} else if (version > s->server.version) {
 		s->server.version = version;
+	}
 	sched_repl_server_commit(s, clock_real_s());
 	sched_xfer_done(s, xfer);
 	json_t *parts = json_object_get(m, "parts"), *v;

@@ -197,7 +197,7 @@ int sched_select_hold_pulls(const struct sched *s, double now, const int *psel, 
 {
 	double now_plan = now - s->t0 + s->cfg.lead_s, until = 0;
 
-	if (s->cfg.distributors == 0)
+	if (s->cfg.distributors == 0 || s->server.n_shards) /* no trees for a sharded model */
 		return 0;
 	for (int i = 0; i < s->n_xfers; i++) {
 		const struct sched_xfer *x = &s->xfers[i];

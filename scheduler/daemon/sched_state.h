@@ -77,6 +77,7 @@ struct sched_update {
 	uint64_t rxfer;    /* transfer id of its replica copy (to the replica or a replica
 			    * aggregator), 0 before it is commanded */
 	uint64_t ragg;     /* the replica aggregate's transfer id when aggregated, else 0 */
+	int legs;          /* sharded model (§10.2): shards of it not yet committed */
 };
 
 /** A pull request waiting for a model transfer. */
@@ -153,6 +154,21 @@ struct sched_config {
 typedef void (*sched_batch_hook)(void *arg, int batch_no, const struct plan_batch *b,
 				 const struct plan *p);
 
+#define SCHED_MAX_SHARDS 32       /* shard servers of a sharded model (§10.2) */
+
+/**
+ * One shard server of a sharded model (§10.2, docs/scheduler.md "Sharded servers"): it holds
+ * floats [offset, offset + n_floats) of the model. Versions: the group version (the one pulls
+ * and delay bounds use) counts every update ordered to the group; the shard's own version
+ * counts those it applied, so group version = version + lag.
+ */
+struct sched_shard {
+	int host;          /* host index, -1 until it registered */
+	int64_t version;   /* last committed version it reported (its own count) */
+	int64_t lag;       /* legs ordered to it that it skipped (lost): group - own version */
+	uint64_t offset, n_floats;
+};
+
 /** The server registration (`register` with role server). */
 struct sched_server {
 	int host;            /* host index, -1 before registration */
@@ -165,6 +181,12 @@ struct sched_server {
 	int n_workers;
 	char role[16];       /* role part of its app name: "server", or "replica" for a promoted
 			      * replica that kept its name (messages go to <role>@<host>) */
+	/* sharded model (§10.2): n_shards 0 = one server; else host is the first shard server
+	 * that registered, n_floats and bytes those of the whole model, version the group's
+	 * committed version (the lowest over the shards) */
+	int n_shards;
+	struct sched_shard shard[SCHED_MAX_SHARDS];
+	int64_t ordered;     /* group version once every update ordered so far is applied */
 };
 
 /** Catch-up of the replica (docs/replication.md "Catch-up"). */

@@ -29,6 +29,16 @@ static void model_job(const struct planwork *pw, int src, int dst, double t0,
 	job->bytes[0] = pw->b->model_bytes;
 }
 
+/* The job answering pull @p directly: from its shard's server (§10.2; the server otherwise). */
+static void pull_job(const struct planwork *pw, const struct plan_pull *p, struct planwork_job *job)
+{
+	int sv = p->server > 0 && p->server < pw->b->n_servers ? p->server : 0;
+
+	model_job(pw, pw->b->servers[sv], p->worker, p->ready_s, job);
+	if (p->bytes)
+		job->bytes[0] = p->bytes;
+}
+
 static int push_item(struct aggregate_result *res, const struct aggregate_item *it)
 {
 	if (arr_grow((void **)&res->items, &res->cap_items, res->n_items + 1,
@@ -73,7 +83,7 @@ static double send_direct(struct planwork *pw, struct netstate *net, const struc
 	if (sp->model) {
 		const struct plan_pull *p = &pw->b->pulls[sp->list[i]];
 
-		model_job(pw, pw->b->servers[0], p->worker, p->ready_s, &job);
+		pull_job(pw, p, &job);
 		tag.kind = PLAN_CARRY_MODEL;
 		tag.carries = sp->list[i];
 		tag.purpose = PLAN_PURPOSE_MODEL;
@@ -549,7 +559,7 @@ int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *d
 	for (i = 0; i < b->n_pulls; i++) {
 		struct planwork_job job;
 
-		model_job(pw, b->servers[0], b->pulls[i].worker, b->pulls[i].ready_s, &job);
+		pull_job(pw, &b->pulls[i], &job);
 		/* Pulls in shortest-transfer-first order from the server (ties: pull index). */
 		keys[i].v = netstate_tend(net, job.src, job.dst, job.t0_s, job.bytes[0], NULL);
 		keys[i].i = i;

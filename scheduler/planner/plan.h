@@ -69,7 +69,11 @@ struct plan_update {
 struct plan_pull {
 	char id[PLAN_NAME_MAX];
 	int worker;     /* host index that asked for the model */
-	double ready_s; /* when the request reached the scheduler */
+	double ready_s; /* when the request reached the scheduler (a shard server's snapshot: when
+			 * the updates ordered before it are planned to have arrived) */
+	int server;     /* sharded model (§10.2): the shard, an index into plan_batch.servers, whose
+			 * copy this pull entry answers (0 otherwise) */
+	uint64_t bytes; /* bytes of that copy (0 = plan_batch.model_bytes) */
 };
 
 /**

@@ -1,0 +1,375 @@
+/* sched_shard.c - sharded parameter servers (§10.2): registration, group versions, batches, commands. */
+#include "sched_shard.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mlf_payload.h"
+#include "sched_batch.h"
+#include "sched_rec.h"
+#include "sched_xfer.h"
+
+int sched_shard_of(const struct sched *s, int h)
+{
+	for (int k = 0; k < s->server.n_shards; k++)
+		if (s->server.shard[k].host == h)
+			return k;
+	return -1;
+}
+
+int sched_shard_ready(const struct sched *s)
+{
+	for (int k = 0; k < s->server.n_shards; k++) {
+		int h = s->server.shard[k].host;
+		if (h < 0 || !s->hosts[h].alive || !(s->hosts[h].apps & SCHED_ROLE_SERVER))
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether the group at s->server is still live (a shard registered at a live host). */
+static int group_live(const struct sched *s)
+{
+	for (int k = 0; k < s->server.n_shards; k++) {
+		int h = s->server.shard[k].host;
+		if (h >= 0 && s->hosts[h].alive)
+			return 1;
+	}
+	return 0;
+}
+
+int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_server *sv,
+			 char *err, size_t cap)
+{
+	json_t *jk = json_object_get(m, "shard"), *jn = json_object_get(m, "n_shards");
+	json_t *jo = json_object_get(m, "offset"), *jt = json_object_get(m, "n_total");
+	struct sched_server *g = &s->server;
+
+	if (!json_is_integer(jk) || !json_is_integer(jn) || !json_is_integer(jo) ||
+	    !json_is_integer(jt)) {
+		snprintf(err, cap, "register: a shard server needs integer fields \"shard\", "
+			 "\"n_shards\", \"offset\" and \"n_total\"");
+		return -1;
+	}
+	int64_t k = json_integer_value(jk), n = json_integer_value(jn);
+	int64_t off = json_integer_value(jo), total = json_integer_value(jt);
+	if (n < 2 || n > SCHED_MAX_SHARDS || k < 0 || k >= n || off < 0 || total <= 0 ||
+	    (uint64_t)off + sv->n_floats > (uint64_t)total) {
+		snprintf(err, cap, "register: shard %" PRId64 " of %" PRId64 " (floats %" PRId64
+			 " + %" PRIu64 " of %" PRId64 "): need 2 <= n_shards <= %d, 0 <= shard < "
+			 "n_shards, the slice inside n_total", k, n, off, sv->n_floats, total,
+			 SCHED_MAX_SHARDS);
+		return -1;
+	}
+	if (sv->sync) {
+		snprintf(err, cap, "register: field \"mode\": sharded servers serve MLfabric-A "
+			 "(async) only");
+		return -1;
+	}
+	if (s->repl.host >= 0) {
+		snprintf(err, cap, "register: a replica is registered; a sharded model is not "
+			 "replicated");
+		return -1;
+	}
+	if (g->n_shards == 0 || !group_live(s)) {
+		/* the first shard of a new group */
+		for (int i = 0; i < s->n_upd; i++)
+			if (s->upd[i].state == SCHED_UPD_PLANNED)
+				s->upd[i].state = SCHED_UPD_LOST;
+		*g = *sv;
+		g->n_floats = (uint64_t)total;
+		g->bytes = mlf_payload_bytes((uint64_t)total);
+		g->n_shards = (int)n;
+		for (int i = 0; i < SCHED_MAX_SHARDS; i++)
+			g->shard[i] = (struct sched_shard){ .host = -1 };
+		g->ordered = sv->version;
+	} else {
+		const char *bad = g->n_shards != n ? "n_shards" :
+				  g->n_floats != (uint64_t)total ? "n_total" :
+				  g->sync != sv->sync ? "mode" :
+				  g->tau_max != sv->tau_max ? "tau_max" :
+				  g->momentum != sv->momentum ? "momentum" :
+				  g->n_workers != sv->n_workers ? "n_workers" : NULL;
+		if (bad) {
+			snprintf(err, cap, "register: field \"%s\" differs from the other shard servers'",
+				 bad);
+			return -1;
+		}
+		int64_t v0 = g->ordered; /* nothing is planned before the group is complete */
+		if (sv->version != v0) {
+			snprintf(err, cap, "register: field \"version\": %" PRId64 ", the other shard "
+				 "servers are at %" PRId64, sv->version, v0);
+			return -1;
+		}
+		int old = g->shard[k].host;
+		if (old >= 0 && old != h && s->hosts[old].alive) {
+			snprintf(err, cap, "register: shard %" PRId64 " is already served by %s", k,
+				 s->cl.hosts[old].name);
+			return -1;
+		}
+		for (int i = 0; i < g->n_shards; i++) {
+			const struct sched_shard *o = &g->shard[i];
+			if (i == k || o->host < 0)
+				continue;
+			if ((uint64_t)off < o->offset + o->n_floats &&
+			    o->offset < (uint64_t)off + sv->n_floats) {
+				snprintf(err, cap, "register: field \"offset\": floats [%" PRId64 ", +%"
+					 PRIu64 ") overlap shard %d's", off, sv->n_floats, i);
+				return -1;
+			}
+		}
+	}
+	g->shard[k] = (struct sched_shard){ .host = h, .version = sv->version,
+					     .offset = (uint64_t)off, .n_floats = sv->n_floats };
+	if (g->host < 0 || !s->hosts[g->host].alive)
+		g->host = h;
+	uint64_t covered = 0;
+	int have = 0;
+	for (int i = 0; i < g->n_shards; i++)
+		if (g->shard[i].host >= 0) {
+			covered += g->shard[i].n_floats;
+			have++;
+		}
+	if (have == g->n_shards && covered != g->n_floats) {
+		snprintf(err, cap, "register: the %d shards cover %" PRIu64 " floats, n_total is %"
+			 PRIu64, have, covered, g->n_floats);
+		g->shard[k].host = -1;
+		return -1;
+	}
+	log_info("server shard %" PRId64 "/%" PRId64 " at %s: floats [%" PRId64 ", +%" PRIu64
+		 ") of %" PRId64 "%s", k, n, s->cl.hosts[h].name, off, sv->n_floats, total,
+		 have == g->n_shards ? "; every shard registered" : "");
+	return 0;
+}
+
+static void group_version(struct sched *s)
+{
+	int64_t v = INT64_MAX;
+
+	for (int k = 0; k < s->server.n_shards; k++) {
+		const struct sched_shard *d = &s->server.shard[k];
+		if (d->version + d->lag < v)
+			v = d->version + d->lag;
+	}
+	if (v != INT64_MAX && v > s->server.version)
+		s->server.version = v;
+}
+
+void sched_shard_commit(struct sched *s, int h, int64_t version)
+{
+	int k = sched_shard_of(s, h);
+
+	if (k < 0)
+		return;
+	if (version > s->server.shard[k].version)
+		s->server.shard[k].version = version;
+	group_version(s);
+}
+
+void sched_shard_skipped(struct sched *s, int h)
+{
+	int k = sched_shard_of(s, h);
+
+	if (k < 0)
+		return;
+	s->server.shard[k].lag++;
+	group_version(s);
+}
+
+int sched_shard_fill(struct sched *s, struct plan_batch *b)
+{
+	const struct sched_server *g = &s->server;
+	int S = g->n_shards, n_p = b->n_pulls;
+	struct plan_shard *sh = calloc((size_t)b->n_updates * (size_t)S + 1, sizeof(*sh));
+	struct plan_pull *pl = calloc((size_t)n_p * (size_t)S + 1, sizeof(*pl));
+	int *srv = calloc((size_t)S, sizeof(int));
+
+	if (!sh || !pl || !srv) {
+		free(sh);
+		free(pl);
+		free(srv);
+		return -ENOMEM;
+	}
+	free(b->servers);
+	b->servers = srv;
+	b->n_servers = S;
+	for (int k = 0; k < S; k++)
+		srv[k] = g->shard[k].host;
+	b->n_aggregators = 0;
+	b->n_distributors = 0;
+	b->v_init = g->ordered;
+	for (int i = 0; i < b->n_updates; i++) {
+		b->updates[i].shards = sh + (size_t)i * (size_t)S;
+		b->updates[i].n_shards = S;
+		for (int k = 0; k < S; k++)
+			b->updates[i].shards[k] = (struct plan_shard){ .server = k,
+				.bytes = mlf_payload_bytes(g->shard[k].n_floats) };
+	}
+	for (int k = 0; k < S; k++) {
+		/* shard k's snapshot waits for the legs ordered to it before this batch */
+		double ready = b->now_s;
+		for (int i = 0; i < s->n_xfers; i++) {
+			const struct sched_xfer *x = &s->xfers[i];
+			if (!x->done && x->what == SCHED_WHAT_UPDATE && x->chan == 1 &&
+			    x->dst == g->shard[k].host && x->end > ready)
+				ready = x->end;
+		}
+		for (int q = 0; q < n_p; q++) {
+			struct plan_pull *e = &pl[(size_t)q * (size_t)S + (size_t)k];
+			*e = b->pulls[q];
+			e->ready_s = ready;
+			e->server = k;
+			e->bytes = mlf_payload_bytes(g->shard[k].n_floats);
+		}
+	}
+	free(b->pulls);
+	b->pulls = pl;
+	b->n_pulls = n_p * S;
+	if (n_p)
+		b->model_bytes = mlf_payload_bytes(g->shard[0].n_floats);
+	return 0;
+}
+
+void sched_shard_free_batch(struct plan_batch *b)
+{
+	if (b->n_servers > 1 && b->n_updates > 0)
+		free(b->updates[0].shards);
+}
+
+/* Per-batch bookkeeping of the commands (S = shards). */
+struct shard_work {
+	uint64_t *legx;   /* transfer id of leg k of update i: [i * S + k] */
+	char *sent;       /* leg commanded through a plan transfer: [i * S + k] */
+	char *psent;      /* pull entry (q * S + k) answered through a plan transfer */
+	int *legs_left;   /* legs of update i still to command (`keep` until the last) */
+	int models_left[SCHED_MAX_SHARDS]; /* copies shard k still sends in this batch */
+};
+
+static void shard_work_free(struct shard_work *w)
+{
+	free(w->legx);
+	free(w->sent);
+	free(w->psent);
+	free(w->legs_left);
+}
+
+/* Model copy of pull entry @e (shard k = e % S) to its worker; @t NULL = within one host. */
+static int command_copy(struct sched *s, const struct plan_batch *b, const int *psel, int e,
+			const struct plan_transfer *t, int64_t v, struct shard_work *w)
+{
+	const struct sched_server *g = &s->server;
+	int S = g->n_shards, k = e % S;
+	const struct sched_pull *pl = &s->pulls[psel[e / S]];
+	int src = g->shard[k].host;
+	uint64_t x = sched_xfer_fresh(s), bytes = mlf_payload_bytes(g->shard[k].n_floats);
+	json_t *m = sched_batch_send_msg(s, "model", pl->id, x, pl->worker, 3, bytes, t, b->now_s,
+					 --w->models_left[k] > 0);
+
+	if (!m)
+		return -ENOMEM;
+	json_object_set_new(m, "batch", json_integer(s->batch_no));
+	json_object_set_new(m, "at_version", json_integer(v - g->shard[k].lag));
+	json_object_set_new(m, "version", json_integer(v));
+	sched_to_app(s, "server", src, m);
+	return sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_MODEL,
+			      .id = pl->id, .src = src, .dst = pl->worker, .chan = 3,
+			      .bytes = bytes }, t, b->now_s);
+}
+
+/* Leg @k of update @i (its slice) to shard k's server; @t NULL = within one host. */
+static int command_leg(struct sched *s, const struct plan_batch *b, const int *sel, int i, int k,
+		       const struct plan_transfer *t, struct shard_work *w)
+{
+	const struct sched_server *g = &s->server;
+	const struct sched_shard *d = &g->shard[k];
+	struct sched_update *u = &s->upd[sel[i]];
+	uint64_t x = w->legx[(size_t)i * (size_t)g->n_shards + (size_t)k];
+	uint64_t bytes = mlf_payload_bytes(d->n_floats);
+	json_t *m = sched_batch_send_msg(s, "update", u->id, x, d->host, 1, bytes, t, b->now_s,
+					 --w->legs_left[i] > 0);
+
+	if (!m)
+		return -ENOMEM;
+	json_object_set_new(m, "offset", json_integer((json_int_t)d->offset));
+	json_object_set_new(m, "n_floats", json_integer((json_int_t)d->n_floats));
+	sched_to_app(s, "worker", u->worker, m);
+	return sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_UPDATE,
+			      .id = u->id, .src = u->worker, .dst = d->host, .chan = 1,
+			      .bytes = bytes }, t, b->now_s);
+}
+
+int sched_shard_command(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			const int *sel, const int *psel)
+{
+	struct sched_server *g = &s->server;
+	int S = g->n_shards, n_u = b->n_updates, n_e = b->n_pulls, rc = 0;
+	int64_t v = g->ordered; /* the version the pulls of this batch get */
+	struct shard_work w = { 0 };
+	size_t n_legs = (size_t)n_u * (size_t)S + 1;
+
+	w.legx = calloc(n_legs, sizeof(*w.legx));
+	w.sent = calloc(n_legs, 1);
+	w.psent = calloc((size_t)n_e + 1, 1);
+	w.legs_left = calloc((size_t)n_u + 1, sizeof(int));
+	if (!w.legx || !w.sent || !w.psent || !w.legs_left) {
+		shard_work_free(&w);
+		return -ENOMEM;
+	}
+	for (int k = 0; k < S; k++)
+		w.models_left[k] = n_e / S;
+	/* 1. model copies, before the orders: no shard can pass version v before they arrive */
+	for (int i = 0; i < p->n_transfers && !rc; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+		if (t->kind != PLAN_CARRY_MODEL)
+			continue;
+		w.psent[t->carries] = 1;
+		rc = command_copy(s, b, psel, t->carries, t, v, &w);
+	}
+	for (int e = 0; e < n_e && !rc; e++)
+		if (!w.psent[e]) /* the worker runs on that shard server's host */
+			rc = command_copy(s, b, psel, e, NULL, v, &w);
+	/* 2. one commit order per shard server: the plan's commits at its host */
+	for (int k = 0; k < n_u * S; k++)
+		w.legx[k] = sched_xfer_fresh(s);
+	for (int k = 0; k < S && !rc; k++) {
+		json_t *xs = json_array();
+		for (int c = 0; c < p->n_commits; c++) {
+			const struct plan_commit *pc = &p->commits[c];
+			if (pc->host == g->shard[k].host && pc->kind == PLAN_CARRY_UPDATE)
+				json_array_append_new(xs, json_integer((json_int_t)
+					w.legx[(size_t)pc->carries * (size_t)S + (size_t)k]));
+		}
+		sched_batch_order(s, "server", g->shard[k].host, 1, xs);
+	}
+	for (int k = 0; k < p->n_order; k++)
+		w.legs_left[p->order[k]] = S;
+	g->ordered += p->n_order;
+	/* 3. the legs */
+	for (int i = 0; i < p->n_transfers && !rc; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+		if (t->kind != PLAN_CARRY_UPDATE || t->shard < 0 || t->shard >= S)
+			continue;
+		w.sent[(size_t)t->carries * (size_t)S + (size_t)t->shard] = 1;
+		rc = command_leg(s, b, sel, t->carries, t->shard, t, &w);
+	}
+	for (int o = 0; o < p->n_order && !rc; o++)
+		for (int k = 0; k < S && !rc; k++)
+			if (!w.sent[(size_t)p->order[o] * (size_t)S + (size_t)k])
+				rc = command_leg(s, b, sel, p->order[o], k, NULL, &w);
+	/* 4. fates */
+	for (int o = 0; o < p->n_order; o++) {
+		struct sched_update *u = &s->upd[sel[p->order[o]]];
+		u->state = SCHED_UPD_PLANNED;
+		u->legs = S;
+		u->xfer = w.legx[(size_t)p->order[o] * (size_t)S];
+		u->agg = 0;
+		sched_rec_update(s, u, "direct", NULL);
+	}
+	for (int k = 0; k < p->n_dropped; k++)
+		sched_batch_drop(s, &s->upd[sel[p->dropped[k]]], "delay bound");
+	shard_work_free(&w);
+	return rc;
+}

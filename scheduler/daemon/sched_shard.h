@@ -1,0 +1,76 @@
+/* sched_shard.h - sharded parameter servers in the running scheduler (paper §10.2). */
+#ifndef MLF_SCHED_SHARD_H
+#define MLF_SCHED_SHARD_H
+
+#include <stddef.h>
+
+#include "sched_state.h"
+
+/*
+ * A sharded model (docs/scheduler.md "Sharded servers"): S server applications, each holding a
+ * contiguous slice of the model, register with `shard`, `n_shards`, `offset` and `n_total`.
+ * Once all S are registered and alive the group plans like one server, except that:
+ *   - every update is S legs (eq. 18: planned together, t_en = the latest leg), each sent by its
+ *     worker as the slice of the held update (`send` with `offset`, `n_floats`) to its shard's
+ *     server on chan 1, with one commit order per shard server (the same update order);
+ *   - a pull is answered by one copy from every shard server, all at one group version: the
+ *     version once every update ordered before the batch is applied. The copies are commanded
+ *     before the batch's orders with `at_version` (the shard's own count) and `version` (the
+ *     group's, written into every copy's header), so no shard can pass it first; the worker
+ *     library assembles the copies of one version;
+ *   - no aggregation, no distribution trees, no replica, no MLfabric-S (refused at registration
+ *     or not planned; docs/scheduler.md says why).
+ */
+
+/** sched_shard_of - the shard index of host @h in the registered group, or -1. */
+int sched_shard_of(const struct sched *s, int h);
+
+/**
+ * sched_shard_ready - 1 when the model is not sharded, or every shard server registered and is
+ * alive (the group can be planned); 0 otherwise.
+ */
+int sched_shard_ready(const struct sched *s);
+
+/**
+ * sched_shard_register - `register` role server with `n_shards` from host @h: @sv holds the
+ * fields common to every server registration (mode, n_floats and bytes of this shard, version,
+ * tau_max, momentum, n_workers). The first shard starts a group (replacing a previous server
+ * whose host is dead); the others must agree on n_shards, n_total, mode, version, tau_max,
+ * momentum and n_workers, and their slices must not overlap. Returns 0 when accepted, or -1
+ * with @err naming the field that disagrees.
+ */
+int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_server *sv,
+			 char *err, size_t cap);
+
+/**
+ * sched_shard_commit - a shard server at host @h reported a commit at its own @version: the
+ * group version becomes the lowest of the shards' (own version + lag).
+ */
+void sched_shard_commit(struct sched *s, int h, int64_t version);
+
+/** sched_shard_skipped - a leg ordered to the shard server at @h will never arrive (lag + 1). */
+void sched_shard_skipped(struct sched *s, int h);
+
+/**
+ * sched_shard_fill - the sharded part of batch @b (already filled for one server): the shard
+ * servers, S legs per update (bytes of each shard's payload), S pull entries per pull (entry
+ * q * S + k: shard k's copy, ready once the legs already ordered to shard k are planned to
+ * have arrived), no aggregators or distributors, v_init = the group version after everything
+ * ordered. Arrays are allocated here and freed by sched_shard_free_batch. 0 or -ENOMEM.
+ */
+int sched_shard_fill(struct sched *s, struct plan_batch *b);
+
+/** sched_shard_free_batch - free what sched_shard_fill allocated in @b. */
+void sched_shard_free_batch(struct plan_batch *b);
+
+/**
+ * sched_shard_command - the commands of plan @p of sharded batch @b (@sel: update indexes,
+ * @psel: pull indexes into s->pulls): the model copies first (`send` what:model with
+ * at_version and version), then one `order` per shard server, then the legs (`send`
+ * what:update with offset and n_floats, `keep` until the last leg), then drops. Returns 0 or
+ * -ENOMEM (the commands queued so far stand).
+ */
+int sched_shard_command(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			const int *sel, const int *psel);
+
+#endif
