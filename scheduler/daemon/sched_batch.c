@@ -10,6 +10,7 @@
 #include "arr.h"
 #include "clock.h"
 #include "log.h"
+#include "sched_cmd.h"
 #include "sched_rec.h"
 #include "sched_select.h"
 #include "sched_repl.h"
@@ -95,74 +96,6 @@ static int carry_link(const struct sched *s, int host, int up, double cap, doubl
 	}
 	free(bp);
 	return 0;
-}
-
-json_t *sched_batch_steps(const struct plan_transfer *t)
-{
-	json_t *a = json_array();
-	int group = (t->n_rate + SCHED_MAX_STEPS - 1) / SCHED_MAX_STEPS;
-	double last_off = 0;
-
-	if (group < 1)
-		group = 1;
-	for (int i = 0; i < t->n_rate; i += group) {
-		int last = i + group < t->n_rate ? i + group : t->n_rate;
-		double from = t->rate[i].from_s;
-		double to = last < t->n_rate ? t->rate[last].from_s : t->end_s;
-		double gbps = t->rate[i].gbps;
-		if (group > 1 && to > from) {
-			double bits = 0;
-			for (int k = i; k < last; k++) {
-				double e = k + 1 < t->n_rate ? t->rate[k + 1].from_s : t->end_s;
-				bits += t->rate[k].gbps * (e - t->rate[k].from_s);
-			}
-			gbps = bits / (to - from);
-		}
-		double off = from - t->start_s;
-		size_t n = json_array_size(a);
-		if (off < 0)
-			off = 0; /* float noise: a step a hair before the start */
-		if (!(gbps > 0))
-			gbps = 0; /* float noise in a residual: -1e-15 Gbit/s */
-		if (n > 0 && off < last_off + SCHED_MIN_STEP_S) {
-			/* a step shorter than 1 us (float noise between reservations): the
-			 * dataplane needs increasing offsets; the later rate replaces it */
-			json_array_set_new(a, n - 1, json_pack("[f, f]", last_off, gbps));
-			continue;
-		}
-		json_array_append_new(a, json_pack("[f, f]", off, gbps));
-		last_off = off;
-	}
-	return a;
-}
-
-json_t *sched_batch_send_msg(struct sched *s, const char *what, uint64_t id, uint64_t xfer, int dst,
-			int chan, uint64_t bytes, const struct plan_transfer *t, double now_s,
-			int keep)
-{
-	return json_pack("{s:s, s:s, s:I, s:I, s:s, s:i, s:I, s:f, s:o, s:b}", "type", "send",
-			 "what", what, "id", (json_int_t)id, "xfer", (json_int_t)xfer,
-			 "dst", s->cl.hosts[dst].name, "chan", chan, "bytes", (json_int_t)bytes,
-			 "start", s->t0 + (t ? t->start_s : now_s), "steps",
-			 t ? sched_batch_steps(t) : json_array(), "keep", keep);
-}
-
-void sched_batch_order(struct sched *s, const char *role, int host, int chan, json_t *xs)
-{
-	if (json_array_size(xs) > 0) {
-		sched_to_app(s, role, host, json_pack("{s:s, s:i, s:O}", "type", "order", "chan",
-			     chan, "xfers", xs));
-		sched_flush_host(s, host);
-	}
-	json_decref(xs);
-}
-
-void sched_batch_drop(struct sched *s, struct sched_update *u, const char *reason)
-{
-	u->state = SCHED_UPD_DROPPED;
-	sched_to_app(s, "worker", u->worker, json_pack("{s:s, s:I, s:s}", "type", "drop", "id",
-		     (json_int_t)u->id, "reason", reason));
-	sched_rec_update(s, u, "dropped", reason);
 }
 
 /* Per-update bookkeeping of one batch's commands (arrays of b->n_updates). */
@@ -302,7 +235,7 @@ static void command_orders(struct sched *s, const struct plan_batch *b, const st
 			json_array_append_new(xs, json_integer((json_int_t)(pc->kind ==
 				PLAN_CARRY_AGGREGATE ? w->aggx[pc->carries] : s->upd[sel[pc->carries]].id)));
 	}
-	sched_batch_order(s, "server", srv, 1, xs);
+	sched_cmd_order(s, "server", srv, 1, xs);
 	if (b->replica < 0)
 		return;
 	xs = json_array();
@@ -311,7 +244,7 @@ static void command_orders(struct sched *s, const struct plan_batch *b, const st
 		json_array_append_new(xs, json_integer((json_int_t)(pc->kind == PLAN_CARRY_AGGREGATE ?
 			w->aggx[pc->carries] : s->upd[sel[pc->carries]].rxfer)));
 	}
-	sched_batch_order(s, "replica", b->replica, 4, xs);
+	sched_cmd_order(s, "replica", b->replica, 4, xs);
 }
 
 /*
@@ -321,7 +254,7 @@ static void command_orders(struct sched *s, const struct plan_batch *b, const st
 static json_t *model_msg(struct sched *s, uint64_t pull, uint64_t xfer, int dst, uint64_t bytes,
 			 const struct plan_transfer *t, double now_s, struct cmd_work *w, int fwd)
 {
-	json_t *m = sched_batch_send_msg(s, "model", pull, xfer, dst, 3, bytes, t, now_s,
+	json_t *m = sched_cmd_send(s, "model", pull, xfer, dst, 3, bytes, t, now_s,
 			     --w->models_left > 0);
 
 	json_object_set_new(m, "batch", json_integer(s->batch_no));
@@ -365,7 +298,7 @@ static int command_model(struct sched *s, const struct plan_batch *b, const int 
 		"{s:s, s:I, s:I, s:I, s:s, s:i, s:I, s:f, s:o, s:i}", "type", "forward",
 		"xfer_in", (json_int_t)w->model_x[in], "xfer", (json_int_t)x, "id",
 		(json_int_t)pl->id, "dst", s->cl.hosts[t->dst].name, "chan", 3, "bytes",
-		(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps", sched_batch_steps(t),
+		(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps", sched_cmd_steps(t),
 		"forwards", w->n_fwd[in]));
 	return sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_MODEL,
 			      .id = pl->id, .src = t->src, .dst = t->dst, .chan = 3,
@@ -391,7 +324,7 @@ static int command_transfer(struct sched *s, const struct plan_batch *b, const s
 			w->sent[i] = 1;
 		if (!rep)
 			u->xfer = x;
-		sched_to_app(s, "worker", u->worker, sched_batch_send_msg(s, "update", u->id, x, t->dst, chan,
+		sched_to_app(s, "worker", u->worker, sched_cmd_send(s, "update", u->id, x, t->dst, chan,
 			     u->bytes, t, b->now_s, keep_next(w, i)));
 		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_UPDATE,
 				    .id = u->id, .src = t->src, .dst = t->dst, .chan = chan,
@@ -407,7 +340,7 @@ static int command_transfer(struct sched *s, const struct plan_batch *b, const s
 			"agg", (json_int_t)w->aggx[t->carries], "inputs", in,
 			"dst", s->cl.hosts[t->dst].name, "chan", rep ? 4 : 1, "bytes",
 			(json_int_t)t->bytes, "start", s->t0 + t->start_s, "steps",
-			sched_batch_steps(t)));
+			sched_cmd_steps(t)));
 		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = w->aggx[t->carries],
 				    .what = SCHED_WHAT_AGGREGATE, .src = t->src, .dst = t->dst,
 				    .chan = rep ? 4 : 1, .bytes = t->bytes, .replica = rep }, t,
@@ -432,7 +365,7 @@ static int command_local(struct sched *s, const struct plan_batch *b, const stru
 		int dst = w->agg_of[i] >= 0 ? p->aggregates[w->agg_of[i]].host : srv;
 		int chan = w->agg_of[i] >= 0 ? 2 : 1;
 		u->xfer = chan == 1 ? u->id : sched_xfer_fresh(s);
-		sched_to_app(s, "worker", u->worker, sched_batch_send_msg(s, "update", u->id, u->xfer, dst,
+		sched_to_app(s, "worker", u->worker, sched_cmd_send(s, "update", u->id, u->xfer, dst,
 			     chan, u->bytes, NULL, b->now_s, keep_next(w, i)));
 		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = u->xfer,
 				    .what = SCHED_WHAT_UPDATE, .id = u->id, .src = u->worker,
@@ -444,7 +377,7 @@ static int command_local(struct sched *s, const struct plan_batch *b, const stru
 			continue;
 		int dst = w->ragg_of[i] >= 0 ? p->aggregates[w->ragg_of[i]].host : b->replica;
 		int chan = w->ragg_of[i] >= 0 ? 2 : 4;
-		sched_to_app(s, "worker", u->worker, sched_batch_send_msg(s, "update", u->id, u->rxfer, dst,
+		sched_to_app(s, "worker", u->worker, sched_cmd_send(s, "update", u->id, u->rxfer, dst,
 			     chan, u->bytes, NULL, b->now_s, keep_next(w, i)));
 		rc = sched_xfer_add(s, &(struct sched_xfer){ .xfer = u->rxfer,
 				    .what = SCHED_WHAT_UPDATE, .id = u->id, .src = u->worker,
@@ -504,7 +437,7 @@ static int command_plan(struct sched *s, const struct plan_batch *b, const struc
 		sched_rec_update(s, u, u->agg ? "aggregated" : "direct", NULL);
 	}
 	for (int k = 0; k < p->n_dropped; k++)
-		sched_batch_drop(s, &s->upd[sel[p->dropped[k]]], "delay bound");
+		sched_cmd_drop(s, &s->upd[sel[p->dropped[k]]], "delay bound");
 out:
 	cmd_work_free(&w);
 	return rc;

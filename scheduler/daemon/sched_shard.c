@@ -8,7 +8,7 @@
 
 #include "log.h"
 #include "mlf_payload.h"
-#include "sched_batch.h"
+#include "sched_cmd.h"
 #include "sched_rec.h"
 #include "sched_xfer.h"
 
@@ -265,7 +265,7 @@ static int command_copy(struct sched *s, const struct plan_batch *b, const int *
 	const struct sched_pull *pl = &s->pulls[psel[e / S]];
 	int src = g->shard[k].host;
 	uint64_t x = sched_xfer_fresh(s), bytes = mlf_payload_bytes(g->shard[k].n_floats);
-	json_t *m = sched_batch_send_msg(s, "model", pl->id, x, pl->worker, 3, bytes, t, b->now_s,
+	json_t *m = sched_cmd_send(s, "model", pl->id, x, pl->worker, 3, bytes, t, b->now_s,
 					 --w->models_left[k] > 0);
 
 	if (!m)
@@ -288,7 +288,7 @@ static int command_leg(struct sched *s, const struct plan_batch *b, const int *s
 	struct sched_update *u = &s->upd[sel[i]];
 	uint64_t x = w->legx[(size_t)i * (size_t)g->n_shards + (size_t)k];
 	uint64_t bytes = mlf_payload_bytes(d->n_floats);
-	json_t *m = sched_batch_send_msg(s, "update", u->id, x, d->host, 1, bytes, t, b->now_s,
+	json_t *m = sched_cmd_send(s, "update", u->id, x, d->host, 1, bytes, t, b->now_s,
 					 --w->legs_left[i] > 0);
 
 	if (!m)
@@ -342,7 +342,7 @@ int sched_shard_command(struct sched *s, const struct plan_batch *b, const struc
 				json_array_append_new(xs, json_integer((json_int_t)
 					w.legx[(size_t)pc->carries * (size_t)S + (size_t)k]));
 		}
-		sched_batch_order(s, "server", g->shard[k].host, 1, xs);
+		sched_cmd_order(s, "server", g->shard[k].host, 1, xs);
 	}
 	for (int k = 0; k < p->n_order; k++)
 		w.legs_left[p->order[k]] = S;
@@ -369,7 +369,7 @@ int sched_shard_command(struct sched *s, const struct plan_batch *b, const struc
 		sched_rec_update(s, u, "direct", NULL);
 	}
 	for (int k = 0; k < p->n_dropped; k++)
-		sched_batch_drop(s, &s->upd[sel[p->dropped[k]]], "delay bound");
+		sched_cmd_drop(s, &s->upd[sel[p->dropped[k]]], "delay bound");
 	shard_work_free(&w);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "proto.h"
 #include "sched_batch.h"
+#include "sched_cmd.h"
 #include "sched_daemon.h"
 #include "sched_fake.h"
 
@@ -563,7 +564,7 @@ START_TEST(steps_merged_keep_bytes)
 		r[i] = (struct plan_rate_step){ .from_s = 5.0 + i * 0.001, .gbps = 1 + i % 7 };
 		bits += r[i].gbps * 0.001;
 	}
-	json_t *a = sched_batch_steps(&t);
+	json_t *a = sched_cmd_steps(&t);
 	ck_assert_int_le((int)json_array_size(a), 256);
 	ck_assert_int_ge((int)json_array_size(a), 200);
 	double got_bits = 0, prev = -1;
@@ -582,7 +583,7 @@ START_TEST(steps_merged_keep_bytes)
 	/* few steps: unchanged */
 	t.n_rate = 2;
 	t.end_s = 5.002;
-	a = sched_batch_steps(&t);
+	a = sched_cmd_steps(&t);
 	ck_assert_int_eq((int)json_array_size(a), 2);
 	ck_assert_double_eq_tol(json_real_value(json_array_get(json_array_get(a, 1), 0)), 0.001,
 				1e-12);
@@ -594,7 +595,7 @@ START_TEST(steps_merged_keep_bytes)
 	r[2] = (struct plan_rate_step){ .from_s = 5.0 + 2e-10, .gbps = 1 };
 	r[3] = (struct plan_rate_step){ .from_s = 5.001, .gbps = 2 };
 	t.n_rate = 4;
-	a = sched_batch_steps(&t);
+	a = sched_cmd_steps(&t);
 	ck_assert_int_eq((int)json_array_size(a), 2);
 	ck_assert_double_eq(json_real_value(json_array_get(json_array_get(a, 0), 0)), 0);
 	ck_assert_double_eq(json_real_value(json_array_get(json_array_get(a, 0), 1)), 1);
