@@ -21,3 +21,11 @@ bench-table2: programs
 
 bench-table2-sweep: programs
 	tools/mlf-cluster table2 --sweep $(TABLE2_ARGS)
+
+# Sharded servers (§10.2) against one server, MLfabric-A, C2-N1 of conf/exp-t2-shards.json: 3 seeds x
+# shards 1 and 2 on conf/cluster-t2-8s.json; each run takes the namespace lock itself (bench/shards.sh).
+# Knobs: SEEDS=3 TARGET=0.75 LIMIT=150 (env).
+BENCHES += bench-shards
+.PHONY: bench-shards
+bench-shards: programs
+	bench/shards.sh

@@ -10,20 +10,23 @@
 #include "fabric_int.h"
 #include "log.h"
 
-static int input_has(const struct fabric_agg_input *in, uint64_t id)
+/* Whether input @in carries update @id (and, for a shard's aggregate, @off >= 0: is that shard). */
+static int input_has(const struct fabric_agg_input *in, uint64_t id, int64_t off)
 {
 	const struct mlf_payload_hdr *h = in->ev.buf.data;
 
+	if (off >= 0 && h->offset != (uint64_t)off)
+		return 0;
 	for (uint32_t k = 0; k < h->n_parts; k++)
 		if (h->parts[k].id == id)
 			return 1;
 	return 0;
 }
 
-static int find_input(struct mlf *f, uint64_t id)
+static int find_input(struct mlf *f, uint64_t id, int64_t off)
 {
 	for (int i = 0; i < f->agg.n_inputs; i++)
-		if (input_has(&f->agg.inputs[i], id))
+		if (input_has(&f->agg.inputs[i], id, off))
 			return i;
 	return -1;
 }
@@ -55,7 +58,7 @@ static void aggregate(struct mlf *f, struct fabric_agg_cmd *a)
 		goto out;
 	}
 	for (int i = 0; i < c->n_ids; i++) {
-		int j = find_input(f, c->ids[i]);
+		int j = find_input(f, c->ids[i], c->shard_off);
 		const struct mlf_payload_hdr *ih = j >= 0 ? ag->inputs[j].ev.buf.data : NULL;
 		int dup = 0;
 		for (int q = 0; q < k && j >= 0; q++)
@@ -95,6 +98,7 @@ static void aggregate(struct mlf *f, struct fabric_agg_cmd *a)
 	h = b.data;
 	h->magic = MLF_PAYLOAD_MAGIC_UPDATE;
 	h->n_floats = n;
+	h->offset = c->shard_off >= 0 ? (uint64_t)c->shard_off : 0; /* a shard's aggregate (§10.2) */
 	for (int q = 0; q < k; q++) {
 		const struct mlf_payload_hdr *ih = ag->inputs[slot[q]].ev.buf.data;
 		for (uint32_t p = 0; p < ih->n_parts && h->n_parts < MLF_PAYLOAD_MAX_PARTS; p++)
@@ -137,7 +141,7 @@ static void agg_progress(struct mlf *f)
 	for (struct fabric_agg_cmd **p = &f->agg.cmds, *a; (a = *p);) {
 		int all = 1, skipped = 0;
 		for (int i = 0; i < a->c.n_ids && all; i++) {
-			int here = find_input(f, a->c.ids[i]) >= 0;
+			int here = find_input(f, a->c.ids[i], a->c.shard_off) >= 0;
 			int lost = !here && fabric_core_was_skipped(f, a->c.ids[i]);
 			all = here || lost;
 			skipped += lost;

@@ -253,6 +253,8 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 			return "inputs";
 		if (get_weights(o, c) < 0)
 			return "weights";
+		if (get_opt_i64(o, "offset", &c->shard_off) < 0)
+			return "offset";
 		return parse_route(o, c);
 	case FABRIC_CMD_ORDER:
 	case FABRIC_CMD_SKIP:

@@ -61,7 +61,8 @@ struct fabric_cmd {
 	int64_t batch;           /* SEND model: the batch whose copies share one snapshot (0 = none) */
 	/* sharded servers (§10.2) */
 	int64_t shard_off;       /* SEND update: send floats [shard_off, shard_off + shard_n) of the
-				  * held update as one shard (-1 = the whole update) */
+				  * held update as one shard (-1 = the whole update); AGGREGATE: sum
+				  * the inputs' shards starting at this float (-1 = whole updates) */
 	uint64_t shard_n;
 	int64_t at_version;      /* SEND model: take the snapshot when the (shard) server's version
 				  * is exactly this (-1 = now) */

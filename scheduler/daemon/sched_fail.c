@@ -13,15 +13,15 @@
 #include "sched_xfer.h"
 
 /* Transfer @xfer to the server at @dst will not arrive: `skip` it there (a shard server of a
- * sharded model: its own version stays one behind the group's, sched_shard_skipped). */
-static void skip_at_server(struct sched *s, int dst, uint64_t xfer)
+ * sharded model: its own version stays @parts behind the group's, sched_shard_skipped). */
+static void skip_at_server(struct sched *s, int dst, uint64_t xfer, int parts)
 {
 	int h = s->server.n_shards && sched_shard_of(s, dst) >= 0 ? dst : s->server.host;
 
 	sched_to_app(s, "server", h, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
 		     "chan", 1, "xfers", (json_int_t)xfer));
 	if (h == dst && s->server.n_shards)
-		sched_shard_skipped(s, dst);
+		sched_shard_skipped(s, dst, parts);
 }
 
 /* A planned update that will never be committed: record it lost, tell its worker. */
@@ -84,7 +84,7 @@ static void fail_forwards(struct sched *s, uint64_t xfer, int d, const char *rea
 void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 {
 	struct sched_xfer *x = &s->xfers[xi];
-	int lost = 0, finished = x->done; /* delivered or committed already */
+	int lost = 0, parts = 1, finished = x->done; /* delivered or committed already */
 
 	x->done = 1;
 	if (x->what == SCHED_WHAT_STATE) {
@@ -124,14 +124,18 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 		if (ui >= 0 && x->chan == 2 && !finished && s->upd[ui].agg)
 			agg_input_lost(s, x, s->upd[ui].agg, reason);
 	} else {
+		/* a shard's aggregate (§10.2) names its updates by the shard-0 aggregate's id */
+		uint64_t key = s->server.n_shards && x->id ? x->id : x->xfer;
 		for (int i = 0; i < s->n_upd; i++)
-			if (s->upd[i].agg == x->xfer)
+			if (s->upd[i].agg == key) {
+				parts++;
 				lost += sched_fail_update(s, &s->upd[i], reason);
+			}
 	}
 	log_warn("transfer %" PRIu64 " %s -> %s failed (%s): %d update(s) lost", x->xfer,
 		 s->cl.hosts[x->src].name, s->cl.hosts[x->dst].name, reason, lost);
 	if (x->chan == 1 && !finished && s->server.host >= 0)
-		skip_at_server(s, x->dst, x->xfer);
+		skip_at_server(s, x->dst, x->xfer, x->what == SCHED_WHAT_AGGREGATE ? parts - 1 : 1);
 }
 
 /* Does the loss of the @roles applications of host @h doom unfinished transfer @x? */

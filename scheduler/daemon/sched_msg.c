@@ -486,6 +486,8 @@ static void on_partial(struct sched *s, int ci, const char *app, json_t *m)
 		if (ui >= 0)
 			sched_fail_update(s, &s->upd[ui], "aggregator sent the aggregate without it");
 	}
+	if (xi >= 0 && s->server.n_shards) /* that shard applies the aggregate without them */
+		sched_shard_skipped(s, s->xfers[xi].dst, (int)json_array_size(missing));
 	log_warn("aggregate %" PRIu64 " at %s sent without %zu input(s)", agg,
 		 s->cl.hosts[s->conns[ci].host].name, json_array_size(missing));
 }

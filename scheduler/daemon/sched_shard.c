@@ -169,13 +169,13 @@ void sched_shard_commit(struct sched *s, int h, int64_t version)
 	group_version(s);
 }
 
-void sched_shard_skipped(struct sched *s, int h)
+void sched_shard_skipped(struct sched *s, int h, int n)
 {
 	int k = sched_shard_of(s, h);
 
-	if (k < 0)
+	if (k < 0 || n <= 0)
 		return;
-	s->server.shard[k].lag++;
+	s->server.shard[k].lag += n;
 	group_version(s);
 }
 
@@ -198,7 +198,12 @@ int sched_shard_fill(struct sched *s, struct plan_batch *b)
 	b->n_servers = S;
 	for (int k = 0; k < S; k++)
 		srv[k] = g->shard[k].host;
-	b->n_aggregators = 0;
+	/* aggregators (§5.2 per shard): not on a shard server's host */
+	int na = 0;
+	for (int a = 0; a < b->n_aggregators; a++)
+		if (sched_shard_of(s, b->aggregators[a]) < 0)
+			b->aggregators[na++] = b->aggregators[a];
+	b->n_aggregators = na;
 	b->n_distributors = 0;
 	b->v_init = g->ordered;
 	for (int i = 0; i < b->n_updates; i++) {
@@ -242,6 +247,8 @@ void sched_shard_free_batch(struct plan_batch *b)
 /* Per-batch bookkeeping of the commands (S = shards). */
 struct shard_work {
 	uint64_t *legx;   /* transfer id of leg k of update i: [i * S + k] */
+	uint64_t *aggx;   /* transfer id of shard k's aggregate of plan aggregate a: [a * S + k] */
+	int *agg_of;      /* plan aggregate of update i, or -1 */
 	char *sent;       /* leg commanded through a plan transfer: [i * S + k] */
 	char *psent;      /* pull entry (q * S + k) answered through a plan transfer */
 	int *legs_left;   /* legs of update i still to command (`keep` until the last) */
@@ -251,6 +258,8 @@ struct shard_work {
 static void shard_work_free(struct shard_work *w)
 {
 	free(w->legx);
+	free(w->aggx);
+	free(w->agg_of);
 	free(w->sent);
 	free(w->psent);
 	free(w->legs_left);
@@ -279,16 +288,21 @@ static int command_copy(struct sched *s, const struct plan_batch *b, const int *
 			      .bytes = bytes }, t, b->now_s);
 }
 
-/* Leg @k of update @i (its slice) to shard k's server; @t NULL = within one host. */
-static int command_leg(struct sched *s, const struct plan_batch *b, const int *sel, int i, int k,
-		       const struct plan_transfer *t, struct shard_work *w)
+/*
+ * Leg @k of update @i (its slice) to shard k's server, or to its aggregator when the plan
+ * aggregates it (chan 2); @t NULL = within one host.
+ */
+static int command_leg(struct sched *s, const struct plan_batch *b, const struct plan *p,
+		       const int *sel, int i, int k, const struct plan_transfer *t,
+		       struct shard_work *w)
 {
 	const struct sched_server *g = &s->server;
 	const struct sched_shard *d = &g->shard[k];
 	struct sched_update *u = &s->upd[sel[i]];
 	uint64_t x = w->legx[(size_t)i * (size_t)g->n_shards + (size_t)k];
 	uint64_t bytes = mlf_payload_bytes(d->n_floats);
-	json_t *m = sched_cmd_send(s, "update", u->id, x, d->host, 1, bytes, t, b->now_s,
+	int a = w->agg_of[i], dst = a >= 0 ? p->aggregates[a].host : d->host, chan = a >= 0 ? 2 : 1;
+	json_t *m = sched_cmd_send(s, "update", u->id, x, dst, chan, bytes, t, b->now_s,
 					 --w->legs_left[i] > 0);
 
 	if (!m)
@@ -297,8 +311,34 @@ static int command_leg(struct sched *s, const struct plan_batch *b, const int *s
 	json_object_set_new(m, "n_floats", json_integer((json_int_t)d->n_floats));
 	sched_to_app(s, "worker", u->worker, m);
 	return sched_xfer_add(s, &(struct sched_xfer){ .xfer = x, .what = SCHED_WHAT_UPDATE,
-			      .id = u->id, .src = u->worker, .dst = d->host, .chan = 1,
+			      .id = u->id, .src = u->worker, .dst = dst, .chan = chan,
 			      .bytes = bytes }, t, b->now_s);
+}
+
+/*
+ * Shard @t->shard's aggregate of plan aggregate @t->carries (§5.2 per shard): the aggregator
+ * sums the inputs' slices at that shard's offset and sends the sum to the shard's server. Its
+ * sched_xfer's id is the aggregate's shard-0 transfer id, the `agg` of its updates.
+ */
+static int command_aggregate(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			     const int *sel, const struct plan_transfer *t, struct shard_work *w)
+{
+	const struct sched_server *g = &s->server;
+	const struct plan_aggregate *ag = &p->aggregates[t->carries];
+	const struct sched_shard *d = &g->shard[t->shard];
+	size_t S = (size_t)g->n_shards, a = (size_t)t->carries;
+	json_t *in = json_array();
+
+	for (int k = 0; k < ag->n_inputs; k++)
+		json_array_append_new(in, json_integer((json_int_t)s->upd[sel[ag->inputs[k]]].id));
+	sched_to_app(s, "aggregator", ag->host, json_pack(
+		"{s:s, s:I, s:o, s:s, s:i, s:I, s:f, s:o, s:I}", "type", "aggregate", "agg",
+		(json_int_t)w->aggx[a * S + (size_t)t->shard], "inputs", in, "dst",
+		s->cl.hosts[d->host].name, "chan", 1, "bytes", (json_int_t)t->bytes, "start",
+		s->t0 + t->start_s, "steps", sched_cmd_steps(t), "offset", (json_int_t)d->offset));
+	return sched_xfer_add(s, &(struct sched_xfer){ .xfer = w->aggx[a * S + (size_t)t->shard],
+			      .what = SCHED_WHAT_AGGREGATE, .id = w->aggx[a * S], .src = ag->host,
+			      .dst = d->host, .chan = 1, .bytes = t->bytes }, t, b->now_s);
 }
 
 int sched_shard_command(struct sched *s, const struct plan_batch *b, const struct plan *p,
@@ -311,10 +351,12 @@ int sched_shard_command(struct sched *s, const struct plan_batch *b, const struc
 	size_t n_legs = (size_t)n_u * (size_t)S + 1;
 
 	w.legx = calloc(n_legs, sizeof(*w.legx));
+	w.aggx = calloc((size_t)p->n_aggregates * (size_t)S + 1, sizeof(*w.aggx));
+	w.agg_of = malloc(sizeof(int) * ((size_t)n_u + 1));
 	w.sent = calloc(n_legs, 1);
 	w.psent = calloc((size_t)n_e + 1, 1);
 	w.legs_left = calloc((size_t)n_u + 1, sizeof(int));
-	if (!w.legx || !w.sent || !w.psent || !w.legs_left) {
+	if (!w.legx || !w.aggx || !w.agg_of || !w.sent || !w.psent || !w.legs_left) {
 		shard_work_free(&w);
 		return -ENOMEM;
 	}
@@ -334,39 +376,53 @@ int sched_shard_command(struct sched *s, const struct plan_batch *b, const struc
 	/* 2. one commit order per shard server: the plan's commits at its host */
 	for (int k = 0; k < n_u * S; k++)
 		w.legx[k] = sched_xfer_fresh(s);
+	for (int k = 0; k < p->n_aggregates * S; k++)
+		w.aggx[k] = sched_xfer_fresh(s);
+	for (int i = 0; i < n_u; i++)
+		w.agg_of[i] = -1;
+	for (int a = 0; a < p->n_aggregates; a++)
+		for (int k = 0; k < p->aggregates[a].n_inputs; k++)
+			w.agg_of[p->aggregates[a].inputs[k]] = a;
 	for (int k = 0; k < S && !rc; k++) {
 		json_t *xs = json_array();
 		for (int c = 0; c < p->n_commits; c++) {
 			const struct plan_commit *pc = &p->commits[c];
-			if (pc->host == g->shard[k].host && pc->kind == PLAN_CARRY_UPDATE)
-				json_array_append_new(xs, json_integer((json_int_t)
-					w.legx[(size_t)pc->carries * (size_t)S + (size_t)k]));
+			if (pc->host != g->shard[k].host)
+				continue;
+			json_array_append_new(xs, json_integer((json_int_t)(pc->kind ==
+				PLAN_CARRY_AGGREGATE ? w.aggx : w.legx)[(size_t)pc->carries *
+				(size_t)S + (size_t)k]));
 		}
 		sched_cmd_order(s, "server", g->shard[k].host, 1, xs);
 	}
 	for (int k = 0; k < p->n_order; k++)
 		w.legs_left[p->order[k]] = S;
 	g->ordered += p->n_order;
-	/* 3. the legs */
+	/* 3. the legs and the shards' aggregates */
 	for (int i = 0; i < p->n_transfers && !rc; i++) {
 		const struct plan_transfer *t = &p->transfers[i];
-		if (t->kind != PLAN_CARRY_UPDATE || t->shard < 0 || t->shard >= S)
+		if (t->shard < 0 || t->shard >= S || t->kind == PLAN_CARRY_MODEL)
 			continue;
+		if (t->kind == PLAN_CARRY_AGGREGATE) {
+			rc = command_aggregate(s, b, p, sel, t, &w);
+			continue;
+		}
 		w.sent[(size_t)t->carries * (size_t)S + (size_t)t->shard] = 1;
-		rc = command_leg(s, b, sel, t->carries, t->shard, t, &w);
+		rc = command_leg(s, b, p, sel, t->carries, t->shard, t, &w);
 	}
 	for (int o = 0; o < p->n_order && !rc; o++)
 		for (int k = 0; k < S && !rc; k++)
 			if (!w.sent[(size_t)p->order[o] * (size_t)S + (size_t)k])
-				rc = command_leg(s, b, sel, p->order[o], k, NULL, &w);
+				rc = command_leg(s, b, p, sel, p->order[o], k, NULL, &w);
 	/* 4. fates */
 	for (int o = 0; o < p->n_order; o++) {
 		struct sched_update *u = &s->upd[sel[p->order[o]]];
 		u->state = SCHED_UPD_PLANNED;
 		u->legs = S;
+		int a = w.agg_of[p->order[o]];
 		u->xfer = w.legx[(size_t)p->order[o] * (size_t)S];
-		u->agg = 0;
-		sched_rec_update(s, u, "direct", NULL);
+		u->agg = a >= 0 ? w.aggx[(size_t)a * (size_t)S] : 0;
+		sched_rec_update(s, u, a >= 0 ? "aggregated" : "direct", NULL);
 	}
 	for (int k = 0; k < p->n_dropped; k++)
 		sched_cmd_drop(s, &s->upd[sel[p->dropped[k]]], "delay bound");

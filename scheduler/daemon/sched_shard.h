@@ -18,8 +18,11 @@
  *     before the batch's orders with `at_version` (the shard's own count) and `version` (the
  *     group's, written into every copy's header), so no shard can pass it first; the worker
  *     library assembles the copies of one version;
- *   - no aggregation, no distribution trees, no replica, no MLfabric-S (refused at registration
- *     or not planned; docs/scheduler.md says why).
+ *   - aggregation per shard (§5.2 with eq. 18): a worker sends its legs to the aggregator, which
+ *     gets one `aggregate` per shard (`offset`: sum those slices) sent to that shard's server;
+ *     aggregators never run on a shard server's host;
+ *   - no distribution trees, no replica, no MLfabric-S (refused at registration or not
+ *     planned; docs/scheduler.md says why).
  */
 
 /** sched_shard_of - the shard index of host @h in the registered group, or -1. */
@@ -48,14 +51,17 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
  */
 void sched_shard_commit(struct sched *s, int h, int64_t version);
 
-/** sched_shard_skipped - a leg ordered to the shard server at @h will never arrive (lag + 1). */
-void sched_shard_skipped(struct sched *s, int h);
+/**
+ * sched_shard_skipped - @n updates ordered to the shard server at @h will never be applied there
+ * (a skipped leg or aggregate, an aggregate sent without some inputs): lag + @n.
+ */
+void sched_shard_skipped(struct sched *s, int h, int n);
 
 /**
  * sched_shard_fill - the sharded part of batch @b (already filled for one server): the shard
  * servers, S legs per update (bytes of each shard's payload), S pull entries per pull (entry
  * q * S + k: shard k's copy, ready once the legs already ordered to shard k are planned to
- * have arrived), no aggregators or distributors, v_init = the group version after everything
+ * have arrived), no aggregator on a shard server's host, no distributors, v_init = the group version after everything
  * ordered. Arrays are allocated here and freed by sched_shard_free_batch. 0 or -ENOMEM.
  */
 int sched_shard_fill(struct sched *s, struct plan_batch *b);

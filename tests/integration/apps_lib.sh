@@ -16,11 +16,11 @@ apps_cleanup() {
 	tb_cleanup
 }
 
-# apps_begin NAME SUBNET HOST:SUFFIX:ROLES...: write cluster NAME with hosts at 10.83.SUBNET.SUFFIX
-# (roles a JSON list body, e.g. '"worker"'), links of $APPS_GBPS Gbit/s (default 10), bring it up,
-# make the work directory.
+# apps_begin NAME SUBNET HOST:SUFFIX:ROLES[:GBPS]...: write cluster NAME with hosts at 10.83.SUBNET.SUFFIX
+# (roles a JSON list body, e.g. '"worker"'), links of GBPS (default $APPS_GBPS, else 10) Gbit/s each
+# way, bring it up, make the work directory.
 apps_begin() {
-	local name=$1 net=$2 cfg sep="" h hn ip roles
+	local name=$1 net=$2 cfg sep="" h hn ip roles gb
 	shift 2
 	[ -x "$PS" ] && [ -x "$WK" ] || { echo "SKIP $TEST_NAME: build/mlf-ps or build/mlf-worker not built"; exit 0; }
 	need_dataplane
@@ -28,9 +28,10 @@ apps_begin() {
 	{
 		echo "{\"name\": \"$name\", \"hosts\": ["
 		for h in "$@"; do
-			IFS=: read -r hn ip roles <<<"$h"
+			IFS=: read -r hn ip roles gb <<<"$h"
+			gb=${gb:-${APPS_GBPS:-10}}
 			printf '%s{"name": "%s", "ip": "10.83.%s.%s", "up_gbps": %s, "down_gbps": %s, "roles": [%s]}\n' \
-				"$sep" "$hn" "$net" "$ip" "${APPS_GBPS:-10}" "${APPS_GBPS:-10}" "$roles"
+				"$sep" "$hn" "$net" "$ip" "$gb" "$gb" "$roles"
 			sep=","
 		done
 		echo "]}"

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # apps_shards.sh - sharded parameter servers (paper §10.2) end to end: mlf-scheduler, two mlf-ps
-# --shard K/2 (each holds half of the model) and 3 mlf-workers train MLfabric-A for ~20 s over
-# 1 Gbit/s links. Checks: every update a shard applied was applied by the other shard too, in the
+# --shard K/2 (each holds half of the model), an mlf-aggregator (one aggregate per shard) and 3
+# mlf-workers train MLfabric-A for ~20 s over 1 Gbit/s links (the shard servers' 0.25 Gbit/s). Checks: every update a shard applied was applied by the other shard too, in the
 # same order and at the same version (the scheduler plans both legs of an update together and
 # gives both shard servers the same commit order); no update applied twice; every model a worker
 # got was assembled from both shards at one version (the get returns only then, and a shard's
 # copy for a pull waits for its version: the scheduler's log has no failed model copy); the test
 # accuracy the evaluating worker measures on the models it got rises above 0.5.
 . "$(dirname "$0")/apps_lib.sh"
-[ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
+[ -x "$ROOT/build/mlf-scheduler" ] && [ -x "$ROOT/build/mlf-aggregator" ] ||
+	{ echo "SKIP $TEST_NAME: build/mlf-scheduler or build/mlf-aggregator not built"; exit 0; }
 APPS_GBPS=1
-apps_begin appsh 4 'p0:2:"server","scheduler"' 'p1:3:"server"' 'w0:10:"worker"' 'w1:11:"worker"' \
-	'w2:12:"worker"'
+apps_begin appsh 4 'p0:2:"server","scheduler":0.25' 'p1:3:"server":0.25' 'w0:10:"worker"' 'w1:11:"worker"' \
+	'w2:12:"worker"' 'ag:20:"aggregator"'
 mkdir -p "$WORK/sched"
 apps_run sched p0 "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/sched"
-for h in p0 p1 w0 w1 w2; do dp_start $h; done
+for h in p0 p1 w0 w1 w2 ag; do dp_start $h; done
+apps_run agg ag "$ROOT/build/mlf-aggregator" --cluster "$CLUSTER" --host ag
 
 TAU=4
 for k in 0 1; do
@@ -51,7 +53,10 @@ cmp -s "$WORK/applied0.txt" "$WORK/applied1.txt" ||
 	fail "the shards applied different updates or versions ($n0 and $n1 lines; first difference: $(diff "$WORK/applied0.txt" "$WORK/applied1.txt" | sed -n 2p))"
 [ "$(jq .version "$WORK/ps0/server.json")" = "$(jq .version "$WORK/ps1/server.json")" ] ||
 	fail "shard versions differ at the end: $(jq .version "$WORK/ps0/server.json") and $(jq .version "$WORK/ps1/server.json")"
-ok "two shards applied the same $n0 updates in the same order at the same versions"
+aggs=$(jq -s 'map(select(.parts > 1)) | length' "$WORK/ps0/applied.jsonl")
+# the shard servers' 0.25 Gbit/s downlinks make aggregation pay: the per-shard aggregates ran
+[ "$aggs" -gt 0 ] || fail "no update applied via an aggregate: the per-shard aggregation did not run"
+ok "two shards applied the same $n0 updates in the same order at the same versions ($aggs via aggregates)"
 
 # models: assembled from both shards at one version; the shard copies never failed
 models=$(cat "$WORK"/ps*.log | grep -c "model copy for pull" || true)

@@ -199,6 +199,65 @@ START_TEST(lost_leg_skipped_at_its_shard)
 }
 END_TEST
 
+/*
+ * Aggregation per shard (§5.2 with eq. 18): with the shard servers' downlinks the bottleneck,
+ * three updates go through aggregator a0: each worker sends both slices there (chan 2, with
+ * offsets), a0 gets one `aggregate` per shard (same inputs, `offset` of the shard, to that
+ * shard's server), and each shard server's order names its own aggregate.
+ */
+START_TEST(aggregates_per_shard)
+{
+	int w[N_W], a0;
+
+	start_daemon(NULL);
+	int ps = setup(NULL, 0, 0, N_W, w, &a0);
+	int s1 = fake_open("r0");
+	json_t *r = shard_reg("ps", 0, "async", 2 * HALF * 1000, 0);
+	json_object_set_new(r, "n_floats", json_integer(HALF * 1000));
+	fake_send(ps, r);
+	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
+	r = shard_reg("r0", 1, "async", 2 * HALF * 1000, HALF);
+	json_object_set_new(r, "offset", json_integer(HALF * 1000));
+	json_object_set_new(r, "n_floats", json_integer(HALF * 1000));
+	fake_send(s1, r);
+	ck_assert_ptr_nonnull(wait_msg(s1, "registered", 2.0));
+	for (int i = 0; i < N_W; i++)
+		push(w[i], 2001 + (uint64_t)i, 5, 1024 + 4 * 2 * HALF * 1000);
+	pump(0.4);
+	int n_agg = 0;
+	uint64_t aggx[2] = { 0, 0 };
+	for (int g = 0; g < n_got; g++) {
+		json_t *m = got[g].m;
+		if (got[g].fake != a0 || strcmp(str(m, "type"), "aggregate"))
+			continue;
+		int k = !strcmp(str(m, "dst"), "r0");
+		ck_assert_uint_eq(jid(m, "offset"), (uint64_t)k * HALF * 1000);
+		ck_assert_int_eq((int)json_array_size(json_object_get(m, "inputs")), N_W);
+		aggx[k] = jid(m, "agg");
+		n_agg++;
+	}
+	ck_assert_int_eq(n_agg, 2);
+	ck_assert_uint_ne(aggx[0], aggx[1]);
+	int shard_f[2] = { ps, s1 };
+	for (int k = 0; k < 2; k++) {
+		uint64_t ord[8];
+		ck_assert_int_eq(order_ids(first(shard_f[k], "order", NULL, 0), ord), 1);
+		ck_assert_uint_eq(ord[0], aggx[k]);
+	}
+	for (int i = 0; i < N_W; i++) {
+		int n = 0;
+		for (int g = 0; g < n_got; g++)
+			if (got[g].fake == w[i] && !strcmp(str(got[g].m, "type"), "send")) {
+				ck_assert_str_eq(str(got[g].m, "dst"), "a0");
+				ck_assert_int_eq((int)jid(got[g].m, "chan"), 2);
+				n++;
+			}
+		ck_assert_int_eq(n, 2);
+	}
+	stop_daemon();
+}
+END_TEST
+
 /* Registrations that do not fit the group are refused, naming the field. */
 START_TEST(bad_shard_registrations_refused)
 {
@@ -239,6 +298,7 @@ int main(void)
 	tcase_add_test(tc, group_version_waits_for_every_shard);
 	tcase_add_test(tc, lost_leg_skipped_at_its_shard);
 	tcase_add_test(tc, bad_shard_registrations_refused);
+	tcase_add_test(tc, aggregates_per_shard);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

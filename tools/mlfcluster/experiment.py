@@ -24,7 +24,7 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "compute_s": 0, "tau_max": 8, "eval_every_s": 2, "eval_images": 1000,
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
             "replication": None, "faults": None, "worker_program": "c",
-            "scheduler_args": None}
+            "scheduler_args": None, "shards": 1}
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
 FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss"]
@@ -125,6 +125,29 @@ class Experiment:
         self._load_replication()
         self._load_faults()
         self._load_scheduler_args()
+        self._load_shards()
+
+    def _load_shards(self):
+        """shards: S >= 1 parameter servers for mlfabric-a (paper §10.2, docs/experiments.md):
+        the first S hosts with role server each hold a slice of the model (mlf-ps --shard K/S),
+        the first worker evaluates the models it gets (mlf-worker --eval-every). Default 1."""
+        v = self.raw.get("shards", 1)
+        if not is_num(v) or v != int(v) or not 1 <= v <= 32:
+            self.err("shards: an integer in 1..32 expected")
+        self.shards = int(v)
+        self.shard_hosts = self.cluster_roles("server")[:self.shards] if self.shards > 1 else [self.server]
+        if self.shards > 1:
+            if len(self.shard_hosts) < self.shards:
+                self.err('shards: %d shard servers need %d hosts with role server in %s (it has %d)'
+                         % (self.shards, self.shards, self.cluster, len(self.shard_hosts)))
+            if self.worker_program != "c":
+                self.err("shards: needs worker_program c (mlf-worker evaluates the sharded model)")
+            if self.repl_mode != "none":
+                self.err("shards: a sharded model is not replicated (replication mode %s)" % self.repl_mode)
+            for h in self.shard_hosts:
+                if h in self.workers:
+                    self.err('shards: server host "%s" is also a worker host' % h)
+            self.aggs = [h for h in self.aggs if h not in self.shard_hosts]
 
     def _load_worker_program(self):
         """worker_program "c" (mlf-worker, the default) or "torch" (examples/torch_fashion_mnist.py

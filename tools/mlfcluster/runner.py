@@ -238,6 +238,18 @@ class Runner:
                         h = a.name.split("@", 1)[1]
                         wait_ready("%s (no 'registered as aggregator@%s' in %s)" % (a.name, h, os.path.basename(a.log)),
                                    log_has(a.log, "registered as aggregator@" + h), READY_AGG_S, [a])
+                sharded = sys_ == "mlfabric-a" and e.shards > 1
+                for k, h in enumerate(e.shard_hosts[1:] if sharded else [], 1):
+                    # shard servers 1..S-1 (§10.2); shard 0 is the server below
+                    srec = os.path.join(rec, "shard-%d" % k)
+                    os.makedirs(srec, exist_ok=True)
+                    q = self.start("server@" + h, L("ps-shard%d.log" % k), h,
+                                   [b("mlf-ps")] + ps_common + ["--host", h, "--records", srec,
+                                                                "--shard", "%d/%d" % (k, e.shards)])
+                    wait_ready("server@%s (no 'serving' in %s)" % (h, os.path.basename(q.log)),
+                               log_has(q.log, "serving"), READY_SERVER_S, [q])
+                if sharded:
+                    ps_extra = ps_extra + ["--shard", "0/%d" % e.shards]
                 p = self.start("server@" + e.server, L("ps.log"), e.server,
                                [b("mlf-ps")] + ps_common + ["--host", e.server, "--records", rec] + verify + ps_extra)
                 ready_word = WAITING_MODEL if torch else "serving"
@@ -266,7 +278,9 @@ class Runner:
                                 "--mode", mode, "--shard", "%d/%d" % (i, e.nw), "--model", e.s["model"],
                                 "--batch", e.s["batch"], "--lr", e.s["lr"], "--straggle", e.straggle,
                                 "--compute-s", e.s["compute_s"], "--seed", str(int(e.seed) * 1000 + i + 1),
-                                "--records", os.path.join(rec, h)])
+                                "--records", os.path.join(rec, h)] +
+                               (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
+                                if sharded and i == 0 else []))
             else:
                 procs.start("mpirun", L("rrsync.log"),
                             [e.mpirun, e.cluster, ",".join(e.workers), "--", b("mlf-rrsync"),
