@@ -20,27 +20,29 @@ def load(path):
 def main():
     root, target = sys.argv[1], float(sys.argv[2])
     rows = {}
-    print("%-14s %8s %9s %8s %10s %10s %8s" % ("run", "reached", "t_target", "iter/s", "srv_busy", "srv1_busy", "cpu"))
+    print("%-14s %8s %9s %8s %12s %12s %8s" % ("run", "reached", "t_target", "iter/s", "ps up/down", "ps1 up/down",
+                                                 "cpu"))
     for d in sorted(glob.glob(os.path.join(root, "s*-seed*"))):
         if not os.path.isdir(d):
             continue
         k = int(os.path.basename(d).split("-")[0][1:])
         res = load(os.path.join(d, "results.json")) or {}
         v = (res.get("systems") or {}).get("mlfabric-a") or {}
-        lk = (load(os.path.join(d, "links.json")) or {})
-        lsys = (lk.get("systems") or {}).get("mlfabric-a") if isinstance(lk.get("systems"), dict) else None
-        plan = (lsys or {}).get("plan") or {}
+        lk = (load(os.path.join(d, "links.json")) or {}).get("mlfabric-a") or {}
+        plan = lk.get("transfers") or {}  # busy fractions from the planned transfers (links.py)
 
         def busy(h):
-            x = plan.get(h) or {}
-            b = [((x.get(dd) or {}).get("busy") or 0) for dd in ("up", "down")]
-            return max(b) if b else None
+            x = plan.get(h)
+            if not x:
+                return "-"
+            return "%.0f/%.0f%%" % (100 * ((x.get("up") or {}).get("busy") or 0),
+                                    100 * ((x.get("down") or {}).get("busy") or 0))
         wall = v.get("wall_s") or 0
         its = v.get("iterations") or 0
         t = v.get("time_to_target_s")
         cpu = (v.get("cpu") or {}).get("machine_cores") if isinstance(v.get("cpu"), dict) else None
         reached = t is not None
-        print("%-14s %8s %9s %8.2f %10s %10s %8s" % (os.path.basename(d), reached, "%.1f" % t if reached else "miss",
+        print("%-14s %8s %9s %8.2f %12s %12s %8s" % (os.path.basename(d), reached, "%.1f" % t if reached else "miss",
                                                     its / wall if wall else 0, busy("ps"), busy("ps1"), cpu))
         rows.setdefault(k, []).append((t if reached else float("inf"), its / wall if wall else 0))
     for k in sorted(rows):
