@@ -6,7 +6,10 @@
 # and both measurements are printed, so a steady pacing error still fails.
 # The top rate is a pacing test only where the machine can carry it: an unpaced 128 MiB transfer
 # measures the ceiling first, and the top rate is capped at 70% of it (printed; this VM carried
-# 8.6 Gbit/s unpaced on 2026-11-22 but only 2.3 on 2026-11-24, old and new dataplanes alike).
+# 8.6 Gbit/s unpaced on 2026-11-22 but only 2.3 on 2026-11-24 and 1.7 in a CI run that evening,
+# old and new dataplanes alike). Where 70% of the ceiling is not above 1.1 Gbit/s the top step
+# would repeat the 1 Gbit/s one: it is skipped with a note naming the ceiling, and 0.2 and 1 Gbit/s
+# are still checked (a ceiling below 1.5 Gbit/s fails: then 1 Gbit/s is no pacing test either).
 . "$(dirname "$0")/lib.sh"
 dp_pair_begin
 MTU=$(sed -n 's/.*"mtu": *\([0-9]*\).*/\1/p' "$CLUSTER")
@@ -39,11 +42,17 @@ wait $rpid || fail "receiver of the unpaced transfer failed: $(cat "$WORK/recv")
 CEIL=$(field "$(grep '^xfer ' "$WORK/send")" goodput_gbps)
 [ -n "$CEIL" ] || fail "no goodput reported for the unpaced transfer: $(cat "$WORK/send")"
 TOP=$(awk -v c="$CEIL" 'BEGIN { t = 0.7 * c; if (t > 2.5) t = 2.5; printf "%.2f", t }')
-awk -v t="$TOP" 'BEGIN { exit !(t >= 1.2) }' ||
-	fail "this machine carries only $CEIL Gbit/s unpaced: too slow for a pacing test at >= 1.2 Gbit/s"
-[ "$TOP" = 2.50 ] || echo "note test_dp_rates: unpaced ceiling $CEIL Gbit/s here: top rate $TOP instead of 2.5 Gbit/s (70% of it)"
+awk -v c="$CEIL" 'BEGIN { exit !(c >= 1.5) }' ||
+	fail "this machine carries only $CEIL Gbit/s unpaced: too slow for a pacing test at 1 Gbit/s"
+RATES="0.2 1 $TOP"
+if awk -v t="$TOP" 'BEGIN { exit !(t <= 1.1) }'; then
+	RATES="0.2 1"
+	echo "note test_dp_rates: unpaced ceiling $CEIL Gbit/s here: no top rate above 1.1 Gbit/s at 70% of it, only 0.2 and 1 Gbit/s checked"
+elif [ "$TOP" != 2.50 ]; then
+	echo "note test_dp_rates: unpaced ceiling $CEIL Gbit/s here: top rate $TOP instead of 2.5 Gbit/s (70% of it)"
+fi
 
-for rate in 0.2 1 "$TOP"; do
+for rate in $RATES; do
 	l2=$(awk -v r="$rate" -v k="$L2_PER_PAYLOAD" 'BEGIN { printf "%.4f", r * k }')
 	measure "$rate"
 	if ! within 2 "$GOT" "$l2"; then
