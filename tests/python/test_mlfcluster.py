@@ -12,6 +12,7 @@ from exp_case import ExpCase  # noqa: E402
 from mlfcluster import results  # noqa: E402
 from mlfcluster.network import rate_schedule, schedule_lines  # noqa: E402
 from mlfcluster.procs import NotReady, Procs, log_has, wait_ready  # noqa: E402
+from mlfcluster.runner import last_lines  # noqa: E402
 
 BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), "systems": ["mlfabric-a"],
         "compute": "C1", "network": "N2", "rate_scale": 0.1, "period_s": 5, "target_accuracy": 0.8,
@@ -148,6 +149,16 @@ class Readiness(Tmp):
         p.popen.kill()
         p.popen.wait()
         self.assertEqual(p.status(), 137)
+
+    def test_exited_at_start_reason(self):
+        """A process that exits at start is reported with its log's last 3 non-empty lines."""
+        log = os.path.join(self.dir, "ps.log")
+        with open(log, "w") as f:
+            f.write("one\n\ntwo\nthree\n  \nerror: bad model\n\n")
+        self.assertEqual(last_lines(log), "two | three | error: bad model")
+        open(log, "w").close()
+        self.assertEqual(last_lines(log), "(empty log %s)" % log)
+        self.assertTrue(last_lines(os.path.join(self.dir, "none.log")).startswith("(no log "))
 
 
 if __name__ == "__main__":
