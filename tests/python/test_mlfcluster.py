@@ -54,6 +54,22 @@ class Validation(Tmp):
         self.bad("period_s: a positive number expected", period_s=0)
         self.bad("cannot read", cluster="conf/no-such-cluster.json")
 
+    def test_ranges_name_the_key(self):
+        """Each bad value is refused with one line naming the key and what was expected."""
+        self.bad('model: layer sizes expected', model="784,abc,10")
+        self.bad('model: layer sizes expected', model="784")
+        for v in [0, -3, 2.5, "32"]:
+            self.bad("batch: an integer >= 1 expected", batch=v)
+        self.bad("lr: a number > 0 expected", lr="0.05")
+        self.bad("lr: a number > 0 expected", lr=0)
+        self.bad("momentum: a number in [0, 1) expected", momentum=1.2)
+        self.bad("momentum: a number in [0, 1) expected", momentum=1)
+        self.bad("tau_max: a number >= 0 expected", tau_max=-1)
+        self.bad("t_lag: a number >= 0 expected", t_lag=-0.1)
+        self.bad("batch_ms: a number > 0 expected", batch_ms=0)
+        self.bad("eval_every_s: a number > 0 expected", eval_every_s=0)
+        self.bad("compute_s: a number >= 0 expected", compute_s=-1)
+
     def test_replication_and_faults(self):
         self.bad('replication: unknown key "every"', replication={"every": 3})
         self.bad("checkpoint_every", replication={"mode": "checkpoint"})
