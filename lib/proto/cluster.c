@@ -68,22 +68,23 @@ static int parse_mac(const char *s, uint8_t mac[6])
 
 /*
  * check_label() - a cluster or host name usable in namespace and interface names: 1..15
- * characters of [A-Za-z0-9_-], not starting with '-'. Returns 0, or -EINVAL with one line in ERR
- * naming ORIGIN and FIELD (WHERE prefix, e.g. "hosts[2].").
+ * characters of [A-Za-z0-9_-] (host names, DOT set: also '.' after the first character), not
+ * starting with '-'. Returns 0, or -EINVAL with one line in ERR naming ORIGIN and FIELD (WHERE
+ * prefix, e.g. "hosts[2].").
  */
-static int check_label(json_t *j, const char *origin, const char *where, const char *field, char *err,
-		       size_t errlen)
+static int check_label(json_t *j, int dot, const char *origin, const char *where, const char *field,
+		       char *err, size_t errlen)
 {
 	const char *s = json_is_string(j) ? json_string_value(j) : NULL;
 	size_t n = s ? strlen(s) : 0;
 	int ok = s && n >= 1 && n <= CLUSTER_LABEL_MAX && n == json_string_length(j) && s[0] != '-';
 
 	for (size_t i = 0; ok && i < n; i++)
-		ok = isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-';
+		ok = isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-' || (dot && i > 0 && s[i] == '.');
 	if (ok)
 		return 0;
-	snprintf(err, errlen, "%s: %s%s: required string of 1..%d characters [A-Za-z0-9_-], not starting "
-		 "with '-'", origin, where, field, CLUSTER_LABEL_MAX);
+	snprintf(err, errlen, "%s: %s%s: required string of 1..%d characters [A-Za-z0-9_-%s], not starting "
+		 "with '-'%s", origin, where, field, CLUSTER_LABEL_MAX, dot ? "." : "", dot ? " or '.'" : "");
 	return -EINVAL;
 }
 
@@ -105,7 +106,7 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 		return -EINVAL;
 	}
 	j = json_object_get(jh, "name");
-	if (check_label(j, origin, where, "name", err, errlen))
+	if (check_label(j, 1, origin, where, "name", err, errlen))
 		return -EINVAL;
 	strcpy(h->name, json_string_value(j));
 	j = json_object_get(jh, "ip");
@@ -196,7 +197,7 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 		goto out;
 	}
 	j = json_object_get(root, "name");
-	if (j && check_label(j, origin, "", "name", err, errlen))
+	if (j && check_label(j, 0, origin, "", "name", err, errlen))
 		goto out;
 	snprintf(out->name, sizeof(out->name), "%s", j ? json_string_value(j) : "cluster");
 	out->mtu = 1500;

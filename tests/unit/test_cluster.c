@@ -58,6 +58,8 @@ static const struct { const char *doc, *must_name; } bad_docs[] = {
 	{ "{\"hosts\":[{\"name\":\"a/b\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
 	{ "{\"hosts\":[{\"name\":\"$(id)\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
 	{ "{\"hosts\":[{\"name\":\"a b\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
+	{ "{\"hosts\":[{\"name\":\".a\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
+	{ "{\"name\":\"a.b\",\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "bad.json: name" },
 	{ "{\"hosts\":[{\"name\":\"-a\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
 	{ "{\"hosts\":[{\"name\":\"a1234567890123456\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
 	{ "{\"name\":\"x\",\"name\":\"y\",\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "duplicate" },
