@@ -70,6 +70,25 @@ class Validation(Tmp):
         self.bad("eval_every_s: a number > 0 expected", eval_every_s=0)
         self.bad("compute_s: a number >= 0 expected", compute_s=-1)
 
+    def test_check_and_run_refuse_before_starting(self):
+        """check and run exit 2 with one line naming file and key; run creates no run folder
+        (so no namespace: the testbed is built after the folder)."""
+        import subprocess
+        from exp_case import ROOT
+        try:
+            self.exp(batch=0)
+        except Exception:
+            pass
+        p = os.path.join(self.dir, "exp.json")
+        out = os.path.join(self.dir, "run")
+        for cmd in (["check", p], ["run", p, "--out", out]):
+            r = subprocess.run([os.path.join(ROOT, "tools", "mlf-cluster")] + cmd, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(p + ": batch: an integer >= 1 expected", r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_replication_and_faults(self):
         self.bad('replication: unknown key "every"', replication={"every": 3})
         self.bad("checkpoint_every", replication={"mode": "checkpoint"})
