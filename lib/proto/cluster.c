@@ -2,6 +2,7 @@
 #include "cluster.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,31 @@ static int parse_mac(const char *s, uint8_t mac[6])
 	return 0;
 }
 
+/* Longest cluster or host name: host names become veth interface names (IFNAMSIZ - 1). */
+#define CLUSTER_LABEL_MAX 15
+
+/*
+ * check_label() - a cluster or host name usable in namespace and interface names: 1..15
+ * characters of [A-Za-z0-9_-] (host names, DOT set: also '.' after the first character), not
+ * starting with '-'. Returns 0, or -EINVAL with one line in ERR naming ORIGIN and FIELD (WHERE
+ * prefix, e.g. "hosts[2].").
+ */
+static int check_label(json_t *j, int dot, const char *origin, const char *where, const char *field,
+		       char *err, size_t errlen)
+{
+	const char *s = json_is_string(j) ? json_string_value(j) : NULL;
+	size_t n = s ? strlen(s) : 0;
+	int ok = s && n >= 1 && n <= CLUSTER_LABEL_MAX && n == json_string_length(j) && s[0] != '-';
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-' || (dot && i > 0 && s[i] == '.');
+	if (ok)
+		return 0;
+	snprintf(err, errlen, "%s: %s%s: required string of 1..%d characters [A-Za-z0-9_-%s], not starting "
+		 "with '-'%s", origin, where, field, CLUSTER_LABEL_MAX, dot ? "." : "", dot ? " or '.'" : "");
+	return -EINVAL;
+}
+
 static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *origin, char *err,
 		      size_t errlen)
 {
@@ -80,11 +106,8 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 		return -EINVAL;
 	}
 	j = json_object_get(jh, "name");
-	if (!json_is_string(j) || json_string_length(j) == 0 || json_string_length(j) >= CLUSTER_NAME_MAX) {
-		snprintf(err, errlen, "%s: %sname: required string of 1..%d characters", origin, where,
-			 CLUSTER_NAME_MAX - 1);
+	if (check_label(j, 1, origin, where, "name", err, errlen))
 		return -EINVAL;
-	}
 	strcpy(h->name, json_string_value(j));
 	j = json_object_get(jh, "ip");
 	if (!json_is_string(j) || inet_pton(AF_INET, json_string_value(j), &addr) != 1) {
@@ -92,6 +115,11 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 		return -EINVAL;
 	}
 	h->ip = addr.s_addr;
+	if (h->ip == 0 || h->ip == 0xffffffffu || (ntohl(h->ip) >> 28) == 0xe) {
+		snprintf(err, errlen, "%s: %sip: must be a unicast address (not 0.0.0.0, 255.255.255.255 "
+			 "or multicast 224.0.0.0/4)", origin, where);
+		return -EINVAL;
+	}
 	j = json_object_get(jh, "mac");
 	if (j) {
 		if (!json_is_string(j) || parse_mac(json_string_value(j), h->mac) != 0) {
@@ -103,6 +131,11 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 		h->mac[1] = 0x00;
 		memcpy(&h->mac[2], &h->ip, 4);
 	}
+	if ((h->mac[0] & 1) || !(h->mac[0] | h->mac[1] | h->mac[2] | h->mac[3] | h->mac[4] | h->mac[5])) {
+		snprintf(err, errlen, "%s: %smac: must be a unicast, non-zero address (low bit of the first "
+			 "octet clear)", origin, where);
+		return -EINVAL;
+	}
 	h->up_gbps = h->down_gbps = 10.0;
 	for (int d = 0; d < 2; d++) {
 		const char *key = d ? "down_gbps" : "up_gbps";
@@ -110,8 +143,9 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 		j = json_object_get(jh, key);
 		if (!j)
 			continue;
-		if (!json_is_number(j) || json_number_value(j) <= 0 || json_number_value(j) > 400) {
-			snprintf(err, errlen, "%s: %s%s: must be a number in (0, 400] Gbit/s", origin, where, key);
+		if (!json_is_number(j) || !(json_number_value(j) >= 0.001) || json_number_value(j) > 400) {
+			snprintf(err, errlen, "%s: %s%s: must be a number in [0.001, 400] Gbit/s", origin, where,
+				 key);
 			return -EINVAL;
 		}
 		*dst = json_number_value(j);
@@ -149,7 +183,7 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	int rc = -EINVAL;
 
 	memset(out, 0, sizeof(*out));
-	root = json_loads(text, 0, &jerr);
+	root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
 		snprintf(err, errlen, "%s: line %d: malformed JSON: %s", origin, jerr.line, jerr.text);
 		return -EINVAL;
@@ -163,7 +197,9 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 		goto out;
 	}
 	j = json_object_get(root, "name");
-	snprintf(out->name, sizeof(out->name), "%s", json_is_string(j) ? json_string_value(j) : "cluster");
+	if (j && check_label(j, 0, origin, "", "name", err, errlen))
+		goto out;
+	snprintf(out->name, sizeof(out->name), "%s", j ? json_string_value(j) : "cluster");
 	out->mtu = 1500;
 	out->prefix_len = 24;
 	out->udp_port = 47000;
@@ -205,6 +241,18 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 				snprintf(err, errlen, "%s: hosts[%d]: name or ip repeats hosts[%d]", origin, i, k);
 				goto out;
 			}
+			if (memcmp(out->hosts[k].mac, out->hosts[i].mac, 6) == 0) {
+				snprintf(err, errlen, "%s: hosts[%d].mac: repeats hosts[%d].mac", origin, i, k);
+				goto out;
+			}
+		}
+		{
+			uint32_t hostmask = 0xffffffffu >> out->prefix_len, a = ntohl(out->hosts[i].ip);
+			if ((a & hostmask) == 0 || (a & hostmask) == hostmask) {
+				snprintf(err, errlen, "%s: hosts[%d].ip: the network or broadcast address of its "
+					 "/%d subnet", origin, i, out->prefix_len);
+				goto out;
+			}
 		}
 	}
 	rc = 0;
@@ -225,7 +273,7 @@ out:
 int cluster_load(const char *path, struct cluster *out, char *err, size_t errlen)
 {
 	json_error_t jerr;
-	json_t *root = json_load_file(path, 0, &jerr);
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	char *text;
 	int rc;
 

@@ -12,6 +12,7 @@ from exp_case import ExpCase  # noqa: E402
 from mlfcluster import results  # noqa: E402
 from mlfcluster.network import rate_schedule, schedule_lines  # noqa: E402
 from mlfcluster.procs import NotReady, Procs, log_has, wait_ready  # noqa: E402
+from mlfcluster.runner import last_lines  # noqa: E402
 
 BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), "systems": ["mlfabric-a"],
         "compute": "C1", "network": "N2", "rate_scale": 0.1, "period_s": 5, "target_accuracy": 0.8,
@@ -52,6 +53,41 @@ class Validation(Tmp):
         self.bad('host "w9" is not in cluster', aggregators=["w0", "w9"])
         self.bad("period_s: a positive number expected", period_s=0)
         self.bad("cannot read", cluster="conf/no-such-cluster.json")
+
+    def test_ranges_name_the_key(self):
+        """Each bad value is refused with one line naming the key and what was expected."""
+        self.bad('model: layer sizes expected', model="784,abc,10")
+        self.bad('model: layer sizes expected', model="784")
+        for v in [0, -3, 2.5, "32"]:
+            self.bad("batch: an integer >= 1 expected", batch=v)
+        self.bad("lr: a number > 0 expected", lr="0.05")
+        self.bad("lr: a number > 0 expected", lr=0)
+        self.bad("momentum: a number in [0, 1) expected", momentum=1.2)
+        self.bad("momentum: a number in [0, 1) expected", momentum=1)
+        self.bad("tau_max: a number >= 0 expected", tau_max=-1)
+        self.bad("t_lag: a number >= 0 expected", t_lag=-0.1)
+        self.bad("batch_ms: a number > 0 expected", batch_ms=0)
+        self.bad("eval_every_s: a number > 0 expected", eval_every_s=0)
+        self.bad("compute_s: a number >= 0 expected", compute_s=-1)
+
+    def test_check_and_run_refuse_before_starting(self):
+        """check and run exit 2 with one line naming file and key; run creates no run folder
+        (so no namespace: the testbed is built after the folder)."""
+        import subprocess
+        from exp_case import ROOT
+        try:
+            self.exp(batch=0)
+        except Exception:
+            pass
+        p = os.path.join(self.dir, "exp.json")
+        out = os.path.join(self.dir, "run")
+        for cmd in (["check", p], ["run", p, "--out", out]):
+            r = subprocess.run([os.path.join(ROOT, "tools", "mlf-cluster")] + cmd, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(p + ": batch: an integer >= 1 expected", r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertFalse(os.path.exists(out))
 
     def test_replication_and_faults(self):
         self.bad('replication: unknown key "every"', replication={"every": 3})
@@ -148,6 +184,16 @@ class Readiness(Tmp):
         p.popen.kill()
         p.popen.wait()
         self.assertEqual(p.status(), 137)
+
+    def test_exited_at_start_reason(self):
+        """A process that exits at start is reported with its log's last 3 non-empty lines."""
+        log = os.path.join(self.dir, "ps.log")
+        with open(log, "w") as f:
+            f.write("one\n\ntwo\nthree\n  \nerror: bad model\n\n")
+        self.assertEqual(last_lines(log), "two | three | error: bad model")
+        open(log, "w").close()
+        self.assertEqual(last_lines(log), "(empty log %s)" % log)
+        self.assertTrue(last_lines(os.path.join(self.dir, "none.log")).startswith("(no log "))
 
 
 if __name__ == "__main__":

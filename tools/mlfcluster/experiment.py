@@ -25,6 +25,17 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
             "replication": None, "faults": None, "worker_program": "c",
             "scheduler_args": None, "shards": 1}
+# range of each optional numeric key: (low, low included, high or None, integer only, expected)
+RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
+          "lr": (0, False, None, False, "a number > 0"),
+          "lr_sync": (0, False, None, False, "a number > 0"),
+          "momentum": (0, True, 1, False, "a number in [0, 1)"),
+          "compute_s": (0, True, None, False, "a number >= 0"),
+          "tau_max": (0, True, None, False, "a number >= 0"),
+          "eval_every_s": (0, False, None, False, "a number > 0"),
+          "eval_images": (1, True, None, True, "an integer >= 1"),
+          "batch_ms": (0, False, None, False, "a number > 0"),
+          "t_lag": (0, True, None, False, "a number >= 0")}
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
 FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss"]
@@ -111,6 +122,7 @@ class Experiment:
         self.probs = NET_PROBS[self.network]
         for k in POSITIVE:
             setattr(self, k, x[k])
+        self._check_ranges(x)
         # the command-line strings of the settings, as the bash runner passed them
         g = lambda k: num_str(x[k]) if k in x and x[k] is not None else OPTIONAL[k]
         self.s = {k: num_str(g(k)) for k in ["model", "batch", "lr", "momentum", "compute_s", "tau_max",
@@ -126,6 +138,24 @@ class Experiment:
         self._load_faults()
         self._load_scheduler_args()
         self._load_shards()
+
+    def _check_ranges(self, x):
+        """Type and range of the optional numeric keys (RANGES) and of model (layer sizes)."""
+        for k, (lo, lo_in, hi, integer, what) in RANGES.items():
+            v = x.get(k)
+            if v is None:
+                continue
+            ok = is_num(v) and (v >= lo if lo_in else v > lo) and (hi is None or v < hi)
+            if ok and integer:
+                ok = float(v).is_integer()
+            if not ok:
+                self.err("%s: %s expected, got %s" % (k, what, json.dumps(v)))
+        m = x.get("model")
+        if m is not None:
+            parts = num_str(m).split(",") if isinstance(m, (str, list)) else []
+            if len(parts) < 2 or not all(re.fullmatch(r"[1-9][0-9]*", q.strip()) for q in parts):
+                self.err('model: layer sizes expected (positive integers, e.g. "784,1024,10"), got %s'
+                         % json.dumps(m))
 
     def _load_shards(self):
         """shards: S >= 1 parameter servers for mlfabric-a (paper §10.2, docs/experiments.md):

@@ -30,6 +30,19 @@ TICK_S = 0.25
 OK_REASONS = ("target", "time_limit", "rr-sync_exited", "all workers exited")
 
 
+def last_lines(path, n=3):
+    """The last N non-empty lines of a log joined with ' | ', or '(empty log PATH)' when there
+    are none, so a process that exits at start is never reported with an empty reason."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 8192))
+            lines = [l.strip() for l in f.read().decode("utf-8", "replace").splitlines() if l.strip()]
+    except OSError as x:
+        return "(no log %s: %s)" % (path, x.strerror)
+    return " | ".join(lines[-n:]) if lines else "(empty log %s)" % path
+
+
 class Interrupted(Exception):
     pass
 
@@ -265,7 +278,7 @@ class Runner:
                                READY_SERVER_S, [p])
                 for p in procs.matching("*"):
                     if not p.alive():
-                        raise NotReady("%s exited at start: %s" % (p.name, last_line(p.log)))
+                        raise NotReady("%s exited at start: %s" % (p.name, last_lines(p.log)))
                 if torch:
                     # the root worker sends the initial model; then the server registers ("serving")
                     ws = self.torch_workers(sys_, mode, rec, L)
