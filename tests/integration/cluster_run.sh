@@ -215,7 +215,10 @@ jq -e '.cpu.procs | has("worker@w0") and has("dataplane@ps") and has("scheduler@
 	fail "mlfabric-a: cpu.procs $(jq -c '.cpu.procs | keys' "$R/mlfabric-a/run.json")"
 jq -e '.cpu.procs | has("mpirun")' "$R/rr-sync/run.json" >/dev/null || fail "rr-sync: no mpirun in cpu.procs"
 pgrep -f "mlfcluster/netdev.py" >/dev/null && fail "the counter sampler was left running"
-"$MC" links "$R" | grep -q "^mlfabric-a (window" || fail "tools/mlf-cluster links prints no table"
+# to a file first: grep -q stops reading at the first match, and the writer's broken pipe would
+# fail the pipeline (pipefail) whenever the table is longer than the pipe buffer
+"$MC" links "$R" >"$WORK/links.out" || fail "tools/mlf-cluster links failed: $(tail -n 3 "$WORK/links.out")"
+grep -q "^mlfabric-a (window" "$WORK/links.out" || fail "tools/mlf-cluster links prints no table"
 ok "run.json cpu (machine, per process), netdev.jsonl counters of every host, links.json and 'links' for every system"
 
 # Ctrl-C in the middle of a run: everything is torn down, partial results are written
