@@ -20,6 +20,7 @@ struct wk_opts {
 	enum mlf_mode mode;
 	int shard_i, shard_n, batch;
 	double lr, duration, timeout, compute_min, eval_every;
+	double momentum; /* worker-side momentum gamma in [0, 1) (0 = off: the server's eq. 2) */
 	size_t eval_images;
 	long iterations;
 	size_t train_images;
@@ -42,6 +43,9 @@ static void wk_usage(FILE *f)
 		"  --model SIZES          layer sizes (default 784,1024,10; must match the server)\n"
 		"  --batch N              mini-batch size (default 32)\n"
 		"  --lr X                 learning rate (default 0.05)\n"
+		"  --momentum G           worker-side momentum (default 0 = off): keep h = G h + u and\n"
+		"                         push h instead of u (paper eq. 2 moved from the server to the\n"
+		"                         worker; run the server with --momentum 0; docs/replication.md)\n"
 		"  --straggle R,S|C1..C3  slow an iteration down by S with probability R (default none)\n"
 		"  --compute-s T          emulated accelerator: a gradient takes at least T seconds\n"
 		"                         (sleeps the rest; stragglers multiply it; default 0 = CPU time)\n"
@@ -68,7 +72,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "seed", 1, 0, 'S' }, { "records", 1, 0, 'r' }, { "data", 1, 0, 'd' },
 		{ "train-images", 1, 0, 'n' }, { "iterations", 1, 0, 'i' }, { "duration", 1, 0, 'D' },
 		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
-		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { 0, 0, 0, 0 },
+		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { "momentum", 1, 0, 'G' },
+		{ 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
 	int c;
@@ -98,6 +103,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		case 'C': o->compute_min = atof(optarg); break;
 		case 'e': o->eval_every = atof(optarg); break;
 		case 'k': o->eval_images = strtoul(optarg, NULL, 10); break;
+		case 'G': o->momentum = atof(optarg); break;
 		case 'h': wk_usage(stdout); return 1;
 		default: wk_usage(stderr); return -1;
 		}
@@ -112,6 +118,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		return fprintf(stderr, "mlf-worker: bad --shard '%s': expected I/N with 0 <= I < N\n", shard), -1;
 	if (o->batch < 1 || o->lr <= 0 || o->timeout <= 0 || o->duration < 0 || o->iterations < 0)
 		return fprintf(stderr, "mlf-worker: --batch, --lr, --timeout must be positive\n"), -1;
+	if (!(o->momentum >= 0 && o->momentum < 1))
+		return fprintf(stderr, "mlf-worker: bad --momentum %g (must be in [0, 1))\n", o->momentum), -1;
 	if (!(o->eval_every >= 0) || o->eval_images < 1)
 		return fprintf(stderr, "mlf-worker: --eval-every must be >= 0 and --eval-images >= 1\n"), -1;
 	return 0;
@@ -163,9 +171,10 @@ int main(int argc, char **argv)
 		return log_err("%s", err), 1;
 	size_t n = mlp_param_count(&shape);
 	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
+	float *h = o.momentum > 0 ? calloc(n, sizeof(float)) : NULL; /* worker-side momentum, h_0 = 0 */
 	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
 	uint8_t *y = malloc((size_t)o.batch);
-	if (!w || !u || !x || !y)
+	if (!w || !u || !x || !y || (o.momentum > 0 && !h))
 		return log_err("no memory for the model and update buffers (%zu floats)", n), 1;
 	rng = o.seed * 7919u + (uint64_t)o.shard_i + 1;
 
@@ -231,6 +240,13 @@ int main(int argc, char **argv)
 		straggled += factor > 1;
 		v_g = version; /* v(g): the model version this update is computed from */
 		vec_scale_f32(u, (float)-o.lr, n); /* u = -lr * gradient (eq. 1) */
+		if (h) {
+			/* eq. 2 at the worker: h_{t+1} = gamma h_t + u; the update pushed is h_{t+1}, which
+			 * the server adds as is (w += h), so grouping into aggregates changes nothing */
+			vec_scale_f32(h, (float)o.momentum, n);
+			vec_add_f32(h, u, n);
+			memcpy(u, h, sizeof(float) * n);
+		}
 		norm = vec_norm2_f32(u, n);
 		if (o.mode == MLF_MODE_SYNC) {
 			r = mlf_allreduce(f, o.server, u, n, norm, version, w, &version, o.timeout);
@@ -286,6 +302,7 @@ int main(int argc, char **argv)
 	idx_free(&test);
 	free(w);
 	free(u);
+	free(h);
 	free(x);
 	free(y);
 	idx_free(&shard);

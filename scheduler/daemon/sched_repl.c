@@ -167,7 +167,8 @@ int sched_repl_register(struct sched *s, int h, double div_max, int chain, uint6
 	if (!chain && s->server.momentum > 0)
 		log_warn("replica at %s: momentum %g: an aggregate is applied as one momentum step (eq. 2), "
 			 "so a replica aggregated differently from the server drifts from it and the "
-			 "divergence bound holds exactly only with momentum 0 (docs/replication.md)",
+			 "divergence bound holds exactly only with momentum 0 at the server: run the "
+			 "workers with --momentum instead (momentum_at worker, docs/replication.md)",
 			 s->cl.hosts[h].name, s->server.momentum);
 	return 0;
 }

@@ -97,6 +97,19 @@ class Validation(Tmp):
         self.bad("loss-burst needs loss", faults=[{"at_s": 1, "kind": "loss-burst", "host": "w3",
                                                    "duration_s": 1, "loss": 1.5}])
 
+    def test_momentum_at(self):
+        """Where eq. 2's momentum goes: the server by default, the workers with mlfabric replication
+        (the replica would group updates into momentum steps unlike the server and drift)."""
+        repl = {"cluster": os.path.join(ROOT, "conf/cluster-repl.json"), "replication": {"mode": "mlfabric"}}
+        self.assertEqual(self.exp().momentum_at, "server")
+        self.assertEqual(self.exp(momentum_at="worker").momentum_at, "worker")
+        self.assertEqual(self.exp(**repl).momentum_at, "worker")
+        self.assertEqual(self.exp(momentum_at="server", momentum=0, **repl).momentum_at, "server")
+        self.bad("the replica groups updates into momentum steps unlike the server", momentum_at="server",
+                 momentum=0.9, **repl)
+        self.bad('momentum_at: "server" or "worker" expected, got "ps"', momentum_at="ps")
+        self.bad('momentum_at: "worker" needs worker_program "c"', momentum_at="worker", worker_program="torch")
+
     def test_scheduler_args(self):
         self.assertEqual(self.exp().scheduler_args, [])
         e = self.exp(scheduler_args=["--sync-batching", "all"])

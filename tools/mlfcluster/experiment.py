@@ -24,7 +24,7 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "compute_s": 0, "tau_max": 8, "eval_every_s": 2, "eval_images": 1000,
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
             "replication": None, "faults": None, "worker_program": "c",
-            "scheduler_args": None, "shards": 1}
+            "scheduler_args": None, "shards": 1, "momentum_at": None}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -36,6 +36,7 @@ RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "eval_images": (1, True, None, True, "an integer >= 1"),
           "batch_ms": (0, False, None, False, "a number > 0"),
           "t_lag": (0, True, None, False, "a number >= 0")}
+MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
 FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss"]
@@ -135,6 +136,7 @@ class Experiment:
         self._load_cluster()
         self._check_programs(check_programs)
         self._load_replication()
+        self._load_momentum_at()
         self._load_faults()
         self._load_scheduler_args()
         self._load_shards()
@@ -335,6 +337,24 @@ class Experiment:
         if m != "checkpoint" and self.ckpt_every:
             self.err(pre + "checkpoint_every needs mode checkpoint")
 
+    def _load_momentum_at(self):
+        """momentum_at: where eq. 2's momentum is applied (docs/replication.md). "server" (the
+        default without mlfabric replication): mlf-ps applies each update or aggregate as one
+        momentum step. "worker" (the default with mlfabric replication): each mlf-worker keeps its
+        own h = gamma h + u and pushes h, the servers add updates as they are (--momentum 0), so
+        a replica that receives the same updates aggregated differently applies the same sum."""
+        v = self.raw.get("momentum_at")
+        if v is not None and v not in MOMENTUM_AT:
+            self.err('momentum_at: "server" or "worker" expected, got %s' % json.dumps(v))
+        self.momentum_at = v or ("worker" if self.repl_mode == "mlfabric" and self.worker_program == "c"
+                                 else "server")
+        if (self.momentum_at == "server" and self.repl_mode == "mlfabric" and float(self.s["momentum"]) > 0):
+            self.err('momentum_at: "server" with replication mode mlfabric and momentum %s: the replica '
+                     'groups updates into momentum steps unlike the server and drifts (use "worker", the '
+                     'default, or momentum 0)' % self.s["momentum"])
+        if self.momentum_at == "worker" and self.worker_program != "c":
+            self.err('momentum_at: "worker" needs worker_program "c" (mlf-worker --momentum)')
+
     def _load_scheduler_args(self):
         """scheduler_args: extra mlf-scheduler options (docs/scheduler.md), a list of strings,
         e.g. ["--sync-batching", "all"] or ["--distributors", "0"]; appended to its command line."""
@@ -402,8 +422,9 @@ class Experiment:
             f.index = n + 1
 
     def summary_line(self):
-        return ("%s ok: systems %s on %s (%d %s workers, server %s, aggregators %s); replication %s%s; %d fault(s)"
+        return ("%s ok: systems %s on %s (%d %s workers, server %s, aggregators %s); momentum %s at the %s; "
+                "replication %s%s; %d fault(s)"
                 % (self.path, ",".join(self.systems), self.cluster, self.nw, self.worker_program, self.server,
-                   " ".join(self.aggs) or "none", self.repl_mode,
+                   " ".join(self.aggs) or "none", self.s["momentum"], self.momentum_at + "s", self.repl_mode,
                    " (replica %s, div_max %s)" % (self.replica, num_str(self.div_max)) if self.replica else "",
                    len(self.faults)))

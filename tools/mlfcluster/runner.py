@@ -182,14 +182,16 @@ class Runner:
         with open(os.path.join(logs, "network.log"), "w") as out:
             apply_period(self.tb, self.rows, 0, False, out)
         self.set_run_json(system=sys_, n_workers=e.nw, server=e.server, workers=e.workers,
-                          worker_program=e.worker_program,
+                          worker_program=e.worker_program, momentum_at=e.momentum_at,
                           replication={"mode": e.repl_mode, "div_max": e.div_max, "replica": e.replica or None,
                                        "checkpoint_every": e.ckpt_every, "verify_every": e.verify_every,
                                        "replica_aggregators": e.repl_aggs})
         b = lambda p: os.path.join(e.build, p)
         # the parameter server's flags, shared by the server, the replica and a restarted server
+        # momentum_at worker: the workers apply eq. 2's momentum, the servers add updates as they are
+        ps_mom = "0" if e.momentum_at == "worker" else e.s["momentum"]
         ps_common = ["--cluster", e.cluster, "--mode", mode, "--workers", str(e.nw), "--model", e.s["model"],
-                     "--momentum", e.s["momentum"], "--tau-max", e.s["tau_max"], "--eval-every", e.s["eval_every_s"],
+                     "--momentum", ps_mom, "--tau-max", e.s["tau_max"], "--eval-every", e.s["eval_every_s"],
                      "--eval-images", e.s["eval_images"], "--seed", e.s["seed"]]
         ps_extra, verify, sched_extra = [], [], []
         if torch:
@@ -290,6 +292,7 @@ class Runner:
                                [b("mlf-worker"), "--cluster", e.cluster, "--host", h, "--server", e.server,
                                 "--mode", mode, "--shard", "%d/%d" % (i, e.nw), "--model", e.s["model"],
                                 "--batch", e.s["batch"], "--lr", e.s["lr"], "--straggle", e.straggle,
+                                "--momentum", e.s["momentum"] if e.momentum_at == "worker" else "0",
                                 "--compute-s", e.s["compute_s"], "--seed", str(int(e.seed) * 1000 + i + 1),
                                 "--records", os.path.join(rec, h)] +
                                (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
