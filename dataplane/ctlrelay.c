@@ -39,6 +39,7 @@ static struct {
 	struct ctl_conn conn;
 	uint64_t last_hb_ns, last_link_ns, last_tx, last_rx;
 	unsigned failures;          /* attempts that failed since the last connection */
+	int was_lost;               /* a connection was lost: tell the apps when a new one is welcomed */
 	double last_fail_log;
 	char apps[MAX_APPS][APP_NAME_MAX]; /* "app" name registered by each app connection */
 } cr = { .connecting_fd = -1 };
@@ -145,6 +146,7 @@ static void lost(const char *why)
 	log_warn("scheduler %s lost: %s; reconnecting", cr.addr, why);
 	ctl_close(&cr.conn);
 	cr.up = 0;
+	cr.was_lost = 1;
 	cr.next_try_ns = dp.clk.mono_ns + RETRY_NS;
 	for (int c = 0; c < MAX_APPS; c++)
 		if (cr.apps[c][0])
@@ -213,8 +215,15 @@ static void from_sched(json_t *msg)
 	int c;
 
 	if (!app) {
-		if (!strcmp(type, "welcome"))
+		if (!strcmp(type, "welcome")) {
 			log_info("scheduler %s: welcome", cr.addr);
+			/* a restarted scheduler knows nothing: the apps register and announce again
+			 * (docs/scheduler.md "Restart") */
+			for (int a = 0; cr.was_lost && a < MAX_APPS; a++)
+				if (cr.apps[a][0])
+					appif_ctl_to(a, "{\"type\":\"scheduler_back\"}");
+			cr.was_lost = 0;
+		}
 		else if (!strcmp(type, "error"))
 			log_warn("scheduler %s refused a message: %s", cr.addr,
 				 json_string_value(json_object_get(msg, "reason")) ?: "(no reason)");

@@ -6,7 +6,7 @@
 INTEG_TESTS += tests/integration/cluster_results.sh tests/integration/cluster_run.sh tests/integration/fabric_train.sh
 INTEG_TESTS += tests/integration/fault_kill_server.sh tests/integration/fault_kill_aggregator.sh \
                tests/integration/fault_kill_worker.sh tests/integration/fault_cut_link.sh \
-               tests/integration/fault_loss_burst.sh
+               tests/integration/fault_loss_burst.sh tests/integration/fault_kill_scheduler.sh
 BENCHES     += bench-fabric bench-replication
 
 # the Python unit tests of the runner and the fault driver (pure parts: rate schedule, results,
@@ -26,7 +26,7 @@ bench-fabric: programs
 bench-replication: programs
 	bench/replication_bench.sh
 
-# the five fault scenarios (tools/mlf-fault run NAME --quick), about 4 minutes
+# the six fault scenarios (tools/mlf-fault run NAME --quick), about 5 minutes
 fault-tests: programs
-	@rc=0; for t in kill_server kill_aggregator kill_worker cut_link loss_burst; do \
+	@rc=0; for t in kill_server kill_aggregator kill_worker cut_link loss_burst kill_scheduler; do \
 		tests/integration/fault_$$t.sh || rc=1; done; exit $$rc

@@ -14,6 +14,7 @@ static const struct {
 } kinds[] = {
 	{ "registered", FABRIC_CMD_REGISTERED }, { "error", FABRIC_CMD_ERROR },
 	{ "scheduler_lost", FABRIC_CMD_SCHEDULER_LOST }, { "send", FABRIC_CMD_SEND },
+	{ "scheduler_back", FABRIC_CMD_SCHEDULER_BACK },
 	{ "drop", FABRIC_CMD_DROP }, { "aggregate", FABRIC_CMD_AGGREGATE },
 	{ "order", FABRIC_CMD_ORDER }, { "skip", FABRIC_CMD_SKIP },
 	{ "release", FABRIC_CMD_RELEASE }, { "replica", FABRIC_CMD_REPLICA },

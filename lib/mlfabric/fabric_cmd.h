@@ -14,6 +14,7 @@ enum fabric_cmd_kind {
 	FABRIC_CMD_REGISTERED = 1, /* registration accepted */
 	FABRIC_CMD_ERROR,          /* a message was refused (reason; no_scheduler from the dataplane) */
 	FABRIC_CMD_SCHEDULER_LOST, /* the dataplane lost its scheduler connection */
+	FABRIC_CMD_SCHEDULER_BACK, /* ... and was welcomed by a (restarted) scheduler */
 	FABRIC_CMD_SEND,           /* send an update or a model snapshot */
 	FABRIC_CMD_DROP,           /* an update will never be sent (delay bound, dead peer) */
 	FABRIC_CMD_AGGREGATE,      /* aggregator: sum inputs, send the aggregate */

@@ -132,14 +132,6 @@ int fabric_core_was_skipped(const struct mlf *f, uint64_t id)
 	return 0;
 }
 
-void fabric_core_hold(struct mlf *f, struct fabric_held *h)
-{
-	pthread_mutex_lock(&f->lock);
-	h->next = f->held;
-	f->held = h;
-	pthread_mutex_unlock(&f->lock);
-}
-
 void fabric_core_queue_direct(struct mlf *f, struct fabric_direct *d, int front)
 {
 	struct fabric_direct **p = &f->direct;
@@ -478,28 +470,66 @@ static void role_cmd_refused(struct mlf *f, const struct fabric_cmd *c)
 	}
 }
 
+/*
+ * The dataplane lost its scheduler. Updates not yet commanded stay held and a waiting get keeps
+ * waiting (until its timeout): the dataplane reconnects, and a restarted scheduler is told about
+ * them by scheduler_back (docs/scheduler.md "Restart"). What was commanded goes on.
+ */
 static void scheduler_lost(struct mlf *f)
 {
-	struct fabric_held *held;
+	int n = 0;
 
 	pthread_mutex_lock(&f->lock);
 	f->sched_lost = 1;
-	held = f->held; /* never commanded now: a new scheduler knows nothing of them */
-	f->held = NULL;
+	for (struct fabric_held *u = f->held; u; u = u->next)
+		n++;
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
-	log_warn("%s: the dataplane lost the scheduler connection", f->app);
-	while (held) {
-		struct fabric_held *u = held;
-		held = u->next;
-		log_warn("%s: update %llu dropped: scheduler lost before it was commanded", f->app,
-			 (unsigned long long)u->id);
-		pthread_mutex_lock(&f->lock);
-		f->ws.dropped++;
-		pthread_mutex_unlock(&f->lock);
-		mlfabric_buf_free(&u->buf);
-		free(u);
+	log_warn("%s: the dataplane lost the scheduler connection; %d update(s) held until a "
+		 "scheduler is back", f->app, n);
+}
+
+/*
+ * A (restarted) scheduler welcomed the dataplane: register again (a server or replica at its
+ * current version) and announce every held update and the waiting get's pull again, in push
+ * order. Sent outside the lock; a push racing with this is announced by exactly one of the two
+ * (both decide under f->lock).
+ */
+static void scheduler_back(struct mlf *f)
+{
+	json_t *msgs = json_array(), *reg = NULL, *m;
+	struct fabric_held *u;
+	size_t i;
+	int n = 0;
+
+	pthread_mutex_lock(&f->lock);
+	f->sched_lost = 0;
+	if (f->reg_msg) {
+		reg = json_deep_copy(f->reg_msg);
+		if (reg && (f->role == FABRIC_ROLE_SERVER || f->role == FABRIC_ROLE_REPLICA))
+			json_object_set_new(reg, "version", json_integer(f->s.version));
 	}
+	for (u = f->held; u; u = u->next, n++)
+		json_array_insert_new(msgs, 0, json_pack("{s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update",
+							 "id", (json_int_t)u->id, "server", u->server,
+							 "bytes", (json_int_t)u->bytes,
+							 "version", (json_int_t)u->version, "norm", u->norm));
+	if (f->role == FABRIC_ROLE_WORKER && f->w.get.active && !f->w.get.done) {
+		m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)f->w.get.pull,
+			      "server", f->w.get.server);
+		if (m && f->w.get.min_version >= 0)
+			json_object_set_new(m, "min_version", json_integer(f->w.get.min_version));
+		json_array_append_new(msgs, m);
+	}
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+	log_info("%s: a scheduler is back: registering again, %d held update(s) announced again",
+		 f->app, n);
+	if (reg)
+		fabric_core_ctl(f, reg);
+	json_array_foreach(msgs, i, m)
+		fabric_core_ctl(f, json_incref(m));
+	json_decref(msgs);
 }
 
 static void on_ctl(struct mlf *f, const char *text)
@@ -531,6 +561,9 @@ static void on_ctl(struct mlf *f, const char *text)
 		break;
 	case FABRIC_CMD_SCHEDULER_LOST:
 		scheduler_lost(f);
+		break;
+	case FABRIC_CMD_SCHEDULER_BACK:
+		scheduler_back(f);
 		break;
 	case FABRIC_CMD_SEND:
 		/* a shard server's model copy at a set version may have to wait for it (§10.2) */
@@ -708,6 +741,7 @@ fail:
 		close(f->wake[1]);
 	}
 	cluster_free(&f->cl);
+	json_decref(f->reg_msg);
 	free(f);
 	return NULL;
 }
@@ -856,8 +890,11 @@ int fabric_core_register(struct mlf *f, enum fabric_role role, const struct fabr
 		}
 		fabric_core_wait_until(f, next < deadline ? next : deadline);
 	}
-	if (f->reg_state == 1)
+	if (f->reg_state == 1) {
 		rc = 0;
+		json_decref(f->reg_msg);
+		f->reg_msg = json_incref(reg);
+	}
 	else if (f->dead || rc < 0 || f->reg_no_sched || f->reg_state == 0)
 		rc = -ENOTCONN;
 	else

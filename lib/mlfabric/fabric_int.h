@@ -83,6 +83,8 @@ struct fabric_role_ops {
 struct fabric_held {
 	uint64_t id;
 	uint64_t bytes;
+	int64_t version;          /* v(g): the model version the update was computed from */
+	double norm;              /* ||u||_2 as announced (announced again to a restarted scheduler) */
 	struct mlfabric_buf buf;
 	char server[APPMSG_NAME_MAX];
 	struct fabric_held *next;
@@ -132,6 +134,7 @@ struct mlf_worker_state {
 		int64_t min_version, version;
 		char server[APPMSG_NAME_MAX];
 		double since;     /* CLOCK_REALTIME s the get started (fabric_wait.c) */
+		uint64_t pull;    /* its pull id (announced again to a restarted scheduler) */
 		/* a sharded model (§10.2): the shards of one version received so far */
 		int64_t shard_version;
 		int n_shards;
@@ -277,6 +280,7 @@ struct mlf {
 	int reg_state;              /* 0 none, 1 accepted, -errno refused */
 	char reg_reason[APPMSG_REASON_MAX];
 	int reg_no_sched;
+	json_t *reg_msg;            /* the accepted `register`, sent again to a restarted scheduler */
 	uint64_t seq;
 	struct fabric_held *held;
 	struct fabric_out *out;
@@ -355,8 +359,6 @@ int fabric_core_send_shared(struct mlf *f, const struct mlfabric_buf *b, uint64_
 /** fabric_core_was_skipped - was @id passed to a `skip` (chan 1/4: a transfer; chan 2: an update id)? */
 int fabric_core_was_skipped(const struct mlf *f, uint64_t id);
 
-/** fabric_core_hold - keep update @h until the scheduler's `send`/`drop` for it (MLfabric modes). */
-void fabric_core_hold(struct mlf *f, struct fabric_held *h);
 
 /** fabric_core_queue_direct - queue @d for the event thread (direct mode); @front: before the others. */
 void fabric_core_queue_direct(struct mlf *f, struct fabric_direct *d, int front);

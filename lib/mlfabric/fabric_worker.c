@@ -191,8 +191,8 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 		fabric_core_set_err(f, "push: %s", n == 0 ? "empty update" : "unknown server host");
 		return -EINVAL;
 	}
-	if (f->dead || f->sched_lost) {
-		fabric_core_set_err(f, "push: %s", f->dead ? "dataplane gone" : "scheduler connection lost");
+	if (f->dead) {
+		fabric_core_set_err(f, "push: dataplane gone");
 		return -ENOTCONN;
 	}
 	pthread_mutex_lock(&f->lock);
@@ -217,6 +217,8 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 	memcpy((char *)h->buf.data + MLF_PAYLOAD_HDR, u, n * sizeof(float));
 	h->id = id;
 	h->bytes = h->buf.size;
+	h->version = version;
+	h->norm = norm;
 	snprintf(h->server, sizeof(h->server), "%s", server);
 	if (f->mode == MLF_MODE_DIRECT) {
 		struct fabric_direct *d = calloc(1, sizeof(*d));
@@ -234,7 +236,15 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 		fabric_core_queue_direct(f, d, 0);
 		return (int64_t)id;
 	}
-	fabric_core_hold(f, h);
+	/* held; announced now, or by scheduler_back when the scheduler is lost (decided under the
+	 * lock, so exactly once) */
+	pthread_mutex_lock(&f->lock);
+	h->next = f->held;
+	f->held = h;
+	int lost = f->sched_lost;
+	pthread_mutex_unlock(&f->lock);
+	if (lost)
+		return (int64_t)id;
 	rc = fabric_core_ctl(f, json_pack("{s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update", "id", (json_int_t)id,
 					  "server", server, "bytes", (json_int_t)h->bytes,
 					  "version", (json_int_t)version, "norm", norm));
@@ -270,7 +280,9 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	w->get.n = n;
 	w->get.min_version = min_version;
 	w->get.since = clock_real_s();
+	w->get.pull = pull;
 	snprintf(w->get.server, sizeof(w->get.server), "%s", server);
+	int lost = f->sched_lost; /* then scheduler_back announces the pull */
 	pthread_mutex_unlock(&f->lock);
 	if (f->mode == MLF_MODE_DIRECT) {
 		struct fabric_direct *d = calloc(1, sizeof(*d));
@@ -287,22 +299,26 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 			snprintf(d->dst, sizeof(d->dst), "%s", server);
 			fabric_core_queue_direct(f, d, 1);
 		}
-	} else {
+	} else if (!lost) {
 		json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)pull, "server", server);
 		if (min_version >= 0)
 			json_object_set_new(m, "min_version", json_integer(min_version));
 		rc = fabric_core_ctl(f, m);
 	}
 	pthread_mutex_lock(&f->lock);
-	while (rc == 0 && !w->get.done && !f->dead && !f->sched_lost && clock_real_s() < deadline)
+	/* a lost scheduler may come back (restarted) within the timeout: keep waiting */
+	while (rc == 0 && !w->get.done && !f->dead && clock_real_s() < deadline)
 		fabric_core_wait_until(f, deadline);
 	if (rc < 0)
 		fabric_core_set_err(f, "get: cannot ask %s for its model: %s", server, strerror(-rc));
 	else if (w->get.done)
 		rc = w->get.status;
-	else if (f->dead || f->sched_lost)
-		rc = -ENOTCONN, fabric_core_set_err(f, "get: %s while waiting for the model of %s",
-						    f->dead ? "dataplane gone" : "scheduler connection lost", server);
+	else if (f->dead)
+		rc = -ENOTCONN, fabric_core_set_err(f, "get: dataplane gone while waiting for the model of %s",
+						    server);
+	else if (f->sched_lost)
+		rc = -ETIMEDOUT, fabric_core_set_err(f, "get: scheduler connection lost and not back within "
+						     "%.1f s while waiting for the model of %s", wait_s, server);
 	else
 		rc = -ETIMEDOUT, fabric_core_set_err(f, "get: no model from server %s within %.1f s (pull %llu)",
 						     server, wait_s, (unsigned long long)pull);

@@ -276,6 +276,9 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 	if (s->listen_fd < 0)
 		goto fail;
 	s->t0 = clock_real_s();
+	/* fresh transfer ids start at this start's milliseconds << 20: a scheduler restarted after a
+	 * crash (docs/scheduler.md "Restart") never reuses an id of transfers still in flight */
+	s->xfer_counter = ((uint64_t)(s->t0 * 1e3) & ((1ull << 41) - 1)) << 20;
 	log_info("listening on %s for %d hosts of cluster %s; batch %.0f ms, t_lag %.2f s, "
 		 "peer timeout %.1f s, headroom %.2f", addr, s->cl.n_hosts, s->cl.name,
 		 cfg->batch_s * 1e3, cfg->t_lag_s, cfg->peer_timeout_s, cfg->headroom);

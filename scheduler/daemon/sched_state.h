@@ -262,7 +262,8 @@ struct sched {
 	struct sched_xfer *xfers;
 	int n_xfers, cap_xfers;
 
-	uint64_t xfer_counter;        /* next fresh transfer id is SCHED_XFER_FRESH | counter */
+	uint64_t xfer_counter;        /* next fresh transfer id is SCHED_XFER_FRESH | counter; starts at
+				       * the start time in ms << 20 (unique across restarts) */
 	int batch_no;                 /* batches planned so far */
 	double next_batch;            /* CLOCK_REALTIME seconds of the next batch tick */
 	double sync_wait_since;       /* CLOCK_REALTIME seconds a sync batch started waiting, 0 */

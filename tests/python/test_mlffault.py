@@ -239,5 +239,32 @@ class Lines(unittest.TestCase):
         self.assertEqual(jq_round(2.5, 1), 3.0)
 
 
+
+class SchedulerRestart(RunFolder):
+    """check_scheduler_restart: a transfer whose fresh id was chosen after the kill (its counter
+    starts at the restart's ms << 20) must be recorded, else the check fails."""
+
+    def check(self):
+        out = io.StringIO()
+        rep = checks.Report(out)
+        checks.check_scheduler_restart(rep, self.dir, "mlfabric-a")
+        return out.getvalue(), rep.fails
+
+    def test_restart(self):
+        kill = 995.25
+        write_jsonl(os.path.join(self.sys, "faults.jsonl"),
+                    [{"t": kill, "event": "start", "kind": "kill-scheduler", "ok": True}])
+        old = checks.SCHED_FRESH | (int(900 * 1000) << 20) | 7
+        new = checks.SCHED_FRESH | (int(995.8 * 1000) << 20) | 1
+        self.put("transfers.jsonl", [{"xfer": old, "start": 995.9}, {"xfer": 42, "start": 995.7}])
+        self.assertEqual(self.check()[1], 1)  # only the dead scheduler's transfers (and an update id)
+        self.put("transfers.jsonl", [{"xfer": old, "start": 995.9}, {"xfer": new, "start": 995.85}])
+        self.assertEqual(self.check(), ("ok   scheduler restart: first transfer planned by the restarted "
+                                        "scheduler 0.600 s after the kill\n", 0))
+        write_jsonl(os.path.join(self.sys, "faults.jsonl"),
+                    [{"t": kill, "event": "start", "kind": "kill-worker", "ok": True}])
+        self.assertEqual(self.check(), ("", 0))  # no scheduler killed: nothing to check
+
+
 if __name__ == "__main__":
     unittest.main()

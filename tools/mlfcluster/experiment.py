@@ -40,7 +40,7 @@ MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
 FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss"]
-FAULT_KINDS = ["kill-server", "kill-aggregator", "kill-worker", "cut-link", "loss-burst"]
+FAULT_KINDS = ["kill-server", "kill-aggregator", "kill-worker", "kill-scheduler", "cut-link", "loss-burst"]
 
 
 class ExperimentError(Exception):
@@ -393,9 +393,9 @@ class Experiment:
                 self.err(pre + "at_s: a number >= 0 expected")
             host = num_str(f.get("host") or "")
             if not host:
-                if kind != "kill-server":
+                if kind not in ("kill-server", "kill-scheduler"):
                     self.err(pre + '%s needs "host"' % kind)
-                host = self.server
+                host = self.sched if kind == "kill-scheduler" else self.server
             if host not in self.hosts:
                 self.err(pre + 'host "%s" is not in cluster %s' % (host, self.cluster))
             if kind == "kill-server" and host not in (self.server, self.replica):
@@ -407,6 +407,15 @@ class Experiment:
                 if host not in self.aggs:
                     self.err(pre + 'kill-aggregator: "%s" is not an aggregator (%s)'
                              % (host, " ".join(self.aggs) or "none"))
+            if kind == "kill-scheduler":
+                if any(s != "mlfabric-a" for s in self.systems):
+                    self.err(pre + "kill-scheduler applies to system mlfabric-a only (its restart rebuilds "
+                             "MLfabric-A's state; docs/scheduler.md \"Restart\")")
+                if host != self.sched:
+                    self.err(pre + 'kill-scheduler: "%s" is not the scheduler host (%s)' % (host, self.sched))
+                if self.repl_mode in ("mlfabric", "chain"):
+                    self.err(pre + "kill-scheduler with replication mode %s: a restarted scheduler does not "
+                             "rebuild the replica's state (not built)" % self.repl_mode)
             if kind == "kill-worker" and host not in self.workers:
                 self.err(pre + 'kill-worker: "%s" is not a worker' % host)
             if kind in ("cut-link", "loss-burst") and (not is_num(f.get("duration_s")) or f["duration_s"] <= 0):

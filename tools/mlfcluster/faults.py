@@ -83,7 +83,8 @@ class FaultDriver(threading.Thread):
         pid, ok, what = None, True, ""
         if phase == "start" and f.kind.startswith("kill-"):
             names = {"kill-server": ["server@" + f.host, "replica@" + f.host],
-                     "kill-aggregator": ["aggregator@" + f.host], "kill-worker": ["worker@" + f.host]}[f.kind]
+                     "kill-aggregator": ["aggregator@" + f.host], "kill-worker": ["worker@" + f.host],
+                     "kill-scheduler": ["scheduler@" + f.host]}[f.kind]
             p = None
             for n in names:
                 p = self.procs.live(n)

@@ -215,11 +215,11 @@ class Runner:
                 self.torch_workers(sys_, mode, rec, L)
             elif sys_ != "rr-sync":
                 if mode != "async":
-                    p = self.start("scheduler@" + e.sched, L("scheduler.log"), e.sched,
-                                   [b("mlf-scheduler"), "--cluster", e.cluster, "--batch-ms", e.s["batch_ms"],
-                                    "--t-lag", e.s["t_lag"], "--records", rec]
-                                   + (["--aggregators", ",".join(e.aggs)] if e.aggs else []) + sched_extra
-                                   + e.scheduler_args)
+                    c["sched_argv"] = ([b("mlf-scheduler"), "--cluster", e.cluster, "--batch-ms", e.s["batch_ms"],
+                                        "--t-lag", e.s["t_lag"], "--records", rec]
+                                       + (["--aggregators", ",".join(e.aggs)] if e.aggs else []) + sched_extra
+                                       + e.scheduler_args)
+                    p = self.start("scheduler@" + e.sched, L("scheduler.log"), e.sched, c["sched_argv"])
                     wait_ready("scheduler@%s (no 'listening on' in scheduler.log)" % e.sched,
                                log_has(p.log, "listening on"), READY_SCHED_S, [p])
                 dpargs = ["--scheduler", "none"] if mode == "async" else []
@@ -335,6 +335,7 @@ class Runner:
         line, the target, the time limit. Returns (reason, dead workers, restarts)."""
         e, procs = self.exp, c["procs"]
         reason, dead, restarts, failed_over, cur = "", [], 0, False, rec
+        sched_restarts = 0
         ready = set()
         next_progress = t0 + PROGRESS_S
         tlimit = int(float(e.time_limit_s))
@@ -387,6 +388,14 @@ class Runner:
                     else:
                         self.log("%s: replica at %s (pid %d) killed by a fault at t=%ss: the run goes on without a replica"
                                  % (sys_, e.replica, p.pid, el))
+                elif nm == "scheduler@" + e.sched and killed:
+                    # a restarted scheduler rebuilds its state from the hosts (docs/scheduler.md "Restart")
+                    sched_restarts += 1
+                    np_ = self.start(nm, os.path.join(logs, "scheduler-restart-%d.log" % sched_restarts), e.sched,
+                                     c["sched_argv"])
+                    procs.write_pids()
+                    self.log("%s: scheduler (pid %d) killed by a fault at t=%ss: restarted (pid %d)"
+                             % (sys_, p.pid, el, np_.pid))
                 elif nm.startswith("aggregator@") and killed:
                     self.log("%s: aggregator %s (pid %d) killed by a fault at t=%ss: the run goes on without it"
                              % (sys_, nm[len("aggregator@"):], p.pid, el))

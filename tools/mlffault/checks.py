@@ -30,6 +30,10 @@ class Report:
         self.line("FAIL " + s)
         self.fails += 1
 
+    def skip(self, s):
+        """A check that does not apply to this scenario (named, not counted as held)."""
+        self.line("skip " + s)
+
 
 # ---- faults.jsonl ----------------------------------------------------------------------------
 
@@ -91,6 +95,8 @@ def check_divergence(rep, run, sysname, experiment, verify):
         raise RecordError(f'{run}/experiment.json: "replication" is not an object')
     divmax = repl.get("div_max") if truthy(repl.get("div_max")) else None
     ve = repl.get("verify_every")
+    if repl.get("mode") in (None, "none"):
+        return rep.skip("divergence: the scenario has no replica")
     if isinstance(ve, bool) or not isinstance(ve, (int, float)) or ve <= 0:
         return rep.bad("divergence: the scenario has no verify_every (no snapshots)")
     starts = fault_starts(d)
@@ -304,6 +310,31 @@ def check_recovery(rep, results, sysname):
 
 # ---- a run folder ------------------------------------------------------------------------------
 
+SCHED_FRESH = 1 << 62  # scheduler-chosen transfer ids: 1 << 62 | (start ms << 20) + counter
+
+
+def check_scheduler_restart(rep, run, sysname):
+    """After a kill-scheduler: the restarted scheduler planned transfers (its fresh transfer ids
+    start at its start time in ms << 20, docs/control.md); prints the time from the kill to the
+    first one's planned start."""
+    d = os.path.join(run, sysname)
+    kills = [f for f in fault_starts(d) if f.get("kind") == "kill-scheduler" and truthy(f.get("ok"))]
+    if not kills:
+        return
+    t_kill = number(kills[0], "t", os.path.join(d, "faults.jsonl"), 1)
+    path = os.path.join(d, "records", "transfers.jsonl")
+    first = None
+    for _, r in read_jsonl(path, need=("xfer", "start"), missing_ok=True):
+        x = r["xfer"]
+        if isinstance(x, int) and x & SCHED_FRESH and ((x & (SCHED_FRESH - 1)) >> 20) >= int(t_kill * 1000):
+            first = r["start"] if first is None else min(first, r["start"])
+    if first is None:
+        return rep.bad("scheduler restart: no transfer planned by a restarted scheduler after the kill at "
+                       f"{t_kill:.3f} ({path})")
+    rep.ok(f"scheduler restart: first transfer planned by the restarted scheduler {first - t_kill:.3f} s "
+           "after the kill")
+
+
 def check_run(rep, run, verify):
     """Every check on every system of the run folder RUN; returns the experiment's name."""
     results = read_json(os.path.join(run, "results.json"))
@@ -326,4 +357,5 @@ def check_run(rep, run, verify):
         check_divergence(rep, run, sysname, experiment, verify)
         check_accounting(rep, run, sysname)
         check_recovery(rep, results, sysname)
+        check_scheduler_restart(rep, run, sysname)
     return name
