@@ -495,6 +495,42 @@ static void scheduler_lost(struct mlf *f)
  * order. Sent outside the lock; a push racing with this is announced by exactly one of the two
  * (both decide under f->lock).
  */
+/* The accepted registration again, a server's or replica's at its current version (f->lock held). */
+static json_t *rereg_msg(struct mlf *f)
+{
+	json_t *reg = f->reg_msg ? json_deep_copy(f->reg_msg) : NULL;
+
+	if (reg && (f->role == FABRIC_ROLE_SERVER || f->role == FABRIC_ROLE_REPLICA))
+		json_object_set_new(reg, "version", json_integer(f->s.version));
+	return reg;
+}
+
+/* A registration sent again to a restarted scheduler was refused (a replica registering before
+ * its server did): send it again every 0.25 s for up to 10 s. */
+#define REREG_RETRY_S 0.25
+#define REREG_FOR_S 10.0
+
+static void rereg_retry(struct mlf *f)
+{
+	json_t *reg = NULL;
+	double now = clock_real_s();
+
+	pthread_mutex_lock(&f->lock);
+	if (f->rereg_pending && f->rereg_at > 0 && now >= f->rereg_at && !f->sched_lost) {
+		f->rereg_at = 0;
+		if (now > f->rereg_until) {
+			f->rereg_pending = 0;
+			log_err("%s: not registered again with the restarted scheduler within %.0f s: %s",
+				f->app, REREG_FOR_S, f->reg_reason[0] ? f->reg_reason : "no answer");
+		} else {
+			reg = rereg_msg(f);
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (reg)
+		fabric_core_ctl(f, reg);
+}
+
 static void scheduler_back(struct mlf *f)
 {
 	json_t *msgs = json_array(), *reg = NULL, *m;
@@ -504,11 +540,10 @@ static void scheduler_back(struct mlf *f)
 
 	pthread_mutex_lock(&f->lock);
 	f->sched_lost = 0;
-	if (f->reg_msg) {
-		reg = json_deep_copy(f->reg_msg);
-		if (reg && (f->role == FABRIC_ROLE_SERVER || f->role == FABRIC_ROLE_REPLICA))
-			json_object_set_new(reg, "version", json_integer(f->s.version));
-	}
+	reg = rereg_msg(f);
+	f->rereg_pending = reg != NULL;
+	f->rereg_at = 0;
+	f->rereg_until = clock_real_s() + REREG_FOR_S;
 	for (u = f->held; u; u = u->next, n++)
 		json_array_insert_new(msgs, 0, json_pack("{s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update",
 							 "id", (json_int_t)u->id, "server", u->server,
@@ -549,6 +584,10 @@ static void on_ctl(struct mlf *f, const char *text)
 		pthread_mutex_lock(&f->lock);
 		if (c.kind == FABRIC_CMD_REGISTERED) {
 			f->reg_state = 1;
+			f->rereg_pending = 0;
+		} else if (f->rereg_pending) {
+			f->rereg_at = clock_real_s() + REREG_RETRY_S; /* try the registration again */
+			snprintf(f->reg_reason, sizeof(f->reg_reason), "%s", c.reason);
 		} else if (f->reg_state <= 0) {
 			f->reg_state = c.no_scheduler ? -ENOTCONN : -EINVAL;
 			f->reg_no_sched = c.no_scheduler;
@@ -665,6 +704,7 @@ static void *event_thread(void *arg)
 		}
 		if ((ops = role_ops(f)) && ops->progress)
 			ops->progress(f);
+		rereg_retry(f);
 		json_t *waits = fabric_wait_check(f);
 		if (waits && fabric_core_ctl(f, waits) < 0)
 			log_debug("%s: waits not sent to the scheduler", f->app);

@@ -281,6 +281,9 @@ struct mlf {
 	char reg_reason[APPMSG_REASON_MAX];
 	int reg_no_sched;
 	json_t *reg_msg;            /* the accepted `register`, sent again to a restarted scheduler */
+	int rereg_pending;          /* sent again, not accepted yet (e.g. a replica before its server) */
+	double rereg_at;            /* CLOCK_REALTIME s to send it again (0: not scheduled) */
+	double rereg_until;         /* give up retrying then */
 	uint64_t seq;
 	struct fabric_held *held;
 	struct fabric_out *out;

@@ -110,6 +110,18 @@ class Validation(Tmp):
         self.bad('momentum_at: "server" or "worker" expected, got "ps"', momentum_at="ps")
         self.bad('momentum_at: "worker" needs worker_program "c"', momentum_at="worker", worker_program="torch")
 
+    def test_kill_scheduler(self):
+        """kill-scheduler: MLfabric-A only, the scheduler host by default, not with chain replication."""
+        f = self.exp(faults=[{"at_s": 3, "kind": "kill-scheduler"}]).faults[0]
+        self.assertEqual((f.kind, f.host), ("kill-scheduler", self.exp().sched))
+        self.bad("kill-scheduler applies to system mlfabric-a only", systems=["mlfabric-a", "async"],
+                 faults=[{"at_s": 3, "kind": "kill-scheduler"}])
+        self.bad('kill-scheduler: "w1" is not the scheduler host', faults=[{"at_s": 3, "kind": "kill-scheduler",
+                                                                             "host": "w1"}])
+        self.bad("kill-scheduler with replication mode chain",
+                 cluster=os.path.join(ROOT, "conf/cluster-repl.json"), replication={"mode": "chain"},
+                 faults=[{"at_s": 3, "kind": "kill-scheduler"}])
+
     def test_scheduler_args(self):
         self.assertEqual(self.exp().scheduler_args, [])
         e = self.exp(scheduler_args=["--sync-batching", "all"])

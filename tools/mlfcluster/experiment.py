@@ -413,9 +413,9 @@ class Experiment:
                              "MLfabric-A's state; docs/scheduler.md \"Restart\")")
                 if host != self.sched:
                     self.err(pre + 'kill-scheduler: "%s" is not the scheduler host (%s)' % (host, self.sched))
-                if self.repl_mode in ("mlfabric", "chain"):
-                    self.err(pre + "kill-scheduler with replication mode %s: a restarted scheduler does not "
-                             "rebuild the replica's state (not built)" % self.repl_mode)
+                if self.repl_mode == "chain":
+                    self.err(pre + "kill-scheduler with replication mode chain: a restarted scheduler does "
+                             "not rebuild the chain's forwarding (not built; mlfabric replication is)")
             if kind == "kill-worker" and host not in self.workers:
                 self.err(pre + 'kill-worker: "%s" is not a worker' % host)
             if kind in ("cut-link", "loss-burst") and (not is_num(f.get("duration_s")) or f["duration_s"] <= 0):
