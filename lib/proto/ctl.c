@@ -54,7 +54,7 @@ int ctl_queue(struct ctl_conn *c, json_t *msg)
 		free(s);
 		return -EMSGSIZE;
 	}
-	if (c->overflow || ctl_pending(c) + len + 1 > c->out_max) {
+	if (c->overflow || ctl_pending(c) + len + 1 > (c->out_max ? c->out_max : CTL_OUT_MAX)) {
 		c->overflow = 1;
 		free(s);
 		return -ENOBUFS;

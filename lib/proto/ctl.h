@@ -21,7 +21,7 @@ struct ctl_conn {
 	int in_skip;        /* discarding the rest of an over-long line up to its '\n' */
 	char *out;          /* queued bytes [out_off, out_len) */
 	size_t out_off, out_len, out_cap;
-	size_t out_max;     /* cap of the queued bytes (ctl_init: CTL_OUT_MAX) */
+	size_t out_max;     /* cap of the queued bytes (ctl_init: CTL_OUT_MAX; 0 also means that) */
 	int overflow;       /* a ctl_queue went over out_max: the peer does not read */
 };
 
