@@ -21,6 +21,7 @@
 
 #include "ck_run.h"
 #include "clock.h"
+#include "log.h"
 #include "ctl.h"
 #include "sched_daemon.h"
 #include "sched_fake.h"
@@ -237,6 +238,34 @@ static void expect_welcome(const char *host, double secs)
 }
 
 /*
+ * For @secs: send @len bytes of @buf (NULL: nothing) whenever @c's socket takes them, and read
+ * every answer. Returns the number of `error` answers.
+ */
+static int read_for(struct ctl_conn *c, double secs, const char *buf, size_t len)
+{
+	char err[128];
+	json_t *m;
+	long r;
+	int answers = 0;
+
+	for (double end = clock_mono_s() + secs; clock_mono_s() < end;) {
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN | (buf ? POLLOUT : 0) };
+		poll(&pf, 1, 10);
+		if (buf && (pf.revents & POLLOUT))
+			(void)!send(c->fd, buf, len, MSG_NOSIGNAL);
+		while ((r = ctl_read(c)) > 0)
+			;
+		while (ctl_next(c, &m, err, sizeof(err)) == 1) {
+			answers += !strcmp(ctl_type(m), "error");
+			json_decref(m);
+		}
+		if (r == 0)
+			break;
+	}
+	return answers;
+}
+
+/*
  * A connection that sends bad lines and never reads its answers (issue 14: 64 MiB of them
  * took the scheduler from 2 to 214 MB and wrote 4.6 million WARN lines): the output queue cap
  * closes it with one WARN, the scheduler's peak RSS stays bounded, the log stays short, and
@@ -272,6 +301,40 @@ START_TEST(unread_output_queue_closed_and_log_bounded)
 	int n = log_lines("");
 	ck_assert_msg(n < 100, "%d log lines for %zu bytes of bad lines", n, sent);
 	expect_welcome("w0", 2.0);
+	stop_child();
+}
+END_TEST
+
+/*
+ * A connection that sends bad lines for 1.5 s and reads every answer (so its queue never
+ * fills): each line is still answered, but the log gets at most 20 lines per second per call
+ * site and then one "suppressed" line, not one WARN per bad line.
+ */
+START_TEST(bad_lines_log_rate_limited)
+{
+	static char block[9 * 100];
+	char err[128];
+	struct ctl_conn c;
+	int answers = 0;
+
+	spawn(0);
+	for (size_t i = 0; i < sizeof(block); i += 9)
+		memcpy(block + i, "not json\n", 9);
+	int fd = ctl_connect(listen_addr, err, sizeof(err));
+	ck_assert_msg(fd >= 0, "%s", err);
+	ctl_init(&c, fd);
+	answers += read_for(&c, 1.5, block, sizeof(block));
+	/* past the window, still reading (the bytes in flight are answered meanwhile); then one
+	 * more line of that call site reports the count of the suppressed ones */
+	answers += read_for(&c, 1.2, NULL, 0);
+	ck_assert_int_gt(send(fd, "still not json\n", 15, MSG_NOSIGNAL), 0);
+	answers += read_for(&c, 0.2, NULL, 0);
+	ctl_close(&c);
+	ck_assert_msg(answers > 5000, "only %d bad lines answered", answers);
+	int n = log_lines("not JSON");
+	ck_assert_msg(n <= 4 * LOG_RL_BURST, "%d WARN lines for %d bad lines", n, answers);
+	ck_assert_int_ge(log_lines("suppressed"), 1);
+	ck_assert_int_eq(log_lines("does not read"), 0);
 	stop_child();
 }
 END_TEST
@@ -317,6 +380,7 @@ int main(void)
 	tcase_add_test(tc, updates_and_pulls_limited_per_host);
 	tcase_add_test(tc, tail_of_over_long_line_not_a_message);
 	tcase_add_test(tc, unread_output_queue_closed_and_log_bounded);
+	tcase_add_test(tc, bad_lines_log_rate_limited);
 	tcase_add_test(tc, out_of_descriptors_backs_off);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
