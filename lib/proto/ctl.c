@@ -114,8 +114,11 @@ long ctl_read(struct ctl_conn *c)
 		return -EAGAIN; /* full: ctl_next takes a line or drops an over-long one first */
 	if (reserve(&c->in, &c->in_cap, c->in_len + 65536))
 		return -ENOMEM;
+	size_t room = c->in_cap - c->in_len;
+	if (room > CTL_LINE_MAX + 65536 - c->in_len)
+		room = CTL_LINE_MAX + 65536 - c->in_len; /* holds at most CTL_LINE_MAX + 64 KiB */
 	for (;;) {
-		ssize_t r = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+		ssize_t r = read(c->fd, c->in + c->in_len, room);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)

@@ -51,6 +51,7 @@ static void feed(const char *buf, size_t len, int *bad, char *types, char *err)
 		size_t before = c.in_len - c.in_off;
 		long r = ctl_read(&c);
 		ck_assert(r > 0 || r == -EAGAIN);
+		ck_assert_uint_le(c.in_len, CTL_LINE_MAX + 65536); /* bounded however bytes come */
 		while ((rc = ctl_next(&c, &m, err, 256)) != 0) {
 			if (rc < 0) {
 				(*bad)++;
@@ -63,8 +64,7 @@ static void feed(const char *buf, size_t len, int *bad, char *types, char *err)
 		if (off == len && r == -EAGAIN && before < CTL_LINE_MAX)
 			break; /* nothing more in the socket (not just a full buffer) */
 	}
-	/* the input buffer stays bounded however the bytes came */
-	ck_assert_uint_le(c.in_cap, 2 * CTL_LINE_MAX + 65536);
+	ck_assert_uint_le(c.in_cap, 2 * CTL_LINE_MAX);
 }
 
 /* A line of @n bytes ending in '\n' whose last bytes are the valid message @tail. */
