@@ -25,12 +25,39 @@
 #include "ctl.h"
 #include "sched_daemon.h"
 #include "sched_fake.h"
+#include "sched_index.h"
 
 static void small_limits(struct sched_config *c)
 {
 	c->max_upd_per_host = 3;
 	c->max_pulls_per_host = 2;
 }
+
+/* The id index: every id found at its latest position, absent ids not, across growth and a
+ * rebuild; ids that differ only in high bits (worker << 40 | counter) included. */
+START_TEST(index_finds_every_id)
+{
+	struct sched_index ix = { 0 };
+
+	for (int i = 0; i < 100000; i++)
+		ck_assert_int_eq(sched_index_put(&ix, ((uint64_t)(i % 7) << 40) | (uint64_t)i, i), 0);
+	uint64_t five = ((uint64_t)5 << 40) | 5;
+	ck_assert_int_eq(sched_index_put(&ix, five, 424242), 0); /* again: the newest wins */
+	for (int i = 0; i < 100000; i++)
+		ck_assert_int_eq(sched_index_get(&ix, ((uint64_t)(i % 7) << 40) | (uint64_t)i),
+				 (i == 5 ? 424242 : i));
+	ck_assert_int_eq(sched_index_get(&ix, (uint64_t)1 << 62), -1);
+	ck_assert_int_eq(sched_index_get(&ix, 5), -1);
+	ck_assert(sched_index_usable(&ix));
+	ck_assert_uint_le(ix.n * 2, ix.cap);
+	sched_index_clear(&ix);
+	ck_assert_int_eq(sched_index_get(&ix, 5), -1);
+	ck_assert_int_eq(sched_index_put(&ix, 5, 1), 0);
+	ck_assert_int_eq(sched_index_get(&ix, 5), 1);
+	sched_index_free(&ix);
+	ck_assert_int_eq(sched_index_get(&ix, 5), -1);
+}
+END_TEST
 
 /* No server registered: a host's updates beyond the limit are dropped with a reason the worker
  * gets (`drop`) and the records name; pulls beyond theirs are refused with an `error`. */
@@ -377,6 +404,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	signal(SIGPIPE, SIG_IGN);
+	tcase_add_test(tc, index_finds_every_id);
 	tcase_add_test(tc, updates_and_pulls_limited_per_host);
 	tcase_add_test(tc, tail_of_over_long_line_not_a_message);
 	tcase_add_test(tc, unread_output_queue_closed_and_log_bounded);
