@@ -397,7 +397,10 @@ int main(int argc, char **argv)
 	log_threshold = getenv("BENCH_SCHED_LOG") ? LOG_INFO : LOG_WARN;
 	if (flood > 0) {
 		log_threshold = LOG_ERR; /* the per-host limit's drops are not the figure */
+		char cf[128];
 		int rc = bench_flood(flood, rounds == 20 ? 3 : rounds, dir);
+		snprintf(cf, sizeof(cf), "%s/cluster-flood.json", dir);
+		unlink(cf);
 		rmdir(dir);
 		return rc;
 	}
