@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -202,7 +203,7 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 			spread_max = (last - first) * 1e3;
 		for (int i = 0; i < n_hosts; i++) {
 			ctl_read(&c[i]);
-			c[i].in_len = 0; /* orders and aggregates: not timed */
+			c[i].in_off = c[i].in_len = 0; /* orders and aggregates: not timed */
 		}
 	}
 	stop_flag = 1;
@@ -227,14 +228,136 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 	return 0;
 }
 
+/* CPU seconds thread @th has used. */
+static double thread_cpu_s(pthread_t th)
+{
+	clockid_t cid;
+	struct timespec ts;
+
+	if (pthread_getcpuclockid(th, &cid) || clock_gettime(cid, &ts))
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * One flood run (issue 14): worker w0 announces @n updates while no server is registered, then
+ * a malformed update whose error answer marks the end. @mode 0: the id lookups scan the update
+ * table (the index off: the code before issue 14), no per-host limit; 1: indexed, no limit;
+ * 2: indexed with the default --max-updates-per-host. Returns the daemon thread's CPU seconds
+ * from the first update to the answer (-1 on failure); *@wall_s the wall time.
+ */
+static double flood_one(int n, int mode, const char *dir, int port, double *wall_s, int *held)
+{
+	char path[256], err[256];
+	struct sched_config cfg;
+	struct ctl_conn c;
+	json_t *m;
+
+	snprintf(path, sizeof(path), "%s/cluster-flood.json", dir);
+	if (write_cluster(path, 1))
+		return -1;
+	sched_daemon_defaults(&cfg);
+	cfg.peer_timeout_s = 300;
+	if (mode < 2)
+		cfg.max_upd_per_host = 0;
+	snprintf(cfg.listen, sizeof(cfg.listen), "127.0.0.1:%d", port);
+	struct sched *s = sched_daemon_create(&cfg, path, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "bench-sched: %s\n", err);
+		return -1;
+	}
+	s->upd_ix.off = s->xfer_ix.off = mode == 0;
+	pthread_t th;
+	stop_flag = 0;
+	pthread_create(&th, NULL, run_daemon, s);
+	int fd = ctl_connect(cfg.listen, err, sizeof(err));
+	if (fd < 0) {
+		fprintf(stderr, "bench-sched: %s\n", err);
+		exit(1);
+	}
+	ctl_init(&c, fd);
+	c.out_max = (size_t)n * 256 + CTL_OUT_MAX;
+	json_decref(call(&c, json_pack("{s:s, s:s}", "type", "hello", "host", "w0"), "welcome"));
+	json_decref(call(&c, json_pack("{s:s, s:s, s:s, s:s}", "type", "register", "app",
+				       "worker@w0", "role", "worker", "server", "ps"), "registered"));
+	for (int i = 0; i < n; i++) {
+		m = json_pack("{s:s, s:s, s:I, s:s, s:i, s:i, s:f}", "type", "update", "app",
+			      "worker@w0", "id", (json_int_t)(((uint64_t)1 << 40) | (uint64_t)i),
+			      "server", "ps", "bytes", 1001024, "version", 0, "norm", 1.0);
+		ctl_queue(&c, m);
+		json_decref(m);
+	}
+	m = json_pack("{s:s, s:s, s:s}", "type", "update", "app", "worker@w0", "server", "ps");
+	ctl_queue(&c, m); /* no "id": answered with an error once everything before is handled */
+	json_decref(m);
+	double cpu0 = thread_cpu_s(th), t0 = clock_mono_s();
+	int done = 0;
+	while (!done) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN | (ctl_pending(&c) ? POLLOUT : 0) };
+		poll(&pf, 1, 100);
+		if (ctl_pending(&c) && ctl_flush(&c) < 0)
+			break;
+		if (ctl_read(&c) == 0)
+			break;
+		while (!done && ctl_next(&c, &m, err, sizeof(err)) == 1) {
+			done = !strcmp(ctl_type(m), "error");
+			json_decref(m);
+		}
+	}
+	double cpu = thread_cpu_s(th) - cpu0;
+	*wall_s = clock_mono_s() - t0;
+	*held = s->n_upd;
+	stop_flag = 1;
+	pthread_join(th, NULL);
+	ctl_close(&c);
+	sched_daemon_free(s);
+	return done ? cpu : -1;
+}
+
+/* --flood N: the three flood_one modes, @reps times each; medians, min-max and the ratio. */
+static int bench_flood(int n, int reps, const char *dir)
+{
+	static const char *const names[] = { "scan (before issue 14), no limit",
+		"indexed, no limit", "indexed, --max-updates-per-host 4096" };
+	double cpu[3][16], wall[3][16];
+	int held[3] = { 0 };
+
+	if (reps > 16)
+		reps = 16;
+	for (int r = 0; r < reps; r++)
+		for (int mode = 0; mode < 3; mode++) {
+			cpu[mode][r] = flood_one(n, mode, dir, 20000 + (int)(getpid() % 20000) + 100 +
+						 r * 3 + mode, &wall[mode][r], &held[mode]);
+			if (cpu[mode][r] < 0) {
+				fprintf(stderr, "bench-sched: flood run %d mode %d failed\n", r, mode);
+				return 1;
+			}
+		}
+	printf("bench-sched --flood: %d updates from one worker, no server registered, %d "
+	       "repeats (CPU of the daemon thread from the first update to the answer of the "
+	       "last message)\n\n| lookup | CPU s median | min-max | wall s median | updates held |\n"
+	       "|---|---|---|---|---|\n", n, reps);
+	double med[3];
+	for (int mode = 0; mode < 3; mode++) {
+		qsort(cpu[mode], (size_t)reps, sizeof(double), cmp_double);
+		qsort(wall[mode], (size_t)reps, sizeof(double), cmp_double);
+		med[mode] = cpu[mode][reps / 2];
+		printf("| %s | %.3f | %.3f-%.3f | %.3f | %d |\n", names[mode], med[mode],
+		       cpu[mode][0], cpu[mode][reps - 1], wall[mode][reps / 2], held[mode]);
+	}
+	printf("\nCPU ratio scan / indexed: %.1fx; scan / indexed with the limit: %.1fx\n",
+	       med[0] / (med[1] > 1e-6 ? med[1] : 1e-6), med[0] / (med[2] > 1e-6 ? med[2] : 1e-6));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "workers", required_argument, 0, 'w' },
 		{ "rounds", required_argument, 0, 'r' }, { "batch-ms", required_argument, 0, 'b' },
-		{ "replica", required_argument, 0, 'R' },
+		{ "replica", required_argument, 0, 'R' }, { "flood", required_argument, 0, 'F' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	char workers[256] = "8,32,62", dir[64], *save = NULL;
-	int rounds = 20, c;
+	int rounds = 20, c, flood = 0;
 	double batch_ms = 100;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -246,9 +369,11 @@ int main(int argc, char **argv)
 			batch_ms = atof(optarg);
 		else if (c == 'R')
 			replica_div = atof(optarg);
+		else if (c == 'F')
+			flood = atoi(optarg);
 		else {
 			printf("usage: bench-sched [--workers 8,32,62] [--rounds 20] [--batch-ms 100]\n"
-			       "                   [--replica DIV_MAX]\n"
+			       "                   [--replica DIV_MAX] [--flood N [--rounds R]]\n"
 			       "The scheduler daemon in-process with fake dataplanes on 127.0.0.1: every\n"
 			       "round each worker announces one 1 MB update; prints per worker count the\n"
 			       "batches, updates per batch, plan_compute ms, and the latency from the\n"
@@ -256,7 +381,11 @@ int main(int argc, char **argv)
 			       "the batch tick, so about batch-ms/2 on average), and the largest spread\n"
 			       "between the first and last worker's send of one batch. With --replica,\n"
 			       "a replica r0 (downlink 1 Gbit/s) at Div_max DIV_MAX is planned too (replica\n"
-			       "commits, punted copies, largest divergence bound are added).\n");
+			       "commits, punted copies, largest divergence bound are added).\n"
+			       "With --flood N: one worker announces N updates with no server\n"
+			       "registered; the daemon's CPU with id lookups by scan (before issue 14),\n"
+			       "indexed, and indexed with the default per-host limit, R repeats (default\n"
+			       "3), medians and the ratio.\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -266,6 +395,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_threshold = getenv("BENCH_SCHED_LOG") ? LOG_INFO : LOG_WARN;
+	if (flood > 0) {
+		log_threshold = LOG_ERR; /* the per-host limit's drops are not the figure */
+		char cf[128];
+		int rc = bench_flood(flood, rounds == 20 ? 3 : rounds, dir);
+		snprintf(cf, sizeof(cf), "%s/cluster-flood.json", dir);
+		unlink(cf);
+		rmdir(dir);
+		return rc;
+	}
 	printf("bench-sched: %d rounds, batch %.0f ms, 4 aggregators, server downlink 1 Gbit/s",
 	       rounds, batch_ms);
 	if (replica_div >= 0)

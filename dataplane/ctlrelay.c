@@ -92,7 +92,7 @@ static void to_sched(json_t *msg)
 	if (!msg)
 		return;
 	rc = ctl_queue(&cr.conn, msg);
-	if (rc < 0)
+	if (rc < 0 && rc != -ENOBUFS) /* -ENOBUFS: serve_conn reconnects */
 		log_warn("scheduler %s: %s message not sent: %s", cr.addr, ctl_type(msg), strerror(-rc));
 	json_decref(msg);
 }
@@ -279,6 +279,13 @@ static int serve_conn(void)
 		send_link();
 	if (ctl_pending(&cr.conn) && (rc = ctl_flush(&cr.conn)) < 0) {
 		lost(strerror(-rc));
+		return 1;
+	}
+	if (cr.conn.overflow) { /* the output cap reached: the scheduler does not read (control.md) */
+		char why[96];
+		snprintf(why, sizeof(why), "it does not read (%zu bytes queued, limit %zu)",
+			 ctl_pending(&cr.conn), cr.conn.out_max);
+		lost(why);
 		return 1;
 	}
 	return work;

@@ -4,11 +4,31 @@
 #include "clock.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 enum log_level log_threshold = LOG_INFO;
+unsigned log_rl_burst = LOG_RL_BURST;
+double log_rl_window_s = LOG_RL_WINDOW_S;
 const char *log_component = "mlf";
 
 static const char *const level_names[] = { "ERROR", "WARN", "INFO", "DEBUG" };
+
+/* One line; the caller holds the stdio lock of stderr. */
+static void vline(enum log_level level, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%.6f %s %s: ", clock_real_s(), level_names[level], log_component);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+static void line(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vline(level, fmt, ap);
+	va_end(ap);
+}
 
 void log_printf(enum log_level level, const char *fmt, ...)
 {
@@ -18,11 +38,38 @@ void log_printf(enum log_level level, const char *fmt, ...)
 		return;
 	/* One fprintf per part under the stdio lock keeps lines from different threads whole. */
 	flockfile(stderr);
-	fprintf(stderr, "%.6f %s %s: ", clock_real_s(), level_names[level], log_component);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vline(level, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
+void log_printf_rl(struct log_rl *rl, const char *site, enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > log_threshold)
+		return;
+	const char *base = strrchr(site, '/');
+	double now = clock_mono_s();
+	/* the stdio lock of stderr also guards the call site's counters */
+	flockfile(stderr);
+	if (rl->window_start == 0 || now - rl->window_start >= log_rl_window_s) {
+		if (rl->suppressed)
+			line(level, "suppressed %lu similar messages in %.1f s (%s)", rl->suppressed,
+			     now - rl->first_suppressed, base ? base + 1 : site);
+		rl->window_start = now;
+		rl->n = 0;
+		rl->suppressed = 0;
+	}
+	if (rl->n < log_rl_burst) {
+		rl->n++;
+		va_start(ap, fmt);
+		vline(level, fmt, ap);
+		va_end(ap);
+	} else if (rl->suppressed++ == 0) {
+		rl->first_suppressed = now;
+	}
 	funlockfile(stderr);
 }
 

@@ -22,8 +22,39 @@ extern const char *log_component;
 void log_printf(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-#define log_err(...)   log_printf(LOG_ERR, __VA_ARGS__)
-#define log_warn(...)  log_printf(LOG_WARN, __VA_ARGS__)
+/**
+ * Rate limit of repeated errors and warnings (docs/control.md "Limits"): log_err and log_warn
+ * print at most log_rl_burst lines per call site in a window of log_rl_window_s seconds
+ * (defaults LOG_RL_BURST and LOG_RL_WINDOW_S); the ones beyond are counted, and the next line
+ * of that call site after the window prints first one line "suppressed K similar messages in
+ * S s (file:line)". log_info and log_debug are not limited.
+ */
+#define LOG_RL_BURST 20          /* lines per call site and window */
+#define LOG_RL_WINDOW_S 1.0      /* window, seconds */
+extern unsigned log_rl_burst;
+extern double log_rl_window_s;
+
+/** One call site's rate-limit state (a static in the log_err / log_warn expansion). */
+struct log_rl {
+	double window_start;      /* CLOCK_MONOTONIC seconds the current window started */
+	unsigned n;               /* lines printed in the current window */
+	unsigned long suppressed; /* lines not printed since the last suppressed-line report */
+	double first_suppressed;  /* CLOCK_MONOTONIC seconds of the first of them */
+};
+
+/**
+ * log_printf_rl - log_printf under the rate limit of call site @rl (@site: "file:line", named
+ * in the suppressed-messages line). Lines above log_threshold are neither printed nor counted.
+ */
+void log_printf_rl(struct log_rl *rl, const char *site, enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+#define LOG_STR_(x) #x
+#define LOG_STR(x) LOG_STR_(x)
+#define log_printf_limited(level, ...) ({ static struct log_rl log_rl_site_; \
+	log_printf_rl(&log_rl_site_, __FILE__ ":" LOG_STR(__LINE__), level, __VA_ARGS__); })
+#define log_err(...)   log_printf_limited(LOG_ERR, __VA_ARGS__)
+#define log_warn(...)  log_printf_limited(LOG_WARN, __VA_ARGS__)
 #define log_info(...)  log_printf(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) do { if (log_threshold >= LOG_DEBUG) log_printf(LOG_DEBUG, __VA_ARGS__); } while (0)
 

@@ -16,6 +16,7 @@ void ctl_init(struct ctl_conn *c, int fd)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
+	c->out_max = CTL_OUT_MAX;
 }
 
 void ctl_close(struct ctl_conn *c)
@@ -52,6 +53,11 @@ int ctl_queue(struct ctl_conn *c, json_t *msg)
 	if (len + 1 > CTL_LINE_MAX) {
 		free(s);
 		return -EMSGSIZE;
+	}
+	if (c->overflow || ctl_pending(c) + len + 1 > (c->out_max ? c->out_max : CTL_OUT_MAX)) {
+		c->overflow = 1;
+		free(s);
+		return -ENOBUFS;
 	}
 	if (c->out_off > 0 && c->out_off == c->out_len)
 		c->out_off = c->out_len = 0;
@@ -99,10 +105,20 @@ size_t ctl_pending(const struct ctl_conn *c)
 
 long ctl_read(struct ctl_conn *c)
 {
+	if (c->in_off > 0) { /* drop the parsed lines once per read, not once per line */
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	if (c->in_len >= CTL_LINE_MAX)
+		return -EAGAIN; /* full: ctl_next takes a line or drops an over-long one first */
 	if (reserve(&c->in, &c->in_cap, c->in_len + 65536))
 		return -ENOMEM;
+	size_t room = c->in_cap - c->in_len;
+	if (room > CTL_LINE_MAX + 65536 - c->in_len)
+		room = CTL_LINE_MAX + 65536 - c->in_len; /* holds at most CTL_LINE_MAX + 64 KiB */
 	for (;;) {
-		ssize_t r = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+		ssize_t r = read(c->fd, c->in + c->in_len, room);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -115,31 +131,51 @@ long ctl_read(struct ctl_conn *c)
 int ctl_next(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 {
 	*msg = NULL;
-	char *nl = c->in_len ? memchr(c->in, '\n', c->in_len) : NULL;
-	if (!nl) {
-		if (c->in_len >= CTL_LINE_MAX) {
-			c->in_len = 0; /* drop the oversized partial line */
+	for (;;) {
+		char *p = c->in + c->in_off;
+		size_t n = c->in_len - c->in_off;
+		char *nl = n ? memchr(p, '\n', n) : NULL;
+
+		if (c->in_skip) { /* the tail of a refused over-long line: discard up to its end */
+			if (!nl) {
+				c->in_off = c->in_len = 0;
+				return 0;
+			}
+			c->in_skip = 0;
+			c->in_off += (size_t)(nl - p) + 1;
+			continue;
+		}
+		if (!nl) {
+			if (n >= CTL_LINE_MAX) {
+				c->in_off = c->in_len = 0; /* drop it, and what follows up to its '\n' */
+				c->in_skip = 1;
+				snprintf(err, errlen, "line longer than %u bytes", CTL_LINE_MAX);
+				return -EBADMSG;
+			}
+			return 0;
+		}
+		size_t len = (size_t)(nl - p);
+		c->in_off += len + 1;
+		if (c->in_off == c->in_len)
+			c->in_off = c->in_len = 0;
+		if (len + 1 > CTL_LINE_MAX) {
 			snprintf(err, errlen, "line longer than %u bytes", CTL_LINE_MAX);
 			return -EBADMSG;
 		}
-		return 0;
+		json_error_t je;
+		json_t *j = json_loadb(p, len, JSON_REJECT_DUPLICATES, &je);
+		if (!j) {
+			snprintf(err, errlen, "not JSON: %s (column %d)", je.text, je.column);
+			return -EBADMSG;
+		}
+		if (!json_is_object(j) || !json_is_string(json_object_get(j, "type"))) {
+			json_decref(j);
+			snprintf(err, errlen, "not a JSON object with a string \"type\"");
+			return -EBADMSG;
+		}
+		*msg = j;
+		return 1;
 	}
-	size_t len = (size_t)(nl - c->in);
-	json_error_t je;
-	json_t *j = json_loadb(c->in, len, JSON_REJECT_DUPLICATES, &je);
-	memmove(c->in, nl + 1, c->in_len - len - 1);
-	c->in_len -= len + 1;
-	if (!j) {
-		snprintf(err, errlen, "not JSON: %s (column %d)", je.text, je.column);
-		return -EBADMSG;
-	}
-	if (!json_is_object(j) || !json_is_string(json_object_get(j, "type"))) {
-		json_decref(j);
-		snprintf(err, errlen, "not a JSON object with a string \"type\"");
-		return -EBADMSG;
-	}
-	*msg = j;
-	return 1;
 }
 
 static int parse_addr(const char *host_port, struct sockaddr_in *sa, char *err, size_t errlen)

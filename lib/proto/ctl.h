@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #define CTL_LINE_MAX (1u << 20)   /* longest message line, bytes including the '\n' */
+#define CTL_OUT_MAX (16u << 20)   /* default cap of a connection's output queue, bytes */
 #define CTL_DEFAULT_PORT 7070     /* default TCP port of the scheduler */
 
 /**
@@ -15,13 +16,19 @@
  */
 struct ctl_conn {
 	int fd;
-	char *in;           /* received bytes [0, in_len) */
-	size_t in_len, in_cap;
+	char *in;           /* received bytes [in_off, in_len) not parsed yet */
+	size_t in_off, in_len, in_cap;
+	int in_skip;        /* discarding the rest of an over-long line up to its '\n' */
 	char *out;          /* queued bytes [out_off, out_len) */
 	size_t out_off, out_len, out_cap;
+	size_t out_max;     /* cap of the queued bytes (ctl_init: CTL_OUT_MAX; 0 also means that) */
+	int overflow;       /* a ctl_queue went over out_max: the peer does not read */
 };
 
-/** ctl_init - wrap socket @fd (ownership passes to @c; ctl_close closes it). */
+/**
+ * ctl_init - wrap socket @fd (ownership passes to @c; ctl_close closes it). The output queue
+ * is capped at CTL_OUT_MAX bytes (c->out_max may be changed after ctl_init).
+ */
 void ctl_init(struct ctl_conn *c, int fd);
 
 /** ctl_close - close the socket and free the buffers; safe twice. */
@@ -29,7 +36,10 @@ void ctl_close(struct ctl_conn *c);
 
 /**
  * ctl_queue - encode @msg (compact, one line) and queue it; the reference is not stolen.
- * Returns 0, -ENOMEM, or -EMSGSIZE (longer than CTL_LINE_MAX).
+ * Returns 0, -ENOMEM, -EMSGSIZE (longer than CTL_LINE_MAX), or -ENOBUFS: the bytes queued and
+ * not written would exceed c->out_max (the peer does not read); then nothing is queued,
+ * c->overflow is set and stays set (every later ctl_queue returns -ENOBUFS too): the caller
+ * should log it once and close the connection.
  */
 int ctl_queue(struct ctl_conn *c, json_t *msg);
 
@@ -46,9 +56,11 @@ int ctl_send(struct ctl_conn *c, json_t *msg);
 size_t ctl_pending(const struct ctl_conn *c);
 
 /**
- * ctl_read - read what the socket has (one read() call).
- * Returns bytes read (> 0), 0 at end of stream (peer closed), -EAGAIN (nothing waiting),
- * -ENOMEM, or another -errno.
+ * ctl_read - read what the socket has (one read() call). The input buffer never holds more
+ * than CTL_LINE_MAX + 64 KiB: when CTL_LINE_MAX bytes are buffered, nothing is read and
+ * -EAGAIN is returned (take the lines with ctl_next first, which always makes room).
+ * Returns bytes read (> 0), 0 at end of stream (peer closed), -EAGAIN (nothing waiting, or
+ * the buffer is full), -ENOMEM, or another -errno.
  */
 long ctl_read(struct ctl_conn *c);
 
@@ -57,7 +69,9 @@ long ctl_read(struct ctl_conn *c);
  * Returns 1 with *@msg set (a new reference to a JSON object: json_decref it), 0 when no
  * complete line is buffered, or -EBADMSG with @err saying why the line was refused (not JSON,
  * not an object, no string "type", longer than CTL_LINE_MAX); the bad line is consumed, so the
- * caller can answer with an error and go on.
+ * caller can answer with an error and go on. A line longer than CTL_LINE_MAX is refused once,
+ * however its bytes arrive (in one read or many): the bytes up to its '\n' are discarded as
+ * they come and never parsed as a line of their own.
  */
 int ctl_next(struct ctl_conn *c, json_t **msg, char *err, size_t errlen);
 

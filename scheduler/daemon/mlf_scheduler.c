@@ -46,6 +46,9 @@ static void usage(FILE *f)
 		"  --catchup-timeout S  catch-up waits at most S for the server's commits (10)\n"
 		"  --distributors N     most worker hosts forwarding the model to other pulls\n"
 		"                       (distribution trees, §10.3; default: all; 0 = off)\n"
+		"  --max-updates-per-host N  updates of one host the scheduler holds; more are\n"
+		"                       dropped at once with a reason (default 4096)\n"
+		"  --max-pulls-per-host N    pulls of one host waiting; more are refused (1024)\n"
 		"  -v, --verbose        debug logging\n"
 		"  -h, --help           this text\n");
 }
@@ -79,6 +82,8 @@ int main(int argc, char **argv)
 		{ "catchup-timeout", required_argument, 0, 'C' },
 		{ "sync-batching", required_argument, 0, 'S' },
 		{ "distributors", required_argument, 0, 'D' },
+		{ "max-updates-per-host", required_argument, 0, 'U' },
+		{ "max-pulls-per-host", required_argument, 0, 'P' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct sched_config cfg;
 	const char *cluster = NULL;
@@ -113,6 +118,8 @@ int main(int argc, char **argv)
 			cfg.sync_all = !strcmp(optarg, "all");
 			break;
 		case 'D': bad |= num_arg("--distributors", optarg, 0, 1e6, &d); cfg.distributors = (int)d; break;
+		case 'U': bad |= num_arg("--max-updates-per-host", optarg, 1, 1e7, &d); cfg.max_upd_per_host = (int)d; break;
+		case 'P': bad |= num_arg("--max-pulls-per-host", optarg, 1, 1e7, &d); cfg.max_pulls_per_host = (int)d; break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

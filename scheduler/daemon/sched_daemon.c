@@ -37,16 +37,44 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->max_batch = MLF_PAYLOAD_MAX_PARTS; /* an aggregate can name every update */
 	cfg->catchup_timeout_s = 10.0;
 	cfg->distributors = -1;
+	cfg->max_upd_per_host = SCHED_MAX_UPD_PER_HOST;
+	cfg->max_pulls_per_host = SCHED_MAX_PULLS_PER_HOST;
 }
 
 /* ---- the loop -------------------------------------------------------------------------- */
 
-static void accept_all(struct sched *s)
+/*
+ * Out of file descriptors (EMFILE, ENFILE) or kernel memory: the pending connection stays in
+ * the backlog and the listening socket stays readable, so polling it again at once would spin.
+ * Logged once per episode; the listening socket is left out of poll for a back-off (0.1 s,
+ * doubling up to 1 s) and accept is retried after it.
+ */
+static void accept_failed(struct sched *s, int err, double now)
+{
+	if (s->accept_backoff == 0) {
+		log_warn("accept: %s (%d connections open): not accepting for %.1f s, then retrying "
+			 "with back-off up to %.1f s", strerror(err), s->n_conns,
+			 SCHED_ACCEPT_BACKOFF_MIN_S, SCHED_ACCEPT_BACKOFF_MAX_S);
+		s->accept_backoff = SCHED_ACCEPT_BACKOFF_MIN_S;
+	} else if ((s->accept_backoff *= 2) > SCHED_ACCEPT_BACKOFF_MAX_S) {
+		s->accept_backoff = SCHED_ACCEPT_BACKOFF_MAX_S;
+	}
+	s->accept_resume = now + s->accept_backoff;
+}
+
+static void accept_all(struct sched *s, double now)
 {
 	for (;;) {
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				accept_failed(s, errno, now);
 			return;
+		}
+		if (s->accept_backoff > 0) {
+			log_info("accepting connections again");
+			s->accept_backoff = 0;
+		}
 		int one = 1, ci = -1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		for (int i = 0; i < s->n_conns; i++)
@@ -80,6 +108,38 @@ static void disconnect(struct sched *s, int ci)
 		sched_conn_close(s, ci);
 }
 
+/*
+ * Connection @ci went over its output cap (ctl_queue -ENOBUFS, CTL_OUT_MAX): the peer does not
+ * read. One WARN naming it; a host's connection fails the host (as a disconnect does).
+ * Returns 1 when it was closed.
+ */
+static int check_overflow(struct sched *s, int ci)
+{
+	struct sched_conn *c = &s->conns[ci];
+	int h = c->host;
+
+	if (c->c.fd < 0 || !c->c.overflow)
+		return 0;
+	if (h >= 0 && s->hosts[h].conn == ci) {
+		log_warn("peer %s does not read its control connection (%zu bytes queued, limit %zu): "
+			 "disconnected", s->cl.hosts[h].name, ctl_pending(&c->c), c->c.out_max);
+		sched_fail_host(s, h);
+	} else {
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		char who[64] = "unknown address";
+
+		if (!getpeername(c->c.fd, (struct sockaddr *)&sa, &sl) && sa.sin_family == AF_INET)
+			snprintf(who, sizeof(who), "%s:%u", inet_ntoa(sa.sin_addr),
+				 ntohs(sa.sin_port));
+		log_warn("connection from %s%s does not read (%zu bytes queued, limit %zu): closed",
+			 who, c->viewer ? " (status viewer)" : "", ctl_pending(&c->c), c->c.out_max);
+	}
+	if (c->c.fd >= 0)
+		sched_conn_close(s, ci);
+	return 1;
+}
+
 static void read_conn(struct sched *s, int ci)
 {
 	long r = ctl_read(&s->conns[ci].c);
@@ -90,7 +150,7 @@ static void read_conn(struct sched *s, int ci)
 		disconnect(s, ci);
 		return;
 	}
-	while (s->conns[ci].c.fd >= 0 && !s->conns[ci].closing) {
+	while (s->conns[ci].c.fd >= 0 && !s->conns[ci].closing && !s->conns[ci].c.overflow) {
 		int rc = ctl_next(&s->conns[ci].c, &m, err, sizeof(err));
 		if (rc == 0)
 			break;
@@ -140,7 +200,7 @@ static void flush_all(struct sched *s)
 {
 	for (int ci = 0; ci < s->n_conns; ci++) {
 		struct sched_conn *c = &s->conns[ci];
-		if (c->c.fd < 0)
+		if (c->c.fd < 0 || check_overflow(s, ci))
 			continue;
 		if (ctl_pending(&c->c) && ctl_flush(&c->c) < 0) {
 			disconnect(s, ci);
@@ -167,7 +227,9 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 			}
 			pf = np;
 		}
-		pf[0] = (struct pollfd){ .fd = s->listen_fd, .events = POLLIN };
+		/* out of file descriptors: the listening socket rests until accept_resume */
+		pf[0] = (struct pollfd){ .fd = s->accept_backoff > 0 && clock_real_s() <
+			s->accept_resume ? -1 : s->listen_fd, .events = POLLIN };
 		for (int ci = 0; ci < s->n_conns; ci++)
 			pf[ci + 1] = (struct pollfd){ .fd = s->conns[ci].c.fd, .events = POLLIN |
 				(ctl_pending(&s->conns[ci].c) ? POLLOUT : 0) };
@@ -185,7 +247,7 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 			break;
 		}
 		if (pf[0].revents & POLLIN)
-			accept_all(s);
+			accept_all(s, clock_real_s());
 		for (int ci = 0; ci < n_pf - 1; ci++)
 			if (s->conns[ci].c.fd >= 0 && (pf[ci + 1].revents & (POLLIN | POLLHUP | POLLERR)))
 				read_conn(s, ci);
@@ -312,6 +374,7 @@ void sched_daemon_free(struct sched *s)
 	free(s->server_alias);
 	free(s->conns);
 	free(s->upd);
+	sched_index_free(&s->upd_ix);
 	free(s->pulls);
 	sched_xfer_free(s);
 	free(s->hosts);

@@ -347,11 +347,24 @@ static void on_update(struct sched *s, int ci, const char *app, json_t *m, doubl
 		reply_err(s, ci, app, "update: field \"id\": update %" PRIu64 " is already known", u.id);
 		return;
 	}
+	int max = s->cfg.max_upd_per_host;
+	if (max > 0 && s->hosts[u.worker].held_upd >= max) {
+		/* dropped at once, not held: told to the worker like any drop (sched_fail_update) */
+		char reason[160];
+		snprintf(reason, sizeof(reason), "host %s already has %d updates at the scheduler "
+			 "(--max-updates-per-host %d)", s->cl.hosts[u.worker].name,
+			 s->hosts[u.worker].held_upd, max);
+		log_warn("update %" PRIu64 " of %s dropped: %s", u.id, app, reason);
+		sched_fail_update(s, &u, reason);
+		return;
+	}
 	if (arr_grow((void **)&s->upd, &s->cap_upd, s->n_upd + 1, sizeof(*s->upd))) {
 		reply_err(s, ci, app, "update: out of memory");
 		return;
 	}
 	s->upd[s->n_upd++] = u;
+	s->hosts[u.worker].held_upd++;
+	sched_index_put(&s->upd_ix, u.id, s->n_upd - 1); /* a failure leaves it stale: scans */
 	if (s->server.host >= 0 && !s->hosts[s->server.host].alive) {
 		char reason[96];
 		snprintf(reason, sizeof(reason), "peer %s dead", s->cl.hosts[s->server.host].name);
@@ -368,11 +381,19 @@ static void on_pull(struct sched *s, int ci, const char *app, json_t *m, double 
 	if (json_object_get(m, "min_version") && get_i64(s, ci, app, m, "min_version",
 							  &p.min_version))
 		return;
+	int max = s->cfg.max_pulls_per_host;
+	if (max > 0 && s->hosts[p.worker].held_pulls >= max) {
+		reply_err(s, ci, app, "pull %" PRIu64 " refused: host %s already has %d pulls waiting at "
+			  "the scheduler (--max-pulls-per-host %d)", p.id, s->cl.hosts[p.worker].name,
+			  s->hosts[p.worker].held_pulls, max);
+		return;
+	}
 	if (arr_grow((void **)&s->pulls, &s->cap_pulls, s->n_pulls + 1, sizeof(*s->pulls))) {
 		reply_err(s, ci, app, "pull: out of memory");
 		return;
 	}
 	s->pulls[s->n_pulls++] = p;
+	s->hosts[p.worker].held_pulls++;
 }
 
 static void on_done(struct sched *s, int ci, const char *app, json_t *m)

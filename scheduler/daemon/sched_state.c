@@ -1,12 +1,15 @@
 /* sched_state.c - lookups and bookkeeping over the scheduler daemon's state tables. */
 #include "sched_state.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "log.h"
 
 int sched_find_update(const struct sched *s, uint64_t id)
 {
+	if (sched_index_usable(&s->upd_ix))
+		return sched_index_get(&s->upd_ix, id);
 	for (int i = s->n_upd - 1; i >= 0; i--)
 		if (s->upd[i].id == id)
 			return i;
@@ -27,7 +30,7 @@ void sched_conn_queue(struct sched *s, int ci, json_t *msg)
 {
 	int rc = ctl_queue(&s->conns[ci].c, msg);
 
-	if (rc < 0) {
+	if (rc < 0 && rc != -ENOBUFS) { /* -ENOBUFS: the poll loop disconnects the peer */
 		int h = s->conns[ci].host;
 		log_err("%s: %s message not queued: %s", h >= 0 ? s->cl.hosts[h].name :
 			"connection", msg ? ctl_type(msg) : "(unbuilt)", strerror(-rc));
@@ -66,7 +69,18 @@ void sched_compact(struct sched *s)
 		if (s->upd[i].state == SCHED_UPD_PENDING || s->upd[i].state == SCHED_UPD_PLANNED ||
 		    s->upd[i].rstate == SCHED_REP_PLANNED || s->upd[i].rstate == SCHED_REP_PUNTED)
 			s->upd[k++] = s->upd[i];
+	if (k != s->n_upd || !sched_index_usable(&s->upd_ix)) {
+		sched_index_clear(&s->upd_ix);
+		for (int i = 0; i < k; i++)
+			sched_index_put(&s->upd_ix, s->upd[i].id, i); /* a failure leaves it stale */
+	}
 	s->n_upd = k;
+	for (int h = 0; h < s->cl.n_hosts; h++)
+		s->hosts[h].held_upd = s->hosts[h].held_pulls = 0;
+	for (int i = 0; i < s->n_upd; i++)
+		s->hosts[s->upd[i].worker].held_upd++;
+	for (int i = 0; i < s->n_pulls; i++)
+		s->hosts[s->pulls[i].worker].held_pulls++;
 }
 
 void sched_conn_close(struct sched *s, int ci)

@@ -10,10 +10,15 @@
 #include "cluster.h"
 #include "ctl.h"
 #include "plan.h"
+#include "sched_index.h"
 
 #define SCHED_LINK_HIST 32        /* link reports kept per host (one every 0.1 s: 3.2 s) */
 #define SCHED_XFER_FRESH (1ull << 62) /* scheduler-chosen transfer ids: 1 << 62 | counter */
 #define SCHED_MAX_STEPS 256       /* rate steps per command (lib/appmsg.h) */
+#define SCHED_MAX_UPD_PER_HOST 4096  /* --max-updates-per-host default */
+#define SCHED_MAX_PULLS_PER_HOST 1024 /* --max-pulls-per-host default */
+#define SCHED_ACCEPT_BACKOFF_MIN_S 0.1 /* out of file descriptors: first pause of accept, s */
+#define SCHED_ACCEPT_BACKOFF_MAX_S 1.0 /* ... doubling up to this */
 
 /** Application roles, as bits of sched_host.apps. */
 enum sched_role {
@@ -41,6 +46,8 @@ struct sched_host {
 	int next_report;
 	struct sched_link_report reports[SCHED_LINK_HIST];
 	unsigned apps;     /* enum sched_role bits of the registered applications */
+	int held_upd;      /* entries of sched.upd of its worker (recounted by sched_compact) */
+	int held_pulls;    /* entries of sched.pulls of its worker (recounted by sched_compact) */
 };
 
 /** Life of an update (docs/fabric.md updates.jsonl fates). */
@@ -148,6 +155,10 @@ struct sched_config {
 				 * every worker reported (0 = eager, the default; docs/scheduler.md) */
 	int distributors;       /* --distributors N: most distributors of a batch (§10.3); -1 =
 				 * every eligible host, 0 = off (every pull answered by the server) */
+	int max_upd_per_host;   /* --max-updates-per-host: updates of one host held (any state
+				 * until compacted); more are dropped at once (0 = no limit) */
+	int max_pulls_per_host; /* --max-pulls-per-host: pulls of one host waiting; more are
+				 * refused (0 = no limit) */
 };
 
 /** Called after every plan_compute (tests inspect the batch the daemon built). */
@@ -261,12 +272,16 @@ struct sched {
 	int n_pulls, cap_pulls;
 	struct sched_xfer *xfers;
 	int n_xfers, cap_xfers;
+	struct sched_index upd_ix;    /* update id -> index into upd (sched_find_update) */
+	struct sched_index xfer_ix;   /* transfer id -> index into xfers (sched_xfer_find) */
 
 	uint64_t xfer_counter;        /* next fresh transfer id is SCHED_XFER_FRESH | counter; starts at
 				       * the start time in ms << 20 (unique across restarts) */
 	int batch_no;                 /* batches planned so far */
 	double next_batch;            /* CLOCK_REALTIME seconds of the next batch tick */
 	double sync_wait_since;       /* CLOCK_REALTIME seconds a sync batch started waiting, 0 */
+	double accept_resume;         /* CLOCK_REALTIME seconds accept resumes after EMFILE, 0 */
+	double accept_backoff;        /* current pause of accept, s (0: accepting normally) */
 
 	FILE *rec_batches, *rec_updates, *rec_transfers, *rec_failover;
 
@@ -278,7 +293,10 @@ struct sched {
 	struct sched_sync sync;       /* MLfabric-S iteration (sched_batch.c) */
 };
 
-/** sched_find_update - index into s->upd of update @id, or -1. */
+/**
+ * sched_find_update - index into s->upd of update @id (the newest entry of that id), or -1.
+ * O(1) through s->upd_ix; a scan when the index is stale (out of memory).
+ */
 int sched_find_update(const struct sched *s, uint64_t id);
 
 /**
@@ -316,7 +334,9 @@ const char *sched_role_name(unsigned role);
 
 /**
  * sched_compact - forget the updates in a final state (server and replica copies both
- * settled); the transfers are compacted by sched_xfer_compact.
+ * settled) and rebuild their index; recount every host's held updates and pulls (the
+ * --max-updates-per-host and --max-pulls-per-host limits). The transfers are compacted by
+ * sched_xfer_compact.
  */
 void sched_compact(struct sched *s);
 

@@ -21,6 +21,7 @@ int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct
 			return -ENOMEM;
 		memcpy(steps, t->rate, sizeof(*steps) * (size_t)t->n_rate);
 	}
+	sched_index_put(&s->xfer_ix, proto->xfer, s->n_xfers); /* a failure leaves it stale */
 	struct sched_xfer *x = &s->xfers[s->n_xfers++];
 	*x = (struct sched_xfer){ .xfer = proto->xfer, .what = proto->what, .id = proto->id,
 		.src = proto->src, .dst = proto->dst, .chan = proto->chan, .bytes = proto->bytes,
@@ -33,6 +34,8 @@ int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct
 
 int sched_xfer_find(const struct sched *s, uint64_t xfer)
 {
+	if (sched_index_usable(&s->xfer_ix))
+		return sched_index_get(&s->xfer_ix, xfer);
 	for (int i = s->n_xfers - 1; i >= 0; i--)
 		if (s->xfers[i].xfer == xfer)
 			return i;
@@ -75,6 +78,11 @@ void sched_xfer_compact(struct sched *s, double now_plan)
 		}
 		s->xfers[k++] = *x;
 	}
+	if (k != s->n_xfers || !sched_index_usable(&s->xfer_ix)) {
+		sched_index_clear(&s->xfer_ix);
+		for (int i = 0; i < k; i++)
+			sched_index_put(&s->xfer_ix, s->xfers[i].xfer, i);
+	}
 	s->n_xfers = k;
 }
 
@@ -83,6 +91,7 @@ void sched_xfer_free(struct sched *s)
 	for (int i = 0; i < s->n_xfers; i++)
 		free(s->xfers[i].steps);
 	free(s->xfers);
+	sched_index_free(&s->xfer_ix);
 	s->xfers = NULL;
 	s->n_xfers = s->cap_xfers = 0;
 }

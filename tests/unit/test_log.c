@@ -1,0 +1,124 @@
+/* test_log.c - Check tests of the rate limit of repeated errors and warnings (lib/base/log.c). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ck_run.h"
+#include "log.h"
+
+static char path[64];
+static int saved_fd = -1;
+
+/* Send stderr to a fresh file until lines(). */
+static void capture(void)
+{
+	snprintf(path, sizeof(path), "/tmp/test_log.%d", (int)getpid());
+	fflush(stderr);
+	saved_fd = dup(2);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	dup2(fileno(f), 2);
+	fclose(f);
+}
+
+/* Restore stderr; the number of captured lines containing @needle ("" = every line). */
+static int lines(const char *needle)
+{
+	char buf[512];
+	int n = 0;
+
+	fflush(stderr);
+	dup2(saved_fd, 2);
+	close(saved_fd);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(buf, sizeof(buf), f))
+		n += strstr(buf, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* One call site, called in a loop. */
+static void spam(int i)
+{
+	log_warn("bad line %d", i);
+}
+
+START_TEST(repeated_warning_limited_per_call_site)
+{
+	log_rl_burst = 5;
+	log_rl_window_s = 0.2;
+	capture();
+	for (int i = 0; i < 1000; i++)
+		spam(i);
+	log_warn("another call site"); /* not limited by spam()'s count */
+	usleep(250000);
+	spam(1000); /* a new window: the count of the suppressed ones first, then the line */
+	ck_assert_int_eq(lines("bad line"), 6);
+	capture();
+	spam(1001);
+	int total = lines("");
+	ck_assert_int_eq(total, 1);
+	/* the order and text of a window change, from a fresh window */
+	usleep(250000);
+	capture();
+	for (int i = 0; i < 7; i++)
+		spam(i);
+	usleep(250000);
+	spam(7);
+	fflush(stderr);
+	dup2(saved_fd, 2);
+	close(saved_fd);
+	FILE *f = fopen(path, "r");
+	char buf[512], last2[2][512] = { "", "" };
+	int n = 0;
+	while (fgets(buf, sizeof(buf), f)) {
+		snprintf(last2[0], sizeof(last2[0]), "%s", last2[1]);
+		snprintf(last2[1], sizeof(last2[1]), "%s", buf);
+		n++;
+	}
+	fclose(f);
+	ck_assert_int_eq(n, 5 + 2); /* a burst of 5, the suppressed line, the new window's line */
+	ck_assert_ptr_nonnull(strstr(last2[0], "WARN"));
+	ck_assert_ptr_nonnull(strstr(last2[0], "suppressed 2 similar messages"));
+	ck_assert_ptr_nonnull(strstr(last2[0], "test_log.c:"));
+	ck_assert_ptr_nonnull(strstr(last2[1], "bad line 7"));
+	unlink(path);
+	log_rl_burst = LOG_RL_BURST;
+	log_rl_window_s = LOG_RL_WINDOW_S;
+}
+END_TEST
+
+START_TEST(other_call_sites_and_levels_independent)
+{
+	log_rl_burst = 3;
+	log_rl_window_s = 10;
+	capture();
+	for (int i = 0; i < 50; i++) {
+		log_err("err site %d", i);
+		log_info("info %d", i); /* not limited */
+		log_debug("debug %d", i); /* below the threshold: neither printed nor counted */
+	}
+	ck_assert_int_eq(lines("err site"), 3);
+	capture();
+	for (int i = 0; i < 50; i++)
+		log_info("info %d", i);
+	ck_assert_int_eq(lines("info"), 50);
+	unlink(path);
+	log_rl_burst = LOG_RL_BURST;
+	log_rl_window_s = LOG_RL_WINDOW_S;
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("log");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, repeated_warning_limited_per_call_site);
+	tcase_add_test(tc, other_call_sites_and_levels_independent);
+	suite_add_tcase(s, tc);
+	return ck_run(s);
+}

@@ -1,0 +1,415 @@
+/*
+ * test_sched_bounds.c - Check tests of the scheduler's resource bounds (issue 14): updates and
+ * pulls per host, over-long lines, a peer that does not read (memory from /proc), the log rate
+ * limit, and running out of file descriptors. The last three run build/mlf-scheduler (or
+ * $MLF_SCHEDULER, to show an older build fails them) as a subprocess on 127.0.0.1.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ck_run.h"
+#include "clock.h"
+#include "log.h"
+#include "ctl.h"
+#include "sched_daemon.h"
+#include "sched_fake.h"
+#include "sched_index.h"
+
+static void small_limits(struct sched_config *c)
+{
+	c->max_upd_per_host = 3;
+	c->max_pulls_per_host = 2;
+}
+
+/* The id index: every id found at its latest position, absent ids not, across growth and a
+ * rebuild; ids that differ only in high bits (worker << 40 | counter) included. */
+START_TEST(index_finds_every_id)
+{
+	struct sched_index ix = { 0 };
+
+	for (int i = 0; i < 100000; i++)
+		ck_assert_int_eq(sched_index_put(&ix, ((uint64_t)(i % 7) << 40) | (uint64_t)i, i), 0);
+	uint64_t five = ((uint64_t)5 << 40) | 5;
+	ck_assert_int_eq(sched_index_put(&ix, five, 424242), 0); /* again: the newest wins */
+	for (int i = 0; i < 100000; i++)
+		ck_assert_int_eq(sched_index_get(&ix, ((uint64_t)(i % 7) << 40) | (uint64_t)i),
+				 (i == 5 ? 424242 : i));
+	ck_assert_int_eq(sched_index_get(&ix, (uint64_t)1 << 62), -1);
+	ck_assert_int_eq(sched_index_get(&ix, 5), -1);
+	ck_assert(sched_index_usable(&ix));
+	ck_assert_uint_le(ix.n * 2, ix.cap);
+	sched_index_clear(&ix);
+	ck_assert_int_eq(sched_index_get(&ix, 5), -1);
+	ck_assert_int_eq(sched_index_put(&ix, 5, 1), 0);
+	ck_assert_int_eq(sched_index_get(&ix, 5), 1);
+	sched_index_free(&ix);
+	ck_assert_int_eq(sched_index_get(&ix, 5), -1);
+}
+END_TEST
+
+/* No server registered: a host's updates beyond the limit are dropped with a reason the worker
+ * gets (`drop`) and the records name; pulls beyond theirs are refused with an `error`. */
+START_TEST(updates_and_pulls_limited_per_host)
+{
+	int w[2];
+	char app[64];
+
+	start_daemon(small_limits);
+	setup(NULL, 0, 0, 2, w, NULL);
+	for (uint64_t i = 1; i <= 5; i++)
+		push(w[0], ((uint64_t)2 << 40) | i, 0, 1000);
+	push(w[1], ((uint64_t)3 << 40) | 1, 0, 1000); /* another host: its own count */
+	for (int i = 0; i < 2; i++) {
+		json_t *d = wait_msg(w[0], "drop", 2.0);
+		ck_assert_ptr_nonnull(d);
+		ck_assert_uint_eq(jid(d, "id"), ((uint64_t)2 << 40) | (uint64_t)(4 + i));
+		ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(d, "reason")),
+					     "already has 3 updates at the scheduler "
+					     "(--max-updates-per-host 3)"));
+	}
+	for (int i = 1; i <= 3; i++)
+		fake_send(w[0], json_pack("{s:s, s:s, s:I, s:s}", "type", "pull", "app",
+					  app_of(w[0], "worker", app), "id", (json_int_t)(100 + i),
+					  "server", "ps"));
+	json_t *e = wait_msg(w[0], "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")),
+				     "pull 103 refused"));
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")),
+				     "--max-pulls-per-host 2"));
+	pump(0.1);
+	ck_assert_int_eq(count_msgs(w[0], "drop"), 2);
+	ck_assert_int_eq(count_msgs(w[0], "error"), 1);
+	ck_assert_int_eq(count_msgs(w[1], "drop"), 0);
+	ck_assert_int_eq(rec_count("updates.jsonl", "--max-updates-per-host 3"), 2);
+	stop_daemon();
+}
+END_TEST
+
+/* A 2 MiB line whose last bytes are a valid hello (after spaces, which JSON skips) is one
+ * refused line, however it arrives: its tail is not taken for a hello. */
+START_TEST(tail_of_over_long_line_not_a_message)
+{
+	size_t n = 2 * CTL_LINE_MAX;
+	const char *hello = "{\"type\":\"hello\",\"host\":\"w0\"}\n";
+	char *line = malloc(n);
+
+	start_daemon(NULL);
+	capture_stderr();
+	int f = fake_connect("w0");
+	fakes[f].silent = 1; /* no heartbeat before its hello */
+	memset(line, ' ', n);
+	memcpy(line + n - strlen(hello), hello, strlen(hello));
+	fcntl(fakes[f].c.fd, F_SETFL, fcntl(fakes[f].c.fd, F_GETFL) & ~O_NONBLOCK);
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fakes[f].c.fd, line + off, n - off);
+		ck_assert_int_gt(w, 0);
+		off += (size_t)w;
+	}
+	fcntl(fakes[f].c.fd, F_SETFL, fcntl(fakes[f].c.fd, F_GETFL) | O_NONBLOCK);
+	json_t *e = wait_msg(f, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")),
+				     "line longer than"));
+	pump(0.2);
+	ck_assert_int_eq(count_msgs(f, "welcome"), 0);
+	ck_assert_int_eq(count_msgs(f, "error"), 1);
+	fake_send(f, json_pack("{s:s, s:s}", "type", "hello", "host", "w0"));
+	ck_assert_ptr_nonnull(wait_msg(f, "welcome", 2.0));
+	ck_assert_int_eq(captured_lines("line longer than"), 1);
+	stop_daemon();
+	free(line);
+}
+END_TEST
+
+/* ---- the daemon as a subprocess ------------------------------------------------------- */
+
+static char dir[64], listen_addr[32], log_path[128];
+static pid_t child = -1;
+
+/* Start the scheduler (stderr to log_path) with RLIMIT_NOFILE @nofile (0: unchanged). */
+static void spawn(int nofile)
+{
+	char path[128], err[128];
+	const char *bin = getenv("MLF_SCHEDULER") ? getenv("MLF_SCHEDULER") : "build/mlf-scheduler";
+
+	snprintf(dir, sizeof(dir), "/tmp/test_sched_bounds.%d", (int)getpid());
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/cluster.json", dir);
+	snprintf(log_path, sizeof(log_path), "%s/log", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(cluster_json, f);
+	fclose(f);
+	snprintf(listen_addr, sizeof(listen_addr), "127.0.0.1:%d",
+		 20000 + (int)((getpid() * 17 + nofile) % 30000));
+	child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even a failed one */
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 2);
+		close(fd);
+		if (nofile) {
+			struct rlimit rl = { .rlim_cur = (rlim_t)nofile, .rlim_max = (rlim_t)nofile };
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		execl(bin, "mlf-scheduler", "--cluster", path, "--listen", listen_addr,
+		      "--peer-timeout", "30", (char *)NULL);
+		_exit(127);
+	}
+	int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		fd = ctl_connect(listen_addr, err, sizeof(err));
+		if (fd < 0)
+			usleep(20000);
+	}
+	ck_assert_msg(fd >= 0, "%s", err);
+	close(fd);
+	usleep(100000); /* the scheduler has closed its end of this probe too */
+}
+
+static void stop_child(void)
+{
+	char cmd[128];
+
+	kill(child, SIGTERM);
+	waitpid(child, NULL, 0);
+	child = -1;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Lines of the child's log containing @needle ("" = all). */
+static int log_lines(const char *needle)
+{
+	char buf[1024];
+	int n = 0;
+	FILE *f = fopen(log_path, "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(buf, sizeof(buf), f))
+		n += strstr(buf, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* A field of /proc/<child>/status in kB ("VmHWM"). */
+static long status_kb(const char *key)
+{
+	char path[64], buf[256];
+	long v = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)child);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(buf, sizeof(buf), f))
+		if (!strncmp(buf, key, strlen(key)) && buf[strlen(key)] == ':')
+			v = atol(buf + strlen(key) + 1);
+	fclose(f);
+	return v;
+}
+
+/* CPU seconds (user + system) the child used, from /proc/<child>/stat. */
+static double child_cpu_s(void)
+{
+	char path[64], buf[1024];
+	unsigned long ut = 0, st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)child);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	char *p = strrchr(buf, ')');
+	ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+				&st), 2);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Connect, hello as @host, expect the welcome within @secs. */
+static void expect_welcome(const char *host, double secs)
+{
+	char err[128];
+	int fd = ctl_connect(listen_addr, err, sizeof(err));
+	struct ctl_conn c;
+	json_t *w = NULL;
+
+	ck_assert_msg(fd >= 0, "%s", err);
+	ctl_init(&c, fd);
+	json_t *h = json_pack("{s:s, s:s}", "type", "hello", "host", host);
+	ck_assert_int_ge(ctl_send(&c, h), 0);
+	json_decref(h);
+	for (double end = clock_mono_s() + secs; !w && clock_mono_s() < end;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		poll(&pf, 1, 20);
+		ctl_read(&c);
+		if (ctl_next(&c, &w, err, sizeof(err)) <= 0)
+			w = NULL;
+	}
+	ck_assert_msg(w != NULL, "no welcome for %s within %.1f s", host, secs);
+	ck_assert_str_eq(ctl_type(w), "welcome");
+	json_decref(w);
+	ctl_close(&c);
+}
+
+/*
+ * For @secs: send @len bytes of @buf (NULL: nothing) whenever @c's socket takes them, and read
+ * every answer. Returns the number of `error` answers.
+ */
+static int read_for(struct ctl_conn *c, double secs, const char *buf, size_t len)
+{
+	char err[128];
+	json_t *m;
+	long r;
+	int answers = 0;
+
+	for (double end = clock_mono_s() + secs; clock_mono_s() < end;) {
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN | (buf ? POLLOUT : 0) };
+		poll(&pf, 1, 10);
+		if (buf && (pf.revents & POLLOUT))
+			(void)!send(c->fd, buf, len, MSG_NOSIGNAL);
+		while ((r = ctl_read(c)) > 0)
+			;
+		while (ctl_next(c, &m, err, sizeof(err)) == 1) {
+			answers += !strcmp(ctl_type(m), "error");
+			json_decref(m);
+		}
+		if (r == 0)
+			break;
+	}
+	return answers;
+}
+
+/*
+ * A connection that sends bad lines and never reads its answers (issue 14: 64 MiB of them
+ * took the scheduler from 2 to 214 MB and wrote 4.6 million WARN lines): the output queue cap
+ * closes it with one WARN, the scheduler's peak RSS stays bounded, the log stays short, and
+ * the scheduler still serves.
+ */
+START_TEST(unread_output_queue_closed_and_log_bounded)
+{
+	static char block[65536];
+	char err[128];
+	size_t sent = 0, total = 64u << 20;
+
+	spawn(0);
+	for (size_t i = 0; i + 9 <= sizeof(block); i += 9)
+		memcpy(block + i, "not json\n", 9);
+	int fd = ctl_connect(listen_addr, err, sizeof(err));
+	ck_assert_msg(fd >= 0, "%s", err);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (sent < total) {
+		ssize_t w = send(fd, block, sizeof(block) - sizeof(block) % 9, MSG_NOSIGNAL);
+		if (w <= 0)
+			break;
+		sent += (size_t)w;
+	}
+	usleep(200000);
+	long hwm = status_kb("VmHWM");
+	close(fd);
+	ck_assert_msg(sent < total, "the scheduler took all %zu bytes without closing", sent);
+	ck_assert_msg(hwm > 0 && hwm < 48 * 1024, "scheduler peak RSS %ld kB", hwm);
+	ck_assert_int_eq(log_lines("does not read"), 1);
+	ck_assert_int_eq(log_lines("16777216"), 1); /* the limit is named */
+	int n = log_lines("");
+	ck_assert_msg(n < 100, "%d log lines for %zu bytes of bad lines", n, sent);
+	expect_welcome("w0", 2.0);
+	stop_child();
+}
+END_TEST
+
+/*
+ * A connection that sends bad lines for 1.5 s and reads every answer (so its queue never
+ * fills): each line is still answered, but the log gets at most 20 lines per second per call
+ * site and then one "suppressed" line, not one WARN per bad line.
+ */
+START_TEST(bad_lines_log_rate_limited)
+{
+	static char block[9 * 100];
+	char err[128];
+	struct ctl_conn c;
+	int answers = 0;
+
+	spawn(0);
+	for (size_t i = 0; i < sizeof(block); i += 9)
+		memcpy(block + i, "not json\n", 9);
+	int fd = ctl_connect(listen_addr, err, sizeof(err));
+	ck_assert_msg(fd >= 0, "%s", err);
+	ctl_init(&c, fd);
+	answers += read_for(&c, 1.5, block, sizeof(block));
+	/* past the window, still reading (the bytes in flight are answered meanwhile); then one
+	 * more line of that call site reports the count of the suppressed ones */
+	answers += read_for(&c, 1.2, NULL, 0);
+	ck_assert_int_gt(send(fd, "still not json\n", 15, MSG_NOSIGNAL), 0);
+	answers += read_for(&c, 0.2, NULL, 0);
+	ctl_close(&c);
+	ck_assert_msg(answers > 5000, "only %d bad lines answered", answers);
+	int n = log_lines("not JSON");
+	ck_assert_msg(n <= 4 * LOG_RL_BURST, "%d WARN lines for %d bad lines", n, answers);
+	ck_assert_int_ge(log_lines("suppressed"), 1);
+	ck_assert_int_eq(log_lines("does not read"), 0);
+	stop_child();
+}
+END_TEST
+
+/*
+ * Out of file descriptors (RLIMIT_NOFILE 12: a few connections): the accept loop logs once and
+ * backs off instead of spinning, and accepts again once descriptors are free.
+ */
+START_TEST(out_of_descriptors_backs_off)
+{
+	int fds[16], n = 0;
+	char err[128];
+
+	spawn(12);
+	for (int i = 0; i < 16; i++) {
+		fds[i] = ctl_connect(listen_addr, err, sizeof(err));
+		if (fds[i] >= 0)
+			n++;
+	}
+	ck_assert_int_eq(n, 16); /* the kernel's backlog holds those not accepted */
+	usleep(300000);
+	double c0 = child_cpu_s();
+	usleep(1000000);
+	double cpu = child_cpu_s() - c0;
+	ck_assert_msg(cpu < 0.2, "the scheduler used %.2f s of CPU in 1 s out of descriptors", cpu);
+	ck_assert_int_eq(log_lines("accept: Too many open files"), 1);
+	for (int i = 0; i < 16; i++)
+		close(fds[i]);
+	expect_welcome("w1", 3.0);
+	/* (the backlog's closed connections may fill the descriptors once more meanwhile) */
+	ck_assert_int_ge(log_lines("accepting connections again"), 1);
+	stop_child();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sched_bounds");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	signal(SIGPIPE, SIG_IGN);
+	tcase_add_test(tc, index_finds_every_id);
+	tcase_add_test(tc, updates_and_pulls_limited_per_host);
+	tcase_add_test(tc, tail_of_over_long_line_not_a_message);
+	tcase_add_test(tc, unread_output_queue_closed_and_log_bounded);
+	tcase_add_test(tc, bad_lines_log_rate_limited);
+	tcase_add_test(tc, out_of_descriptors_backs_off);
+	suite_add_tcase(s, tc);
+	return ck_run(s);
+}
