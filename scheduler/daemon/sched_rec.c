@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "log.h"
+
 static FILE *open_one(const char *dir, const char *name, char *err, size_t errlen)
 {
 	char path[1024];
@@ -18,6 +20,43 @@ static FILE *open_one(const char *dir, const char *name, char *err, size_t errle
 	return f;
 }
 
+/*
+ * The "batch" of the last complete line of DIR/batches.jsonl (0 when there is none): a
+ * restarted scheduler goes on counting from it, so batch numbers and the verification
+ * snapshots' tags (docs/replication.md) stay unique across a restart (docs/scheduler.md
+ * "Restart"). Reads at most the last 64 KiB.
+ */
+static int last_batch(const char *dir)
+{
+	char path[1024], buf[65536];
+	int last = 0;
+
+	snprintf(path, sizeof(path), "%s/batches.jsonl", dir);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	if (fseek(f, 0, SEEK_END) == 0) {
+		long end = ftell(f), from = end > (long)sizeof(buf) - 1 ? end - (long)sizeof(buf) + 1 : 0;
+		if (end > 0 && fseek(f, from, SEEK_SET) == 0) {
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			buf[n] = '\0';
+			/* complete lines only: each starts after a newline (or at 0 when read whole) */
+			for (char *line = from ? strchr(buf, '\n') : buf; line && *line; ) {
+				char *nl = strchr(line + (*line == '\n'), '\n');
+				char *b = strstr(line, "\"batch\":");
+				if (nl && b && b < nl) {
+					long v = strtol(b + 8, NULL, 10);
+					if (v > last && v < 1000000000)
+						last = (int)v;
+				}
+				line = nl;
+			}
+		}
+	}
+	fclose(f);
+	return last;
+}
+
 int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 {
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
@@ -25,6 +64,9 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return rc;
 	}
+	s->batch_no = last_batch(dir);
+	if (s->batch_no > 0)
+		log_info("records in %s end at batch %d: counting on from there (a restart)", dir, s->batch_no);
 	s->rec_batches = open_one(dir, "batches.jsonl", err, errlen);
 	if (s->rec_batches)
 		s->rec_updates = open_one(dir, "updates.jsonl", err, errlen);

@@ -6,7 +6,8 @@
 
 /**
  * sched_rec_open - create DIR (if needed) and open batches.jsonl, updates.jsonl,
- * transfers.jsonl and failover.jsonl in it for appending. Returns 0 or -errno with @err naming the file.
+ * transfers.jsonl and failover.jsonl in it for appending; when batches.jsonl has lines (a
+ * restart), the batch numbers go on from its last one. Returns 0 or -errno with @err naming the file.
  */
 int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen);
 

@@ -14,10 +14,17 @@ fault_event_ok kill-scheduler start
 grep -q "listening on" "$SYS/logs/scheduler-restart-1.log" || fail "the restarted scheduler did not listen"
 grep -q "replica@rp registered" "$SYS/logs/scheduler-restart-1.log" ||
 	fail "the replica did not register with the restarted scheduler"
+grep -q "counting on from there" "$SYS/logs/scheduler-restart-1.log" ||
+	fail "the restarted scheduler did not go on from the recorded batch number"
+jq -e -s 'map(.batch) | . as $b | [range(1; length)] | all($b[.] > $b[. - 1])' "$SYS/records/batches.jsonl" >/dev/null ||
+	fail "batch numbers repeat across the restart (snapshot tags would collide)"
+# every snapshot pair, before and after the restart, within div_max
+"$ROOT/build/mlf-verify" "$SYS/records/verify" --div-max 0.05 >"$WORK/verify.out" 2>&1 ||
+	fail "snapshot pairs over div_max 0.05: $(tail -n 3 "$WORK/verify.out")"
 lost=$(jq -r '.systems["mlfabric-a"].lost // 0' "$RUN/results.json")
 [ "$lost" = 0 ] || fail "$lost updates lost (the kill must not lose any)"
 back=$(grep -l "a scheduler is back" "$SYS"/logs/worker-*.log | wc -l)
 [ "$back" -ge 4 ] || fail "only $back of 4 workers registered again with the restarted scheduler"
 [ -z "$(jq -r '.systems["mlfabric-a"].dead_workers | join(",")' "$RUN/results.json")" ] ||
 	fail "workers died: $(jq -c '.systems["mlfabric-a"].dead_workers' "$RUN/results.json")"
-ok "scheduler killed and restarted: every worker and the replica registered again, held updates announced, none lost, no worker dead"
+ok "scheduler killed and restarted: every worker and the replica registered again, held updates announced, none lost, no worker dead, batch numbers go on, $(tail -n 1 "$WORK/verify.out" | sed "s/^mlf-verify: //") (all within div_max 0.05)"
