@@ -19,7 +19,7 @@ $(BUILD)/tests/test_python: tests/python/run_tests.sh $(wildcard tests/python/*.
 
 UNIT_TESTS  += $(BUILD)/tests/test_python
 
-.PHONY: bench-fabric bench-replication fault-tests
+.PHONY: bench-fabric bench-replication fault-tests soak
 bench-fabric: programs
 	bench/fabric_bench.sh
 
@@ -30,3 +30,10 @@ bench-replication: programs
 fault-tests: programs
 	@rc=0; for t in kill_server kill_aggregator kill_worker cut_link loss_burst kill_scheduler; do \
 		tests/integration/fault_$$t.sh || rc=1; done; exit $$rc
+
+# twenty minutes of training under a seeded random fault every 20-40 s, then its checks
+# (tools/mlf-fault soak, docs/experiments.md "Soak"); SOAK_S and SOAK_SEED override
+SOAK_S ?= 1200
+SOAK_SEED ?= 1
+soak: programs
+	tools/mlf-fault soak --duration $(SOAK_S) --seed $(SOAK_SEED)

@@ -424,6 +424,14 @@ void fabric_server_sync_reset(struct mlf *f);
 void fabric_server_sync_release(struct mlf *f);
 
 /**
+ * fabric_server_reg_fields - the fields of a server's `register` (mode, n_floats, bytes, version
+ * = the current one, tau_max, momentum, n_workers; the shard fields of a sharded server), from
+ * f->s (docs/control.md). New reference; NULL when out of memory. Used at registration and by a
+ * promoted replica, whose registration a restarted scheduler hears as a server's.
+ */
+json_t *fabric_server_reg_fields(struct mlf *f);
+
+/**
  * fabric_server_snapshot - `snapshot` in verification mode (docs/replication.md): writes
  * <verify_dir>/<role>-<tag>.f32 and a snapshots.jsonl line; keeps the newest FABRIC_SNAP_KEEP.
  * Errors are logged (a verification aid must not stop the endpoint).

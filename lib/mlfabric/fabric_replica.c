@@ -97,6 +97,18 @@ static void cmd_promote(struct mlf *f, const struct fabric_cmd *c)
 	fabric_core_set_role(f, FABRIC_ROLE_SERVER, &fabric_server_ops);
 	pthread_mutex_lock(&f->lock);
 	v = s->version;
+	/* a restarted scheduler must hear a server's registration from now on (scheduler_back) */
+	json_t *reg = fabric_server_reg_fields(f);
+	if (reg) {
+		json_object_set_new(reg, "type", json_string("register"));
+		json_object_set_new(reg, "role", json_string("server"));
+		/* the server it replaces: workers may still name it (docs/control.md `register`) */
+		json_t *old = f->reg_msg ? json_object_get(f->reg_msg, "server") : NULL;
+		if (json_is_string(old))
+			json_object_set_new(reg, "replaces", json_pack("[O]", old));
+		json_decref(f->reg_msg);
+		f->reg_msg = reg;
+	}
 	pthread_mutex_unlock(&f->lock);
 	if (v != c->version)
 		log_warn("%s: promoted at version %lld; the scheduler last saw version %lld", f->app,

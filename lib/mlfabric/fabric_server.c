@@ -504,14 +504,22 @@ int mlf_register_as_server(mlf_t *f, const struct mlf_params *p, size_t n, int64
 				    f->s.n_total);
 		return -EINVAL;
 	}
-	reg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:i}", "mode",
-			f->mode == MLF_MODE_SYNC ? "sync" : "async", "n_floats", (json_int_t)n,
-			"bytes", (json_int_t)mlf_payload_bytes(n), "version", (json_int_t)version0,
-			"tau_max", (json_int_t)p->tau_max, "momentum", p->momentum, "n_workers", p->n_workers);
-	if (reg && f->s.n_shards)
-		json_object_update_new(reg, json_pack("{s:i, s:i, s:I, s:I}", "shard", f->s.shard, "n_shards",
-						      f->s.n_shards, "offset", (json_int_t)f->s.offset, "n_total",
-						      (json_int_t)f->s.n_total));
+	reg = fabric_server_reg_fields(f);
 	return fabric_core_register(f, FABRIC_ROLE_SERVER, &fabric_server_ops, chans,
 				    f->mode == MLF_MODE_DIRECT ? 2 : 1, reg);
+}
+
+json_t *fabric_server_reg_fields(struct mlf *f)
+{
+	const struct mlf_server_state *s = &f->s;
+	json_t *reg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:i}", "mode",
+				f->mode == MLF_MODE_SYNC ? "sync" : "async", "n_floats", (json_int_t)s->n_floats,
+				"bytes", (json_int_t)mlf_payload_bytes(s->n_floats), "version", (json_int_t)s->version,
+				"tau_max", (json_int_t)s->params.tau_max, "momentum", s->params.momentum,
+				"n_workers", s->params.n_workers);
+	if (reg && s->n_shards)
+		json_object_update_new(reg, json_pack("{s:i, s:i, s:I, s:I}", "shard", s->shard, "n_shards",
+						      s->n_shards, "offset", (json_int_t)s->offset, "n_total",
+						      (json_int_t)s->n_total));
+	return reg;
 }

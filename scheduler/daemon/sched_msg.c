@@ -239,6 +239,16 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 		if (s->upd[i].state == SCHED_UPD_PLANNED)
 			sched_fail_update(s, &s->upd[i], "the server registered again");
 	s->server = sv;
+	/* a promoted replica registering with a restarted scheduler names the servers it replaced:
+	 * workers still naming them mean this one (as after the fail-over itself) */
+	json_t *rep = json_object_get(m, "replaces"), *r;
+	size_t k;
+	json_array_foreach(rep, k, r) {
+		int oh = json_is_string(r) ? cluster_find(&s->cl, json_string_value(r)) : -1;
+		if (oh >= 0 && oh != sv.host)
+			s->server_alias[oh] = 1;
+	}
+	s->server_alias[sv.host] = 0;
 	/* MLfabric-S: a new iteration from the registered version (sched_batch.c) */
 	s->sync.v = sv.version;
 	s->sync.n = 0;

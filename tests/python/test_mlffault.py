@@ -266,5 +266,45 @@ class SchedulerRestart(RunFolder):
         self.assertEqual(self.check(), ("", 0))  # no scheduler killed: nothing to check
 
 
+
+class Soak(unittest.TestCase):
+    """mlf-fault soak's pure parts: the seeded fault schedule and the RSS rule."""
+
+    def test_schedule(self):
+        from mlffault import soak
+        a = soak.schedule(1200, 7, ["w0", "w1"], ["w0"], ["w0", "w1"])
+        self.assertEqual(a, soak.schedule(1200, 7, ["w0", "w1"], ["w0"], ["w0", "w1"]))
+        self.assertNotEqual(a, soak.schedule(1200, 8, ["w0", "w1"], ["w0"], ["w0", "w1"]))
+        ts = [f["at_s"] for f in a]
+        self.assertTrue(soak.FIRST_S <= ts[0] <= soak.FIRST_S + soak.EVERY_MAX)
+        gaps = [b - x for x, b in zip(ts, ts[1:])]
+        self.assertTrue(all(soak.EVERY_MIN - 0.1 <= g <= soak.EVERY_MAX + 0.1 for g in gaps), gaps)
+        self.assertLess(ts[-1], 1200 - soak.END_QUIET_S)
+        ks = [f for f in a if f["kind"] == "kill-server"]
+        self.assertEqual(len(ks), 1)
+        self.assertTrue(400 <= ks[0]["at_s"] <= 800 + soak.EVERY_MAX)
+        for f in a:
+            if f["kind"] in ("kill-worker", "kill-aggregator"):
+                self.assertEqual(f["restart_s"], soak.RESTART_S)
+            if f["kind"] == "kill-aggregator":
+                self.assertEqual(f["host"], "w0")
+        self.assertFalse(any(f["kind"] == "kill-aggregator" for f in soak.schedule(1200, 7, ["w0"], [], ["w0"])))
+
+    def test_rss_check(self):
+        from mlffault import soak
+        smp = lambda t, rss, pids: {"t": t, "rss_kb": rss, "pids": pids}
+        samples = [smp(100, {"scheduler@ps": 1000, "dataplane@w0": 5000, "worker@w0": 9000},
+                       {"scheduler@ps": 11, "dataplane@w0": 12, "worker@w0": 13}),
+                   smp(170, {"scheduler@ps": 2000, "dataplane@w0": 5500, "worker@w0": 90000},
+                       {"scheduler@ps": 11, "dataplane@w0": 12, "worker@w0": 13}),
+                   smp(900, {"scheduler@ps": 2300, "dataplane@w0": 6700, "worker@w0": 90000},
+                       {"scheduler@ps": 11, "dataplane@w0": 12, "worker@w0": 13})]
+        rows = soak.rss_check(samples, t0=100)
+        self.assertEqual(rows, [("dataplane@w0", 12, 5500, 6700, False), ("scheduler@ps", 11, 2000, 2300, True)])
+        samples[-1]["pids"]["scheduler@ps"] = 99  # restarted: not the same daemon
+        self.assertEqual([r[0] for r in soak.rss_check(samples, t0=100)], ["dataplane@w0"])
+        self.assertEqual(soak.rss_check(samples[:1], t0=100), [])  # no sample after the warm-up
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -13,6 +13,7 @@ import sys
 import time
 
 HZ = os.sysconf("SC_CLK_TCK")
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def machine_ticks(stat="/proc/stat"):
@@ -42,8 +43,16 @@ def parse_stat(text):
         return None
 
 
-def all_procs(proc="/proc"):
-    """{pid: (ppid, ticks)} of every live process."""
+def rss_kb(text):
+    """Resident set size in KiB of a /proc/PID/stat line (field 24, pages); None when malformed."""
+    try:
+        return int(text.rsplit(")", 1)[1].split()[21]) * PAGE_KB
+    except (ValueError, IndexError):
+        return None
+
+
+def all_procs(proc="/proc", rss=False):
+    """{pid: (ppid, ticks)} of every live process; with RSS {pid: (ppid, resident KiB)}."""
     out = {}
     try:
         names = os.listdir(proc)
@@ -54,11 +63,12 @@ def all_procs(proc="/proc"):
             continue
         try:
             with open(os.path.join(proc, n, "stat")) as f:
-                p = parse_stat(f.read())
+                text = f.read()
+                p = parse_stat(text)
         except OSError:
             continue
         if p:
-            out[p[0]] = (p[1], p[2])
+            out[p[0]] = (p[1], rss_kb(text) or 0) if rss else (p[1], p[2])
     return out
 
 
@@ -83,12 +93,15 @@ def tree_ticks(roots, table):
 
 
 def snapshot(named, proc="/proc", stat="/proc/stat"):
-    """A sample: {"t": wall time s, "machine": busy ticks, "procs": {name: ticks}} of NAMED, a
-    list of (name, pid); processes that are gone are left out."""
+    """A sample: {"t": wall time s, "machine": busy ticks, "procs": {name: ticks}, "rss_kb":
+    {name: resident KiB of the process tree}, "pids": {name: pid}} of NAMED, a list of (name,
+    pid); processes that are gone are left out (make soak compares each daemon's RSS)."""
     t = time.time()
     m = machine_ticks(stat)
     tt = tree_ticks([p for _, p in named], all_procs(proc))
-    return {"t": t, "machine": m, "hz": HZ, "procs": {n: tt[p] for n, p in named if p in tt}}
+    rs = tree_ticks([p for _, p in named], all_procs(proc, rss=True))
+    return {"t": t, "machine": m, "hz": HZ, "procs": {n: tt[p] for n, p in named if p in tt},
+            "rss_kb": {n: rs[p] for n, p in named if p in rs}, "pids": {n: p for n, p in named if p in tt}}
 
 
 def last_known(samples):

@@ -39,7 +39,7 @@ RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
 MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
-FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss"]
+FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss", "restart_s", "new_replica_s"]
 FAULT_KINDS = ["kill-server", "kill-aggregator", "kill-worker", "kill-scheduler", "cut-link", "loss-burst"]
 
 
@@ -66,6 +66,11 @@ class Fault:
     def __init__(self, index, at, kind, host, dur, loss, raw):
         self.index, self.at, self.kind, self.host = index, at, kind, host
         self.dur, self.loss, self.raw = dur, loss, raw
+        # kill-worker / kill-aggregator: start the process again this many s after the kill (0: never);
+        # kill-server with a replica: start a new replica on the killed server's host this many s
+        # after the fail-over (0: never)
+        self.restart_s = raw.get("restart_s") or 0 if isinstance(raw, dict) else 0
+        self.new_replica_s = raw.get("new_replica_s") or 0 if isinstance(raw, dict) else 0
 
 
 class Experiment:
@@ -416,6 +421,12 @@ class Experiment:
                 if self.repl_mode == "chain":
                     self.err(pre + "kill-scheduler with replication mode chain: a restarted scheduler does "
                              "not rebuild the chain's forwarding (not built; mlfabric replication is)")
+            if "restart_s" in f and (kind not in ("kill-worker", "kill-aggregator") or not is_num(f["restart_s"])
+                                     or f["restart_s"] <= 0):
+                self.err(pre + "restart_s: a number > 0, for kill-worker and kill-aggregator only")
+            if "new_replica_s" in f and (kind != "kill-server" or self.repl_mode != "mlfabric"
+                                         or not is_num(f["new_replica_s"]) or f["new_replica_s"] <= 0):
+                self.err(pre + "new_replica_s: a number > 0, for kill-server with mlfabric replication only")
             if kind == "kill-worker" and host not in self.workers:
                 self.err(pre + 'kill-worker: "%s" is not a worker' % host)
             if kind in ("cut-link", "loss-burst") and (not is_num(f.get("duration_s")) or f["duration_s"] <= 0):

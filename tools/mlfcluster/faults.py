@@ -34,9 +34,11 @@ def killed_pids(sysdir):
 
 
 class FaultDriver(threading.Thread):
-    def __init__(self, faults, sysdir, procs, tb, t0, log_path):
+    def __init__(self, faults, sysdir, procs, tb, t0, log_path, pending=None):
         super().__init__(name="fault-driver", daemon=True)
         self.faults, self.sysdir, self.procs, self.tb, self.t0 = faults, sysdir, procs, tb, t0
+        # (time, "restart", process name, fault index): restarts the runner's watch loop makes
+        self.pending = pending if pending is not None else []
         self.log_path = log_path
         self.stopped = threading.Event()
         self.events = plan(faults)
@@ -97,6 +99,9 @@ class FaultDriver(threading.Thread):
                 try:
                     os.kill(pid, signal.SIGKILL)
                     what = "kill -9 %s (pid %d)" % (p.name, pid)
+                    if f.restart_s:
+                        self.pending.append((time.time() + f.restart_s, "restart", p.name, i))
+                        what += ", restart in %s s" % num_str(f.restart_s)
                 except OSError:
                     p = None
             if not p:

@@ -1,6 +1,7 @@
 """One run: every system of the experiment in turn, from mlf-testbed up to teardown, then
 results.json, the plots and the summary table (docs/experiments.md "What a run does")."""
 import json
+import math
 import os
 import re
 import signal
@@ -168,7 +169,8 @@ class Runner:
         os.makedirs(logs, exist_ok=True)
         os.makedirs(rec, exist_ok=True)
         procs = Procs(sysdir)
-        self.cur = c = {"sys": sys_, "sysdir": sysdir, "procs": procs, "runjson": {}, "drivers": []}
+        self.cur = c = {"sys": sys_, "sysdir": sysdir, "procs": procs, "runjson": {}, "drivers": [],
+                        "argv": {}, "pending": [], "down": set()}
         open(os.path.join(sysdir, "pids.tsv"), "w").close()
         mode = sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "async"
         self.log("%s: building cluster %s (%s)" % (sys_, e.cname, e.cluster))
@@ -247,8 +249,10 @@ class Runner:
                     for dp in procs.matching("dataplane@*"):
                         wait_ready("%s (no 'welcome' from the scheduler in %s)" % (dp.name, os.path.basename(dp.log)),
                                    log_has(dp.log, "welcome"), READY_WELCOME_S, [dp])
-                    aggs = [self.start("aggregator@" + h, L("aggregator-%s.log" % h), h,
-                                       [b("mlf-aggregator"), "--cluster", e.cluster, "--host", h]) for h in e.aggs]
+                    for h in e.aggs:
+                        c["argv"]["aggregator@" + h] = (h, [b("mlf-aggregator"), "--cluster", e.cluster, "--host", h])
+                    aggs = [self.start(n, L("aggregator-%s.log" % n[len("aggregator@"):]), *c["argv"][n])
+                            for n in ["aggregator@" + h for h in e.aggs]]
                     for a in aggs:
                         h = a.name.split("@", 1)[1]
                         wait_ready("%s (no 'registered as aggregator@%s' in %s)" % (a.name, h, os.path.basename(a.log)),
@@ -288,7 +292,7 @@ class Runner:
                                % (e.server, READY_SERVER_S), log_has(p.log, "serving"), READY_SERVER_S, [p] + ws)
                 for i, h in enumerate([] if torch else e.workers):
                     os.makedirs(os.path.join(rec, h), exist_ok=True)
-                    self.start("worker@" + h, L("worker-%s.log" % h), h,
+                    c["argv"]["worker@" + h] = (h,
                                [b("mlf-worker"), "--cluster", e.cluster, "--host", h, "--server", e.server,
                                 "--mode", mode, "--shard", "%d/%d" % (i, e.nw), "--model", e.s["model"],
                                 "--batch", e.s["batch"], "--lr", e.s["lr"], "--straggle", e.straggle,
@@ -297,6 +301,7 @@ class Runner:
                                 "--records", os.path.join(rec, h)] +
                                (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
                                 if sharded and i == 0 else []))
+                    self.start("worker@" + h, L("worker-%s.log" % h), *c["argv"]["worker@" + h])
             else:
                 procs.start("mpirun", L("rrsync.log"),
                             [e.mpirun, e.cluster, ",".join(e.workers), "--", b("mlf-rrsync"),
@@ -317,7 +322,7 @@ class Runner:
         c["drivers"].append(nd)
         nd.start()
         if e.faults:
-            fd = FaultDriver(e.faults, sysdir, procs, self.tb, t0, L("faults.log"))
+            fd = FaultDriver(e.faults, sysdir, procs, self.tb, t0, L("faults.log"), c["pending"])
             c["drivers"].append(fd)
             fd.start()
         reason, dead, restarts = self.watch(sys_, c, t0, rec, logs)
@@ -355,6 +360,7 @@ class Runner:
                 if nm.startswith("worker@"):
                     h = nm[len("worker@"):]
                     dead.append(h)
+                    c["down"].add(h)
                     self.log("%s: worker %s (pid %d) %s at t=%ss: %s; the run goes on without it"
                              % (sys_, h, p.pid, how, el, last_line(p.log)))
                 elif nm == "mpirun":
@@ -378,6 +384,9 @@ class Runner:
                         cur = os.path.join(rec, "replica")
                         self.log("%s: server (pid %d) killed by a fault at t=%ss: the run goes on with the replica "
                                  "at %s (the scheduler promotes it)" % (sys_, p.pid, el, e.replica))
+                        nr = [f.new_replica_s for f in e.faults if f.kind == "kill-server" and f.new_replica_s]
+                        if nr:
+                            c["pending"].append((now + nr[0], "new-replica", "replica@" + e.server, 0))
                     else:
                         reason = "server killed by a fault (no replica, no checkpoint)"
                         self.log("%s: %s at t=%ss" % (sys_, reason, el))
@@ -404,7 +413,9 @@ class Runner:
                     self.log("%s: %s (pid %d) %s at t=%ss: %s" % (sys_, nm, p.pid, how, el, last_line(p.log)))
             if reason:
                 break
-            if len(dead) >= e.nw:
+            self.run_pending(sys_, c, rec, logs, now, t0)
+            if len(c["down"]) >= e.nw and not any(x[1] == "restart" and x[2].startswith("worker@")
+                                                  for x in c["pending"]):
                 reason = "all workers exited"
                 break
             # workers become ready (registered: "worker of" logged) within READY_WORKER_S of t0
@@ -413,7 +424,7 @@ class Runner:
                     continue
                 if log_has(p.log, "worker of")():
                     ready.add(p.pid)
-                elif now - t0 > READY_WORKER_S:
+                elif now - max(t0, getattr(p, "t_start", t0)) > READY_WORKER_S:
                     reason = "%s not ready within %d s (no 'worker of' in %s)" % (p.name, READY_WORKER_S,
                                                                                   os.path.basename(p.log))
                     self.log("%s: %s" % (sys_, reason))
@@ -464,6 +475,48 @@ class Runner:
                 reason = "time_limit"
                 break
         return reason, dead, restarts
+
+    def run_pending(self, sys_, c, rec, logs, now, t0):
+        """The restarts that are due (c["pending"]: (time, what, name, fault)): "restart" starts a
+        killed worker or aggregator again with its command line (a worker's records and log get a
+        suffix -rK), "new-replica" starts a replica of the promoted server on the old server's
+        host (records/replica-2, docs/replication.md); each is logged and added to faults.jsonl."""
+        e, procs = self.exp, c["procs"]
+        due = [x for x in list(c["pending"]) if x[0] <= now]
+        for x in due:
+            c["pending"].remove(x)
+            _, what, name, fault = x
+            k = c.setdefault("restarted", {}).get(name, 0) + 1
+            c["restarted"][name] = k
+            host = name.split("@", 1)[1]
+            if what == "restart":
+                h, argv = c["argv"][name]
+                argv = list(argv)
+                base = name.replace("@", "-")
+                if "--records" in argv:
+                    i = argv.index("--records") + 1
+                    argv[i] = "%s-r%d" % (argv[i], k)
+                    os.makedirs(argv[i], exist_ok=True)
+                log = os.path.join(logs, "%s-r%d.log" % (base, k))
+            else:
+                srv = e.replica   # the promoted replica serves now
+                recd = os.path.join(rec, "replica-%d" % (k + 1))
+                os.makedirs(recd, exist_ok=True)
+                argv = ([os.path.join(e.build, "mlf-ps")] + c["ps_common"] +
+                        ["--host", host, "--records", recd, "--replica", "--server", srv,
+                         "--div-max", results.tostring(e.div_max), "--replication", e.repl_mode] + c["verify"])
+                log = os.path.join(logs, "replica-%d.log" % (k + 1))
+            p = self.start(name, log, host, argv)
+            p.t_start = now
+            procs.write_pids()
+            if name.startswith("worker@"):
+                c["down"].discard(host)
+            rec_ = {"t": now, "t_s": math.floor((now - t0) * 1000 + 0.5) / 1000, "fault": fault,
+                    "event": what, "kind": what, "host": host, "pid": p.pid, "ok": True,
+                    "action": "started %s (pid %d, log %s)" % (name, p.pid, os.path.basename(log))}
+            with open(os.path.join(c["sysdir"], "faults.jsonl"), "a") as out:
+                out.write(json.dumps(rec_, separators=(",", ":")) + "\n")
+            self.log("%s: t=%.0fs %s" % (sys_, now - t0, rec_["action"]))
 
     def start_netdev(self, c):
         """The switch's byte counters every NETDEV_S into <system>/netdev.jsonl (module netdev.py in

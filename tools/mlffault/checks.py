@@ -43,12 +43,6 @@ def fault_starts(sysdir):
     return [r for _, r in read_jsonl(path, need=("event",), missing_ok=True) if r["event"] == "start"]
 
 
-def fault_t_s(sysdir):
-    """Seconds from t0 of the first fault ("?" when unknown)."""
-    starts = fault_starts(sysdir)
-    return jqs(starts[0].get("t_s")) if starts and starts[0].get("t_s") is not None else "?"
-
-
 # ---- 1. target ---------------------------------------------------------------------------------
 
 def check_target(rep, results, sysname):
@@ -88,7 +82,9 @@ def snapshot_pairs(snapfile, t_fault):
     return pairs
 
 
-def check_divergence(rep, run, sysname, experiment, verify):
+def check_divergence(rep, run, sysname, experiment, verify, k=0):
+    """The last server/replica snapshot pair taken before fault start K (0: the first) is within
+    div_max (build/mlf-verify on that pair)."""
     d = os.path.join(run, sysname)
     repl = experiment.get("replication") or {}
     if not isinstance(repl, dict):
@@ -99,7 +95,7 @@ def check_divergence(rep, run, sysname, experiment, verify):
         return rep.skip("divergence: the scenario has no replica")
     if isinstance(ve, bool) or not isinstance(ve, (int, float)) or ve <= 0:
         return rep.bad("divergence: the scenario has no verify_every (no snapshots)")
-    starts = fault_starts(d)
+    starts = fault_starts(d)[k:]
     if not starts or starts[0].get("t") is None:
         return rep.bad(f"divergence: no fault was injected ({d}/faults.jsonl)")
     t_fault = number(starts[0], "t", os.path.join(d, "faults.jsonl"), 0)
@@ -116,7 +112,7 @@ def check_divergence(rep, run, sysname, experiment, verify):
                 None)
     if pair is None:
         return rep.bad("divergence: no server/replica snapshot pair with both files before the "
-                       f"fault at {fault_t_s(d)} s ({vdir})")
+                       f"fault at {jqs(starts[0].get('t_s'))} s ({vdir})")
     tag, srv, rpl = pair
     out, rc = run_verify(verify, vdir, srv, rpl, divmax, os.path.join(d, "records", "batches.jsonl"))
     for line in out.rstrip("\n").split("\n"):
@@ -124,7 +120,7 @@ def check_divergence(rep, run, sysname, experiment, verify):
     tag = jqs(tag)
     if rc == 0:
         rep.ok(f"divergence: snapshot pair tag {tag} (versions {jqs(srv.get('version'))}/"
-               f"{jqs(rpl.get('version'))}), the last before the fault at {fault_t_s(d)} s: "
+               f"{jqs(rpl.get('version'))}), the last before the fault at {jqs(starts[0].get('t_s'))} s: "
                f"within div_max {jqs(divmax) if divmax is not None else '?'}")
     elif rc == 1:
         rep.bad(f"divergence: snapshot pair tag {tag} before the fault exceeds div_max "
@@ -318,21 +314,28 @@ def check_scheduler_restart(rep, run, sysname):
     start at its start time in ms << 20, docs/control.md); prints the time from the kill to the
     first one's planned start."""
     d = os.path.join(run, sysname)
-    kills = [f for f in fault_starts(d) if f.get("kind") == "kill-scheduler" and truthy(f.get("ok"))]
+    kills = [number(f, "t", os.path.join(d, "faults.jsonl"), 1) for f in fault_starts(d)
+             if f.get("kind") == "kill-scheduler" and truthy(f.get("ok"))]
     if not kills:
         return
-    t_kill = number(kills[0], "t", os.path.join(d, "faults.jsonl"), 1)
     path = os.path.join(d, "records", "transfers.jsonl")
-    first = None
+    first = [None] * len(kills)
     for _, r in read_jsonl(path, need=("xfer", "start"), missing_ok=True):
         x = r["xfer"]
-        if isinstance(x, int) and x & SCHED_FRESH and ((x & (SCHED_FRESH - 1)) >> 20) >= int(t_kill * 1000):
-            first = r["start"] if first is None else min(first, r["start"])
-    if first is None:
-        return rep.bad("scheduler restart: no transfer planned by a restarted scheduler after the kill at "
-                       f"{t_kill:.3f} ({path})")
-    rep.ok(f"scheduler restart: first transfer planned by the restarted scheduler {first - t_kill:.3f} s "
-           "after the kill")
+        if not (isinstance(x, int) and x & SCHED_FRESH):
+            continue
+        ms = (x & (SCHED_FRESH - 1)) >> 20
+        # the scheduler restarted after kill i and before kill i + 1 chose this id
+        for i, t_kill in enumerate(kills):
+            if ms >= int(t_kill * 1000) and (i + 1 == len(kills) or ms < int(kills[i + 1] * 1000)):
+                first[i] = r["start"] if first[i] is None else min(first[i], r["start"])
+    for t_kill, f in zip(kills, first):
+        if f is None:
+            rep.bad("scheduler restart: no transfer planned by a restarted scheduler after the kill at "
+                    f"{t_kill:.3f} ({path})")
+        else:
+            rep.ok(f"scheduler restart: first transfer planned by the restarted scheduler {f - t_kill:.3f} s "
+                   "after the kill")
 
 
 def check_run(rep, run, verify):

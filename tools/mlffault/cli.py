@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from . import soak
 from .checks import Report, check_run
 from .records import RecordError, jqs, truthy
 
@@ -17,6 +18,7 @@ USAGE = """\
 Usage: tools/mlf-fault list
        tools/mlf-fault run NAME [--out DIR] [--quick] [--target A] [--time-limit S]
        tools/mlf-fault check RUN_DIR
+       tools/mlf-fault soak [--duration S] [--seed N] [--target A] [--out DIR]
 
   list    the scenarios (conf/fault-*.json): name, faults, replication
   run     run conf/fault-NAME.json with tools/mlf-cluster (run folder DIR, default
@@ -32,6 +34,13 @@ Usage: tools/mlf-fault list
              failure, dropped (records/updates.jsonl), or pushed within 2 s of the stop (in
              flight); the counts are printed and unaccounted ids named;
           4. after a kill-server: the run recovered (recovery time printed).
+  soak    train for S s (default 1200) under a seeded random fault every 20-40 s (kill and
+          restart of a worker or an aggregator, kill of the scheduler (restarted), link cuts,
+          loss bursts, one server kill with fail-over and a new replica; base conf/soak.json),
+          then check: final accuracy >= the soak target, every push accounted for, divergence
+          before every fault up to the server kill <= div_max, every restarted scheduler
+          planned, every daemon's RSS at the end within 20% of its value after 60 s
+          (docs/experiments.md "Soak"; make soak)
   --quick        a short setting for tests: target 0.75, time limit 60 s
   --target A     override the target accuracy; --time-limit S: the time limit
 Exit status: 0 every check holds, 1 a check failed (named), 2 bad input or the run failed to start.
@@ -173,6 +182,53 @@ def cmd_run(args):
     return cmd_check([out])
 
 
+def cmd_soak(args):
+    opt, it = {"--duration": "1200", "--seed": "1", "--out": "", "--target": "0.80"}, iter(args)
+    for a in it:
+        if a in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        if a not in opt:
+            raise Die(f"soak: unknown option {a}")
+        opt[a] = next(it, "")
+        if not opt[a]:
+            raise Die(f"soak: {a} needs a value")
+    try:
+        duration, seed, target = float(opt["--duration"]), int(opt["--seed"]), float(opt["--target"])
+    except ValueError:
+        raise Die("soak: --duration (seconds), --seed (an integer) and --target must be numbers") from None
+    if duration < soak.FIRST_S + soak.EVERY_MAX + soak.END_QUIET_S:
+        raise Die(f"soak: --duration {opt['--duration']}: at least "
+                  f"{soak.FIRST_S + soak.EVERY_MAX + soak.END_QUIET_S} s for one fault")
+    if os.geteuid() != 0:
+        raise Die("soak needs root (network namespaces)")
+    out = opt["--out"] or os.path.join(ROOT, "runs", f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    os.makedirs(out, exist_ok=True)
+    try:
+        x = soak.soak_experiment(ROOT, duration, seed)
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise Die(f"conf/soak.json: malformed ({e})") from None
+    if not x["cluster"].startswith("/"):
+        x["cluster"] = ROOT + "/" + x["cluster"]
+    exp = os.path.join(out, "soak.json")
+    with open(exp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(x, indent=2) + "\n")
+    print(f"{PROG}: soak of {duration:.0f} s, seed {seed}, {len(x['faults'])} faults "
+          f"({', '.join(sorted(set(f['kind'] for f in x['faults'])))}); experiment {exp}")
+    sys.stdout.flush()
+    rc = run_cluster([paths()[0], "run", exp, "--out", out])
+    if not os.path.isfile(os.path.join(out, "results.json")):
+        print(f"{PROG}: soak: the run produced no results (status {rc}, {out}/run.log)", file=sys.stderr)
+        return 2
+    rep = Report(sys.stdout)
+    try:
+        soak.check_soak(rep, out, "mlfabric-a", x, paths()[1], target)
+    except RecordError as e:
+        raise Die(str(e)) from None
+    print(f"{PROG}: soak: " + ("every check holds" if rep.fails == 0 else f"{rep.fails} check(s) failed"))
+    return 0 if rep.fails == 0 else 1
+
+
 def run_cluster(argv):
     """Runs tools/mlf-cluster in the foreground and returns its status; on Ctrl-C (which it
     gets too) waits for it to tear down."""
@@ -198,13 +254,15 @@ def main(argv):
             return cmd_run(args)
         if cmd == "check":
             return cmd_check(args)
+        if cmd == "soak":
+            return cmd_soak(args)
         if cmd in ("-h", "--help", "help"):
             print(USAGE, end="")
             return 0
         if cmd == "":
             print(USAGE, end="", file=sys.stderr)
             return 2
-        raise Die(f'unknown command "{cmd}" (list, run, check)')
+        raise Die(f'unknown command "{cmd}" (list, run, check, soak)')
     except Die as e:
         sys.stdout.flush()
         print(f"{PROG}: {e}", file=sys.stderr)
