@@ -31,7 +31,7 @@ CC      ?= gcc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
-LDLIBS  += -lm
+LDLIBS  += -lm -lcrypto
 
 # Goals that need no packages (the README's two commands install them, then re-enter make).
 NOPKG_GOALS := clean help deps run test uninstall
@@ -42,6 +42,7 @@ ifneq ($(filter-out $(NOPKG_GOALS),$(or $(MAKECMDGOALS),all)),)
 $(call need_pkg,jansson,libjansson-dev)
 $(call need_pkg,check,check)
 $(call need_pkg,zlib,zlib1g-dev)
+$(call need_pkg,libcrypto,libssl-dev)
 $(call need_pkg,libdpdk,libdpdk-dev)
 endif
 

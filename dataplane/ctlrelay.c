@@ -20,6 +20,7 @@
 #include "dp.h"
 #include "log.h"
 #include "monitor.h"
+#include "auth.h"
 #include "proto.h"
 
 #define MAX_APPS 64                   /* app connections (appif's MAX_CLIENTS) */
@@ -27,6 +28,7 @@
 #define CONNECT_TIMEOUT_NS 2000000000ULL
 #define HEARTBEAT_NS 250000000ULL     /* heartbeat every 0.25 s */
 #define APP_NAME_MAX 64
+#define PENDING_MAX 4096              /* app messages held until `welcome` */
 
 static struct {
 	int enabled;
@@ -40,6 +42,12 @@ static struct {
 	uint64_t last_hb_ns, last_link_ns, last_tx, last_rx;
 	unsigned failures;          /* attempts that failed since the last connection */
 	int was_lost;               /* a connection was lost: tell the apps when a new one is welcomed */
+	int auth_on;                /* the cluster has a key_file (docs/security.md) */
+	uint8_t key[AUTH_KEY_BYTES];
+	char nc[AUTH_NONCE_HEX + 1]; /* our nonce of this connection's hello */
+	int challenged;             /* the scheduler proved the key (its challenge's mac) */
+	int welcomed;               /* `welcome` received: the connection speaks for this host */
+	json_t *pending;            /* app messages that arrived before `welcome`, sent after it */
 	double last_fail_log;
 	char apps[MAX_APPS][APP_NAME_MAX]; /* "app" name registered by each app connection */
 } cr = { .connecting_fd = -1 };
@@ -63,6 +71,12 @@ int ctlrelay_init(const char *sched, double t_report, char *err, size_t errlen)
 	cr.t_report_ns = (uint64_t)(t_report * 1e9);
 	if (!sched)
 		return 0;
+	if (dp.cluster.key_file[0]) {
+		int rc = auth_key_load(dp.cluster.key_file, cr.key, err, errlen);
+		if (rc)
+			return rc;
+		cr.auth_on = 1;
+	}
 	colon = strrchr(sched, ':');
 	snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - sched) : (int)strlen(sched), sched);
 	if (colon) {
@@ -112,6 +126,8 @@ static void send_link(void)
 	cr.last_rx = dp.cnt.rx_bytes;
 }
 
+static void lost(const char *why);
+
 static void connected(int fd)
 {
 	double up, down;
@@ -121,11 +137,22 @@ static void connected(int fd)
 	ctl_init(&cr.conn, fd);
 	cr.up = 1;
 	cr.failures = 0;
+	cr.challenged = 0;
+	cr.welcomed = !cr.auth_on; /* without a key the connection speaks for this host at once */
 	monitor_capacity(&up, &down);
-	log_info("connected to scheduler %s", cr.addr);
-	to_sched(json_pack("{s:s, s:s, s:i, s:f, s:f}", "type", "hello", "host",
-			   dp.cluster.hosts[dp.me].name, "proto", MLF_PROTO_VERSION, "up_gbps", up,
-			   "down_gbps", down));
+	log_info("connected to scheduler %s%s", cr.addr, cr.auth_on ? " (authenticating)" : "");
+	json_t *hello = json_pack("{s:s, s:s, s:i, s:f, s:f}", "type", "hello", "host",
+				  dp.cluster.hosts[dp.me].name, "proto", MLF_PROTO_VERSION, "up_gbps", up,
+				  "down_gbps", down);
+	if (cr.auth_on && hello) {
+		if (auth_nonce(cr.nc)) {
+			json_decref(hello);
+			lost("no random nonce for the hello");
+			return;
+		}
+		json_object_set_new(hello, "nonce", json_string(cr.nc));
+	}
+	to_sched(hello);
 	cr.last_hb_ns = dp.clk.mono_ns;
 	cr.last_link_ns = dp.clk.mono_ns;
 	cr.last_tx = dp.cnt.tx_bytes;
@@ -146,7 +173,10 @@ static void lost(const char *why)
 	log_warn("scheduler %s lost: %s; reconnecting", cr.addr, why);
 	ctl_close(&cr.conn);
 	cr.up = 0;
+	cr.welcomed = 0;
 	cr.was_lost = 1;
+	json_decref(cr.pending); /* the apps get scheduler_lost; what they hold they announce again */
+	cr.pending = NULL;
 	cr.next_try_ns = dp.clk.mono_ns + RETRY_NS;
 	for (int c = 0; c < MAX_APPS; c++)
 		if (cr.apps[c][0])
@@ -215,8 +245,44 @@ static void from_sched(json_t *msg)
 	int c;
 
 	if (!app) {
+		if (!strcmp(type, "challenge")) {
+			const char *ns = json_string_value(json_object_get(msg, "nonce"));
+			const char *mac = json_string_value(json_object_get(msg, "mac"));
+			const char *me = dp.cluster.hosts[dp.me].name;
+			char mine[AUTH_MAC_HEX + 1];
+
+			if (!cr.auth_on || !auth_nonce_ok(ns) ||
+			    auth_check(cr.key, "scheduler", me, cr.nc, ns, mac ? mac : "")) {
+				log_err("scheduler %s failed to prove the cluster key (%s): not trusted",
+					cr.addr, cr.auth_on ? "wrong key or malformed challenge" :
+							      "this host has no key_file");
+				lost("the scheduler did not authenticate");
+				return;
+			}
+			if (auth_mac(cr.key, "host", me, cr.nc, ns, mine)) {
+				lost("no HMAC for the challenge");
+				return;
+			}
+			cr.challenged = 1;
+			to_sched(json_pack("{s:s, s:s}", "type", "auth", "mac", mine));
+			return;
+		}
 		if (!strcmp(type, "welcome")) {
+			if (cr.auth_on && !cr.challenged) {
+				log_err("scheduler %s welcomed this host without proving the cluster key: not "
+					"trusted (a scheduler without key_file?)", cr.addr);
+				lost("the scheduler did not authenticate");
+				return;
+			}
+			cr.welcomed = 1;
 			log_info("scheduler %s: welcome", cr.addr);
+			/* app messages held during the handshake, in order */
+			size_t k;
+			json_t *pm;
+			json_array_foreach(cr.pending, k, pm)
+				to_sched(json_incref(pm));
+			json_decref(cr.pending);
+			cr.pending = NULL;
 			/* a restarted scheduler knows nothing: the apps register and announce again
 			 * (docs/scheduler.md "Restart") */
 			for (int a = 0; cr.was_lost && a < MAX_APPS; a++)
@@ -264,11 +330,22 @@ static int serve_conn(void)
 			}
 			from_sched(msg);
 			json_decref(msg);
+			if (!cr.up) /* an authentication failure closed it */
+				return 1;
 		}
 		if (n == 0 || (n < 0 && n != -EAGAIN)) {
 			lost(n == 0 ? "connection closed" : strerror((int)-n));
 			return 1;
 		}
+	}
+	if (!cr.up)
+		return 1;
+	if (!cr.welcomed) { /* nothing but the handshake before `welcome` */
+		if (ctl_pending(&cr.conn) && (rc = ctl_flush(&cr.conn)) < 0) {
+			lost(strerror(-rc));
+			return 1;
+		}
+		return work;
 	}
 	if (dp.clk.mono_ns - cr.last_hb_ns >= HEARTBEAT_NS) {
 		cr.last_hb_ns = dp.clk.mono_ns;
@@ -364,6 +441,20 @@ void ctlrelay_from_app(int client, const char *text)
 		return;
 	}
 	json_object_set_new(msg, "host", json_string(dp.cluster.hosts[dp.me].name));
+	if (!cr.welcomed) { /* the handshake is in progress: sent after `welcome` */
+		if (!cr.pending)
+			cr.pending = json_array();
+		if (!cr.pending || json_array_size(cr.pending) >= PENDING_MAX) {
+			snprintf(reason, sizeof(reason), "host %s: the scheduler connection %s is not "
+				 "authenticated yet and %d messages wait", dp.cluster.hosts[dp.me].name,
+				 cr.addr, PENDING_MAX);
+			app_error(client, reason, 1);
+			json_decref(msg);
+			return;
+		}
+		json_array_append_new(cr.pending, msg);
+		return;
+	}
 	to_sched(msg);
 	if (ctl_flush(&cr.conn) < 0)
 		log_debug("scheduler %s: flush deferred", cr.addr);
@@ -375,7 +466,7 @@ void ctlrelay_client_gone(int client)
 
 	if (client < 0 || client >= MAX_APPS || !cr.apps[client][0])
 		return;
-	if (cr.up) {
+	if (cr.up && cr.welcomed) {
 		snprintf(reason, sizeof(reason), "application %s closed its connection to the dataplane of host %s",
 			 cr.apps[client], dp.cluster.hosts[dp.me].name);
 		log_info("%s: scheduler told", reason);

@@ -10,7 +10,8 @@
 
 #include <jansson.h>
 
-static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts", NULL };
+static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts",
+					     "key_file", NULL };
 static const char *const host_keys[] = { "name", "ip", "mac", "up_gbps", "down_gbps", "roles", NULL };
 
 static const struct { const char *name; unsigned bit; } role_names[] = {
@@ -219,6 +220,15 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	if (get_int(root, "control_port", 1, 65535, &v, "", err, errlen))
 		goto prefix_err;
 	out->control_port = (uint16_t)v;
+	j = json_object_get(root, "key_file");
+	if (j && (!json_is_string(j) || !json_string_length(j) ||
+		  json_string_length(j) >= sizeof(out->key_file) - 256)) {
+		snprintf(err, errlen, "%s: key_file: a non-empty path of at most %zu characters expected",
+			 origin, sizeof(out->key_file) - 257);
+		goto out;
+	}
+	if (j)
+		snprintf(out->key_file, sizeof(out->key_file), "%s", json_string_value(j));
 
 	hosts = json_object_get(root, "hosts");
 	if (!json_is_array(hosts) || json_array_size(hosts) == 0) {
@@ -294,6 +304,18 @@ int cluster_load(const char *path, struct cluster *out, char *err, size_t errlen
 		return -ENOMEM;
 	rc = cluster_parse(text, path, out, err, errlen);
 	free(text);
+	if (rc == 0 && out->key_file[0] && out->key_file[0] != '/') {
+		/* relative to the directory of the config file */
+		const char *slash = strrchr(path, '/');
+		char rel[sizeof(out->key_file)];
+		snprintf(rel, sizeof(rel), "%s", out->key_file);
+		size_t dl = slash ? (size_t)(slash - path) : 0;
+		if (slash && dl + 1 + strlen(rel) < sizeof(out->key_file)) {
+			memcpy(out->key_file, path, dl);
+			out->key_file[dl] = '/';
+			memcpy(out->key_file + dl + 1, rel, strlen(rel) + 1);
+		}
+	}
 	return rc;
 }
 

@@ -33,6 +33,9 @@ struct cluster {
 	int prefix_len;     /* subnet prefix length of the host addresses (default 24) */
 	uint16_t udp_port;  /* UDP port of the dataplane wire protocol (default 47000) */
 	uint16_t control_port; /* TCP port of the scheduler's control protocol (docs/control.md, default 7070) */
+	char key_file[512]; /* the cluster secret (docs/security.md): "key_file" resolved against the
+			     * config file's directory by cluster_load; "" = control connections
+			     * are not authenticated */
 	int n_hosts;
 	struct cluster_host *hosts;
 };

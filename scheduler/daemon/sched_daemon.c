@@ -93,6 +93,7 @@ static void accept_all(struct sched *s, double now)
 		s->conns[ci].host = -1;
 		s->conns[ci].closing = 0;
 		s->conns[ci].viewer = 0;
+		s->conns[ci].auth_host = -1;
 		s->conns[ci].t_open = clock_real_s();
 	}
 }
@@ -125,13 +126,9 @@ static int check_overflow(struct sched *s, int ci)
 			 "disconnected", s->cl.hosts[h].name, ctl_pending(&c->c), c->c.out_max);
 		sched_fail_host(s, h);
 	} else {
-		struct sockaddr_in sa;
-		socklen_t sl = sizeof(sa);
-		char who[64] = "unknown address";
+		char who[64];
 
-		if (!getpeername(c->c.fd, (struct sockaddr *)&sa, &sl) && sa.sin_family == AF_INET)
-			snprintf(who, sizeof(who), "%s:%u", inet_ntoa(sa.sin_addr),
-				 ntohs(sa.sin_port));
+		sched_conn_peer(s, ci, who, sizeof(who));
 		log_warn("connection from %s%s does not read (%zu bytes queued, limit %zu): closed",
 			 who, c->viewer ? " (status viewer)" : "", ctl_pending(&c->c), c->c.out_max);
 	}
@@ -308,6 +305,15 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 	s->repl.host = -1;
 	if (cluster_load(cluster_path, &s->cl, err, errlen))
 		goto fail;
+	if (s->cl.key_file[0]) {
+		if (auth_key_load(s->cl.key_file, s->key, err, errlen))
+			goto fail;
+		s->auth_on = 1;
+	} else {
+		log_warn("cluster %s has no key_file: control connections are not authenticated, any "
+			 "process that reaches the control port can say hello as any host (docs/security.md)",
+			 s->cl.name);
+	}
 	s->hosts = calloc((size_t)s->cl.n_hosts, sizeof(*s->hosts));
 	s->server_alias = calloc((size_t)s->cl.n_hosts, sizeof(int));
 	if (!s->hosts || !s->server_alias) {

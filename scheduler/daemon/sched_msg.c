@@ -143,6 +143,65 @@ static void on_hello(struct sched *s, int ci, json_t *m, double now)
 		s->conns[ci].closing = 1;
 		return;
 	}
+	if (s->auth_on) {
+		/* challenge-response first (docs/security.md): nothing is bound to host h before the
+		 * `auth` answer proves the key, so an outsider's hello replaces nobody */
+		const char *nc = json_string_value(json_object_get(m, "nonce"));
+		char mac[AUTH_MAC_HEX + 1], who[64];
+		struct sched_conn *c = &s->conns[ci];
+
+		if (!auth_nonce_ok(nc)) {
+			sched_conn_peer(s, ci, who, sizeof(who));
+			log_warn("control connection from %s: hello as %s without a valid nonce: refused "
+				 "(this cluster authenticates its hosts)", who, name);
+			reply_err(s, ci, NULL, "hello: host %s: field \"nonce\" (32 hex digits) missing: cluster "
+				  "%s authenticates its hosts (key_file, docs/security.md)", name, s->cl.name);
+			c->closing = 1;
+			return;
+		}
+		snprintf(c->nc, sizeof(c->nc), "%s", nc);
+		if (auth_nonce(c->ns) || auth_mac(s->key, "scheduler", name, c->nc, c->ns, mac)) {
+			log_err("hello from %s: no random nonce or HMAC available", name);
+			c->closing = 1;
+			return;
+		}
+		c->auth_host = h;
+		sched_conn_queue(s, ci, json_pack("{s:s, s:s, s:s}", "type", "challenge", "nonce", c->ns,
+						  "mac", mac));
+		return;
+	}
+	sched_bind_host(s, ci, h, now);
+}
+
+/* `auth`: the host's answer to the challenge; a good MAC binds the connection to the host. */
+static void on_auth(struct sched *s, int ci, json_t *m, double now)
+{
+	struct sched_conn *c = &s->conns[ci];
+	const char *mac = json_string_value(json_object_get(m, "mac"));
+	char who[64];
+	int h = c->auth_host;
+
+	if (!s->auth_on || h < 0 || c->host >= 0) {
+		reply_err(s, ci, NULL, "auth: no challenge is pending on this connection");
+		c->closing = 1;
+		return;
+	}
+	c->auth_host = -1;
+	if (!mac || auth_check(s->key, "host", s->cl.hosts[h].name, c->nc, c->ns, mac)) {
+		sched_conn_peer(s, ci, who, sizeof(who));
+		log_warn("control connection from %s: authentication as host %s failed (wrong key): closed",
+			 who, s->cl.hosts[h].name);
+		reply_err(s, ci, NULL, "auth: authentication as host %s failed", s->cl.hosts[h].name);
+		c->closing = 1;
+		return;
+	}
+	sched_bind_host(s, ci, h, now);
+}
+
+void sched_bind_host(struct sched *s, int ci, int h, double now)
+{
+	const char *name = s->cl.hosts[h].name;
+
 	if (s->hosts[h].conn >= 0 && s->hosts[h].conn != ci) {
 		log_warn("peer %s connected again: closing its previous connection", name);
 		sched_conn_close(s, s->hosts[h].conn);
@@ -591,10 +650,15 @@ void sched_msg_handle(struct sched *s, int ci, json_t *m)
 		s->conns[ci].closing = 1;
 		return;
 	}
+	if (!strcmp(type, "auth")) {
+		on_auth(s, ci, m, now);
+		return;
+	}
 	if (!strcmp(type, "hello")) {
-		if (s->conns[ci].host >= 0)
+		if (s->conns[ci].host >= 0 || s->conns[ci].auth_host >= 0)
 			reply_err(s, ci, NULL, "hello: this connection already belongs to %s",
-				  s->cl.hosts[s->conns[ci].host].name);
+				  s->cl.hosts[s->conns[ci].host >= 0 ? s->conns[ci].host
+								     : s->conns[ci].auth_host].name);
 		else
 			on_hello(s, ci, m, now);
 		return;

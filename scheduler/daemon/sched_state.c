@@ -1,7 +1,11 @@
 /* sched_state.c - lookups and bookkeeping over the scheduler daemon's state tables. */
 #include "sched_state.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "log.h"
@@ -83,6 +87,16 @@ void sched_compact(struct sched *s)
 		s->hosts[s->pulls[i].worker].held_pulls++;
 }
 
+void sched_conn_peer(const struct sched *s, int ci, char *buf, size_t len)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+
+	snprintf(buf, len, "unknown address");
+	if (!getpeername(s->conns[ci].c.fd, (struct sockaddr *)&sa, &sl) && sa.sin_family == AF_INET)
+		snprintf(buf, len, "%s:%u", inet_ntoa(sa.sin_addr), ntohs(sa.sin_port));
+}
+
 void sched_conn_close(struct sched *s, int ci)
 {
 	struct sched_conn *c = &s->conns[ci];
@@ -90,5 +104,6 @@ void sched_conn_close(struct sched *s, int ci)
 		s->hosts[c->host].conn = -1;
 	ctl_close(&c->c);
 	c->host = -1;
+	c->auth_host = -1;
 	c->closing = 0;
 }

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "auth.h"
 #include "cluster.h"
 #include "ctl.h"
 #include "plan.h"
@@ -133,6 +134,8 @@ struct sched_conn {
 	int closing;       /* close once the queued bytes are written (refused hello) */
 	double t_open;     /* CLOCK_REALTIME seconds of accept */
 	int viewer;        /* a read-only `status` connection (sched_status.h), never a host */
+	int auth_host;     /* hello received, challenge sent: the host it claims (-1: none) */
+	char nc[AUTH_NONCE_HEX + 1], ns[AUTH_NONCE_HEX + 1]; /* the host's and our nonce */
 };
 
 /** Daemon options (mlf-scheduler flags, docs/scheduler.md). */
@@ -255,6 +258,8 @@ struct sched {
 	double t0;            /* CLOCK_REALTIME seconds of the time origin (start) */
 	int listen_fd;
 
+	int auth_on;                  /* the cluster has a key_file: hosts must authenticate */
+	uint8_t key[AUTH_KEY_BYTES];  /* the cluster secret (docs/security.md) */
 	struct sched_host *hosts;     /* cl.n_hosts */
 	int *agg_allowed;             /* cl.n_hosts flags from --aggregators */
 	int *ragg_allowed;            /* cl.n_hosts flags from --replica-aggregators */
@@ -322,6 +327,16 @@ void sched_flush_host(struct sched *s, int host);
  * (sched_fail.h); a queueing error is handled by sched_conn_queue.
  */
 void sched_to_app(struct sched *s, const char *role, int host, json_t *msg);
+
+/** sched_conn_peer - "IP:port" of connection s->conns[@ci]'s peer into @buf ("unknown address"). */
+void sched_conn_peer(const struct sched *s, int ci, char *buf, size_t len);
+
+/**
+ * sched_bind_host - connection @ci now speaks for host @h (after `hello`, and `auth` when the
+ * cluster has a key): a previous connection of @h is closed (a restarted dataplane), the host
+ * is alive, and it gets `welcome` (docs/control.md). Implemented in sched_msg.c.
+ */
+void sched_bind_host(struct sched *s, int ci, int h, double now);
 
 /**
  * sched_conn_close - close connection s->conns[@ci] (its slot is reused by the next accept);

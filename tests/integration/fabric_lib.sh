@@ -17,6 +17,7 @@ fab_begin() {
 	{
 		echo "{"
 		echo "  \"name\": \"$name\","
+		[ -n "${FAB_KEY:-}" ] && echo "  \"key_file\": \"cluster.key\","
 		echo "  \"mtu\": 1500, \"control_port\": 7070, \"hosts\": ["
 		local sep=""
 		for h in "$@"; do
@@ -27,6 +28,8 @@ fab_begin() {
 		done
 		echo "]}"
 	} >"$CLUSTER"
+	# FAB_KEY=1: the cluster authenticates its control connections (docs/security.md)
+	[ -z "${FAB_KEY:-}" ] || "$ROOT/tools/mlf-keygen" "$FAB_DIR/cluster.key" >/dev/null
 	trap fab_cleanup EXIT
 	WORK="$FAB_DIR"
 	"$TB" up "$CLUSTER" >/dev/null 2>"$WORK/up.log" || { cat "$WORK/up.log" >&2; fail "mlf-testbed up $CLUSTER"; }

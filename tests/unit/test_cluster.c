@@ -2,7 +2,9 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ck_run.h"
 #include "cluster.h"
@@ -104,6 +106,42 @@ START_TEST(load_names_missing_file)
 }
 END_TEST
 
+/* key_file (docs/security.md): relative to the config's directory, absolute kept, bad values refused */
+START_TEST(key_file_resolved)
+{
+	struct cluster c;
+	char err[256] = "", path[64];
+	const char *docs[] = {
+		"{\"key_file\": \"k.key\", \"hosts\": [{\"name\": \"a\", \"ip\": \"10.1.0.2\"}]}",
+		"{\"key_file\": \"/etc/k.key\", \"hosts\": [{\"name\": \"a\", \"ip\": \"10.1.0.2\"}]}",
+		"{\"key_file\": \"\", \"hosts\": [{\"name\": \"a\", \"ip\": \"10.1.0.2\"}]}",
+		"{\"key_file\": 3, \"hosts\": [{\"name\": \"a\", \"ip\": \"10.1.0.2\"}]}",
+	};
+	const char *want[] = { "/tmp/k.key", "/etc/k.key", NULL, NULL };
+
+	snprintf(path, sizeof(path), "/tmp/test_cluster.%d.json", (int)getpid());
+	for (int i = 0; i < 4; i++) {
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(docs[i], f);
+		fclose(f);
+		int rc = cluster_load(path, &c, err, sizeof(err));
+		if (want[i]) {
+			ck_assert_int_eq(rc, 0);
+			ck_assert_str_eq(c.key_file, want[i]);
+			cluster_free(&c);
+		} else {
+			ck_assert_int_eq(rc, -EINVAL);
+			ck_assert_ptr_nonnull(strstr(err, "key_file"));
+		}
+	}
+	unlink(path);
+	ck_assert_int_eq(cluster_load("conf/cluster-mini.json", &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.key_file, ""); /* no key: not authenticated */
+	cluster_free(&c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cluster");
@@ -112,6 +150,7 @@ int main(void)
 	tcase_add_test(tc, parses_valid_config);
 	tcase_add_loop_test(tc, rejects_bad_config, 0, sizeof(bad_docs) / sizeof(bad_docs[0]));
 	tcase_add_test(tc, load_names_missing_file);
+	tcase_add_test(tc, key_file_resolved);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

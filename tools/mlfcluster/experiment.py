@@ -228,6 +228,10 @@ class Experiment:
             raise ExperimentError('%s: a cluster config with "name" and "hosts" expected' % path)
         self.cluster = path
         self.cname = num_str(cl["name"])
+        # the cluster secret (docs/security.md): relative to the config's directory
+        kf = cl.get("key_file")
+        self.key_file = (kf if kf.startswith("/") else os.path.join(os.path.dirname(path), kf)) \
+            if isinstance(kf, str) and kf else ""
         self.hosts = [h["name"] for h in cl["hosts"]]
         self.ips = {h["name"]: num_str(h.get("ip") or "") for h in cl["hosts"]}
 

@@ -5,6 +5,7 @@ import math
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
@@ -173,6 +174,10 @@ class Runner:
                         "argv": {}, "pending": [], "down": set()}
         open(os.path.join(sysdir, "pids.tsv"), "w").close()
         mode = sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "async"
+        if e.key_file and not os.path.exists(e.key_file):
+            # a fresh checkout: the cluster's secret is made here, once (docs/security.md)
+            r = subprocess.run([os.path.join(e.root, "tools", "mlf-keygen"), e.key_file], capture_output=True, text=True)
+            self.log("%s: %s" % (sys_, (r.stdout or r.stderr).strip()))
         self.log("%s: building cluster %s (%s)" % (sys_, e.cname, e.cluster))
         if not self.tb.up(os.path.join(logs, "testbed.log")):
             self.log("%s: mlf-testbed up failed: %s" % (sys_, last_line(os.path.join(logs, "testbed.log"))))

@@ -1,0 +1,117 @@
+/* auth.c - cluster secret and HMAC-SHA256 challenge-response of control connections (docs/security.md). */
+#include "auth.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+int auth_key_load(const char *path, uint8_t key[AUTH_KEY_BYTES], char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n;
+
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "key file %s: cannot open: %s (create it with tools/mlf-keygen %s)",
+			 path, strerror(e), path);
+		return e == EACCES ? -EACCES : -ENOENT;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "key file %s: not a regular file", path);
+		return -EINVAL;
+	}
+	if (st.st_mode & 077) {
+		close(fd);
+		snprintf(err, errlen, "key file %s: mode %03o lets group or others read it (chmod 600 %s)",
+			 path, (unsigned)(st.st_mode & 0777), path);
+		return -EPERM;
+	}
+	if (st.st_size != AUTH_KEY_BYTES) {
+		close(fd);
+		snprintf(err, errlen, "key file %s: %lld bytes, expected %d (tools/mlf-keygen makes one)", path,
+			 (long long)st.st_size, AUTH_KEY_BYTES);
+		return -EINVAL;
+	}
+	n = read(fd, key, AUTH_KEY_BYTES);
+	close(fd);
+	if (n != AUTH_KEY_BYTES) {
+		snprintf(err, errlen, "key file %s: read failed", path);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void to_hex(const uint8_t *b, size_t n, char *hex)
+{
+	static const char d[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		hex[2 * i] = d[b[i] >> 4];
+		hex[2 * i + 1] = d[b[i] & 15];
+	}
+	hex[2 * n] = '\0';
+}
+
+int auth_nonce(char hex[AUTH_NONCE_HEX + 1])
+{
+	uint8_t b[AUTH_NONCE_HEX / 2];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return -errno ? -errno : -EIO;
+	to_hex(b, sizeof(b), hex);
+	return 0;
+}
+
+static int hex_ok(const char *s, size_t len)
+{
+	if (!s || strlen(s) != len)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+int auth_nonce_ok(const char *s)
+{
+	return hex_ok(s, AUTH_NONCE_HEX);
+}
+
+int auth_mac(const uint8_t key[AUTH_KEY_BYTES], const char *role, const char *host, const char *nc,
+	     const char *ns, char hex[AUTH_MAC_HEX + 1])
+{
+	char msg[512];
+	uint8_t mac[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	int n = snprintf(msg, sizeof(msg), "mlfabric-auth-v1\n%s\n%s\n%s\n%s", role, host, nc, ns);
+
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		return -EIO;
+	if (!HMAC(EVP_sha256(), key, AUTH_KEY_BYTES, (const unsigned char *)msg, (size_t)n, mac, &len) ||
+	    len != AUTH_MAC_HEX / 2)
+		return -EIO;
+	to_hex(mac, len, hex);
+	return 0;
+}
+
+int auth_check(const uint8_t key[AUTH_KEY_BYTES], const char *role, const char *host, const char *nc,
+	       const char *ns, const char *mac_hex)
+{
+	char want[AUTH_MAC_HEX + 1];
+
+	if (!hex_ok(mac_hex, AUTH_MAC_HEX))
+		return -EACCES;
+	if (auth_mac(key, role, host, nc, ns, want))
+		return -EIO;
+	return CRYPTO_memcmp(want, mac_hex, AUTH_MAC_HEX) ? -EACCES : 0;
+}
