@@ -279,6 +279,14 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 			  "\"tau_max\" >= 0");
 		return;
 	}
+	if (sv.bytes > SCHED_MAX_BYTES || sv.tau_max > SCHED_MAX_TAU || sv.version < 0 ||
+	    sv.version > SCHED_MAX_VERSION) {
+		reply_err(s, ci, app, "register: field \"%s\" out of range (bytes <= %llu, tau_max <= %lld, "
+			  "version 0..%lld)", sv.bytes > SCHED_MAX_BYTES ? "bytes" :
+			  sv.tau_max > SCHED_MAX_TAU ? "tau_max" : "version",
+			  (unsigned long long)SCHED_MAX_BYTES, (long long)SCHED_MAX_TAU, (long long)SCHED_MAX_VERSION);
+		return;
+	}
 	sv.n_workers = (int)nw;
 	snprintf(sv.role, sizeof(sv.role), "server");
 	if (json_object_get(m, "n_shards")) {
@@ -408,8 +416,14 @@ static void on_update(struct sched *s, int ci, const char *app, json_t *m, doubl
 	    get_i64(s, ci, app, m, "version", &u.version) ||
 	    get_num(s, ci, app, m, "norm", &u.norm))
 		return;
-	if (u.bytes == 0) {
-		reply_err(s, ci, app, "update: field \"bytes\" must be > 0");
+	if (u.bytes == 0 || u.bytes > SCHED_MAX_BYTES) {
+		reply_err(s, ci, app, "update: field \"bytes\" must be in 1..%llu", (unsigned long long)SCHED_MAX_BYTES);
+		return;
+	}
+	if (u.version < 0 || u.version > SCHED_MAX_VERSION || !(u.norm >= 0 && u.norm < 1e300)) {
+		reply_err(s, ci, app, "update: field \"%s\" out of range (version 0..%lld, norm finite >= 0)",
+			  u.version < 0 || u.version > SCHED_MAX_VERSION ? "version" : "norm",
+			  (long long)SCHED_MAX_VERSION);
 		return;
 	}
 	if (sched_find_update(s, u.id) >= 0) {
@@ -450,6 +464,11 @@ static void on_pull(struct sched *s, int ci, const char *app, json_t *m, double 
 	if (json_object_get(m, "min_version") && get_i64(s, ci, app, m, "min_version",
 							  &p.min_version))
 		return;
+	if (p.min_version < -1 || p.min_version > SCHED_MAX_VERSION) {
+		reply_err(s, ci, app, "pull: field \"min_version\" out of range (0..%lld)",
+			  (long long)SCHED_MAX_VERSION);
+		return;
+	}
 	int max = s->cfg.max_pulls_per_host;
 	if (max > 0 && s->hosts[p.worker].held_pulls >= max) {
 		reply_err(s, ci, app, "pull %" PRIu64 " refused: host %s already has %d pulls waiting at "

@@ -98,6 +98,40 @@ START_TEST(updates_and_pulls_limited_per_host)
 }
 END_TEST
 
+/* Numbers near INT64_MAX are refused naming the field (issue 14 finding 5): before, a version
+ * or tau_max there overflowed the deadline and bytes = INT64_MAX was commanded. */
+START_TEST(numbers_out_of_range_refused)
+{
+	int w[1];
+	char app[64];
+	const char *want[] = { "\"bytes\" must be in 1..", "\"version\" out of range", "\"norm\"",
+			       "\"min_version\" out of range" };
+
+	start_daemon(NULL);
+	setup(NULL, 0, 0, 1, w, NULL);
+	app_of(w[0], "worker", app);
+	fake_send(w[0], json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update", "app", app, "id",
+				  (json_int_t)(((uint64_t)2 << 40) | 1), "server", "ps", "bytes",
+				  (json_int_t)INT64_MAX, "version", (json_int_t)0, "norm", 1.0));
+	fake_send(w[0], json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update", "app", app, "id",
+				  (json_int_t)(((uint64_t)2 << 40) | 2), "server", "ps", "bytes", (json_int_t)1000,
+				  "version", (json_int_t)(INT64_MAX - 3), "norm", 1.0));
+	fake_send(w[0], json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update", "app", app, "id",
+				  (json_int_t)(((uint64_t)2 << 40) | 3), "server", "ps", "bytes", (json_int_t)1000,
+				  "version", (json_int_t)0, "norm", -1.0));
+	fake_send(w[0], json_pack("{s:s, s:s, s:I, s:s, s:I}", "type", "pull", "app", app, "id",
+				  (json_int_t)77, "server", "ps", "min_version", (json_int_t)INT64_MAX));
+	for (int i = 0; i < 4; i++) {
+		json_t *e = wait_msg(w[0], "error", 2.0);
+		ck_assert_ptr_nonnull(e);
+		ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), want[i]));
+	}
+	pump(0.2);
+	ck_assert_int_eq(count_msgs(w[0], "send"), 0); /* nothing was commanded */
+	stop_daemon();
+}
+END_TEST
+
 /* A 2 MiB line whose last bytes are a valid hello (after spaces, which JSON skips) is one
  * refused line, however it arrives: its tail is not taken for a hello. */
 START_TEST(tail_of_over_long_line_not_a_message)
@@ -406,6 +440,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	tcase_add_test(tc, index_finds_every_id);
 	tcase_add_test(tc, updates_and_pulls_limited_per_host);
+	tcase_add_test(tc, numbers_out_of_range_refused);
 	tcase_add_test(tc, tail_of_over_long_line_not_a_message);
 	tcase_add_test(tc, unread_output_queue_closed_and_log_bounded);
 	tcase_add_test(tc, bad_lines_log_rate_limited);
