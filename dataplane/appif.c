@@ -260,7 +260,8 @@ static void deliver(void)
 		for (int i = 0; i < ai.npend; i++) {
 			struct delivery *d = &ai.pend[i];
 			int c = ai.listener[d->msg.chan], rc;
-			if (c < 0 || ai.cl[c].fd < 0 || ai.cl[c].overflow || !delivery_may_deliver(&ai.order[d->msg.chan], d->msg.id))
+			if (c < 0 || ai.cl[c].fd < 0 || ai.cl[c].overflow ||
+			    !delivery_may_deliver(&ai.order[d->msg.chan], d->msg.id))
 				continue;
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
 			if (rc == -EAGAIN)
@@ -390,6 +391,7 @@ static void drop_client(int c)
 	ai.cl[c].nbacklog = ai.cl[c].capbacklog = 0;
 	ai.cl[c].backlog_bytes = 0;
 	ai.cl[c].overflow = 0;
+	ai.cl[c].warns = (struct warn_rate){ 0 };
 	for (int i = 0; i < MAX_CHANS; i++)
 		if (ai.listener[i] == c)
 			ai.listener[i] = -1;
