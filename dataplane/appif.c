@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +25,29 @@
 #define MAX_CLIENTS 64
 #define MAX_CHANS TRANSPORT_MAX_CHANS
 #define MAX_PENDING 4096
+#define WARN_BURST 10             /* WARN lines per app connection per second, then counted */
 
+/* A log rate limit: at most WARN_BURST lines per 1 s window; the others are counted. */
+struct warn_rate {
+	uint64_t start_ns;       /* start of the current window (mono ns), 0 = none yet */
+	unsigned n, quiet;       /* lines in that window; lines not logged since the last one */
+};
+
+/*
+ * One app connection. Its backlog holds replies the socket refused (full), resent in order by
+ * appif_poll; each is stored compactly (appmsg_len bytes) and their sum is capped by
+ * APPIF_BACKLOG_MAX_BYTES: an app that never reads is disconnected rather than let grow.
+ */
 struct client {
 	int fd;           /* -1 when the slot is free */
 	uint32_t gen;
-	struct appmsg *backlog; /* events the socket refused (full): resent in order by appif_poll */
+	pid_t pid;        /* peer credentials at connect (SO_PEERCRED), for log lines */
+	uid_t uid;
+	struct appmsg **backlog; /* malloc'd copies of appmsg_len bytes each */
 	int nbacklog, capbacklog;
+	size_t backlog_bytes;    /* sum of appmsg_len of the backlog */
+	int overflow;            /* backlog cap exceeded: disconnected by the next appif_poll */
+	struct warn_rate warns;  /* WARN lines about this connection */
 };
 
 /* A finished incoming transfer waiting for its listener or its turn in the commit order. */
@@ -40,6 +59,7 @@ struct delivery {
 static struct {
 	const struct appif_ops *ops; /* upward notifications (appif_init) */
 	int lfd;
+	gid_t gid;                /* group allowed on the socket (mode 0660, SO_PEERCRED check) */
 	char path[108];
 	struct client cl[MAX_CLIENTS];
 	int listener[MAX_CHANS];  /* client index per channel, -1 = none */
@@ -48,12 +68,15 @@ static struct {
 	struct delivery_list order[MAX_CHANS];
 } ai = { .lfd = -1 };
 
-int appif_init(const char *path, const struct appif_ops *ops, char *err, size_t errlen)
+int appif_init(const char *path, gid_t group, const struct appif_ops *ops, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)], *slash;
+	mode_t old_mask;
+	int rc;
 
 	ai.ops = ops;
+	ai.gid = group == (gid_t)-1 ? getegid() : group;
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		ai.cl[i].fd = -1;
 	for (int i = 0; i < MAX_CHANS; i++)
@@ -70,7 +93,20 @@ int appif_init(const char *path, const struct appif_ops *ops, char *err, size_t 
 	}
 	unlink(path);
 	ai.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (ai.lfd < 0 || bind(ai.lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(ai.lfd, 64) < 0) {
+	/* created 0660 (never wider, not even for a moment), then given to the app group */
+	old_mask = umask(0117);
+	rc = ai.lfd < 0 ? -1 : bind(ai.lfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old_mask);
+	if (rc == 0 && (chown(path, (uid_t)-1, ai.gid) < 0 || chmod(path, 0660) < 0)) {
+		int e = errno;
+		snprintf(err, errlen, "cannot give socket %s to group %u (mode 0660): %s", path,
+			 (unsigned)ai.gid, strerror(e));
+		close(ai.lfd);
+		unlink(path);
+		ai.lfd = -1;
+		return -e;
+	}
+	if (rc < 0 || listen(ai.lfd, 64) < 0) {
 		int e = errno;
 		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(e));
 		if (ai.lfd >= 0)
@@ -78,9 +114,48 @@ int appif_init(const char *path, const struct appif_ops *ops, char *err, size_t 
 		ai.lfd = -1;
 		return -e;
 	}
-	chmod(path, 0666);
 	strcpy(ai.path, path);
 	return 0;
+}
+
+/*
+ * warn_allowed - whether a WARN line may be logged now under the limit @w; *@quiet is set to
+ * the number of lines suppressed since the last one logged (then reset).
+ */
+static int warn_allowed(struct warn_rate *w, unsigned *quiet)
+{
+	if (w->start_ns == 0 || dp.clk.mono_ns - w->start_ns >= 1000000000ULL) {
+		w->start_ns = dp.clk.mono_ns ? dp.clk.mono_ns : 1;
+		w->n = 0;
+	}
+	if (++w->n > WARN_BURST) {
+		w->quiet++;
+		return 0;
+	}
+	*quiet = w->quiet;
+	w->quiet = 0;
+	return 1;
+}
+
+/*
+ * A WARN about app connection @c, at most WARN_BURST lines per second per connection (a client
+ * sending a flood of bad requests cannot flood the log); the next line logged says how many
+ * were not.
+ */
+static void client_warn(int c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void client_warn(int c, const char *fmt, ...)
+{
+	char text[APPMSG_REASON_MAX + 96];
+	unsigned quiet;
+	va_list ap;
+
+	if (!warn_allowed(&ai.cl[c].warns, &quiet))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	log_warn("app connection %d (pid %d): %s%s", c, (int)ai.cl[c].pid, text,
+		 quiet ? " (more lines like it were not logged)" : "");
 }
 
 /* Sends what waits in @c's backlog; 1 when it is empty afterwards. */
@@ -89,36 +164,59 @@ static int flush_backlog(int c)
 	struct client *cl = &ai.cl[c];
 	int sent = 0, rc = 0;
 
-	while (sent < cl->nbacklog && (rc = appmsg_send(cl->fd, &cl->backlog[sent], -1)) == 0)
+	while (sent < cl->nbacklog && (rc = appmsg_send(cl->fd, cl->backlog[sent], -1)) == 0)
 		sent++;
 	if (rc < 0 && rc != -EAGAIN)
 		sent = cl->nbacklog; /* the app is gone: drop_client follows on its next read */
+	for (int i = 0; i < sent; i++) {
+		cl->backlog_bytes -= appmsg_len(cl->backlog[i]);
+		free(cl->backlog[i]);
+	}
 	memmove(cl->backlog, cl->backlog + sent, (size_t)(cl->nbacklog - sent) * sizeof(*cl->backlog));
 	cl->nbacklog -= sent;
 	return cl->nbacklog == 0;
 }
 
-/* Sends event @m to client @c, never losing it to a full socket (it waits in the backlog). */
+/*
+ * Sends event @m to client @c, never losing it to a full socket: it waits in the backlog. An app
+ * whose backlog would exceed APPIF_BACKLOG_MAX_BYTES does not read its replies: it is marked
+ * for disconnection (one WARN naming it) and gets nothing more, so no event is silently skipped
+ * in what it does read.
+ */
 static void reply(int c, struct appmsg *m)
 {
 	struct client *cl;
+	struct appmsg *copy;
+	size_t len = appmsg_len(m);
 	int rc = -EAGAIN;
 
-	if (c < 0 || ai.cl[c].fd < 0)
+	if (c < 0 || ai.cl[c].fd < 0 || ai.cl[c].overflow)
 		return;
 	cl = &ai.cl[c];
 	if (flush_backlog(c))
 		rc = appmsg_send(cl->fd, m, -1);
 	if (rc != -EAGAIN)
 		return;
+	if (cl->backlog_bytes + len > APPIF_BACKLOG_MAX_BYTES) {
+		cl->overflow = 1;
+		log_warn("app connection %d (pid %d, uid %u) does not read its replies: %d (%zu bytes) "
+			 "queued, cap %u bytes; disconnecting it", c, (int)cl->pid, (unsigned)cl->uid,
+			 cl->nbacklog, cl->backlog_bytes, APPIF_BACKLOG_MAX_BYTES);
+		return;
+	}
 	void *b = cl->backlog;
-	if (arr_grow(&b, &cl->capbacklog, cl->nbacklog + 1, sizeof(*cl->backlog)) < 0) {
+	if (arr_grow(&b, &cl->capbacklog, cl->nbacklog + 1, sizeof(*cl->backlog)) < 0 ||
+	    !(copy = malloc(len))) {
+		if (b)
+			cl->backlog = b;
 		log_err("app connection %d: out of memory, event of transfer %llx lost", c,
 			(unsigned long long)m->id);
 		return;
 	}
+	memcpy(copy, m, len);
 	cl->backlog = b;
-	cl->backlog[cl->nbacklog++] = *m;
+	cl->backlog[cl->nbacklog++] = copy;
+	cl->backlog_bytes += len;
 }
 
 /*
@@ -138,12 +236,17 @@ static int owner_client(uint64_t owner)
 	return c >= 0 && c < MAX_CLIENTS && ai.cl[c].gen == (uint32_t)(owner >> 32) ? c : -1;
 }
 
-static void error_to(int c, const char *fmt, const char *arg)
+/* An ERROR reply (status -EINVAL, channel @chan) to @c whose reason is @fmt..., also logged. */
+static void error_to(int c, uint16_t chan, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void error_to(int c, uint16_t chan, const char *fmt, ...)
 {
-	struct appmsg m = { .type = APPMSG_ERROR, .status = -EINVAL };
+	struct appmsg m = { .type = APPMSG_ERROR, .status = -EINVAL, .chan = chan };
+	va_list ap;
 
-	snprintf(m.reason, sizeof(m.reason), fmt, arg);
-	log_warn("app connection %d: %s", c, m.reason);
+	va_start(ap, fmt);
+	vsnprintf(m.reason, sizeof(m.reason), fmt, ap);
+	va_end(ap);
+	client_warn(c, "%s", m.reason);
 	reply(c, &m);
 }
 
@@ -157,7 +260,8 @@ static void deliver(void)
 		for (int i = 0; i < ai.npend; i++) {
 			struct delivery *d = &ai.pend[i];
 			int c = ai.listener[d->msg.chan], rc;
-			if (c < 0 || ai.cl[c].fd < 0 || !delivery_may_deliver(&ai.order[d->msg.chan], d->msg.id))
+			if (c < 0 || ai.cl[c].fd < 0 || ai.cl[c].overflow ||
+			    !delivery_may_deliver(&ai.order[d->msg.chan], d->msg.id))
 				continue;
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
 			if (rc == -EAGAIN)
@@ -280,9 +384,14 @@ static void drop_client(int c)
 	close(ai.cl[c].fd);
 	ai.cl[c].fd = -1;
 	ai.cl[c].gen++;
+	for (int i = 0; i < ai.cl[c].nbacklog; i++)
+		free(ai.cl[c].backlog[i]);
 	free(ai.cl[c].backlog);
 	ai.cl[c].backlog = NULL;
 	ai.cl[c].nbacklog = ai.cl[c].capbacklog = 0;
+	ai.cl[c].backlog_bytes = 0;
+	ai.cl[c].overflow = 0;
+	ai.cl[c].warns = (struct warn_rate){ 0 };
 	for (int i = 0; i < MAX_CHANS; i++)
 		if (ai.listener[i] == c)
 			ai.listener[i] = -1;
@@ -318,7 +427,7 @@ static void send_local(int c, const struct appmsg *m, int fd)
 		snprintf(r.reason, sizeof(r.reason), "bad local transfer: %llu bytes at offset %llu on channel %u "
 			 "(a transfer to this host must start at offset 0)", (unsigned long long)m->bytes,
 			 (unsigned long long)m->offset, m->chan);
-		log_warn("app connection %d: %s", c, r.reason);
+		client_warn(c, "%s", r.reason);
 		close(fd);
 		reply(c, &r);
 		return;
@@ -337,16 +446,46 @@ static void send_local(int c, const struct appmsg *m, int fd)
 	reply(c, &tx);
 }
 
+/*
+ * Whether the buffer @fd of SEND @m may be mapped by the dataplane: a memfd sealed against
+ * shrinking and growing (F_SEAL_SHRINK | F_SEAL_GROW: the app cannot truncate it under the
+ * sender's mapping, which would kill the dataplane with SIGBUS) holding at least offset + bytes.
+ * Returns 0, or -EINVAL with @why (at most APPMSG_REASON_MAX bytes) naming what is wrong.
+ */
+static int check_buffer(const struct appmsg *m, int fd, char *why, size_t len)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+	struct stat st;
+
+	if (seals < 0) {
+		snprintf(why, len, "SEND buffer refused: not a sealable memfd (F_GET_SEALS: %s)", strerror(errno));
+		return -EINVAL;
+	}
+	if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+		snprintf(why, len, "SEND buffer refused: memfd not sealed (needs F_SEAL_SHRINK and "
+			 "F_SEAL_GROW; has seals 0x%x)", (unsigned)seals);
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) < 0 || m->offset > (uint64_t)st.st_size ||
+	    m->bytes > (uint64_t)st.st_size - m->offset) {
+		snprintf(why, len, "SEND buffer refused: memfd of %lld bytes, the request needs %llu at "
+			 "offset %llu", (long long)st.st_size, (unsigned long long)m->bytes,
+			 (unsigned long long)m->offset);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void serve(int c)
 {
 	struct appmsg m;
 	int fd, rc;
 	char err[APPMSG_REASON_MAX];
 
-	while ((rc = appmsg_recv(ai.cl[c].fd, &m, &fd)) != -EAGAIN) {
+	while (!ai.cl[c].overflow && (rc = appmsg_recv(ai.cl[c].fd, &m, &fd)) != -EAGAIN) {
 		if (rc <= 0) {
 			if (rc < 0)
-				log_warn("app connection %d: %s, closing it", c, strerror(-rc));
+				client_warn(c, "%s, closing it", strerror(-rc));
 			drop_client(c);
 			return;
 		}
@@ -356,6 +495,12 @@ static void serve(int c)
 			char dst[APPMSG_NAME_MAX + 1];
 			memcpy(dst, m.peer, APPMSG_NAME_MAX);
 			dst[APPMSG_NAME_MAX] = '\0';
+			if (fd >= 0 && check_buffer(&m, fd, r.reason, sizeof(r.reason)) < 0) {
+				r.status = -EINVAL;
+				client_warn(c, "%s", r.reason);
+				reply(c, &r);
+				break; /* fd closed below */
+			}
 			if (fd >= 0 && cluster_find(&dp.cluster, dst) == dp.me) {
 				send_local(c, &m, fd);
 				fd = -1;
@@ -366,30 +511,38 @@ static void serve(int c)
 			if (!r.id) {
 				r.status = -EINVAL;
 				snprintf(r.reason, sizeof(r.reason), "%s", err);
-				log_warn("app connection %d: transfer refused: %s", c, err);
+				client_warn(c, "transfer refused: %s", err);
 			}
 			reply(c, &r);
 			fd = -1; /* consumed by transport_submit */
 			break;
 		}
-		case APPMSG_LISTEN:
+		case APPMSG_LISTEN: {
+			int owner = m.chan < MAX_CHANS ? ai.listener[m.chan] : -1;
 			if (m.chan >= MAX_CHANS) {
-				error_to(c, "LISTEN: channel out of range (max %s)", "63");
+				error_to(c, m.chan, "LISTEN: channel %u out of range (max %d)", m.chan, MAX_CHANS - 1);
+				break;
+			}
+			if (owner >= 0 && owner != c && ai.cl[owner].fd >= 0) {
+				/* the first listener keeps its channel until its connection closes */
+				error_to(c, m.chan, "LISTEN: channel %u already has a listener (app connection %d, "
+					 "pid %d) until it closes", m.chan, owner, (int)ai.cl[owner].pid);
 				break;
 			}
 			ai.listener[m.chan] = c;
 			deliver();
 			break;
+		}
 		case APPMSG_ORDER:
 			if (m.chan >= MAX_CHANS || m.n > APPMSG_MAX_IDS) {
-				error_to(c, "ORDER: %s", m.chan >= MAX_CHANS ? "channel out of range" : "too many ids");
+				error_to(c, m.chan, "ORDER: %s", m.chan >= MAX_CHANS ? "channel out of range" : "too many ids");
 				break;
 			}
 			if (m.flags & APPMSG_ORDER_SKIP) {
 				for (int i = 0; i < m.n; i++)
 					delivery_mark_done(&ai.order[m.chan], m.u.ids[i]);
 			} else if (delivery_add(&ai.order[m.chan], m.u.ids, m.n, m.flags & APPMSG_ORDER_REPLACE) < 0) {
-				error_to(c, "ORDER: %s", "out of memory");
+				error_to(c, m.chan, "ORDER: out of memory");
 			}
 			deliver();
 			break;
@@ -397,7 +550,7 @@ static void serve(int c)
 			ai.ops->ctl_from_app(c, m.u.text);
 			break;
 		default:
-			error_to(c, "unknown request type%s", "");
+			error_to(c, 0, "unknown request type %u", m.type);
 			break;
 		}
 		if (fd >= 0)
@@ -418,6 +571,38 @@ int appif_wait_fds(struct pollfd *p, int max)
 			p[n++] = (struct pollfd){ .fd = ai.cl[i].fd,
 						  .events = POLLIN | (ai.cl[i].nbacklog ? POLLOUT : 0) };
 	return n;
+}
+
+/*
+ * Whether the peer of the accepted connection @fd may use the dataplane: uid 0, the dataplane's
+ * own uid, or a process whose primary or supplementary groups (SO_PEERCRED, SO_PEERGROUPS, as
+ * at connect time) include the app group. Fills @cr. A refusal is logged (rate-limited).
+ */
+static int peer_allowed(int fd, struct ucred *cr)
+{
+	static struct warn_rate refusals;
+	socklen_t len = sizeof(*cr);
+	gid_t groups[256];
+	unsigned quiet;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len) < 0) {
+		if (warn_allowed(&refusals, &quiet))
+			log_warn("refusing app connection: no peer credentials (SO_PEERCRED: %s)", strerror(errno));
+		return 0;
+	}
+	if (cr->uid == 0 || cr->uid == geteuid() || cr->gid == ai.gid)
+		return 1;
+	len = sizeof(groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
+		for (size_t i = 0; i < len / sizeof(groups[0]); i++)
+			if (groups[i] == ai.gid)
+				return 1;
+	if (warn_allowed(&refusals, &quiet))
+		log_warn("refusing app connection of pid %d (uid %u, gid %u): not root, not the dataplane's "
+			 "uid %u, not in its app group %u (--app-group)%s", (int)cr->pid, (unsigned)cr->uid,
+			 (unsigned)cr->gid, (unsigned)geteuid(), (unsigned)ai.gid,
+			 quiet ? " (more refusals were not logged)" : "");
+	return 0;
 }
 
 int appif_poll(void)
@@ -446,15 +631,21 @@ int appif_poll(void)
 	}
 	if (p[0].revents & POLLIN) {
 		int fd = accept4(ai.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), slot = -1;
+		struct ucred cr = { .pid = 0 };
 		for (int i = 0; fd >= 0 && i < MAX_CLIENTS && slot < 0; i++)
 			if (ai.cl[i].fd < 0)
 				slot = i;
-		if (fd >= 0 && slot < 0) {
-			log_warn("refusing app connection: %d apps already connected", MAX_CLIENTS);
+		if (fd >= 0 && !peer_allowed(fd, &cr)) {
+			close(fd);
+		} else if (fd >= 0 && slot < 0) {
+			log_warn("refusing app connection of pid %d: %d apps already connected", (int)cr.pid,
+				 MAX_CLIENTS);
 			close(fd);
 		} else if (fd >= 0) {
 			ai.cl[slot].fd = fd;
-			log_debug("app connection %d opened", slot);
+			ai.cl[slot].pid = cr.pid;
+			ai.cl[slot].uid = cr.uid;
+			log_debug("app connection %d opened (pid %d, uid %u)", slot, (int)cr.pid, (unsigned)cr.uid);
 		}
 		work = 1;
 	}
@@ -466,6 +657,9 @@ int appif_poll(void)
 	}
 	if (ai.npend)
 		deliver();
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (ai.cl[i].fd >= 0 && ai.cl[i].overflow)
+			drop_client(i); /* over its reply cap (reply): never while the transport calls us */
 	return work;
 }
 
@@ -481,6 +675,8 @@ void appif_close(void)
 			flush_backlog(i);
 			close(ai.cl[i].fd);
 		}
+		for (int k = 0; k < ai.cl[i].nbacklog; k++)
+			free(ai.cl[i].backlog[k]);
 		free(ai.cl[i].backlog);
 	}
 	for (int i = 0; i < ai.npend; i++)

@@ -2,6 +2,8 @@
 #ifndef MLF_APPIF_H
 #define MLF_APPIF_H
 
+#include <sys/types.h>
+
 #include "transport.h"
 
 /**
@@ -30,11 +32,22 @@ struct appif_ops {
 extern const struct transport_ops appif_transport_ops;
 
 /**
+ * APPIF_BACKLOG_MAX_BYTES - replies (bytes as on the socket, ~300 per event) queued to one app
+ * connection whose socket is full. An app that lets more pile up (it never reads) is
+ * disconnected with one WARN naming it: its transfers fail as if it had closed, and no event it
+ * would read is silently skipped (docs/dataplane.md "App socket trust").
+ */
+#define APPIF_BACKLOG_MAX_BYTES (4u << 20)
+
+/**
  * appif_init - listen on the Unix SOCK_SEQPACKET socket @path (a stale file is replaced, the
- * directory created). @ops: upward notifications (kept, not copied: static storage).
+ * directory created). The socket is mode 0660, group @group ((gid_t)-1: the dataplane's own
+ * group); a connecting process is served only if it is root, has the dataplane's uid, or has
+ * @group among its groups (SO_PEERCRED, SO_PEERGROUPS), else closed with a WARN naming its pid
+ * and uid. @ops: upward notifications (kept, not copied: static storage).
  * Returns 0 or -errno with @err naming the path.
  */
-int appif_init(const char *path, const struct appif_ops *ops, char *err, size_t errlen);
+int appif_init(const char *path, gid_t group, const struct appif_ops *ops, char *err, size_t errlen);
 
 /** appif_poll - accept connections and serve requests without blocking. Returns 1 if any. */
 int appif_poll(void);

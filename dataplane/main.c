@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -67,7 +68,13 @@ static void usage(FILE *out, const char *prog)
 		"MLfabric dataplane: carries out transfers (paced, reliable, ordered) for local apps.\n"
 		"  --cluster FILE      cluster config (docs/cluster-config.md)\n"
 		"  --host NAME         this host's name in the config\n"
-		"  --sock PATH         app socket (default %s/<cluster>-<host>.sock)\n"
+		"  --sock PATH         app socket (default %s/<cluster>-<host>.sock), mode 0660\n"
+		"  --app-group NAME    group of the app socket (default: the dataplane's own group);\n"
+		"                      only root, the dataplane's uid and members of NAME are served\n"
+		"                      (SO_PEERCRED); buffers must be memfds sealed with F_SEAL_SHRINK\n"
+		"                      and F_SEAL_GROW; a channel's listener is the first app to LISTEN\n"
+		"                      until it closes; an app leaving 4 MiB of replies unread is\n"
+		"                      disconnected (docs/dataplane.md \"App socket trust\")\n"
 		"  --port N            DPDK port id (default 0)\n"
 		"  --timeout S         peer silence that fails a transfer, seconds (default 3)\n"
 		"  --busy-poll         never sleep (a dedicated core per dataplane, bare metal)\n"
@@ -93,6 +100,7 @@ static void usage(FILE *out, const char *prog)
 
 struct opts {
 	const char *cluster, *host, *sock, *fault, *scheduler;
+	gid_t app_group; /* (gid_t)-1 = the dataplane's own group */
 	double shaper, timeout, t_report;
 	unsigned port;
 };
@@ -102,6 +110,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	static const struct option lo[] = {
 		{ "cluster", required_argument, NULL, 'c' }, { "host", required_argument, NULL, 'H' },
 		{ "sock", required_argument, NULL, 's' },    { "port", required_argument, NULL, 'p' },
+		{ "app-group", required_argument, NULL, 'g' },
 		{ "timeout", required_argument, NULL, 't' }, { "busy-poll", no_argument, NULL, 'b' },
 		{ "sleep", required_argument, NULL, 'L' },
 		{ "fault", required_argument, NULL, 'f' },   { "shaper-gbps", required_argument, NULL, 'r' },
@@ -118,6 +127,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'c': o->cluster = optarg; break;
 		case 'H': o->host = optarg; break;
 		case 's': o->sock = optarg; break;
+		case 'g': {
+			struct group *g = getgrnam(optarg);
+			if (!g) {
+				fprintf(stderr, "--app-group: no group named '%s'\n", optarg);
+				return -1;
+			}
+			o->app_group = g->gr_gid;
+			break;
+		}
 		case 'f': o->fault = optarg; break;
 		case 'S': o->scheduler = optarg; break;
 		case 'R':
@@ -309,7 +327,7 @@ static void run(void)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .timeout = 3.0, .t_report = 0.1 };
+	struct opts o = { .timeout = 3.0, .t_report = 0.1, .app_group = (gid_t)-1 };
 	struct fault_spec faults = { 0 };
 	char err[256], sock[256], comp[64], sched[64];
 	int ret, udp_fd;
@@ -361,7 +379,7 @@ int main(int argc, char **argv)
 	transport_set_shaper(o.shaper);
 	if (monitor_init(&faults, o.shaper) < 0)
 		rte_exit(EXIT_FAILURE, "cannot set up telemetry commands or faults\n");
-	if (appif_init(o.sock, &relay_ops, err, sizeof(err)) < 0)
+	if (appif_init(o.sock, o.app_group, &relay_ops, err, sizeof(err)) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
 	if (!o.scheduler) {
 		int s = cluster_find_role(&dp.cluster, CLUSTER_ROLE_SCHEDULER);

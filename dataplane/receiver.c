@@ -3,6 +3,7 @@
 #include "receiver.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,8 +110,10 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return NULL;
-	x->fd = memfd_create("mlfabric-rx", MFD_CLOEXEC);
-	if (x->fd < 0 || ftruncate(x->fd, (off_t)h->total) < 0 || sack_rx_init(&x->sack, h->total, h->seg) < 0) {
+	/* sealed at its size: the app it goes to may send it on (the app socket requires seals) */
+	x->fd = memfd_create("mlfabric-rx", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (x->fd < 0 || ftruncate(x->fd, (off_t)h->total) < 0 ||
+	    fcntl(x->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0 || sack_rx_init(&x->sack, h->total, h->seg) < 0) {
 		log_err("transfer %llx from %s: cannot allocate %llu bytes of shared memory: %s",
 			(unsigned long long)h->id, dp_host_name(peer), (unsigned long long)h->total, strerror(errno));
 		if (x->fd >= 0)

@@ -15,6 +15,12 @@ $(BUILD)/tests/fabric_%: $(BUILD)/tests/integration/fabric_%.o $(MLFABRIC_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS) -lpthread
 
+# a hostile or careless app of the dataplane's socket (tests/integration/test_dp_appsock.sh)
+PROGRAMS += $(BUILD)/tests/dp_hostile
+$(BUILD)/tests/dp_hostile: $(BUILD)/tests/integration/dp_hostile.o $(LIB_PROTO) $(LIB_BASE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
+
 UNIT_TESTS += $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib $(BUILD)/tests/test_fabric_wait
 $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib $(BUILD)/tests/test_fabric_wait: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(MLFABRIC_LIBS)
 	@mkdir -p $(@D)

@@ -3,6 +3,7 @@
 #include "dpclient.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +32,11 @@ int mlfabric_buf_alloc(size_t size, struct mlfabric_buf *b)
 	b->fd = -1;
 	if (size == 0)
 		return -EINVAL;
-	b->fd = memfd_create("mlfabric-buf", MFD_CLOEXEC);
+	b->fd = memfd_create("mlfabric-buf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (b->fd < 0)
 		return -errno;
-	if (ftruncate(b->fd, (off_t)size) < 0) {
+	/* sealed at its size: the dataplane maps it and refuses buffers that could shrink */
+	if (ftruncate(b->fd, (off_t)size) < 0 || fcntl(b->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
 		int e = errno;
 		close(b->fd);
 		b->fd = -1;

@@ -54,8 +54,10 @@ struct mlfabric_event {
 };
 
 /**
- * mlfabric_buf_alloc - create a shared-memory buffer of @size bytes (> 0), zero-filled.
- * Returns 0, or -errno from memfd_create/ftruncate/mmap.
+ * mlfabric_buf_alloc - create a shared-memory buffer of @size bytes (> 0), zero-filled. The
+ * memfd is sealed with F_SEAL_SHRINK | F_SEAL_GROW (its size is fixed): the dataplane maps the
+ * buffers it sends and refuses unsealed ones (docs/dataplane.md "App socket trust").
+ * Returns 0, or -errno from memfd_create/ftruncate/fcntl/mmap.
  */
 int mlfabric_buf_alloc(size_t size, struct mlfabric_buf *b);
 

@@ -1,6 +1,8 @@
 /* test_dp_appmsg.c - Check tests of the app protocol (lib/proto/appmsg.c) and libmlfabric buffers (lib/mlfabric/dpclient.c). */
+#define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -111,9 +113,30 @@ START_TEST(connect_to_missing_dataplane_names_the_path)
 }
 END_TEST
 
+/* libmlfabric's buffers are sealed at their size: the dataplane refuses buffers that could shrink. */
+START_TEST(buffers_are_sealed_against_resizing)
+{
+	struct mlfabric_buf b;
+	int seals;
+
+	ck_assert_int_eq(mlfabric_buf_alloc(8192, &b), 0);
+	seals = fcntl(b.fd, F_GET_SEALS);
+	ck_assert_int_ge(seals, 0);
+	ck_assert_int_eq(seals & (F_SEAL_SHRINK | F_SEAL_GROW), F_SEAL_SHRINK | F_SEAL_GROW);
+	ck_assert_int_eq(ftruncate(b.fd, 0), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(ftruncate(b.fd, 16384), -1);
+	/* still writable: the app fills it before each transfer */
+	memset(b.data, 0x5a, 8192);
+	ck_assert_uint_eq(((uint8_t *)b.data)[8191], 0x5a);
+	mlfabric_buf_free(&b);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { message_with_buffer_descriptor, many_rate_steps,
-				 bad_messages_and_closed_peer, connect_to_missing_dataplane_names_the_path };
-	return test_dp_run("appmsg", tests, 4);
+				 bad_messages_and_closed_peer, connect_to_missing_dataplane_names_the_path,
+				 buffers_are_sealed_against_resizing };
+	return test_dp_run("appmsg", tests, 5);
 }
