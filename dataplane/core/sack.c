@@ -124,12 +124,14 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 	int64_t newest = -1; /* newly acknowledged segment sent last and only once: the round-trip
 			     * sample (Karn: an ack of a resent segment matches either copy) */
 
-	if (cum > s->nseg || (done && cum != s->nseg))
+	/* a receiver can only hold what was sent: an ack of a segment never sent is forged or
+	 * corrupt, and counting it would make next_new - n_acked (the window) wrap around */
+	if (cum > s->next_new || (done && cum != s->nseg))
 		return -EINVAL;
 	/* validate the whole bitmap before changing anything: a bad SACK leaves no trace */
 	for (size_t k = nbytes; k-- > 0;) {
 		if (bitmap[k]) {
-			if (cum + k * 8 + (uint64_t)(31 - __builtin_clz(bitmap[k])) >= s->nseg)
+			if (cum + k * 8 + (uint64_t)(31 - __builtin_clz(bitmap[k])) >= s->next_new)
 				return -EINVAL;
 			break;
 		}

@@ -65,7 +65,9 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx);
  * (@nbytes bytes, bit i = byte i/8 bit i%8) says segment cum+i arrived. @done: the peer has all.
  * The round-trip estimate takes one sample per SACK from a newly acknowledged segment that was
  * sent only once (Karn's rule). Returns the number of newly acknowledged segments, or -EINVAL
- * when the SACK names segments beyond the transfer (then the state is left unchanged).
+ * when the SACK names segments not sent yet (at or beyond next_new: forged or corrupt; counting
+ * them would wrap the window arithmetic) or says done before every segment was sent (then the
+ * state is left unchanged).
  */
 int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes, int done,
 		    uint64_t now_ns);

@@ -260,11 +260,41 @@ START_TEST(resent_segment_gives_no_rtt_sample)
 }
 END_TEST
 
+/* issue 14: acks of segments never sent (a forged SACK for the second half) are refused; before,
+ * they counted, next_new - n_acked wrapped around and the sender stalled for good */
+START_TEST(ack_beyond_sent_refused)
+{
+	struct sack_tx tx;
+	uint8_t bm[8];
+	int retx;
+
+	ck_assert_int_eq(sack_tx_init(&tx, 100 * SEG, SEG, 0), 0);
+	tx.prm.window = 16;
+	for (int i = 0; i < 16; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+	memset(bm, 0xff, sizeof(bm)); /* segments 50..113: never sent */
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 50, bm, sizeof(bm), 0, MS), -EINVAL);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 17, NULL, 0, 0, MS), -EINVAL);  /* cum past next_new */
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 100, NULL, 0, 1, MS), -EINVAL); /* done, 16 of 100 sent */
+	memset(bm, 0, sizeof(bm));
+	bm[0] = 0x80; /* cum 8 + bit 7 = segment 15: sent, valid */
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 8, bm, 1, 0, MS), 9);
+	ck_assert_uint_eq(tx.n_acked, 9);
+	ck_assert(!tx.done);
+	/* the window still opens: 16 sent, 9 acknowledged -> 9 more may go */
+	for (int i = 0; i < 9; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, MS, &retx), 16 + i);
+	ck_assert_int_eq(sack_tx_next(&tx, MS, &retx), -1);
+	sack_tx_free(&tx);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { clean_link_no_retransmits, loss_dup_reorder_byte_exact,
 				 heavy_loss_byte_exact, tail_loss_recovered, silent_peer_times_out,
 				 receiver_rejects_and_reports, window_limits_unacknowledged,
-				 bad_sack_leaves_state_unchanged, resent_segment_gives_no_rtt_sample };
-	return test_dp_run("sack", tests, 9);
+				 bad_sack_leaves_state_unchanged, resent_segment_gives_no_rtt_sample,
+				 ack_beyond_sent_refused };
+	return test_dp_run("sack", tests, 10);
 }
