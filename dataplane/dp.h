@@ -4,13 +4,15 @@
 
 #include <stdint.h>
 
+#include "auth.h"
 #include "cluster.h"
 #include "wire.h"
 
 /** Port and engine counters (monotonic; read by the monitor). */
 struct dp_counters {
 	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
-	uint64_t rx_reject[WIRE_ERR_MAX];  /* frames refused by wire_parse, per reason */
+	uint64_t rx_reject[WIRE_ERR_MAX];  /* frames refused by wire_parse (and for a foreign source
+					    * or a bad tag: WIRE_EPEER, WIRE_EAUTH), per reason */
 	uint64_t rx_multiseg;              /* frames not in one mbuf (dropped) */
 	uint64_t rx_data, rx_data_dup, rx_sack, rx_abort, rx_stray; /* stray: unknown transfer */
 	uint64_t tx_data, tx_retx, tx_sack, tx_abort, tx_nobuf;
@@ -34,6 +36,8 @@ struct dp {
 	double hz;                 /* TSC ticks per second */
 	uint64_t timeout_ns;       /* default peer-silence timeout */
 	int busy_poll;
+	struct auth_frame *frame_auth; /* cluster frame_auth: tag every frame, drop untagged or forged
+					* ones (docs/security.md "Frames"); NULL = off */
 	struct dp_counters cnt;
 	struct dp_clock clk;
 };
@@ -45,6 +49,12 @@ extern struct dp dp;
 static inline const char *dp_host_name(int i)
 {
 	return dp.cluster.hosts[i].name;
+}
+
+/** dp_tx_flags - header flags every frame this dataplane sends carries (WIRE_F_AUTH or 0). */
+static inline uint16_t dp_tx_flags(void)
+{
+	return dp.frame_auth ? WIRE_F_AUTH : 0;
 }
 
 #endif

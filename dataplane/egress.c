@@ -21,7 +21,16 @@ void egress_init(void)
 
 uint32_t egress_frame_len(uint32_t payload)
 {
-	return WIRE_HDRS_LEN + payload;
+	return wire_body_off(dp_tx_flags()) + payload;
+}
+
+int egress_sign(uint8_t *frame, const struct wire_addr *a, const void *body, uint32_t len)
+{
+	uint8_t *m = frame + WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN;
+
+	if (!dp.frame_auth)
+		return 0;
+	return auth_frame_tag(dp.frame_auth, a->src_ip, a->dst_ip, m, WIRE_MLF_LEN, body, len, m + WIRE_MLF_LEN);
 }
 
 void egress_addr(int peer, struct wire_addr *a)
@@ -44,9 +53,11 @@ int egress_now(int peer, struct wire_hdr *h, const void *body)
 	if (!p)
 		return -ENOBUFS;
 	egress_addr(peer, &a);
+	h->flags |= dp_tx_flags();
 	if (h->len)
-		memcpy(p + WIRE_HDRS_LEN, body, h->len);
+		memcpy(p + wire_body_off(h->flags), body, h->len);
 	wire_encode(p, &a, h);
+	egress_sign(p, &a, p + wire_body_off(h->flags), h->len);
 	tbucket_force(&shaper, egress_frame_len(h->len));
 	portio_tx_send(f, dp.clk.tsc);
 	return 0;

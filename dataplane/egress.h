@@ -9,8 +9,19 @@
 /** egress_init - the shaper off (rate 0), full. Call after dp.hz and dp.clk are set. */
 void egress_init(void);
 
-/** egress_frame_len - bytes of the L2 frame (Ethernet header included) carrying @payload bytes. */
+/**
+ * egress_frame_len - bytes of the L2 frame (Ethernet header included, and the frame tag when
+ * frame_auth is on) carrying @payload bytes.
+ */
 uint32_t egress_frame_len(uint32_t payload);
+
+/**
+ * egress_sign - with frame_auth on, write the frame tag of @frame (encoded by wire_encode with
+ * WIRE_F_AUTH, addresses @a) over its MLfabric header and the @len bytes of @body, which may
+ * live outside the frame (zero-copy payloads); nothing with frame_auth off.
+ * Returns 0, or -EIO when OpenSSL failed (the receiver then drops the frame as forged).
+ */
+int egress_sign(uint8_t *frame, const struct wire_addr *a, const void *body, uint32_t len);
 
 /** egress_addr - fill @a with the Ethernet/IP/UDP addresses from this host to host @peer. */
 void egress_addr(int peer, struct wire_addr *a);

@@ -373,6 +373,19 @@ int main(int argc, char **argv)
 
 	if ((ret = portio_init((uint16_t)o.port, dp.cluster.mtu, dp.my_mac, err, sizeof(err))) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
+	if (memcmp(dp.my_mac, dp.cluster.hosts[dp.me].mac, 6) != 0)
+		log_warn("port MAC %02x:%02x:%02x:%02x:%02x:%02x is not %s's mac in %s: peers drop its frames "
+			 "(they accept a host's frames only from its configured MAC)", dp.my_mac[0], dp.my_mac[1],
+			 dp.my_mac[2], dp.my_mac[3], dp.my_mac[4], dp.my_mac[5], o.host, o.cluster);
+	if (dp.cluster.frame_auth) {
+		uint8_t key[AUTH_KEY_BYTES];
+		if (auth_key_load(dp.cluster.key_file, key, err, sizeof(err)) < 0)
+			rte_exit(EXIT_FAILURE, "frame_auth: %s\n", err);
+		dp.frame_auth = auth_frame_new(key);
+		explicit_bzero(key, sizeof(key));
+		if (!dp.frame_auth)
+			rte_exit(EXIT_FAILURE, "frame_auth: cannot set up HMAC-SHA256 (OpenSSL)\n");
+	}
 	udp_fd = hold_udp_port(dp.cluster.udp_port);
 	if (transport_init(MAX_XFERS, &appif_transport_ops) < 0)
 		rte_exit(EXIT_FAILURE, "out of memory for transfer tables\n");
@@ -395,9 +408,10 @@ int main(int argc, char **argv)
 	if (ctlrelay_init(strcmp(o.scheduler, "none") ? o.scheduler : NULL, o.t_report, err, sizeof(err)) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
 	log_info("TSC at %.6f GHz (DPDK estimate %.6f)", dp.hz / 1e9, (double)rte_get_tsc_hz() / 1e9);
-	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, app socket %s, %s",
+	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, frames %s, app socket %s, %s",
 		 o.host, dp.cluster.name, dp.cluster.mtu, dp.cluster.udp_port,
-		 wire_seg_payload(dp.cluster.mtu), o.sock, dp.busy_poll ? "busy polling" :
+		 wire_seg_payload(dp.cluster.mtu) - wire_tag_len(dp_tx_flags()),
+		 dp.frame_auth ? "tagged (frame_auth)" : "untagged", o.sock, dp.busy_poll ? "busy polling" :
 		 sleep_backoff ? "sleep back-off" : "frugal sleeps");
 
 	run();
@@ -408,6 +422,7 @@ int main(int argc, char **argv)
 	ctlrelay_close();
 	appif_close();
 	portio_close();
+	auth_frame_free(dp.frame_auth);
 	if (udp_fd >= 0)
 		close(udp_fd);
 	cluster_free(&dp.cluster);

@@ -76,11 +76,28 @@ static struct xfer_rx *find_rx(int peer, uint64_t id)
 	return NULL;
 }
 
-/* Why the first DATA frame of a transfer cannot start one, or NULL (written into @buf). */
-static const char *refuse_rx(const struct wire_hdr *h, char *buf, size_t len)
+/* Incoming transfers one peer may hold at once: a fair share of the table (at least
+ * RX_PER_PEER_MIN), so that one host, or frames spoofing it, cannot exhaust it for the others. */
+#define RX_PER_PEER_MIN 64
+static int per_peer_max(void)
 {
+	int share = dp.cluster.n_hosts > 1 ? rcv.max / (dp.cluster.n_hosts - 1) : rcv.max;
+
+	return share > RX_PER_PEER_MIN ? share : RX_PER_PEER_MIN < rcv.max ? RX_PER_PEER_MIN : rcv.max;
+}
+
+/* Why the first DATA frame of a transfer from @peer cannot start one, or NULL (written into @buf). */
+static const char *refuse_rx(int peer, const struct wire_hdr *h, char *buf, size_t len)
+{
+	int from_peer = 0;
+
+	for (int i = 0; i < rcv.nrx; i++)
+		from_peer += rcv.rx[i]->peer == peer;
 	if (rcv.nrx >= rcv.max)
 		snprintf(buf, len, "receiver refused the transfer: %d incoming transfers already", rcv.max);
+	else if (from_peer >= per_peer_max())
+		snprintf(buf, len, "receiver refused the transfer: %d incoming transfers from %s already",
+			 from_peer, dp_host_name(peer));
 	else if (h->total > XFER_MAX_BYTES)
 		snprintf(buf, len, "receiver refused the transfer: %llu bytes, at most %llu",
 			 (unsigned long long)h->total, XFER_MAX_BYTES);
@@ -98,9 +115,9 @@ static const char *refuse_rx(const struct wire_hdr *h, char *buf, size_t len)
 static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 {
 	struct xfer_rx *x;
-	char why[96];
+	char why[160];
 
-	if (refuse_rx(h, why, sizeof(why))) {
+	if (refuse_rx(peer, h, why, sizeof(why))) {
 		static double last;
 		if (log_ratelimited(&last, 1.0))
 			log_warn("transfer %llx from %s: %s", (unsigned long long)h->id, dp_host_name(peer), why);

@@ -269,8 +269,9 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		}
 		h.offset = (uint64_t)s * snd.seg;
 		h.len = sack_seg_len(x->bytes, snd.seg, (uint64_t)s);
-		h.flags = retx ? WIRE_F_RETX | WIRE_F_ACKREQ : 0;
-		p = x->ext ? portio_tx_alloc_ext(WIRE_HDRS_LEN, x->ext, x->data + h.offset, (uint16_t)h.len, &f) :
+		h.flags = (retx ? WIRE_F_RETX | WIRE_F_ACKREQ : 0) | dp_tx_flags();
+		p = x->ext ? portio_tx_alloc_ext((uint16_t)wire_body_off(h.flags), x->ext, x->data + h.offset,
+						 (uint16_t)h.len, &f) :
 			     portio_tx_alloc((uint16_t)egress_frame_len(h.len), &f);
 		if (!p)
 			return -1; /* the segment counts as sent; loss recovery resends it */
@@ -278,8 +279,9 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		if (moff > x->populated)
 			populate(x->map, x->map_len, &x->populated, moff, MADV_POPULATE_READ);
 		if (!x->ext)
-			memcpy(p + WIRE_HDRS_LEN, x->data + h.offset, h.len);
+			memcpy(p + wire_body_off(h.flags), x->data + h.offset, h.len);
 		wire_encode(p, &a, &h);
+		egress_sign(p, &a, x->data + h.offset, h.len);
 		portio_tx_send(f, dp.clk.tsc);
 		x->last_tx_mono = dp.clk.mono_ns;
 		if (!x->first_tx_ns)

@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "dp.h"
 #include "egress.h"
+#include "log.h"
 #include "portio.h"
 #include "receiver.h"
 #include "sender.h"
@@ -15,7 +17,7 @@ static const struct transport_ops *ops; /* upward notifications (transport_init)
 
 int transport_init(int max_xfers, const struct transport_ops *o)
 {
-	uint32_t seg = wire_seg_payload(dp.cluster.mtu);
+	uint32_t seg = wire_seg_payload(dp.cluster.mtu) - wire_tag_len(dp_tx_flags());
 	int rx_rc;
 
 	ops = o;
@@ -55,6 +57,17 @@ static void on_abort(int peer, const struct wire_hdr *h, const uint8_t *body)
 		ops->rx_aborted(peer, h->id, reason); /* aborted before its first frame reached us */
 }
 
+/* Is the tag of the frame from @peer (header @h, body @body, source @src) the cluster key's? */
+static int frame_tag_ok(int peer, const struct wire_hdr *h, uint32_t src, const uint8_t *body)
+{
+	const uint8_t *tag = body - WIRE_TAG_LEN;
+
+	(void)peer;
+	return (h->flags & WIRE_F_AUTH) &&
+	       auth_frame_check(dp.frame_auth, src, dp.cluster.hosts[dp.me].ip, tag - WIRE_MLF_LEN, WIRE_MLF_LEN,
+				body, h->len, tag) == 0;
+}
+
 void transport_rx(const uint8_t *frame, uint16_t len)
 {
 	struct wire_hdr h;
@@ -69,8 +82,23 @@ void transport_rx(const uint8_t *frame, uint16_t len)
 		return;
 	}
 	peer = cluster_find_ip(&dp.cluster, src);
-	if (peer < 0 || peer == dp.me) {
-		dp.cnt.rx_reject[WIRE_ENOTOURS]++;
+	if (peer < 0 || peer == dp.me || memcmp(frame + 6, dp.cluster.hosts[peer].mac, 6) != 0) {
+		static double last;
+		dp.cnt.rx_reject[WIRE_EPEER]++;
+		if (peer >= 0 && peer != dp.me && log_ratelimited(&last, 5.0))
+			log_warn("frame claiming to be from %s came from MAC %02x:%02x:%02x:%02x:%02x:%02x, not "
+				 "its configured address: dropped (spoofed, or a wrong mac in the cluster config)",
+				 dp_host_name(peer), frame[6], frame[7], frame[8], frame[9], frame[10], frame[11]);
+		return;
+	}
+	if (dp.frame_auth && !frame_tag_ok(peer, &h, src, body)) {
+		static double last;
+		dp.cnt.rx_reject[WIRE_EAUTH]++;
+		if (log_ratelimited(&last, 5.0))
+			log_warn("frame from %s (%s, transfer %llx) %s: dropped (forged, corrupt, or the peer "
+				 "runs without frame_auth or with another key)", dp_host_name(peer),
+				 h.type == WIRE_DATA ? "DATA" : h.type == WIRE_SACK ? "SACK" : "ABORT",
+				 (unsigned long long)h.id, h.flags & WIRE_F_AUTH ? "has a wrong tag" : "has no tag");
 		return;
 	}
 	switch (h.type) {

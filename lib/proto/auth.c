@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -11,7 +12,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 int auth_key_load(const char *path, uint8_t key[AUTH_KEY_BYTES], char *err, size_t errlen)
 {
@@ -114,4 +117,68 @@ int auth_check(const uint8_t key[AUTH_KEY_BYTES], const char *role, const char *
 	if (auth_mac(key, role, host, nc, ns, want))
 		return -EIO;
 	return CRYPTO_memcmp(want, mac_hex, AUTH_MAC_HEX) ? -EACCES : 0;
+}
+
+struct auth_frame {
+	EVP_MAC *mac;
+	EVP_MAC_CTX *ctx; /* keyed once; EVP_MAC_init(ctx, NULL, ...) restarts it with that key */
+};
+
+struct auth_frame *auth_frame_new(const uint8_t key[AUTH_KEY_BYTES])
+{
+	static const char label[] = "mlfabric-frame-v1";
+	uint8_t fkey[EVP_MAX_MD_SIZE];
+	unsigned int flen = 0;
+	char digest[] = "SHA256";
+	OSSL_PARAM prm[] = { OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+			     OSSL_PARAM_construct_end() };
+	struct auth_frame *af = calloc(1, sizeof(*af));
+
+	if (!af)
+		return NULL;
+	if (!HMAC(EVP_sha256(), key, AUTH_KEY_BYTES, (const unsigned char *)label, sizeof(label) - 1, fkey,
+		  &flen) ||
+	    !(af->mac = EVP_MAC_fetch(NULL, "HMAC", NULL)) || !(af->ctx = EVP_MAC_CTX_new(af->mac)) ||
+	    !EVP_MAC_init(af->ctx, fkey, flen, prm)) {
+		OPENSSL_cleanse(fkey, sizeof(fkey));
+		auth_frame_free(af);
+		return NULL;
+	}
+	OPENSSL_cleanse(fkey, sizeof(fkey));
+	return af;
+}
+
+void auth_frame_free(struct auth_frame *af)
+{
+	if (!af)
+		return;
+	EVP_MAC_CTX_free(af->ctx);
+	EVP_MAC_free(af->mac);
+	free(af);
+}
+
+int auth_frame_tag(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, const uint8_t *hdr,
+		   size_t hdr_len, const uint8_t *body, size_t body_len, uint8_t tag[AUTH_TAG_BYTES])
+{
+	uint8_t ips[8], full[EVP_MAX_MD_SIZE];
+	size_t n = 0;
+
+	memcpy(ips, &src_ip, 4);
+	memcpy(ips + 4, &dst_ip, 4);
+	if (!EVP_MAC_init(af->ctx, NULL, 0, NULL) || !EVP_MAC_update(af->ctx, ips, sizeof(ips)) ||
+	    !EVP_MAC_update(af->ctx, hdr, hdr_len) || (body_len && !EVP_MAC_update(af->ctx, body, body_len)) ||
+	    !EVP_MAC_final(af->ctx, full, &n, sizeof(full)) || n < AUTH_TAG_BYTES)
+		return -EIO;
+	memcpy(tag, full, AUTH_TAG_BYTES);
+	return 0;
+}
+
+int auth_frame_check(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, const uint8_t *hdr,
+		     size_t hdr_len, const uint8_t *body, size_t body_len, const uint8_t tag[AUTH_TAG_BYTES])
+{
+	uint8_t want[AUTH_TAG_BYTES];
+
+	if (auth_frame_tag(af, src_ip, dst_ip, hdr, hdr_len, body, body_len, want))
+		return -EIO;
+	return CRYPTO_memcmp(want, tag, AUTH_TAG_BYTES) ? -EACCES : 0;
 }

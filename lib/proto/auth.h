@@ -43,4 +43,36 @@ int auth_mac(const uint8_t key[AUTH_KEY_BYTES], const char *role, const char *ho
 int auth_check(const uint8_t key[AUTH_KEY_BYTES], const char *role, const char *host, const char *nc,
 	       const char *ns, const char *mac_hex);
 
+#define AUTH_TAG_BYTES 16   /* a frame's tag: HMAC-SHA256 truncated to 128 bits */
+
+struct auth_frame; /* opaque: the keyed HMAC state of one thread (auth.c) */
+
+/**
+ * auth_frame_new - the frame-MAC state of the cluster secret @key (docs/security.md "Frames"):
+ * the frame key is HMAC-SHA256(@key, "mlfabric-frame-v1"), so a frame tag can never be
+ * confused with a control-connection MAC. One state per thread (not thread-safe).
+ * Returns NULL when OpenSSL fails (out of memory).
+ */
+struct auth_frame *auth_frame_new(const uint8_t key[AUTH_KEY_BYTES]);
+
+/** auth_frame_free - release @af; NULL is allowed. */
+void auth_frame_free(struct auth_frame *af);
+
+/**
+ * auth_frame_tag - the tag of one frame: HMAC-SHA256 (frame key) over @src_ip, @dst_ip (IPv4,
+ * network order, 4 bytes each as on the wire), the @hdr_len bytes of the MLfabric header @hdr
+ * (flags, id, offset and lengths: what the frame claims) and the @body_len bytes of @body,
+ * truncated to AUTH_TAG_BYTES into @tag. Binding the addresses means a frame of one host pair
+ * cannot be replayed as another's. Returns 0 or -EIO (OpenSSL failed).
+ */
+int auth_frame_tag(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, const uint8_t *hdr,
+		   size_t hdr_len, const uint8_t *body, size_t body_len, uint8_t tag[AUTH_TAG_BYTES]);
+
+/**
+ * auth_frame_check - does @tag equal auth_frame_tag() of the same fields? Compared in constant
+ * time. Returns 0 (it does), -EACCES (forged, corrupt or made with another key), -EIO.
+ */
+int auth_frame_check(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, const uint8_t *hdr,
+		     size_t hdr_len, const uint8_t *body, size_t body_len, const uint8_t tag[AUTH_TAG_BYTES]);
+
 #endif

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts",
-					     "key_file", NULL };
+					     "key_file", "frame_auth", NULL };
 static const char *const host_keys[] = { "name", "ip", "mac", "up_gbps", "down_gbps", "roles", NULL };
 
 static const struct { const char *name; unsigned bit; } role_names[] = {
@@ -229,6 +229,17 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	}
 	if (j)
 		snprintf(out->key_file, sizeof(out->key_file), "%s", json_string_value(j));
+	j = json_object_get(root, "frame_auth");
+	if (j && !json_is_boolean(j)) {
+		snprintf(err, errlen, "%s: frame_auth: true or false expected", origin);
+		goto out;
+	}
+	out->frame_auth = j ? json_is_true(j) : out->key_file[0] != '\0';
+	if (out->frame_auth && !out->key_file[0]) {
+		snprintf(err, errlen, "%s: frame_auth: true needs key_file (the frame key is derived from the "
+			 "cluster secret)", origin);
+		goto out;
+	}
 
 	hosts = json_object_get(root, "hosts");
 	if (!json_is_array(hosts) || json_array_size(hosts) == 0) {

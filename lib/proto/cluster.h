@@ -36,6 +36,9 @@ struct cluster {
 	char key_file[512]; /* the cluster secret (docs/security.md): "key_file" resolved against the
 			     * config file's directory by cluster_load; "" = control connections
 			     * are not authenticated */
+	int frame_auth;     /* 1: every dataplane frame carries a tag keyed by the cluster secret and
+			     * untagged or forged frames are dropped ("frame_auth", default true
+			     * with key_file, docs/security.md "Frames"); needs key_file */
 	int n_hosts;
 	struct cluster_host *hosts;
 };

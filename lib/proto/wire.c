@@ -15,6 +15,7 @@ static const char *const err_names[WIRE_ERR_MAX] = {
 	[WIRE_OK] = "ok",          [WIRE_ENOTOURS] = "not_ours", [WIRE_ETRUNC] = "trunc",
 	[WIRE_EIPHDR] = "ip_hdr",  [WIRE_EMAGIC] = "magic",      [WIRE_EVERSION] = "version",
 	[WIRE_ECSUM] = "csum",     [WIRE_ETYPE] = "type",        [WIRE_ELEN] = "len",
+	[WIRE_EPEER] = "peer",     [WIRE_EAUTH] = "auth",
 };
 
 const char *wire_err_name(enum wire_err e)
@@ -46,7 +47,7 @@ uint16_t wire_csum16(const void *data, size_t len)
 size_t wire_encode(uint8_t *buf, const struct wire_addr *a, const struct wire_hdr *h)
 {
 	uint8_t *ip = buf + WIRE_ETH_LEN, *udp = ip + WIRE_IP_LEN, *m = udp + WIRE_UDP_LEN;
-	size_t ip_len = WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_MLF_LEN + h->len;
+	size_t ip_len = WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_MLF_LEN + wire_tag_len(h->flags) + h->len;
 
 	memcpy(buf, a->dst_mac, 6);
 	memcpy(buf + 6, a->src_mac, 6);
@@ -81,7 +82,7 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a, const struct wire_hd
 	put64(m + M_OFF, h->offset);
 	put64(m + M_TOTAL, h->total);
 	put16(m + M_CSUM, wire_csum16(m, WIRE_MLF_LEN));
-	return WIRE_HDRS_LEN + h->len;
+	return wire_body_off(h->flags) + h->len;
 }
 
 enum wire_err wire_parse(const uint8_t *frame, size_t len, uint32_t my_ip, uint16_t udp_port,
@@ -133,7 +134,8 @@ enum wire_err wire_parse(const uint8_t *frame, size_t len, uint32_t my_ip, uint1
 	h->total = get64(m + M_TOTAL);
 	if (h->type == 0 || h->type > WIRE_TYPE_MAX)
 		return WIRE_ETYPE;
-	if (h->len > udp_len - WIRE_UDP_LEN - WIRE_MLF_LEN)
+	if (udp_len < WIRE_UDP_LEN + WIRE_MLF_LEN + wire_tag_len(h->flags) ||
+	    h->len > udp_len - WIRE_UDP_LEN - WIRE_MLF_LEN - wire_tag_len(h->flags))
 		return WIRE_ETRUNC;
 	switch (h->type) {
 	case WIRE_DATA:
@@ -150,6 +152,6 @@ enum wire_err wire_parse(const uint8_t *frame, size_t len, uint32_t my_ip, uint1
 		break;
 	}
 	memcpy(src_ip, ip + 12, 4);
-	*body = m + WIRE_MLF_LEN;
+	*body = m + WIRE_MLF_LEN + wire_tag_len(h->flags);
 	return WIRE_OK;
 }

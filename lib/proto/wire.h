@@ -30,7 +30,23 @@ enum wire_flags {
 	WIRE_F_DONE = 1 << 0,   /* SACK: every byte arrived, the transfer is complete */
 	WIRE_F_RETX = 1 << 1,   /* DATA: this segment is a retransmission */
 	WIRE_F_ACKREQ = 1 << 2, /* DATA: sender asks for a SACK now (tail probe) */
+	WIRE_F_AUTH = 1 << 3,   /* any type: WIRE_TAG_LEN bytes of frame tag follow the header, the
+				 * body after them (docs/wire.md, docs/security.md "Frames") */
 };
+
+#define WIRE_TAG_LEN 16 /* bytes of the frame tag (AUTH_TAG_BYTES: truncated HMAC-SHA256) */
+
+/** wire_tag_len - bytes of frame tag between the MLfabric header and the body for @flags. */
+static inline uint32_t wire_tag_len(uint16_t flags)
+{
+	return flags & WIRE_F_AUTH ? WIRE_TAG_LEN : 0;
+}
+
+/** wire_body_off - offset in bytes of the body from the start of a frame with header @flags. */
+static inline uint32_t wire_body_off(uint16_t flags)
+{
+	return WIRE_HDRS_LEN + wire_tag_len(flags);
+}
 
 /**
  * The MLfabric header as a host-order struct (40 bytes on the wire, big-endian).
@@ -70,6 +86,9 @@ enum wire_err {
 	WIRE_ECSUM,      /* MLfabric header checksum mismatch */
 	WIRE_ETYPE,      /* unknown frame type */
 	WIRE_ELEN,       /* length fields inconsistent (e.g. DATA beyond total, SACK too long) */
+	/* not returned by wire_parse: why the dataplane refused a well-formed frame */
+	WIRE_EPEER,      /* source IP not a cluster host, or its source MAC not that host's */
+	WIRE_EAUTH,      /* frame tag missing, forged or corrupt (frame_auth on, docs/security.md) */
 	WIRE_ERR_MAX,
 };
 
@@ -78,10 +97,12 @@ const char *wire_err_name(enum wire_err e);
 
 /**
  * wire_encode - write Ethernet, IPv4, UDP and MLfabric headers into @buf.
- * @buf:  at least WIRE_HDRS_LEN bytes; the @h->len bytes of body must follow at
- *        buf + WIRE_HDRS_LEN (written by the caller before or after this call).
+ * @buf:  at least wire_body_off(@h->flags) bytes; the @h->len bytes of body must follow at
+ *        buf + wire_body_off(@h->flags) (written by the caller before or after this call).
+ *        With WIRE_F_AUTH in @h->flags the WIRE_TAG_LEN bytes at buf + WIRE_HDRS_LEN are left
+ *        for the caller's tag (written after this call: the tag covers the encoded header).
  * Fills the IPv4 header checksum and the MLfabric header checksum; the UDP checksum is 0
- * (allowed for IPv4). Returns the frame length in bytes (WIRE_HDRS_LEN + h->len).
+ * (allowed for IPv4). Returns the frame length in bytes (wire_body_off(h->flags) + h->len).
  */
 size_t wire_encode(uint8_t *buf, const struct wire_addr *a, const struct wire_hdr *h);
 
@@ -92,7 +113,9 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a, const struct wire_hd
  * @udp_port:    the cluster's MLfabric UDP port (host order).
  * @h:           filled on WIRE_OK.
  * @src_ip:      filled with the sender's IPv4 address (network order) on WIRE_OK.
- * @body:        set to the first byte after the MLfabric header (h->len bytes are valid).
+ * @body:        set to the first byte of the body (h->len bytes are valid); with WIRE_F_AUTH in
+ *               h->flags the frame tag is the WIRE_TAG_LEN bytes before it and the MLfabric
+ *               header the WIRE_MLF_LEN bytes before the tag (checked by the caller).
  * Never reads outside [frame, frame + len). Returns WIRE_OK or the reason of rejection.
  */
 enum wire_err wire_parse(const uint8_t *frame, size_t len, uint32_t my_ip, uint16_t udp_port,

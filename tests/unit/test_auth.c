@@ -1,4 +1,5 @@
 /* test_auth.c - Check tests of the cluster secret and the control connection's HMAC challenge-response (lib/proto/auth.c, docs/security.md). */
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -94,6 +95,43 @@ START_TEST(mac_known_value)
 }
 END_TEST
 
+/* frame tags (docs/security.md "Frames"): a known value (Python's hmac: frame key =
+ * HMAC(k, "mlfabric-frame-v1"), tag = HMAC(frame key, src ip | dst ip | header | body)[:16]),
+ * and a tag that fails for any changed byte, address or key */
+START_TEST(frame_tag_known_value_and_binding)
+{
+	uint8_t k[AUTH_KEY_BYTES], hdr[40], body[5] = { 'h', 'e', 'l', 'l', 'o' }, tag[AUTH_TAG_BYTES], t2[AUTH_TAG_BYTES];
+	static const uint8_t want[AUTH_TAG_BYTES] = { 0xdf, 0xf2, 0xfc, 0x6a, 0x45, 0xf4, 0xed, 0xb0,
+						      0x02, 0xc4, 0x46, 0xf9, 0xb8, 0x6a, 0x5c, 0xd6 };
+	uint32_t a = htonl(0x0a4e0001), b = htonl(0x0a4e0002);
+	struct auth_frame *af, *other;
+
+	memset(k, 0x0b, sizeof(k));
+	for (int i = 0; i < 40; i++)
+		hdr[i] = (uint8_t)i;
+	ck_assert_ptr_nonnull(af = auth_frame_new(k));
+	ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, body, 5, tag), 0);
+	ck_assert_mem_eq(tag, want, AUTH_TAG_BYTES);
+	ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, tag), 0);
+	/* the state restarts with its key for every frame: the same tag twice */
+	ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, body, 5, t2), 0);
+	ck_assert_mem_eq(t2, want, AUTH_TAG_BYTES);
+	ck_assert_int_eq(auth_frame_check(af, b, a, hdr, 40, body, 5, tag), -EACCES); /* addresses swapped */
+	hdr[20] ^= 1;
+	ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, tag), -EACCES); /* header changed */
+	hdr[20] ^= 1;
+	body[4] = 'O';
+	ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, tag), -EACCES); /* body changed */
+	ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 4, tag), -EACCES); /* body cut */
+	body[4] = 'o';
+	k[0] ^= 1;
+	ck_assert_ptr_nonnull(other = auth_frame_new(k));
+	ck_assert_int_eq(auth_frame_check(other, a, b, hdr, 40, body, 5, tag), -EACCES); /* another key */
+	auth_frame_free(other);
+	auth_frame_free(af);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("auth");
@@ -102,6 +140,7 @@ int main(void)
 	tcase_add_test(tc, key_file_rules);
 	tcase_add_test(tc, mac_binds_key_role_host_and_nonces);
 	tcase_add_test(tc, mac_known_value);
+	tcase_add_test(tc, frame_tag_known_value_and_binding);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

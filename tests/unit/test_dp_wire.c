@@ -132,9 +132,36 @@ START_TEST(foreign_and_inconsistent_frames)
 }
 END_TEST
 
+/* WIRE_F_AUTH: the tag sits between header and body; lengths count it; a frame cut inside the
+ * tag or the body is truncated */
+START_TEST(tagged_frame_layout)
+{
+	uint8_t buf[2048];
+	struct wire_addr a = addr();
+	struct wire_hdr h = { .type = WIRE_SACK, .flags = WIRE_F_AUTH, .len = 8, .id = 42 }, g;
+	uint32_t src, me = inet_addr("10.78.0.2");
+	const uint8_t *body;
+	size_t n;
+
+	memset(buf, 0xee, sizeof(buf));
+	memcpy(buf + wire_body_off(h.flags), "ABCDEFGH", 8);
+	n = wire_encode(buf, &a, &h);
+	ck_assert_uint_eq(n, WIRE_HDRS_LEN + WIRE_TAG_LEN + 8);
+	ck_assert_int_eq(wire_parse(buf, n, me, PORT, &g, &src, &body), WIRE_OK);
+	ck_assert_ptr_eq(body, buf + WIRE_HDRS_LEN + WIRE_TAG_LEN);
+	ck_assert_mem_eq(body, "ABCDEFGH", 8);
+	ck_assert_uint_eq(g.flags, WIRE_F_AUTH);
+	ck_assert_uint_eq(g.len, 8);
+	for (size_t cut = WIRE_HDRS_LEN; cut < n; cut++)
+		ck_assert_int_ne(wire_parse(buf, cut, me, PORT, &g, &src, &body), WIRE_OK);
+	ck_assert_str_eq(wire_err_name(WIRE_EAUTH), "auth");
+	ck_assert_str_eq(wire_err_name(WIRE_EPEER), "peer");
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { round_trip, every_truncation_rejected, bad_checksum_and_version,
-				 foreign_and_inconsistent_frames };
-	return test_dp_run("wire", tests, 4);
+				 foreign_and_inconsistent_frames, tagged_frame_layout };
+	return test_dp_run("wire", tests, 5);
 }
