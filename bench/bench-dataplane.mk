@@ -1,9 +1,10 @@
 # bench/bench-dataplane.mk - mlf-txloop (bare DPDK tx loop), `make bench-dataplane` (goodput,
-# pacing, then CPU per load appended to BENCHMARKS-dataplane.md) and `make bench-dataplane-cpu`
+# pacing, then CPU per load and the cost of frame tags appended to BENCHMARKS-dataplane.md), `make bench-dataplane-auth`
+# (frame tags against untagged frames, issue 14) and `make bench-dataplane-cpu`
 # (only the CPU per load, frugal sleeps against the earlier back-off loop; issue 11).
 
 PROGRAMS += $(BUILD)/mlf-txloop
-BENCHES  += bench-dataplane bench-dataplane-cpu
+BENCHES  += bench-dataplane bench-dataplane-cpu bench-dataplane-auth
 
 $(BUILD)/bench/dataplane_txloop.o: INC_bench += $(DPDK_CFLAGS)
 
@@ -12,12 +13,19 @@ $(BUILD)/mlf-txloop: $(BUILD)/bench/dataplane_txloop.o $(LIB_PROTO) $(LIB_BASE)
 	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(JANSSON_LIBS) $(LDLIBS)
 
 DPCPU_SECTION = { echo; echo '\#\# CPU per load (a frugal dataplane, issue 11)'; echo; }
+DPAUTH_SECTION = { echo; echo '\#\# Frame tags (frame_auth, issue 14): CPU and goodput against untagged frames'; echo; }
 
-.PHONY: bench-dataplane bench-dataplane-cpu
+.PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth
 bench-dataplane: $(PROGRAMS)
 	bench/dataplane_bench.sh
 	bench/dataplane_cpu.sh --out $(BUILD)/dataplane-cpu.md
 	$(DPCPU_SECTION) >>BENCHMARKS-dataplane.md && cat $(BUILD)/dataplane-cpu.md >>BENCHMARKS-dataplane.md
+	bench/dataplane_cpu.sh --frame-auth --out $(BUILD)/dataplane-auth.md
+	$(DPAUTH_SECTION) >>BENCHMARKS-dataplane.md && cat $(BUILD)/dataplane-auth.md >>BENCHMARKS-dataplane.md
 
 bench-dataplane-cpu: $(PROGRAMS)
 	bench/dataplane_cpu.sh
+
+# frame tags on against off (docs/security.md "Frames"), MTU 1500; FRAME_AUTH_ARGS for more
+bench-dataplane-auth: $(PROGRAMS)
+	bench/dataplane_cpu.sh --frame-auth $(FRAME_AUTH_ARGS)

@@ -2,7 +2,9 @@
 # dataplane_cpu.sh - `make bench-dataplane-cpu` (also run by `make bench-dataplane`): the CPU a
 # dataplane costs (issue 11: CPU proportional to traffic), frugal sleeps (the default) against the
 # earlier back-off loop (`--sleep backoff`) in the same run, on conf/cluster-pair.json (a -> b).
-# Usage: bench/dataplane_cpu.sh [--runs R] [--seconds S] [--cluster C] [--out FILE]
+# With --frame-auth it compares untagged frames with frame tags (docs/security.md "Frames": the
+# same cluster with a key_file, frame_auth on) instead of the two sleep policies (issue 14).
+# Usage: bench/dataplane_cpu.sh [--runs R] [--seconds S] [--cluster C] [--frame-auth] [--out FILE]
 #   --runs R     rounds of every measurement; the report gives median and min-max (default 3)
 #   --seconds S  length of the idle and paced measurements (default 6)
 #   --cluster C  a two-host cluster config with hosts a and b (default conf/cluster-pair.json;
@@ -16,14 +18,18 @@
 RUNS=3
 SECS=6
 OUT=""
+POLICIES="backoff frugal"
+COL=sleep
+ARGS=""
 CLUSTER="$ROOT/conf/cluster-pair.json"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) RUNS=$2; shift 2 ;;
 	--seconds) SECS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	--cluster) CLUSTER=$(realpath "$2"); shift 2 ;;
-	-h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--cluster) CLUSTER=$(realpath "$2"); ARGS+=" --cluster $2"; shift 2 ;;
+	--frame-auth) POLICIES="untagged tagged" COL=frames ARGS+=" --frame-auth"; shift ;;
+	-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "dataplane_cpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -75,11 +81,26 @@ stat3() { printf '%s\n' "$@" | awk 'NF' | sort -g | awk '{ v[++n] = $1 } END { i
 
 declare -A R
 LOADS="idle 0.1 1 full"
+PLAIN=$CLUSTER
+if [ "$POLICIES" = "untagged tagged" ]; then
+	# the same cluster (same name, namespaces and sockets) with a key: frames tagged
+	"$ROOT/tools/mlf-keygen" "$WORK/bench.key" >/dev/null || fail "mlf-keygen"
+	python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.update(key_file=sys.argv[2], frame_auth=True); json.dump(c, open(sys.argv[3], "w"))' \
+		"$PLAIN" "$WORK/bench.key" "$WORK/keyed.json" || fail "cannot write the keyed cluster config"
+fi
+# start_pair POLICY: both dataplanes for one sleep policy, or untagged / tagged frames.
+start_pair() {
+	case "$1" in
+	untagged) CLUSTER=$PLAIN; dp_start a; dp_start b ;;
+	tagged) CLUSTER=$WORK/keyed.json; dp_start a; dp_start b
+		grep -q 'frames tagged' "$WORK/dp-a.log" || fail "a's dataplane does not tag its frames" ;;
+	*) CLUSTER=$PLAIN; dp_start a --sleep "$1"; dp_start b --sleep "$1" ;;
+	esac
+}
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for run in $(seq "$RUNS"); do
-	for pol in backoff frugal; do
-		dp_start a --sleep "$pol"
-		dp_start b --sleep "$pol"
+	for pol in $POLICIES; do
+		start_pair "$pol"
 		sleep 1
 		for load in $LOADS; do
 			read -r ca cb rt <<<"$(measure "$load")"
@@ -93,16 +114,16 @@ for run in $(seq "$RUNS"); do
 done
 
 report() {
-	echo "Command: \`bench/dataplane_cpu.sh --runs $RUNS --seconds $SECS\` (part of \`make bench-dataplane\`), $(date -u +%Y-%m-%d),"
-	echo "$(nproc) cores, ${CLUSTER#"$ROOT"/} unshaped, MTU $MTU, load average at start $(cut -d' ' -f1 /proc/loadavg)."
+	echo "Command: \`bench/dataplane_cpu.sh --runs $RUNS --seconds $SECS$ARGS\` (part of \`make bench-dataplane\`), $(date -u +%Y-%m-%d),"
+	echo "$(nproc) cores, ${PLAIN#"$ROOT"/} unshaped, MTU $MTU, load average at start $(cut -d' ' -f1 /proc/loadavg)."
 	echo "CPU in % of one core (utime+stime from /proc/PID/stat over the interval), median (min-max) of $RUNS rounds."
 	echo "Rate: paced rows the L2 rate at b's eth0 rx counters against the commanded rate x $L2 (headers);"
 	echo "the full-speed row is the sender-reported payload goodput of a 512 MiB transfer."
 	echo
-	echo "| load | sleep | sender CPU % | receiver CPU % | rate Gbit/s | pacing error |"
+	echo "| load | $COL | sender CPU % | receiver CPU % | rate Gbit/s | pacing error |"
 	echo "|---|---|---|---|---|---|"
 	for load in $LOADS; do
-		for pol in backoff frugal; do
+		for pol in $POLICIES; do
 			local r err="" med
 			r=$(stat3 ${R[$pol,$load,r]:-})
 			if [ "$load" != idle ] && [ "$load" != full ]; then

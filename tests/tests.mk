@@ -16,6 +16,12 @@ $(BUILD)/tests/fabric_%: $(BUILD)/tests/integration/fabric_%.o $(MLFABRIC_LIBS)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS) -lpthread
 
 # a hostile or careless app of the dataplane's socket (tests/integration/test_dp_appsock.sh)
+# frames forged from a third namespace (tests/integration/test_dp_forge.sh)
+PROGRAMS += $(BUILD)/tests/dp_forge
+$(BUILD)/tests/dp_forge: $(BUILD)/tests/integration/dp_forge.o $(LIB_PROTO) $(LIB_BASE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
+
 PROGRAMS += $(BUILD)/tests/dp_hostile
 $(BUILD)/tests/dp_hostile: $(BUILD)/tests/integration/dp_hostile.o $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)

@@ -23,6 +23,8 @@ f.flags = ProtoField.uint16("mlfabric.flags", "Flags", base.HEX)
 f.flag_done = ProtoField.bool("mlfabric.flags.done", "DONE (transfer complete)", 16, nil, 0x0001)
 f.flag_retx = ProtoField.bool("mlfabric.flags.retx", "RETX (retransmission)", 16, nil, 0x0002)
 f.flag_ackreq = ProtoField.bool("mlfabric.flags.ackreq", "ACKREQ (SACK requested)", 16, nil, 0x0004)
+f.flag_auth = ProtoField.bool("mlfabric.flags.auth", "AUTH (frame tag follows the header)", 16, nil, 0x0008)
+f.tag = ProtoField.bytes("mlfabric.tag", "Frame tag (HMAC-SHA256/128)")
 f.chan = ProtoField.uint16("mlfabric.chan", "Application channel", base.DEC)
 f.len = ProtoField.uint32("mlfabric.len", "Body length", base.DEC)
 f.seg = ProtoField.uint16("mlfabric.seg", "Segment size", base.DEC)
@@ -94,6 +96,7 @@ function mlf.dissector(tvb, pinfo, tree)
 	ft:add(f.flag_done, tvb(4, 2))
 	ft:add(f.flag_retx, tvb(4, 2))
 	ft:add(f.flag_ackreq, tvb(4, 2))
+	ft:add(f.flag_auth, tvb(4, 2))
 	t:add(f.chan, tvb(6, 2))
 	t:add(f.len, tvb(8, 4))
 	t:add(f.seg, tvb(12, 2))
@@ -110,7 +113,17 @@ function mlf.dissector(tvb, pinfo, tree)
 	end
 	t:add(f.total, tvb(32, 8))
 
-	local avail = tvb:len() - HDR_LEN
+	-- with AUTH a 16-byte tag sits between the header and the body (docs/security.md "Frames")
+	local B = HDR_LEN
+	if has_bit(flags, 0x0008) then
+		if tvb:len() < HDR_LEN + 16 then
+			t:add_proto_expert_info(e_trunc, "frame tag needs 16 bytes after the header")
+			return tvb:len()
+		end
+		t:add(f.tag, tvb(HDR_LEN, 16))
+		B = HDR_LEN + 16
+	end
+	local avail = tvb:len() - B
 	if blen > avail then
 		t:add_proto_expert_info(e_trunc, "body of " .. blen .. " bytes, frame holds " .. avail)
 		blen = avail
@@ -118,23 +131,24 @@ function mlf.dissector(tvb, pinfo, tree)
 	local name = types[typ] or ("type " .. typ)
 	local info = string.format("%s id=%s", name, id:tohex())
 	if typ == 1 then
-		t:add(f.payload, tvb(HDR_LEN, blen))
+		t:add(f.payload, tvb(B, blen))
 		info = info .. string.format(" off=%s len=%d total=%s", off, blen, total)
 		if has_bit(flags, 0x0002) then info = info .. " RETX" end
 	elseif typ == 2 then
 		local n = 0
 		for i = 0, blen - 1 do
-			n = n + popcount8(tvb(HDR_LEN + i, 1):uint())
+			n = n + popcount8(tvb(B + i, 1):uint())
 		end
-		t:add(f.acked, tvb(HDR_LEN, blen), n)
+		t:add(f.acked, tvb(B, blen), n)
 		info = info .. string.format(" cum=%s +%d", off, n)
 		if has_bit(flags, 0x0001) then info = info .. " DONE" end
 	elseif typ == 3 and blen > 0 then
-		t:add(f.reason, tvb(HDR_LEN, blen))
-		info = info .. " reason=\"" .. tvb(HDR_LEN, blen):string() .. "\""
+		t:add(f.reason, tvb(B, blen))
+		info = info .. " reason=\"" .. tvb(B, blen):string() .. "\""
 	end
+	if B > HDR_LEN then info = info .. " AUTH" end
 	pinfo.cols.info = info
-	return HDR_LEN + blen
+	return B + blen
 end
 
 local udp_port_table = DissectorTable.get("udp.port")

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# test_dp_forge.sh - frames forged from a third namespace x (build/tests/dp_forge) cannot corrupt,
+# finish, fail or crowd out a real transfer a -> b (issue 14 finding 2, docs/security.md "Frames").
+# 1. without a cluster key: DATA spoofing a's IP from x's own MAC is dropped (source MAC check);
+# 2. with frame_auth (a key): DATA, SACK done and ABORT spoofing a's or b's IP *and* MAC, untagged
+#    or with a made-up tag, are all dropped; the 24 MiB transfer is byte-exact and ok at both ends;
+#    1,100 forged transfer ids open nothing and a later transfer runs.
+# Before the change, case 2's forged DATA replaced every byte of the transfer with both ends "ok".
+. "$(dirname "$0")/lib.sh"
+FORGE="$ROOT/build/tests/dp_forge"
+need_dataplane
+[ -x "$FORGE" ] || { echo "SKIP $TEST_NAME: build/tests/dp_forge not built"; exit 0; }
+WORK0=$(mktemp -d --tmpdir=/dev/shm)
+hosts='"hosts": [
+    {"name": "a", "ip": "10.79.0.1", "up_gbps": 10, "down_gbps": 10},
+    {"name": "b", "ip": "10.79.0.2", "up_gbps": 10, "down_gbps": 10},
+    {"name": "x", "ip": "10.79.0.3", "up_gbps": 10, "down_gbps": 10}
+  ]'
+"$ROOT/tools/mlf-keygen" "$WORK0/forge.key" >/dev/null || fail "mlf-keygen"
+printf '{ "name": "forge", "mtu": 1500, %s }\n' "$hosts" >"$WORK0/plain.json"
+printf '{ "name": "forge", "mtu": 1500, "key_file": "forge.key", %s }\n' "$hosts" >"$WORK0/auth.json"
+CLUSTER="$WORK0/plain.json"
+tb_begin
+# lib.sh's EXIT trap tears the testbed down with $CLUSTER, then removes $WORK: keep the files there
+mv "$WORK0"/* "$WORK/" && rmdir "$WORK0"
+CLUSTER="$WORK/plain.json"
+random_file "$WORK/src" 24
+
+# transfer_under NAME ID FORGE-COMMANDS...: a 24 MiB transfer a -> b paced at 0.3 Gbit/s (~0.7 s) with
+# id ID while each forge command "AS TO KIND [ARGS]" runs from x; asserts byte-exact, ok at both ends.
+transfer_under() {
+	local name=$1 id=$2; shift 2
+	timeout 60 "$XFER" recv --sock "$(sock b)" --count 1 --out "$WORK/dst-$name" --timeout 40 >"$WORK/recv-$name" 2>&1 &
+	local rpid=$! spid
+	sleep 0.2
+	timeout 60 "$XFER" send --sock "$(sock a)" --to b --file "$WORK/src" --rate 0.3 --id "$id" --timeout 20 \
+		>"$WORK/send-$name" 2>&1 &
+	spid=$!
+	sleep 0.15
+	for cmd in "$@"; do
+		# shellcheck disable=SC2086
+		"$TB" exec "$CLUSTER" x "$FORGE" --cluster "$CLUSTER" --id "$id" --total $((24 * 1024 * 1024)) $cmd \
+			>>"$WORK/forge-$name" 2>&1 || fail "$name: dp_forge $cmd: $(tail -2 "$WORK/forge-$name")"
+	done
+	wait $spid || fail "$name: sender failed: $(cat "$WORK/send-$name")"
+	wait $rpid || fail "$name: receiver failed: $(cat "$WORK/recv-$name")"
+	grep -q '^xfer .*status=ok' "$WORK/send-$name" || fail "$name: sender: $(cat "$WORK/send-$name")"
+	grep -q '^recv .*from=a .*status=ok' "$WORK/recv-$name" || fail "$name: receiver: $(cat "$WORK/recv-$name")"
+	cmp -s "$WORK/src" "$WORK/dst-$name" ||
+		fail "$name: received bytes differ from the sent ones ($(cmp "$WORK/src" "$WORK/dst-$name" 2>&1 | head -1))"
+	FORGED=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^frames=/) { sub("frames=", "", $i); n += $i } } END { print n + 0 }' "$WORK/forge-$name")
+	[ "$FORGED" -gt 0 ] || fail "$name: no frame was forged"
+}
+
+# --- 1. no key: a's IP from x's own MAC
+dp_start a
+dp_start b
+transfer_under plain 7a00000000000001 "--as a --to b --kind data --own-mac --count 2"
+grep -q "WARN.*frame claiming to be from a came from MAC" "$WORK/dp-b.log" ||
+	fail "plain: b logged no WARN about frames claiming a's IP from another MAC"
+ok "no key: $FORGED DATA frames with a's IP from x's MAC dropped, 24 MiB byte-exact"
+kill -TERM "$DP_PID_a" "$DP_PID_b"
+wait_gone() { for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; fail "dataplane $1 did not stop"; }
+wait_gone "$DP_PID_a"
+wait_gone "$DP_PID_b"
+
+# --- 2. frame_auth: spoofed IP and MAC, untagged and with a made-up tag
+CLUSTER="$WORK/auth.json"
+mv "$WORK/dp-b.log" "$WORK/dp-b-plain.log"
+dp_start a
+dp_start b
+grep -q 'frames tagged (frame_auth)' "$WORK/dp-b.log" || fail "b's dataplane does not say its frames are tagged"
+transfer_under auth 7a00000000000002 "--as a --to b --kind data" "--as a --to b --kind data --tag" \
+	"--as b --to a --kind sack --tag --count 50" "--as b --to a --kind abort --count 20" \
+	"--as a --to b --kind abort --tag --count 20"
+grep -q "WARN.*frame from a (DATA, transfer 7a00000000000002) has no tag" "$WORK/dp-b.log" ||
+	fail "auth: b logged no WARN about untagged DATA claiming to be from a"
+grep -q "WARN.*frame from b (SACK, transfer 7a00000000000002) has a wrong tag\|WARN.*frame from b (ABORT" "$WORK/dp-a.log" ||
+	fail "auth: a logged no WARN about the forged SACK or ABORT claiming to be from b"
+ok "frame_auth: $FORGED forged DATA/SACK-done/ABORT frames with a's and b's IP and MAC dropped, 24 MiB byte-exact, ok at both ends"
+
+# 1,100 new transfer ids claiming to be from a (the table holds 1024): none opens, a later transfer runs
+"$TB" exec "$CLUSTER" x "$FORGE" --cluster "$CLUSTER" --as a --to b --kind flood --tag --count 1100 \
+	--id 7b00000000000000 >"$WORK/flood" 2>&1 || fail "flood: $(cat "$WORK/flood")"
+grep -q 'xfer 7b0' "$WORK/dp-b.log" && fail "flood: b opened a forged transfer: $(grep -m1 'xfer 7b0' "$WORK/dp-b.log")"
+transfer_under after 7a00000000000003
+ok "frame_auth: 1,100 forged transfer ids opened nothing; the next transfer byte-exact"
