@@ -17,8 +17,8 @@ hosts='"hosts": [
     {"name": "x", "ip": "10.79.0.3", "up_gbps": 10, "down_gbps": 10}
   ]'
 "$ROOT/tools/mlf-keygen" "$WORK0/forge.key" >/dev/null || fail "mlf-keygen"
-printf '{ "name": "forge", "mtu": 1500, %s }\n' "$hosts" >"$WORK0/plain.json"
-printf '{ "name": "forge", "mtu": 1500, "key_file": "forge.key", %s }\n' "$hosts" >"$WORK0/auth.json"
+printf '{\n  "name": "forge",\n  "mtu": 1500,\n  %s\n}\n' "$hosts" >"$WORK0/plain.json"
+printf '{\n  "name": "forge",\n  "mtu": 1500,\n  "key_file": "forge.key",\n  %s\n}\n' "$hosts" >"$WORK0/auth.json"
 CLUSTER="$WORK0/plain.json"
 tb_begin
 # lib.sh's EXIT trap tears the testbed down with $CLUSTER, then removes $WORK: keep the files there
@@ -48,6 +48,7 @@ transfer_under() {
 	grep -q '^recv .*from=a .*status=ok' "$WORK/recv-$name" || fail "$name: receiver: $(cat "$WORK/recv-$name")"
 	cmp -s "$WORK/src" "$WORK/dst-$name" ||
 		fail "$name: received bytes differ from the sent ones ($(cmp "$WORK/src" "$WORK/dst-$name" 2>&1 | head -1))"
+	[ $# -gt 0 ] || return 0
 	FORGED=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^frames=/) { sub("frames=", "", $i); n += $i } } END { print n + 0 }' "$WORK/forge-$name")
 	[ "$FORGED" -gt 0 ] || fail "$name: no frame was forged"
 }
