@@ -85,7 +85,7 @@ PLAIN=$CLUSTER
 if [ "$POLICIES" = "untagged tagged" ]; then
 	# the same cluster (same name, namespaces and sockets) with a key: frames tagged
 	"$ROOT/tools/mlf-keygen" "$WORK/bench.key" >/dev/null || fail "mlf-keygen"
-	python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.update(key_file=sys.argv[2], frame_auth=True); json.dump(c, open(sys.argv[3], "w"))' \
+	python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.update(key_file=sys.argv[2], frame_auth=True); json.dump(c, open(sys.argv[3], "w"), indent=1)' \
 		"$PLAIN" "$WORK/bench.key" "$WORK/keyed.json" || fail "cannot write the keyed cluster config"
 fi
 # start_pair POLICY: both dataplanes for one sleep policy, or untagged / tagged frames.
@@ -117,7 +117,8 @@ report() {
 	echo "Command: \`bench/dataplane_cpu.sh --runs $RUNS --seconds $SECS$ARGS\` (part of \`make bench-dataplane\`), $(date -u +%Y-%m-%d),"
 	echo "$(nproc) cores, ${PLAIN#"$ROOT"/} unshaped, MTU $MTU, load average at start $(cut -d' ' -f1 /proc/loadavg)."
 	echo "CPU in % of one core (utime+stime from /proc/PID/stat over the interval), median (min-max) of $RUNS rounds."
-	echo "Rate: paced rows the L2 rate at b's eth0 rx counters against the commanded rate x $L2 (headers);"
+	echo "Rate: paced rows the L2 rate at b's eth0 rx counters against the commanded rate x $L2 (headers;"
+	echo "tagged frames: x (MTU + 14) / (MTU - 84), 16 bytes of tag more per frame);"
 	echo "the full-speed row is the sender-reported payload goodput of a 512 MiB transfer."
 	echo
 	echo "| load | $COL | sender CPU % | receiver CPU % | rate Gbit/s | pacing error |"
@@ -128,7 +129,9 @@ report() {
 			r=$(stat3 ${R[$pol,$load,r]:-})
 			if [ "$load" != idle ] && [ "$load" != full ]; then
 				med=$(printf '%s\n' ${R[$pol,$load,r]} | sort -g | awk '{ v[++n] = $1 } END { print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')
-				err=$(awk -v m="$med" -v c="$load" -v f="$L2" 'BEGIN { printf "%+.2f%%", (m / (c * f) - 1) * 100 }')
+				local f=$L2 # tagged frames carry 16 more header bytes per segment
+				[ "$pol" = tagged ] && f=$(awk -v m="$MTU" 'BEGIN { printf "%.6f", (m + 14) / (m - 84) }')
+				err=$(awk -v m="$med" -v c="$load" -v f="$f" 'BEGIN { if (m == "") print "n/a"; else printf "%+.2f%%", (m / (c * f) - 1) * 100 }')
 			fi
 			[ "$load" = idle ] && r="-"
 			echo "| $load | $pol | $(stat3 ${R[$pol,$load,a]}) | $(stat3 ${R[$pol,$load,b]}) | $r | ${err:--} |"
