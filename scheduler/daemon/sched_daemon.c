@@ -94,6 +94,7 @@ static void accept_all(struct sched *s, double now)
 		s->conns[ci].closing = 0;
 		s->conns[ci].viewer = 0;
 		s->conns[ci].auth_host = -1;
+		s->conns[ci].auth_viewer = 0;
 		s->conns[ci].t_open = clock_real_s();
 	}
 }

@@ -120,8 +120,54 @@ static void on_peer_error(struct sched *s, int ci, json_t *m)
 		}
 }
 
+/*
+ * Challenge of a hello on @ci claiming @name (a host, or SCHED_VIEWER_NAME): checks the peer's
+ * nonce, sends ours with the MAC that proves the key. Returns 0, or -1 after refusing (closing).
+ */
+static int challenge(struct sched *s, int ci, json_t *m, const char *name, const char *what)
+{
+	const char *nc = json_string_value(json_object_get(m, "nonce"));
+	char mac[AUTH_MAC_HEX + 1], who[64];
+	struct sched_conn *c = &s->conns[ci];
+
+	if (!auth_nonce_ok(nc)) {
+		sched_conn_peer(s, ci, who, sizeof(who));
+		log_warn("control connection from %s: hello as %s without a valid nonce: refused "
+			 "(this cluster authenticates its %ss)", who, name, what);
+		reply_err(s, ci, NULL, "hello: %s %s: field \"nonce\" (32 hex digits) missing: cluster "
+			  "%s authenticates its %ss (key_file, docs/security.md)", what, name, s->cl.name, what);
+		c->closing = 1;
+		return -1;
+	}
+	snprintf(c->nc, sizeof(c->nc), "%s", nc);
+	if (auth_nonce(c->ns) || auth_mac(s->key, "scheduler", name, c->nc, c->ns, mac)) {
+		log_err("hello from %s: no random nonce or HMAC available", name);
+		c->closing = 1;
+		return -1;
+	}
+	sched_conn_queue(s, ci, json_pack("{s:s, s:s, s:s}", "type", "challenge", "nonce", c->ns, "mac", mac));
+	return 0;
+}
+
+/* `hello` with "viewer": true: a status viewer (tools/mlf-top) that proves the key when the
+ * cluster has one (docs/security.md); without a key it is a viewer at once. */
+static void on_viewer_hello(struct sched *s, int ci, json_t *m)
+{
+	if (!s->auth_on) {
+		s->conns[ci].viewer = 1;
+		sched_conn_queue(s, ci, json_pack("{s:s, s:b}", "type", "welcome", "viewer", 1));
+		return;
+	}
+	if (challenge(s, ci, m, SCHED_VIEWER_NAME, "viewer") == 0)
+		s->conns[ci].auth_viewer = 1;
+}
+
 static void on_hello(struct sched *s, int ci, json_t *m, double now)
 {
+	if (json_is_true(json_object_get(m, "viewer"))) {
+		on_viewer_hello(s, ci, m);
+		return;
+	}
 	const char *name = get_str(s, ci, NULL, m, "host");
 	int h = name ? cluster_find(&s->cl, name) : -1;
 
@@ -146,28 +192,8 @@ static void on_hello(struct sched *s, int ci, json_t *m, double now)
 	if (s->auth_on) {
 		/* challenge-response first (docs/security.md): nothing is bound to host h before the
 		 * `auth` answer proves the key, so an outsider's hello replaces nobody */
-		const char *nc = json_string_value(json_object_get(m, "nonce"));
-		char mac[AUTH_MAC_HEX + 1], who[64];
-		struct sched_conn *c = &s->conns[ci];
-
-		if (!auth_nonce_ok(nc)) {
-			sched_conn_peer(s, ci, who, sizeof(who));
-			log_warn("control connection from %s: hello as %s without a valid nonce: refused "
-				 "(this cluster authenticates its hosts)", who, name);
-			reply_err(s, ci, NULL, "hello: host %s: field \"nonce\" (32 hex digits) missing: cluster "
-				  "%s authenticates its hosts (key_file, docs/security.md)", name, s->cl.name);
-			c->closing = 1;
-			return;
-		}
-		snprintf(c->nc, sizeof(c->nc), "%s", nc);
-		if (auth_nonce(c->ns) || auth_mac(s->key, "scheduler", name, c->nc, c->ns, mac)) {
-			log_err("hello from %s: no random nonce or HMAC available", name);
-			c->closing = 1;
-			return;
-		}
-		c->auth_host = h;
-		sched_conn_queue(s, ci, json_pack("{s:s, s:s, s:s}", "type", "challenge", "nonce", c->ns,
-						  "mac", mac));
+		if (challenge(s, ci, m, name, "host") == 0)
+			s->conns[ci].auth_host = h;
 		return;
 	}
 	sched_bind_host(s, ci, h, now);
@@ -181,6 +207,20 @@ static void on_auth(struct sched *s, int ci, json_t *m, double now)
 	char who[64];
 	int h = c->auth_host;
 
+	if (s->auth_on && c->auth_viewer) {
+		c->auth_viewer = 0;
+		if (!mac || auth_check(s->key, "viewer", SCHED_VIEWER_NAME, c->nc, c->ns, mac)) {
+			sched_conn_peer(s, ci, who, sizeof(who));
+			log_warn("control connection from %s: authentication as a status viewer failed (wrong "
+				 "key): closed", who);
+			reply_err(s, ci, NULL, "auth: authentication as a status viewer failed");
+			c->closing = 1;
+			return;
+		}
+		c->viewer = 1;
+		sched_conn_queue(s, ci, json_pack("{s:s, s:b}", "type", "welcome", "viewer", 1));
+		return;
+	}
 	if (!s->auth_on || h < 0 || c->host >= 0) {
 		reply_err(s, ci, NULL, "auth: no challenge is pending on this connection");
 		c->closing = 1;
@@ -674,7 +714,9 @@ void sched_msg_handle(struct sched *s, int ci, json_t *m)
 		return;
 	}
 	if (!strcmp(type, "hello")) {
-		if (s->conns[ci].host >= 0 || s->conns[ci].auth_host >= 0)
+		if (s->conns[ci].auth_viewer)
+			reply_err(s, ci, NULL, "hello: this connection already said hello as a viewer");
+		else if (s->conns[ci].host >= 0 || s->conns[ci].auth_host >= 0)
 			reply_err(s, ci, NULL, "hello: this connection already belongs to %s",
 				  s->cl.hosts[s->conns[ci].host >= 0 ? s->conns[ci].host
 								     : s->conns[ci].auth_host].name);

@@ -105,5 +105,6 @@ void sched_conn_close(struct sched *s, int ci)
 	ctl_close(&c->c);
 	c->host = -1;
 	c->auth_host = -1;
+	c->auth_viewer = 0;
 	c->closing = 0;
 }

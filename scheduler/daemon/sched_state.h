@@ -19,6 +19,8 @@
  * small enough that deadlines (version + tau_max) and rate integrals (bytes * 8) cannot overflow */
 #define SCHED_MAX_BYTES (1ull << 40)        /* an update or model: 1 TiB */
 #define SCHED_MAX_VERSION (1ll << 53)       /* a model version (exact as a double) */
+/* The name both sides MAC for a status viewer: no host can have it (names never start with '-'). */
+#define SCHED_VIEWER_NAME "-viewer"
 #define SCHED_MAX_TAU (1ll << 31)           /* the delay bound, in versions */
 #define SCHED_MAX_STEPS 256       /* rate steps per command (lib/appmsg.h) */
 #define SCHED_MAX_UPD_PER_HOST 4096  /* --max-updates-per-host default */
@@ -132,7 +134,7 @@ struct sched_xfer {
 	int n_fwd;          /* MODEL from the server to a distributor: forwards of it planned */
 };
 
-/** A dataplane connection (before `hello`, host is -1). */
+/** A dataplane or status-viewer connection (before `hello`, host is -1). */
 struct sched_conn {
 	struct ctl_conn c;
 	int host;          /* cluster host index after hello, else -1 */
@@ -140,6 +142,7 @@ struct sched_conn {
 	double t_open;     /* CLOCK_REALTIME seconds of accept */
 	int viewer;        /* a read-only `status` connection (sched_status.h), never a host */
 	int auth_host;     /* hello received, challenge sent: the host it claims (-1: none) */
+	int auth_viewer;   /* a viewer's hello received, challenge sent (docs/security.md) */
 	char nc[AUTH_NONCE_HEX + 1], ns[AUTH_NONCE_HEX + 1]; /* the host's and our nonce */
 };
 

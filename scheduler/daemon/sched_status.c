@@ -196,8 +196,21 @@ json_t *sched_status_build(const struct sched *s, double now)
 
 void sched_status_request(struct sched *s, int ci, double now)
 {
-	if (s->conns[ci].host < 0)
-		s->conns[ci].viewer = 1;
+	struct sched_conn *c = &s->conns[ci];
+
+	if (s->auth_on && c->host < 0 && !c->viewer) {
+		char who[64];
+		sched_conn_peer(s, ci, who, sizeof(who));
+		log_warn("control connection from %s: status without authenticating: refused (cluster %s "
+			 "has a key_file)", who, s->cl.name);
+		sched_conn_queue(s, ci, json_pack("{s:s, s:s}", "type", "error", "reason",
+						  "status: this cluster authenticates its viewers: send hello with "
+						  "\"viewer\": true and a nonce first (key_file, docs/security.md)"));
+		c->closing = 1;
+		return;
+	}
+	if (c->host < 0)
+		c->viewer = 1;
 	json_t *st = sched_status_build(s, now);
 	if (!st)
 		log_err("status: out of memory");

@@ -28,6 +28,9 @@ json_t *sched_status_build(const struct sched *s, double now);
  * sched_status_request - answer `status` on connection @ci at @now. A connection that has
  * not said `hello` becomes a read-only viewer: it may only send more `status` requests
  * (anything else is refused and closes it) and is never timed out for lacking a hello.
+ * When the cluster has a key, only a host's connection or a viewer that authenticated
+ * (`hello` with "viewer": true, challenge, `auth` as role "viewer"; docs/security.md) is
+ * answered; any other gets an error and is closed, with a WARN naming its address.
  */
 void sched_status_request(struct sched *s, int ci, double now);
 

@@ -83,3 +83,30 @@ grep -q "scheduler proved the key True" "$WORK/c-holder.out" || fail "the schedu
 grep -q '"type": "welcome"' "$WORK/c-holder.out" || fail "a holder of the key was not welcomed: $(cat "$WORK/c-holder.out")"
 wait_for "$WORK/sched.err" "peer w0 connected again: closing its previous connection" 3
 ok "a holder of the key is welcomed as w0 and replaces its connection (mutual: the scheduler proved the key too)"
+
+# status viewers (tools/mlf-top): a plain `status` is refused and closed on a keyed cluster; mlf-top
+# authenticates with the key (a viewer's challenge-response) and gets the status; a wrong key fails
+cat >"$WORK/viewer.py" <<'PY'
+import json, socket
+s = socket.create_connection(("10.82.0.1", 7070), timeout=5)
+f = s.makefile("rw")
+f.write('{"type":"status"}\n'); f.flush()
+print("reply", f.readline().strip()); print("closed", f.readline() == "")
+PY
+"$TB" exec "$CLUSTER" w0 python3 "$WORK/viewer.py" >"$WORK/c-viewer.out" 2>&1 || fail "viewer client: $(cat "$WORK/c-viewer.out")"
+grep -q 'authenticates its viewers' "$WORK/c-viewer.out" && grep -q "closed True" "$WORK/c-viewer.out" ||
+	fail "an unauthenticated status request was answered: $(head -c 300 "$WORK/c-viewer.out")"
+grep -q "control connection from 10.82.0.10:[0-9]*: status without authenticating: refused" "$WORK/sched.err" ||
+	fail "the scheduler did not log the refused viewer with its address"
+"$TB" exec "$CLUSTER" w0 python3 "$ROOT/tools/mlf-top" --cluster "$CLUSTER" --once --json >"$WORK/top.out" 2>&1 ||
+	fail "mlf-top with the key failed: $(cat "$WORK/top.out")"
+grep -q '"type": "status"' "$WORK/top.out" && grep -q '"cluster": "fauth"' "$WORK/top.out" ||
+	fail "mlf-top with the key got no status: $(head -c 300 "$WORK/top.out")"
+"$ROOT/tools/mlf-keygen" "$WORK/other.key" >/dev/null
+sed 's/"key_file": *"[^"]*"/"key_file": "other.key"/' "$CLUSTER" >"$WORK/other.json"
+grep -q other.key "$WORK/other.json" || fail "could not write a cluster config with another key"
+"$TB" exec "$CLUSTER" w0 python3 "$ROOT/tools/mlf-top" --cluster "$WORK/other.json" --once >"$WORK/top-bad.out" 2>&1 &&
+	fail "mlf-top with another key got a status: $(head -c 300 "$WORK/top-bad.out")"
+grep -q 'did not prove the cluster key' "$WORK/top-bad.out" ||
+	fail "mlf-top with another key: $(cat "$WORK/top-bad.out"), expected the scheduler not to prove the key"
+ok "status viewers: a plain status refused and closed (logged with its address); mlf-top with the key authenticated and read the status; with another key it refused the scheduler"
