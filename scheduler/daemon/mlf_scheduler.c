@@ -49,6 +49,9 @@ static void usage(FILE *f)
 		"  --max-updates-per-host N  updates of one host the scheduler holds; more are\n"
 		"                       dropped at once with a reason (default 4096)\n"
 		"  --max-pulls-per-host N    pulls of one host waiting; more are refused (1024)\n"
+		"  --ssp S              stale-synchronous parallel: a worker's pull (its next\n"
+		"                       iteration) waits while it is more than S iterations ahead\n"
+		"                       of the slowest live worker (default off; issue 12)\n"
 		"  -v, --verbose        debug logging\n"
 		"  -h, --help           this text\n");
 }
@@ -84,6 +87,7 @@ int main(int argc, char **argv)
 		{ "distributors", required_argument, 0, 'D' },
 		{ "max-updates-per-host", required_argument, 0, 'U' },
 		{ "max-pulls-per-host", required_argument, 0, 'P' },
+		{ "ssp", required_argument, 0, 'Z' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct sched_config cfg;
 	const char *cluster = NULL;
@@ -120,6 +124,7 @@ int main(int argc, char **argv)
 		case 'D': bad |= num_arg("--distributors", optarg, 0, 1e6, &d); cfg.distributors = (int)d; break;
 		case 'U': bad |= num_arg("--max-updates-per-host", optarg, 1, 1e7, &d); cfg.max_upd_per_host = (int)d; break;
 		case 'P': bad |= num_arg("--max-pulls-per-host", optarg, 1, 1e7, &d); cfg.max_pulls_per_host = (int)d; break;
+		case 'Z': bad |= num_arg("--ssp", optarg, 0, 1e6, &d); cfg.ssp_s = (int)d; break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -39,6 +39,7 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->distributors = -1;
 	cfg->max_upd_per_host = SCHED_MAX_UPD_PER_HOST;
 	cfg->max_pulls_per_host = SCHED_MAX_PULLS_PER_HOST;
+	cfg->ssp_s = -1;
 }
 
 /* ---- the loop -------------------------------------------------------------------------- */

@@ -470,6 +470,7 @@ static void on_update(struct sched *s, int ci, const char *app, json_t *m, doubl
 		reply_err(s, ci, app, "update: field \"id\": update %" PRIu64 " is already known", u.id);
 		return;
 	}
+	s->hosts[u.worker].n_pushed++; /* one more iteration of this worker (--ssp) */
 	int max = s->cfg.max_upd_per_host;
 	if (max > 0 && s->hosts[u.worker].held_upd >= max) {
 		/* dropped at once, not held: told to the worker like any drop (sched_fail_update) */

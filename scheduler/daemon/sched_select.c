@@ -211,3 +211,15 @@ int sched_select_hold_pulls(const struct sched *s, double now, const int *psel, 
 			return 0;
 	return 1;
 }
+
+int sched_ssp_allows(const struct sched *s, int h)
+{
+	uint64_t slowest = UINT64_MAX;
+
+	if (s->cfg.ssp_s < 0)
+		return 1;
+	for (int j = 0; j < s->cl.n_hosts; j++)
+		if ((s->hosts[j].apps & SCHED_ROLE_WORKER) && s->hosts[j].alive && s->hosts[j].n_pushed < slowest)
+			slowest = s->hosts[j].n_pushed;
+	return slowest == UINT64_MAX || s->hosts[h].n_pushed <= slowest + (uint64_t)s->cfg.ssp_s;
+}

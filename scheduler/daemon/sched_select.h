@@ -27,6 +27,15 @@ int sched_select_updates(struct sched *s, double now, int *sel, int max);
 void sched_select_planned(struct sched *s, double now, const int *sel, int n);
 
 /**
+ * sched_ssp_allows - stale-synchronous parallel (--ssp S; issue 12, asp-ieee-access2018 §III,
+ * SSP with staleness threshold S): 1 when worker host @h may get the model for its next
+ * iteration, i.e. its iteration clock (updates it announced, sched_host.n_pushed) is at most S
+ * ahead of the slowest live host that runs a worker; 0 while it must wait. Always 1 with --ssp
+ * off. Hosts that died (not alive) do not hold the others back.
+ */
+int sched_ssp_allows(const struct sched *s, int h);
+
+/**
  * sched_select_hold_pulls - 1 when the @n_psel answerable pulls @psel should wait for the next
  * batch (§10.3): distributors are on and the server's uplink is reserved past the next batch
  * by copies commanded earlier, so pulls that gather meanwhile share one distribution tree;

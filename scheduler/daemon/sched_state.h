@@ -56,6 +56,8 @@ struct sched_host {
 	unsigned apps;     /* enum sched_role bits of the registered applications */
 	int held_upd;      /* entries of sched.upd of its worker (recounted by sched_compact) */
 	int held_pulls;    /* entries of sched.pulls of its worker (recounted by sched_compact) */
+	uint64_t n_pushed; /* updates its worker announced since this scheduler started: the
+			    * worker's iteration clock of stale-synchronous parallel (--ssp) */
 };
 
 /** Life of an update (docs/fabric.md updates.jsonl fates). */
@@ -170,6 +172,9 @@ struct sched_config {
 				 * until compacted); more are dropped at once (0 = no limit) */
 	int max_pulls_per_host; /* --max-pulls-per-host: pulls of one host waiting; more are
 				 * refused (0 = no limit) */
+	int ssp_s;              /* --ssp S: stale-synchronous parallel, a worker's pull waits while
+				 * it is more than S iterations ahead of the slowest live worker
+				 * (issue 12, asp-ieee-access2018 §III); -1 = off */
 };
 
 /** Called after every plan_compute (tests inspect the batch the daemon built). */
