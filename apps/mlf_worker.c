@@ -21,6 +21,8 @@ struct wk_opts {
 	int shard_i, shard_n, batch;
 	double lr, duration, timeout, compute_min, eval_every;
 	double momentum; /* worker-side momentum gamma in [0, 1) (0 = off: the server's eq. 2) */
+	double speed, speed_at; /* --speed F[@T]: every iteration F times slower from T s after the
+				 * start (a deterministic straggler, issue 12; 1 = off) */
 	size_t eval_images;
 	long iterations;
 	size_t train_images;
@@ -49,6 +51,9 @@ static void wk_usage(FILE *f)
 		"  --straggle R,S|C1..C3  slow an iteration down by S with probability R (default none)\n"
 		"  --compute-s T          emulated accelerator: a gradient takes at least T seconds\n"
 		"                         (sleeps the rest; stragglers multiply it; default 0 = CPU time)\n"
+		"  --speed F[@T]          deterministic straggler: every iteration F >= 1 times slower\n"
+		"                         (sleeps (F-1) x its compute time), from T seconds after\n"
+		"                         the start (default 1 = off; T default 0)\n"
 		"  --seed S               sampling and straggler seed (default 1)\n"
 		"  --records DIR          write pushes.jsonl and worker.json there (default .)\n"
 		"  --data DIR             Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
@@ -73,14 +78,14 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "train-images", 1, 0, 'n' }, { "iterations", 1, 0, 'i' }, { "duration", 1, 0, 'D' },
 		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
 		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { "momentum", 1, 0, 'G' },
-		{ 0, 0, 0, 0 },
+		{ "speed", 1, 0, 'F' }, { 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
 	int c;
 
 	*o = (struct wk_opts){ .model = "784,1024,10", .straggle = "none", .records = ".",
 			       .data = DEFAULT_DATA, .batch = 32, .lr = 0.05, .timeout = 10,
-			       .train_images = 60000, .seed = 1, .eval_images = 1000 };
+			       .train_images = 60000, .seed = 1, .eval_images = 1000, .speed = 1 };
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->cluster = optarg; break;
@@ -104,6 +109,16 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		case 'e': o->eval_every = atof(optarg); break;
 		case 'k': o->eval_images = strtoul(optarg, NULL, 10); break;
 		case 'G': o->momentum = atof(optarg); break;
+		case 'F': {
+			char *end;
+			o->speed = strtod(optarg, &end);
+			if (*end == '@')
+				o->speed_at = strtod(end + 1, &end);
+			if (*end || end == optarg || !(o->speed >= 1 && o->speed <= 1000) || !(o->speed_at >= 0))
+				return fprintf(stderr, "mlf-worker: bad --speed '%s': F[@T] with F in [1, 1000] "
+					       "and T >= 0 seconds\n", optarg), -1;
+			break;
+		}
 		case 'h': wk_usage(stdout); return 1;
 		default: wk_usage(stderr); return -1;
 		}
@@ -235,7 +250,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		compute_s = train_compute_pad(ts, o.compute_min);
-		factor = train_straggle_next(&st);
+		factor = train_straggle_next(&st) * (clock_real_s() - t0 >= o.speed_at ? o.speed : 1);
 		train_straggle_sleep(compute_s, factor);
 		straggled += factor > 1;
 		v_g = version; /* v(g): the model version this update is computed from */
@@ -263,10 +278,10 @@ int main(int argc, char **argv)
 		}
 		it++;
 		busy += clock_real_s() - ts;
-		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b}", "t", clock_real_s(), "id",
+		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b,s:f}", "t", clock_real_s(), "id",
 						 id > 0 ? json_integer(id) : json_null(), "version",
 						 (json_int_t)v_g, "norm", norm, "compute_s", compute_s,
-						 "straggled", factor > 1));
+						 "straggled", factor > 1, "factor", factor));
 		if (clock_real_s() >= next_progress) {
 			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", clock_real_s() - t0, it,
 				 (long long)version, loss);

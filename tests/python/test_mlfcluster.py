@@ -110,6 +110,21 @@ class Validation(Tmp):
         self.bad('momentum_at: "server" or "worker" expected, got "ps"', momentum_at="ps")
         self.bad('momentum_at: "worker" needs worker_program "c"', momentum_at="worker", worker_program="torch")
 
+    def test_speeds_and_ssp(self):
+        """Issue 12: deterministic stragglers (speeds, one factor per worker, from speeds_at_s) and
+        system ssp (the scheduler's stale-synchronous gate with threshold ssp_s)."""
+        e = self.exp(speeds=[1, 1, 1, 4], speeds_at_s=5, systems=["ssp", "async"])
+        self.assertEqual((e.speeds, e.s["speeds_at_s"], e.s["ssp_s"]), (["1", "1", "1", "4"], "5", "3"))
+        self.assertIsNone(self.exp().speeds)
+        self.assertEqual(self.exp(ssp_s=0).s["ssp_s"], "0")
+        self.bad("speeds: 3 factors for 4 workers", speeds=[1, 1, 4])
+        self.bad("speeds: an array of factors in [1, 1000] expected", speeds=[1, 1, 0.5, 4])
+        self.bad("speeds: an array of factors in [1, 1000] expected", speeds="1,1,1,4")
+        self.bad("speeds: not supported by system rr-sync yet", speeds=[1, 1, 1, 4], systems=["rr-sync"])
+        self.bad("ssp_s: an integer >= 0 expected", ssp_s=1.5)
+        self.bad("ssp_s: an integer >= 0 expected", ssp_s=-1)
+        self.bad("speeds_at_s: a number >= 0 expected", speeds_at_s=-2)
+
     def test_kill_scheduler(self):
         """kill-scheduler: MLfabric-A only, the scheduler host by default, not with chain replication."""
         f = self.exp(faults=[{"at_s": 3, "kind": "kill-scheduler"}]).faults[0]

@@ -8,7 +8,9 @@ import os
 import re
 import shutil
 
-KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo"]
+KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp"]
+# systems run by mlf-scheduler: ssp is MLfabric-A's scheduler with its stale-synchronous gate
+SCHEDULED = {"mlfabric-a", "mlfabric-s", "ssp"}
 WORKER_PROGRAMS = ["c", "torch"]
 # the PyTorch example (worker_program "torch") and the interpreter that has torch (Debian's)
 TORCH_SCRIPT = os.path.join("examples", "torch_fashion_mnist.py")
@@ -24,7 +26,8 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "compute_s": 0, "tau_max": 8, "eval_every_s": 2, "eval_images": 1000,
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
             "replication": None, "faults": None, "worker_program": "c",
-            "scheduler_args": None, "shards": 1, "momentum_at": None}
+            "scheduler_args": None, "shards": 1, "momentum_at": None,
+            "speeds": None, "speeds_at_s": 0, "ssp_s": 3}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -35,7 +38,9 @@ RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "eval_every_s": (0, False, None, False, "a number > 0"),
           "eval_images": (1, True, None, True, "an integer >= 1"),
           "batch_ms": (0, False, None, False, "a number > 0"),
-          "t_lag": (0, True, None, False, "a number >= 0")}
+          "t_lag": (0, True, None, False, "a number >= 0"),
+          "speeds_at_s": (0, True, None, False, "a number >= 0"),
+          "ssp_s": (0, True, None, True, "an integer >= 0")}
 MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
@@ -132,7 +137,8 @@ class Experiment:
         # the command-line strings of the settings, as the bash runner passed them
         g = lambda k: num_str(x[k]) if k in x and x[k] is not None else OPTIONAL[k]
         self.s = {k: num_str(g(k)) for k in ["model", "batch", "lr", "momentum", "compute_s", "tau_max",
-                                             "eval_every_s", "eval_images", "batch_ms", "t_lag"]}
+                                             "eval_every_s", "eval_images", "batch_ms", "t_lag",
+                                             "speeds_at_s", "ssp_s"]}
         self.s["lr_sync"] = num_str(x["lr_sync"]) if x.get("lr_sync") is not None else self.s["lr"]
         for k in ["rate_scale", "period_s", "seed", "target_accuracy", "time_limit_s"]:
             self.s[k] = num_str(x[k])
@@ -145,7 +151,26 @@ class Experiment:
         self._load_faults()
         self._load_scheduler_args()
         self._load_shards()
+        self._load_speeds()
 
+    def _load_speeds(self):
+        """speeds: one slowdown factor >= 1 per worker (issue 12: deterministic stragglers, e.g.
+        [1, 1, 1, 4] makes the fourth worker 4x slower), from speeds_at_s seconds after the
+        start (mlf-worker --speed F@T), on top of the compute setting's random stragglers."""
+        v = self.raw.get("speeds")
+        self.speeds = None
+        if v is None:
+            return
+        if not isinstance(v, list) or not all(is_num(f) and 1 <= f <= 1000 for f in v):
+            self.err("speeds: an array of factors in [1, 1000] expected, got %s" % json.dumps(v))
+        if len(v) != self.nw:
+            self.err("speeds: %d factors for %d workers (one per worker, in the order of the workers)"
+                     % (len(v), self.nw))
+        for s in self.systems:
+            if s in ("rr-sync", "gloo"):
+                self.err("speeds: not supported by system %s yet (mlf-worker systems only: %s)"
+                         % (s, ", ".join(sorted(SCHEDULED | {"async"}))))
+        self.speeds = [num_str(f) for f in v]
     def _check_ranges(self, x):
         """Type and range of the optional numeric keys (RANGES) and of model (layer sizes)."""
         for k, (lo, lo_in, hi, integer, what) in RANGES.items():
@@ -261,7 +286,7 @@ class Experiment:
         need(self.tb)
         kinds = set(self.systems)
         torch = self.worker_program == "torch"
-        if kinds & {"mlfabric-a", "mlfabric-s", "async"}:
+        if kinds & (SCHEDULED | {"async"}):
             if not self.server:
                 raise ExperimentError("%s: no host with role server" % self.cluster)
             for k in ["mlf-dataplane", "mlf-tel", "mlf-ps"] + ([] if torch else ["mlf-worker"]):
@@ -274,7 +299,7 @@ class Experiment:
                 raise ExperimentError("missing %s" % self.torch_script)
         if "gloo" in kinds and not self.ips.get(self.workers[0]):
             raise ExperimentError('%s: host "%s" has no "ip" (the gloo master)' % (self.cluster, self.workers[0]))
-        if kinds & {"mlfabric-a", "mlfabric-s"}:
+        if kinds & SCHEDULED:
             if not self.sched:
                 raise ExperimentError("%s: no host with role scheduler" % self.cluster)
             need(os.path.join(self.build, "mlf-scheduler"))

@@ -173,7 +173,8 @@ class Runner:
         self.cur = c = {"sys": sys_, "sysdir": sysdir, "procs": procs, "runjson": {}, "drivers": [],
                         "argv": {}, "pending": [], "down": set()}
         open(os.path.join(sysdir, "pids.tsv"), "w").close()
-        mode = sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "async"
+        # ssp: MLfabric-A's scheduler and servers with its stale-synchronous gate (--ssp)
+        mode = sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ == "ssp" else "async"
         if e.key_file and not os.path.exists(e.key_file):
             # a fresh checkout: the cluster's secret is made here, once (docs/security.md)
             r = subprocess.run([os.path.join(e.root, "tools", "mlf-keygen"), e.key_file], capture_output=True, text=True)
@@ -212,6 +213,8 @@ class Runner:
             sched_extra += ["--verify-every", str(e.verify_every)]
         if e.repl_aggs:
             sched_extra += ["--replica-aggregators", ",".join(e.repl_aggs)]
+        if sys_ == "ssp":
+            sched_extra += ["--ssp", e.s["ssp_s"]]
         if e.repl_mode == "checkpoint":
             os.makedirs(os.path.join(sysdir, "checkpoint"), exist_ok=True)
             ps_extra = ["--checkpoint-every", str(e.ckpt_every), "--checkpoint-dir", os.path.join(sysdir, "checkpoint")]
@@ -304,6 +307,7 @@ class Runner:
                                 "--momentum", e.s["momentum"] if e.momentum_at == "worker" else "0",
                                 "--compute-s", e.s["compute_s"], "--seed", str(int(e.seed) * 1000 + i + 1),
                                 "--records", os.path.join(rec, h)] +
+                               (["--speed", "%s@%s" % (e.speeds[i], e.s["speeds_at_s"])] if e.speeds else []) +
                                (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
                                 if sharded and i == 0 else []))
                     self.start("worker@" + h, L("worker-%s.log" % h), *c["argv"]["worker@" + h])
