@@ -52,6 +52,9 @@ static void usage(FILE *f)
 		"  --ssp S              stale-synchronous parallel: a worker's pull (its next\n"
 		"                       iteration) waits while it is more than S iterations ahead\n"
 		"                       of the slowest live worker (default off; issue 12)\n"
+		"  --asp                adaptive SSP: the threshold follows the workers' iteration\n"
+		"                       rates, --asp-weak W while they are similar, up to --ssp S\n"
+		"  --asp-weak W         ASP's weak threshold (default 1)\n"
 		"  -v, --verbose        debug logging\n"
 		"  -h, --help           this text\n");
 }
@@ -88,6 +91,8 @@ int main(int argc, char **argv)
 		{ "max-updates-per-host", required_argument, 0, 'U' },
 		{ "max-pulls-per-host", required_argument, 0, 'P' },
 		{ "ssp", required_argument, 0, 'Z' },
+		{ "asp", no_argument, 0, 'A' },
+		{ "asp-weak", required_argument, 0, 'W' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct sched_config cfg;
 	const char *cluster = NULL;
@@ -125,6 +130,8 @@ int main(int argc, char **argv)
 		case 'U': bad |= num_arg("--max-updates-per-host", optarg, 1, 1e7, &d); cfg.max_upd_per_host = (int)d; break;
 		case 'P': bad |= num_arg("--max-pulls-per-host", optarg, 1, 1e7, &d); cfg.max_pulls_per_host = (int)d; break;
 		case 'Z': bad |= num_arg("--ssp", optarg, 0, 1e6, &d); cfg.ssp_s = (int)d; break;
+		case 'A': cfg.asp = 1; break;
+		case 'W': bad |= num_arg("--asp-weak", optarg, 0, 1e6, &d); cfg.asp_w = (int)d; break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -132,6 +139,15 @@ int main(int argc, char **argv)
 	}
 	if (bad)
 		return 2;
+	if (cfg.asp && cfg.ssp_s < 0) {
+		fprintf(stderr, "mlf-scheduler: --asp needs --ssp S (the largest threshold ASP may choose)\n");
+		return 2;
+	}
+	if (cfg.asp && cfg.asp_w > cfg.ssp_s) {
+		fprintf(stderr, "mlf-scheduler: --asp-weak %d is above --ssp %d (the weak threshold is the "
+			"smallest ASP uses)\n", cfg.asp_w, cfg.ssp_s);
+		return 2;
+	}
 	if (!cluster || optind < argc) {
 		fprintf(stderr, "mlf-scheduler: %s\n", cluster ? "unexpected argument" :
 			"--cluster FILE is required");

@@ -40,6 +40,7 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->max_upd_per_host = SCHED_MAX_UPD_PER_HOST;
 	cfg->max_pulls_per_host = SCHED_MAX_PULLS_PER_HOST;
 	cfg->ssp_s = -1;
+	cfg->asp_w = 1;
 }
 
 /* ---- the loop -------------------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include "proto.h"
 #include "sched_fail.h"
 #include "sched_repl.h"
+#include "sched_select.h"
 #include "sched_shard.h"
 #include "sched_status.h"
 #include "sched_xfer.h"
@@ -470,7 +471,7 @@ static void on_update(struct sched *s, int ci, const char *app, json_t *m, doubl
 		reply_err(s, ci, app, "update: field \"id\": update %" PRIu64 " is already known", u.id);
 		return;
 	}
-	s->hosts[u.worker].n_pushed++; /* one more iteration of this worker (--ssp) */
+	sched_ssp_count(s, u.worker, now); /* one more iteration of this worker (--ssp, --asp) */
 	int max = s->cfg.max_upd_per_host;
 	if (max > 0 && s->hosts[u.worker].held_upd >= max) {
 		/* dropped at once, not held: told to the worker like any drop (sched_fail_update) */

@@ -1,6 +1,7 @@
 /* sched_select.c - which pending updates and pulls a batch takes (§5.1 batching, §6 MLfabric-S, §10.3 held pulls). */
 #include "sched_select.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,14 +213,52 @@ int sched_select_hold_pulls(const struct sched *s, double now, const int *psel, 
 	return 1;
 }
 
+void sched_ssp_count(struct sched *s, int h, double now)
+{
+	struct sched_host *x = &s->hosts[h];
+
+	x->n_pushed++;
+	if (x->t_last_push > 0 && now > x->t_last_push) {
+		double r = 1.0 / (now - x->t_last_push);
+		x->iter_rate = x->iter_rate > 0 ? 0.8 * x->iter_rate + 0.2 * r : r;
+	}
+	x->t_last_push = now;
+}
+
+int sched_ssp_threshold(const struct sched *s, double *alpha)
+{
+	double lo = 0, hi = 0, a = 1;
+
+	if (alpha)
+		*alpha = 1;
+	if (s->cfg.ssp_s < 0 || !s->cfg.asp)
+		return s->cfg.ssp_s;
+	for (int j = 0; j < s->cl.n_hosts; j++) {
+		const struct sched_host *x = &s->hosts[j];
+		if (!(x->apps & SCHED_ROLE_WORKER) || !x->alive)
+			continue;
+		if (!(x->iter_rate > 0))
+			return s->cfg.asp_w; /* a worker without a rate yet: no signal, the weak threshold */
+		lo = lo == 0 || x->iter_rate < lo ? x->iter_rate : lo;
+		hi = x->iter_rate > hi ? x->iter_rate : hi;
+	}
+	a = lo > 0 ? hi / lo : 1;
+	if (alpha)
+		*alpha = a;
+	if (a < SCHED_ASP_ALPHA0)
+		return s->cfg.asp_w;
+	return a >= s->cfg.ssp_s ? s->cfg.ssp_s : (int)ceil(a);
+}
+
 int sched_ssp_allows(const struct sched *s, int h)
 {
 	uint64_t slowest = UINT64_MAX;
+	int thr = sched_ssp_threshold(s, NULL);
 
-	if (s->cfg.ssp_s < 0)
+	if (thr < 0)
 		return 1;
 	for (int j = 0; j < s->cl.n_hosts; j++)
 		if ((s->hosts[j].apps & SCHED_ROLE_WORKER) && s->hosts[j].alive && s->hosts[j].n_pushed < slowest)
 			slowest = s->hosts[j].n_pushed;
-	return slowest == UINT64_MAX || s->hosts[h].n_pushed <= slowest + (uint64_t)s->cfg.ssp_s;
+	return slowest == UINT64_MAX || s->hosts[h].n_pushed <= slowest + (uint64_t)thr;
 }

@@ -27,6 +27,21 @@ int sched_select_updates(struct sched *s, double now, int *sel, int max);
 void sched_select_planned(struct sched *s, double now, const int *sel, int n);
 
 /**
+ * sched_ssp_count - worker host @h announced an update at @now (CLOCK_REALTIME s): one more
+ * iteration on its SSP clock, and a sample of its iteration rate (ASP's load signal).
+ */
+void sched_ssp_count(struct sched *s, int h, double now);
+
+/**
+ * sched_ssp_threshold - the staleness threshold in iterations in force: --ssp S as given, or
+ * with --asp (asp-ieee-access2018 §III.C, eq. 4) alpha = fastest / slowest iteration rate of
+ * the live workers; alpha < SCHED_ASP_ALPHA0 (similar workers): the weak threshold --asp-weak W;
+ * otherwise min(S, ceil(alpha)): the more the workers differ, the more staleness is allowed.
+ * @alpha (may be NULL) receives alpha (1 before every worker has a rate). -1 when off.
+ */
+int sched_ssp_threshold(const struct sched *s, double *alpha);
+
+/**
  * sched_ssp_allows - stale-synchronous parallel (--ssp S; issue 12, asp-ieee-access2018 §III,
  * SSP with staleness threshold S): 1 when worker host @h may get the model for its next
  * iteration, i.e. its iteration clock (updates it announced, sched_host.n_pushed) is at most S

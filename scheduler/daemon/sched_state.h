@@ -19,6 +19,7 @@
  * small enough that deadlines (version + tau_max) and rate integrals (bytes * 8) cannot overflow */
 #define SCHED_MAX_BYTES (1ull << 40)        /* an update or model: 1 TiB */
 #define SCHED_MAX_VERSION (1ll << 53)       /* a model version (exact as a double) */
+#define SCHED_ASP_ALPHA0 1.5 /* ASP: rates within this ratio count as "similar" (alpha ~ 1) */
 /* The name both sides MAC for a status viewer: no host can have it (names never start with '-'). */
 #define SCHED_VIEWER_NAME "-viewer"
 #define SCHED_MAX_TAU (1ll << 31)           /* the delay bound, in versions */
@@ -58,6 +59,9 @@ struct sched_host {
 	int held_pulls;    /* entries of sched.pulls of its worker (recounted by sched_compact) */
 	uint64_t n_pushed; /* updates its worker announced since this scheduler started: the
 			    * worker's iteration clock of stale-synchronous parallel (--ssp) */
+	double t_last_push; /* CLOCK_REALTIME s of its worker's last update (0: none yet) */
+	double iter_rate;   /* its worker's iterations per second (EWMA of 1 / the time between
+			     * updates, weight 0.2): ASP's load signal (--asp) */
 };
 
 /** Life of an update (docs/fabric.md updates.jsonl fates). */
@@ -174,7 +178,12 @@ struct sched_config {
 				 * refused (0 = no limit) */
 	int ssp_s;              /* --ssp S: stale-synchronous parallel, a worker's pull waits while
 				 * it is more than S iterations ahead of the slowest live worker
-				 * (issue 12, asp-ieee-access2018 §III); -1 = off */
+				 * (issue 12, asp-ieee-access2018 §III); -1 = off. With --asp, the
+				 * largest threshold ASP may choose */
+	int asp;                /* --asp: adaptive SSP (asp-ieee-access2018 §III.C): the threshold
+				 * follows the workers' iteration rates (sched_ssp_threshold) */
+	int asp_w;              /* --asp-weak W: ASP's weak threshold, used while the workers'
+				 * rates differ by less than SCHED_ASP_ALPHA0 (default 1) */
 };
 
 /** Called after every plan_compute (tests inspect the batch the daemon built). */

@@ -124,6 +124,8 @@ class Validation(Tmp):
         self.bad("ssp_s: an integer >= 0 expected", ssp_s=1.5)
         self.bad("ssp_s: an integer >= 0 expected", ssp_s=-1)
         self.bad("speeds_at_s: a number >= 0 expected", speeds_at_s=-2)
+        self.assertEqual(self.exp(systems=["asp"], ssp_s=4, asp_w=2).s["asp_w"], "2")
+        self.bad("asp_w: 5 is above ssp_s 3", systems=["asp"], asp_w=5)
 
     def test_kill_scheduler(self):
         """kill-scheduler: MLfabric-A only, the scheduler host by default, not with chain replication."""

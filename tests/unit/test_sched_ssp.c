@@ -11,6 +11,8 @@
 #include "ctl.h"
 #include "sched_daemon.h"
 #include "sched_fake.h"
+#include "sched_select.h"
+#include "sched_state.h"
 
 static void ssp1(struct sched_config *c)
 {
@@ -102,6 +104,50 @@ START_TEST(off_holds_nothing)
 }
 END_TEST
 
+/*
+ * ASP's threshold (asp-ieee-access2018 §III.C, eq. 4) on a hand-made state: 3 live workers and a
+ * server host. Similar rates (alpha < 1.5): the weak threshold; alpha = 3.2: ceil(alpha) = 4;
+ * alpha = 10: capped at S = 6; a dead slow worker does not count; a worker without a rate yet:
+ * the weak threshold. The rates come from sched_ssp_count (EWMA of 1 / the update interval).
+ */
+START_TEST(asp_threshold_follows_rates)
+{
+	struct sched_host h[4] = { { .alive = 1, .apps = SCHED_ROLE_SERVER } };
+	struct sched s;
+	double alpha;
+
+	memset(&s, 0, sizeof(s));
+	s.cl.n_hosts = 4;
+	s.hosts = h;
+	s.cfg.ssp_s = 6;
+	s.cfg.asp = 1;
+	s.cfg.asp_w = 1;
+	for (int i = 1; i < 4; i++)
+		h[i] = (struct sched_host){ .alive = 1, .apps = SCHED_ROLE_WORKER };
+	ck_assert_int_eq(sched_ssp_threshold(&s, &alpha), 1); /* no rates yet */
+	/* every worker pushes every 0.1 s, the third every 0.12 s: alpha 1.2 */
+	for (int k = 0; k <= 10; k++) {
+		sched_ssp_count(&s, 1, 100 + k * 0.1);
+		sched_ssp_count(&s, 2, 100 + k * 0.1);
+		sched_ssp_count(&s, 3, 100 + k * 0.12);
+	}
+	ck_assert_uint_eq(h[1].n_pushed, 11);
+	ck_assert(h[1].iter_rate > 9.9 && h[1].iter_rate < 10.1);
+	ck_assert_int_eq(sched_ssp_threshold(&s, &alpha), 1);
+	ck_assert(alpha > 1.19 && alpha < 1.21);
+	h[3].iter_rate = 10 / 3.2; /* an interfering load on the third worker: alpha 3.2 */
+	ck_assert_int_eq(sched_ssp_threshold(&s, &alpha), 4);
+	h[3].iter_rate = 1; /* alpha 10: at most S */
+	ck_assert_int_eq(sched_ssp_threshold(&s, &alpha), 6);
+	h[3].alive = 0; /* the slow worker died: the others are similar again */
+	ck_assert_int_eq(sched_ssp_threshold(&s, &alpha), 1);
+	s.cfg.asp = 0; /* plain SSP: S whatever the rates */
+	ck_assert_int_eq(sched_ssp_threshold(&s, NULL), 6);
+	s.cfg.ssp_s = -1;
+	ck_assert_int_eq(sched_ssp_threshold(&s, NULL), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_ssp");
@@ -111,6 +157,7 @@ int main(void)
 	tcase_add_test(tc, ahead_worker_waits_for_slowest);
 	tcase_add_test(tc, dead_worker_holds_nobody);
 	tcase_add_test(tc, off_holds_nothing);
+	tcase_add_test(tc, asp_threshold_follows_rates);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -8,9 +8,10 @@ import os
 import re
 import shutil
 
-KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp"]
-# systems run by mlf-scheduler: ssp is MLfabric-A's scheduler with its stale-synchronous gate
-SCHEDULED = {"mlfabric-a", "mlfabric-s", "ssp"}
+KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp", "asp"]
+# systems run by mlf-scheduler: ssp and asp are MLfabric-A's scheduler with its (adaptive)
+# stale-synchronous gate
+SCHEDULED = {"mlfabric-a", "mlfabric-s", "ssp", "asp"}
 WORKER_PROGRAMS = ["c", "torch"]
 # the PyTorch example (worker_program "torch") and the interpreter that has torch (Debian's)
 TORCH_SCRIPT = os.path.join("examples", "torch_fashion_mnist.py")
@@ -27,7 +28,7 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
             "replication": None, "faults": None, "worker_program": "c",
             "scheduler_args": None, "shards": 1, "momentum_at": None,
-            "speeds": None, "speeds_at_s": 0, "ssp_s": 3}
+            "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -40,7 +41,8 @@ RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "batch_ms": (0, False, None, False, "a number > 0"),
           "t_lag": (0, True, None, False, "a number >= 0"),
           "speeds_at_s": (0, True, None, False, "a number >= 0"),
-          "ssp_s": (0, True, None, True, "an integer >= 0")}
+          "ssp_s": (0, True, None, True, "an integer >= 0"),
+          "asp_w": (0, True, None, True, "an integer >= 0")}
 MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
@@ -138,7 +140,7 @@ class Experiment:
         g = lambda k: num_str(x[k]) if k in x and x[k] is not None else OPTIONAL[k]
         self.s = {k: num_str(g(k)) for k in ["model", "batch", "lr", "momentum", "compute_s", "tau_max",
                                              "eval_every_s", "eval_images", "batch_ms", "t_lag",
-                                             "speeds_at_s", "ssp_s"]}
+                                             "speeds_at_s", "ssp_s", "asp_w"]}
         self.s["lr_sync"] = num_str(x["lr_sync"]) if x.get("lr_sync") is not None else self.s["lr"]
         for k in ["rate_scale", "period_s", "seed", "target_accuracy", "time_limit_s"]:
             self.s[k] = num_str(x[k])
@@ -159,6 +161,9 @@ class Experiment:
         start (mlf-worker --speed F@T), on top of the compute setting's random stragglers."""
         v = self.raw.get("speeds")
         self.speeds = None
+        if "asp" in self.systems and int(self.s["asp_w"]) > int(self.s["ssp_s"]):
+            self.err("asp_w: %s is above ssp_s %s (ASP's weak threshold is the smallest it uses, ssp_s the "
+                     "largest)" % (self.s["asp_w"], self.s["ssp_s"]))
         if v is None:
             return
         if not isinstance(v, list) or not all(is_num(f) and 1 <= f <= 1000 for f in v):

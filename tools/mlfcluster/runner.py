@@ -173,8 +173,8 @@ class Runner:
         self.cur = c = {"sys": sys_, "sysdir": sysdir, "procs": procs, "runjson": {}, "drivers": [],
                         "argv": {}, "pending": [], "down": set()}
         open(os.path.join(sysdir, "pids.tsv"), "w").close()
-        # ssp: MLfabric-A's scheduler and servers with its stale-synchronous gate (--ssp)
-        mode = sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ == "ssp" else "async"
+        # ssp, asp: MLfabric-A's scheduler and servers with its (adaptive) stale-synchronous gate
+        mode = sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ in ("ssp", "asp") else "async"
         if e.key_file and not os.path.exists(e.key_file):
             # a fresh checkout: the cluster's secret is made here, once (docs/security.md)
             r = subprocess.run([os.path.join(e.root, "tools", "mlf-keygen"), e.key_file], capture_output=True, text=True)
@@ -213,8 +213,10 @@ class Runner:
             sched_extra += ["--verify-every", str(e.verify_every)]
         if e.repl_aggs:
             sched_extra += ["--replica-aggregators", ",".join(e.repl_aggs)]
-        if sys_ == "ssp":
+        if sys_ in ("ssp", "asp"):
             sched_extra += ["--ssp", e.s["ssp_s"]]
+        if sys_ == "asp":
+            sched_extra += ["--asp", "--asp-weak", e.s["asp_w"]]
         if e.repl_mode == "checkpoint":
             os.makedirs(os.path.join(sysdir, "checkpoint"), exist_ok=True)
             ps_extra = ["--checkpoint-every", str(e.ckpt_every), "--checkpoint-dir", os.path.join(sysdir, "checkpoint")]
