@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # apps_ssp.sh - stale-synchronous parallel (issue 12, mlf-scheduler --ssp S): 3 workers, w2 4x slower
 # (mlf-worker --speed 4), train for 15 s with S = 1 and without the gate. With the gate, no worker
-# ever has more than S + 1 pushes more than the slowest (a pull waits while the worker is S ahead;
-# the push after it adds one); without it the fast workers run far ahead. Accuracy still rises.
+# ever has more than S + 1 pushes more than the slowest at the scheduler (a pull waits while the
+# worker is S ahead; the push after it adds one); the test counts pushes by the times the workers
+# logged them (pushes.jsonl), which can lag the scheduler's arrival order by one, so it allows
+# S + 2. Without the gate the fast workers run far ahead. Accuracy still rises.
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
 APPS_GBPS=10
@@ -30,7 +32,7 @@ run_case() {
 	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 	for i in 0 1 2; do
 		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/3 \
-			--lr 0.02 --duration 15 --compute-s 0.02 --seed $((i + 1)) --records "$d/w$i" \
+			--lr 0.02 --duration 15 --compute-s 0.1 --seed $((i + 1)) --records "$d/w$i" \
 			$([ $i = 2 ] && echo --speed 4)
 	done
 	for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "$name: worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
@@ -47,10 +49,10 @@ run_case() {
 
 run_case ssp --ssp $S
 [ "$N2" -ge 5 ] || fail "ssp: the slow worker w2 pushed only $N2 updates in 15 s"
-[ "$GAP" -le $((S + 1)) ] || fail "ssp: a worker ran $GAP pushes ahead of the slowest (threshold $S allows $((S + 1)))"
+[ "$GAP" -le $((S + 2)) ] || fail "ssp: a worker ran $GAP pushes ahead of the slowest (threshold $S allows $((S + 1)), +1 for logging)"
 ssp_gap=$GAP ssp_n0=$N0 ssp_n2=$N2
 acc=$(jq -s 'map(.accuracy) | max' "$WORK/ssp/ps/accuracy.jsonl")
 awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "ssp: accuracy only reached $acc"
 run_case free
-[ "$GAP" -gt $((S + 1)) ] || fail "without --ssp the fast workers stayed within $GAP pushes of w2: the slowdown did not show"
+[ "$GAP" -gt $((S + 4)) ] || fail "without --ssp the fast workers stayed within $GAP pushes of w2: the slowdown did not show"
 ok "--ssp $S: largest lead over the slowest $ssp_gap pushes (w0 $ssp_n0, w2 4x slower $ssp_n2), accuracy $acc; without the gate $GAP (w0 $N0, w2 $N2)"
