@@ -1,13 +1,14 @@
 # tools/cluster.mk - the experiment runner tools/mlf-cluster (Python package tools/mlfcluster/) and the fault scenarios tools/mlf-fault:
 # `make run` (the main job, conf/exp-default.json), `make bench-fabric` (C1-N1, C2-N1, C1-N2 with
-# MLfabric-A, Async and RR-Sync), `make bench-replication` (replication modes, div_max, server kills)
+# MLfabric-A, Async and RR-Sync), `make bench-replication` (replication modes, div_max, server kills),
+# `make bench-sync-models` (issue 12: SSP and ASP against MLfabric-A and Async)
 # and their tests.
 
 INTEG_TESTS += tests/integration/cluster_results.sh tests/integration/cluster_run.sh tests/integration/fabric_train.sh
 INTEG_TESTS += tests/integration/fault_kill_server.sh tests/integration/fault_kill_aggregator.sh \
                tests/integration/fault_kill_worker.sh tests/integration/fault_cut_link.sh \
                tests/integration/fault_loss_burst.sh tests/integration/fault_kill_scheduler.sh
-BENCHES     += bench-fabric bench-replication
+BENCHES     += bench-fabric bench-replication bench-sync-models
 
 # the Python unit tests of the runner and the fault driver (pure parts: rate schedule, results,
 # validation, fault accounting); the script installed under build/tests runs
@@ -19,12 +20,17 @@ $(BUILD)/tests/test_python: tests/python/run_tests.sh $(wildcard tests/python/*.
 
 UNIT_TESTS  += $(BUILD)/tests/test_python
 
-.PHONY: bench-fabric bench-replication fault-tests soak
+.PHONY: bench-fabric bench-replication bench-sync-models fault-tests soak
 bench-fabric: programs
 	bench/fabric_bench.sh
 
 bench-replication: programs
 	bench/replication_bench.sh
+
+# issue 12: the other papers' synchronization models side by side (so far ASP against SSP s=1,2,3,
+# MLfabric-A and Async, asp-ieee-access2018 §IV.B); SEEDS, TARGET, LIMIT override
+bench-sync-models: programs
+	bench/sync_models.sh
 
 # the six fault scenarios (tools/mlf-fault run NAME --quick), about 5 minutes
 fault-tests: programs

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""sync_models_summary.py RUN_ROOT TARGET - the table of bench/sync_models.sh: per run folder
+(<name>-seed<N>/) and system: time to TARGET, samples/s, the largest iteration lead of a worker
+over the slowest (from the workers' pushes.jsonl), CPU; then median and min-max per variant
+(system ssp is named ssp<S> after its run folder). Standard library only."""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def max_lead(recdir, workers):
+    """Largest (pushes of a worker - pushes of the slowest) over the run, by push times."""
+    ev = []
+    for w in workers:
+        try:
+            with open(os.path.join(recdir, w, "pushes.jsonl")) as f:
+                ev += [(json.loads(line)["t"], w) for line in f if line.strip()]
+        except (OSError, ValueError, KeyError):
+            return None
+    n = {w: 0 for w in workers}
+    lead = 0
+    for _, w in sorted(ev):
+        n[w] += 1
+        lead = max(lead, max(n.values()) - min(n.values()))
+    return lead
+
+
+def fmt(vals, f="%.1f"):
+    ok = [v for v in vals if v is not None and v != float("inf")]
+    if not vals:
+        return "-"
+    med = statistics.median([v if v is not None else float("inf") for v in vals])
+    m = "miss" if med == float("inf") else f % med
+    return "%s (%s-%s)" % (m, f % min(ok) if ok else "miss", f % max(ok) if len(ok) == len(vals) else "miss")
+
+
+def main():
+    root, target = sys.argv[1], float(sys.argv[2])
+    rows = {}
+    print("%-14s %-11s %8s %9s %10s %6s %6s" % ("run", "system", "reached", "t_target", "samples/s", "lead", "cpu"))
+    for d in sorted(glob.glob(os.path.join(root, "*-seed*"))):
+        if not os.path.isdir(d):
+            continue
+        res = load(os.path.join(d, "results.json")) or {}
+        exp = load(glob.glob(os.path.join(root, "exp-%s.json" % os.path.basename(d)))[0]) \
+            if glob.glob(os.path.join(root, "exp-%s.json" % os.path.basename(d))) else {}
+        batch = (exp or {}).get("batch", 32)
+        workers = (exp or {}).get("workers") or []
+        for sys_, v in sorted((res.get("systems") or {}).items()):
+            label = os.path.basename(d).split("-seed")[0] if sys_ == "ssp" else sys_
+            t = v.get("time_to_target_s") if v.get("reached") else None
+            wall = v.get("wall_s") or 0
+            sps = (v.get("iterations") or 0) * batch / wall if wall else 0
+            lead = max_lead(os.path.join(d, sys_, "records"), workers)
+            cpu = (v.get("cpu") or {}).get("machine_cores") if isinstance(v.get("cpu"), dict) else None
+            print("%-14s %-11s %8s %9s %10.0f %6s %6s" % (os.path.basename(d), label, t is not None,
+                                                        "%.1f" % t if t is not None else "miss", sps,
+                                                        lead if lead is not None else "-",
+                                                        "%.2f" % cpu if cpu is not None else "-"))
+            r = rows.setdefault(label, {"t": [], "sps": [], "lead": [], "cpu": []})
+            r["t"].append(t if t is not None else float("inf"))
+            r["sps"].append(sps)
+            r["lead"].append(lead)
+            r["cpu"].append(cpu)
+    print()
+    print("| system | time to %.2f s, median (min-max) | reached | samples/s | largest lead (iterations) | machine CPU (cores) |"
+          % target)
+    print("|---|---|---|---|---|---|")
+    for label in sorted(rows):
+        r = rows[label]
+        print("| %s | %s | %d/%d | %s | %s | %s |" % (
+            label, fmt(r["t"]), sum(1 for t in r["t"] if t != float("inf")), len(r["t"]), fmt(r["sps"], "%.0f"),
+            fmt([x for x in r["lead"] if x is not None], "%d"), fmt([x for x in r["cpu"] if x is not None], "%.2f")))
+
+
+if __name__ == "__main__":
+    main()
