@@ -25,6 +25,11 @@ tb_begin
 mv "$WORK0"/* "$WORK/" && rmdir "$WORK0"
 CLUSTER="$WORK/plain.json"
 random_file "$WORK/src" 24
+# the forger's switch port learns no addresses (port security, as a managed switch would have):
+# spoofed source MACs must not steer a's or b's frames to x, which would test the bridge's MAC
+# learning (an L2 hijack that no frame tag can stop) instead of the dataplanes' frame checks
+ip netns exec forge-sw bridge link set dev x learning off ||
+	fail "cannot turn off MAC learning on x's switch port"
 
 # transfer_under NAME ID FORGE-COMMANDS...: a 24 MiB transfer a -> b paced at 0.3 Gbit/s (~0.7 s) with
 # id ID while each forge command "AS TO KIND [ARGS]" runs from x; asserts byte-exact, ok at both ends.
