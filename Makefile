@@ -166,6 +166,24 @@ test: deps
 	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory unit-test integration-test
 
+# `make sanitize`: the C unit tests built with AddressSanitizer (leaks included) and
+# UndefinedBehaviorSanitizer into build-san/ and run; any report fails the target. The
+# mlf-scheduler subprocess of test_sched_bounds stays the plain build: that test measures its
+# memory, which ASan inflates (the daemon's code runs sanitized in test_sched*). CI runs it after
+# `make test` (docs/fuzzing.md).
+SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	      -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
+SAN_TESTS = $(filter-out %/test_python %/test_install %/test_mlf_plan,$(UNIT_TESTS))
+.PHONY: sanitize sanitize-run
+sanitize: $(BUILD)/mlf-scheduler
+	@$(MAKE) --no-print-directory BUILD=build-san CFLAGS="$(SAN_CFLAGS)" \
+	  SAN_SCHEDULER=$(CURDIR)/$(BUILD)/mlf-scheduler sanitize-run
+sanitize-run: $(SAN_TESTS)
+	@fail=0; for t in $(SAN_TESTS); do echo "== $$t"; \
+	  MLF_SCHEDULER=$(SAN_SCHEDULER) ASAN_OPTIONS=detect_leaks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $$t || { echo "SANITIZER/TEST FAILURE: $$t"; fail=1; }; done; \
+	if [ $$fail -ne 0 ]; then echo "SANITIZE FAILED"; exit 1; fi; echo "sanitize: every unit test clean under ASan+UBSan"
+
 # The README's main job: install what is missing, build, train on the emulated cluster.
 run: deps
 	@$(MAKE) --no-print-directory programs

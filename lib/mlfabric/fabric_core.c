@@ -850,6 +850,7 @@ void mlf_close(mlf_t *f)
 	close(f->wake[0]);
 	close(f->wake[1]);
 	cluster_free(&f->cl);
+	json_decref(f->reg_msg); /* the registration kept for re-registering (make sanitize found it) */
 	pthread_mutex_destroy(&f->lock);
 	pthread_cond_destroy(&f->cond);
 	free(f);

@@ -73,7 +73,8 @@ static int carry_link(const struct sched *s, int host, int up, double cap, doubl
 		if (on_link(&s->xfers[i], host, up))
 			res -= sched_xfer_rate_at(&s->xfers[i], now_s);
 	*at_now = res > 0 ? res : 0;
-	qsort(bp, (size_t)n_bp, sizeof(*bp), cmp_double);
+	if (n_bp > 1)
+		qsort(bp, (size_t)n_bp, sizeof(*bp), cmp_double); /* bp is NULL when empty */
 	double last = *at_now;
 	for (int b = 0; b < n_bp; b++) {
 		if (b > 0 && bp[b] == bp[b - 1])

@@ -206,6 +206,11 @@ int sched_shard_fill(struct sched *s, struct plan_batch *b)
 	b->n_aggregators = na;
 	b->n_distributors = 0;
 	b->v_init = g->ordered;
+	if (b->n_updates == 0) {
+		free(sh); /* a batch of pulls only: nothing holds the shard legs (freed per batch before:
+			   * sched_shard_free_batch frees them through updates[0]; make sanitize found it) */
+		sh = NULL;
+	}
 	for (int i = 0; i < b->n_updates; i++) {
 		b->updates[i].shards = sh + (size_t)i * (size_t)S;
 		b->updates[i].n_shards = S;

@@ -198,11 +198,13 @@ START_TEST(trained_tiny_model_beats_chance)
 	ck_assert_double_eq_tol(acc, mlp_accuracy(&s, m.w, te.pixels, te.labels, te.n), 1e-12);
 	ck_assert_int_eq(train_eval(&s, m.w, &te, 100, &acc, &loss), 0);
 	ck_assert_double_eq_tol(acc, mlp_accuracy(&s, m.w, te.pixels, te.labels, 100), 1e-12);
+	idx_free(&te);
 	/* the error of a missing data directory names the file */
 	ck_assert_int_eq(train_load("/nonexistent", 1, 0, &te, err, sizeof(err)), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/t10k-images"));
 	free(x);
 	free(g);
+	idx_free(&tr);
 	train_model_free(&m);
 	idx_free(&tr);
 	idx_free(&te);
