@@ -448,9 +448,11 @@ out:
 static void remove_pulls(struct sched *s, const int *psel, int n)
 {
 	int k = 0, j = 0;
+	double now = clock_real_s();
 
 	for (int i = 0; i < s->n_pulls; i++) {
 		if (j < n && psel[j] == i) {
+			s->hosts[s->pulls[i].worker].t_pull_planned = now; /* ASP: its iteration starts */
 			j++;
 			continue;
 		}

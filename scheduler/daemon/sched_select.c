@@ -218,8 +218,11 @@ void sched_ssp_count(struct sched *s, int h, double now)
 	struct sched_host *x = &s->hosts[h];
 
 	x->n_pushed++;
-	if (x->t_last_push > 0 && now > x->t_last_push) {
-		double r = 1.0 / (now - x->t_last_push);
+	/* the iteration began when its model was sent (after any wait at the gate), or at its last
+	 * update when it did not pull (sync mode's first model, a worker that skips pulls) */
+	double from = x->t_pull_planned > x->t_last_push ? x->t_pull_planned : x->t_last_push;
+	if (x->t_last_push > 0 && now > from) {
+		double r = 1.0 / (now - from);
 		x->iter_rate = x->iter_rate > 0 ? 0.8 * x->iter_rate + 0.2 * r : r;
 	}
 	x->t_last_push = now;

@@ -28,7 +28,9 @@ void sched_select_planned(struct sched *s, double now, const int *sel, int n);
 
 /**
  * sched_ssp_count - worker host @h announced an update at @now (CLOCK_REALTIME s): one more
- * iteration on its SSP clock, and a sample of its iteration rate (ASP's load signal).
+ * iteration on its SSP clock, and a sample of its working iteration rate (ASP's load signal):
+ * 1 / the time since its model was sent or its last update, whichever is later, so waits at
+ * the gate do not make a throttled fast worker look slow.
  */
 void sched_ssp_count(struct sched *s, int h, double now);
 

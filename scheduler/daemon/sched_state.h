@@ -60,8 +60,11 @@ struct sched_host {
 	uint64_t n_pushed; /* updates its worker announced since this scheduler started: the
 			    * worker's iteration clock of stale-synchronous parallel (--ssp) */
 	double t_last_push; /* CLOCK_REALTIME s of its worker's last update (0: none yet) */
-	double iter_rate;   /* its worker's iterations per second (EWMA of 1 / the time between
-			     * updates, weight 0.2): ASP's load signal (--asp) */
+	double t_pull_planned; /* CLOCK_REALTIME s its worker's last pull was planned (answered) */
+	double iter_rate;   /* its worker's iterations per second while working: EWMA (weight 0.2)
+			     * of 1 / (update arrival - the later of its last update and its last
+			     * answered pull), so time held at the SSP gate does not count: ASP's
+			     * load signal (--asp) */
 };
 
 /** Life of an update (docs/fabric.md updates.jsonl fates). */

@@ -135,6 +135,11 @@ START_TEST(asp_threshold_follows_rates)
 	ck_assert(h[1].iter_rate > 9.9 && h[1].iter_rate < 10.1);
 	ck_assert_int_eq(sched_ssp_threshold(&s, &alpha), 1);
 	ck_assert(alpha > 1.19 && alpha < 1.21);
+	/* a fast worker held 5 s at the gate: its model is sent at 106, its update comes 0.1 s
+	 * later: the sample is 10/s (working time), not 1 / 5.1 s */
+	h[1].t_pull_planned = 106.0;
+	sched_ssp_count(&s, 1, 106.1);
+	ck_assert(h[1].iter_rate > 9.9 && h[1].iter_rate < 10.1);
 	h[3].iter_rate = 10 / 3.2; /* an interfering load on the third worker: alpha 3.2 */
 	ck_assert_int_eq(sched_ssp_threshold(&s, &alpha), 4);
 	h[3].iter_rate = 1; /* alpha 10: at most S */
