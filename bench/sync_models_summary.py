@@ -2,7 +2,8 @@
 """sync_models_summary.py RUN_ROOT TARGET - the table of bench/sync_models.sh: per run folder
 (<name>-seed<N>/) and system: time to TARGET, samples/s, the largest iteration lead of a worker
 over the slowest (from the workers' pushes.jsonl), CPU; then median and min-max per variant
-(system ssp is named ssp<S> after its run folder). Standard library only."""
+(the systems of ref-seed<N> folders by name, any other folder's one system by the folder's name,
+e.g. ssp1 for SSP with s = 1). Standard library only."""
 import glob
 import json
 import os
@@ -57,7 +58,8 @@ def main():
         batch = (exp or {}).get("batch", 32)
         workers = (exp or {}).get("workers") or []
         for sys_, v in sorted((res.get("systems") or {}).items()):
-            label = os.path.basename(d).split("-seed")[0] if sys_ == "ssp" else sys_
+            prefix = os.path.basename(d).split("-seed")[0]
+            label = sys_ if prefix == "ref" else prefix  # single-system folders: ssp1, ssp2, ...
             t = v.get("time_to_target_s") if v.get("reached") else None
             wall = v.get("wall_s") or 0
             sps = (v.get("iterations") or 0) * batch / wall if wall else 0
