@@ -104,7 +104,7 @@ FRAGMENTS := lib/lib.mk apps/learn/learn.mk scheduler/planner/planner.mk \
 	     scheduler/planner/io/io.mk scheduler/daemon/daemon.mk dataplane/dataplane.mk \
 	     aggregator/aggregator.mk apps/apps.mk tools/testbed.mk tools/cluster.mk \
 	     tests/tests.mk bench/bench.mk bench/bench-dataplane.mk bench/vec.mk \
-	     python/python.mk bench/torch.mk
+	     python/python.mk bench/torch.mk tests/fuzz/fuzz.mk
 include $(FRAGMENTS)
 
 programs: $(PROGRAMS)
