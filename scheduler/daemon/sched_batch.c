@@ -643,7 +643,7 @@ int sched_batch_tick(struct sched *s, double now)
 	double t2 = clock_mono_s();
 	if (rc) {
 		log_err("batch %d: plan_compute refused the batch (%d updates, %d pulls): %s",
-			s->batch_no + 1, n_sel, n_psel, strerror(-rc));
+			s->batch_no + 1, n_sel, n_psel, p.error[0] ? p.error : strerror(-rc));
 		if (rc == -EINVAL && b.replica >= 0) /* e.g. no capacity towards the replica */
 			sched_repl_stale(s, "the planner refused the batch with the replica");
 		goto out;

@@ -17,12 +17,12 @@
 #define SCHED_XFER_FRESH (1ull << 62) /* scheduler-chosen transfer ids: 1 << 62 | counter */
 /* Ranges of the numbers hosts send (docs/control.md "Limits"): far beyond any real value, and
  * small enough that deadlines (version + tau_max) and rate integrals (bytes * 8) cannot overflow */
-#define SCHED_MAX_BYTES (1ull << 40)        /* an update or model: 1 TiB */
-#define SCHED_MAX_VERSION (1ll << 53)       /* a model version (exact as a double) */
+#define SCHED_MAX_BYTES PLAN_MAX_BYTES      /* an update or model: 1 TiB (plan.h: one limit) */
+#define SCHED_MAX_VERSION PLAN_MAX_VERSION  /* a model version (exact as a double) */
 #define SCHED_ASP_ALPHA0 1.5 /* ASP: rates within this ratio count as "similar" (alpha ~ 1) */
 /* The name both sides MAC for a status viewer: no host can have it (names never start with '-'). */
 #define SCHED_VIEWER_NAME "-viewer"
-#define SCHED_MAX_TAU (1ll << 31)           /* the delay bound, in versions */
+#define SCHED_MAX_TAU PLAN_MAX_TAU          /* the delay bound, in versions */
 #define SCHED_MAX_STEPS 256       /* rate steps per command (lib/appmsg.h) */
 #define SCHED_MAX_UPD_PER_HOST 4096  /* --max-updates-per-host default */
 #define SCHED_MAX_PULLS_PER_HOST 1024 /* --max-pulls-per-host default */

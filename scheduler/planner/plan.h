@@ -165,6 +165,16 @@ struct plan_commit {
 	int64_t version;        /* version after applying it (an aggregate of m adds m) */
 };
 
+#define PLAN_ERROR_MAX 240 /* bytes of struct plan.error, NUL included */
+
+/* Ranges of a batch's numbers, the same for the daemon (which refuses them in control messages,
+ * docs/control.md "Limits") and mlf-plan (plan_compute refuses a batch outside them, naming the
+ * field): far beyond any real value, small enough that deadlines (version + tau_max) and rate
+ * integrals (bytes * 8) cannot overflow. */
+#define PLAN_MAX_BYTES (1ull << 40)  /* an update, a shard or the model: 1 TiB */
+#define PLAN_MAX_VERSION (1ll << 53) /* a model version (exact as a double) */
+#define PLAN_MAX_TAU (1ll << 31)     /* the delay bound, in versions */
+
 /** The plan for one batch. Every array is owned by the plan (plan_free()). */
 struct plan {
 	int n_order;
@@ -183,6 +193,8 @@ struct plan {
 	int *punted;            /* update indexes whose replica copy waits for the next batch */
 	double divergence_bound; /* estimate of ||w_s - w_r||_2 at the last server commit (eq. 11) */
 	double plan_ms;         /* filled by the caller that timed plan_compute() */
+	char error[PLAN_ERROR_MAX]; /* when plan_compute fails: one line naming the field or the
+				     * condition (e.g. "now_s: ..."), for mlf-plan and the daemon */
 };
 
 /** Implementation choice, so benchmarks can compare the optimised planner with the plain one. */

@@ -44,6 +44,7 @@ struct planwork {
 	int cap_commits, cap_replica_commits, cap_punted;
 	struct netstate_profile prof;    /* scratch profile */
 	double *max_down_gbps;           /* per host: the largest capacity its downlink ever has */
+	char error[PLAN_ERROR_MAX];      /* why the plan failed (one line), copied to plan.error */
 };
 
 /**

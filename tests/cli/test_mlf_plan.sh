@@ -80,6 +80,16 @@ expect_bad 1 "$tmp/no/dir/plan.json: No such file or directory" --in conf/plan-f
   --out "$tmp/no/dir/plan.json"
 expect_bad 2 '--impl: expected fast or simple, got "quick"' --impl quick --in conf/plan-fig1.json
 expect_bad 2 'unexpected argument "conf/plan-fig1.json"' conf/plan-fig1.json
+# issue 14: the planner's own refusals name the field (before: "Cannot allocate memory" for a
+# negative now_s, "Invalid argument" for a replica link down for good, bytes 2^62 accepted)
+jq '.now_s = -5 | .updates[].ready_s = -5' conf/plan-replication.json >"$tmp/negnow.json"
+expect_bad 2 'now_s: must be >= 0 seconds, got -5' --in "$tmp/negnow.json"
+jq '.capacity_changes = [{"link": "rep.down", "at_s": 9.0, "gbps": 0}]' conf/plan-replication.json >"$tmp/repdown.json"
+expect_bad 2 'replica rep: no replica commit keeps the divergence within div_max 1.2: its downlink or the path to it carries too little (at 0 Gbit/s for good: nothing)' --in "$tmp/repdown.json"
+sed 's/"bytes": 40000000, "version": 2998/"bytes": 4611686018427387904, "version": 2998/' conf/plan-replication.json >"$tmp/huge.json"
+expect_bad 2 'updates[1].bytes: out of range (1..1099511627776)' --in "$tmp/huge.json"
+sed 's/"tau_max": 6/"tau_max": 4294967296/' conf/plan-replication.json >"$tmp/tau.json"
+expect_bad 2 'tau_max: out of range (0..2147483648), got 4294967296' --in "$tmp/tau.json"
 "$MLF_PLAN" <"$tmp/host.json" >/dev/null 2>"$tmp/err"
 grep -qF 'stdin: updates[1].worker' "$tmp/err" || fail "stdin errors do not say stdin"
 

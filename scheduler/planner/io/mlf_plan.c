@@ -227,7 +227,7 @@ int main(int argc, char **argv)
 	t0 = 1e3 * clock_mono_s();
 	rc = plan_compute(&batch, impl, &plan);
 	if (rc) {
-		fprintf(stderr, "mlf-plan: %s: planning failed: %s\n", strcmp(in, "-") ? in : "stdin",
+		fprintf(stderr, "mlf-plan: %s: %s\n", strcmp(in, "-") ? in : "stdin", plan.error[0] ? plan.error :
 			strerror(-rc));
 		planio_batch_free(&batch);
 		return rc == -EINVAL ? EXIT_BAD_INPUT : EXIT_FAILED;
