@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "aggregate.h"
@@ -74,47 +73,46 @@ static int batch_ok(const struct plan_batch *b, struct planwork *pw)
 
 	/* the limits the daemon applies to control messages (plan.h), with its messages */
 	if (b->tau_max < 0 || b->tau_max > PLAN_MAX_TAU) {
-		snprintf(pw->error, sizeof(pw->error), "tau_max: out of range (0..%lld), got %lld",
-			 (long long)PLAN_MAX_TAU, (long long)b->tau_max);
+		planwork_err(pw->error, sizeof(pw->error), "sdsd", "tau_max: out of range (0..",
+			     (long long)PLAN_MAX_TAU, "), got ", (long long)b->tau_max);
 		return 0;
 	}
 	if (b->v_init < -PLAN_MAX_VERSION || b->v_init > PLAN_MAX_VERSION || b->model_bytes > PLAN_MAX_BYTES) {
-		snprintf(pw->error, sizeof(pw->error), "%s: out of range (%s %lld)",
-			 b->model_bytes > PLAN_MAX_BYTES ? "model_bytes" : "v_init",
-			 b->model_bytes > PLAN_MAX_BYTES ? "at most" : "magnitude at most",
-			 b->model_bytes > PLAN_MAX_BYTES ? (long long)PLAN_MAX_BYTES : (long long)PLAN_MAX_VERSION);
+		planwork_err(pw->error, sizeof(pw->error), "s", b->model_bytes > PLAN_MAX_BYTES ?
+			     "model_bytes: out of range (at most 1099511627776)" :
+			     "v_init: out of range (magnitude at most 2^53)");
 		return 0;
 	}
 	for (i = 0; i < b->n_updates && b->updates; i++) {
 		const struct plan_update *u = &b->updates[i];
 		if (u->bytes > PLAN_MAX_BYTES || u->version < -PLAN_MAX_VERSION || u->version > PLAN_MAX_VERSION) {
-			snprintf(pw->error, sizeof(pw->error), "updates[%d].%s: out of range (%s)", i,
-				 u->bytes > PLAN_MAX_BYTES ? "bytes" : "version",
-				 u->bytes > PLAN_MAX_BYTES ? "1..1099511627776" : "magnitude at most 2^53");
+			planwork_err(pw->error, sizeof(pw->error), "sds", "updates[", (long long)i,
+				     u->bytes > PLAN_MAX_BYTES ? "].bytes: out of range (1..1099511627776)" :
+				     "].version: out of range (magnitude at most 2^53)");
 			return 0;
 		}
 		for (int k = 0; k < u->n_shards && u->shards; k++)
 			if (u->shards[k].bytes > PLAN_MAX_BYTES) {
-				snprintf(pw->error, sizeof(pw->error), "updates[%d].shards[%d].bytes: out of range "
-					 "(1..1099511627776)", i, k);
+				planwork_err(pw->error, sizeof(pw->error), "sdsds", "updates[", (long long)i,
+					     "].shards[", (long long)k, "].bytes: out of range (1..1099511627776)");
 				return 0;
 			}
 	}
 	/* times are seconds from the batch origin (docs/plan-format.md): never before 0 */
 	if (isfinite(b->now_s) && b->now_s < 0) {
-		snprintf(pw->error, sizeof(pw->error), "now_s: must be >= 0 seconds, got %g", b->now_s);
+		planwork_err(pw->error, sizeof(pw->error), "sg", "now_s: must be >= 0 seconds, got ", b->now_s);
 		return 0;
 	}
 	for (i = 0; i < b->n_updates; i++)
 		if (b->updates && isfinite(b->updates[i].ready_s) && b->updates[i].ready_s < 0) {
-			snprintf(pw->error, sizeof(pw->error), "updates[%d].ready_s: must be >= 0 seconds, got %g",
-				 i, b->updates[i].ready_s);
+			planwork_err(pw->error, sizeof(pw->error), "sdsg", "updates[", (long long)i,
+				     "].ready_s: must be >= 0 seconds, got ", b->updates[i].ready_s);
 			return 0;
 		}
 	for (i = 0; i < b->n_pulls; i++)
 		if (b->pulls && isfinite(b->pulls[i].ready_s) && b->pulls[i].ready_s < 0) {
-			snprintf(pw->error, sizeof(pw->error), "pulls[%d].ready_s: must be >= 0 seconds, got %g",
-				 i, b->pulls[i].ready_s);
+			planwork_err(pw->error, sizeof(pw->error), "sdsg", "pulls[", (long long)i,
+				     "].ready_s: must be >= 0 seconds, got ", b->pulls[i].ready_s);
 			return 0;
 		}
 	if (b->n_hosts <= 0 || !b->hosts || b->n_servers < 1 ||
@@ -233,14 +231,14 @@ int plan_compute(const struct plan_batch *b, enum plan_impl impl, struct plan *o
 	pw.impl = impl;
 	pw.out = out;
 	if (!b || (impl != PLAN_IMPL_FAST && impl != PLAN_IMPL_SIMPLE) || !batch_ok(b, &pw)) {
-		snprintf(out->error, sizeof(out->error), "%s",
-			 pw.error[0] ? pw.error : "batch: inconsistent (an index out of range, no server, a "
-						  "capacity or time that is not a finite number >= 0)");
+		planwork_err(out->error, sizeof(out->error), "s",
+			     pw.error[0] ? pw.error : "batch: inconsistent (an index out of range, no server, a "
+						      "capacity or time that is not a finite number >= 0)");
 		return -EINVAL;
 	}
 	rc = netstate_init(&net, b);
 	if (rc) {
-		snprintf(out->error, sizeof(out->error), "network state: %s", strerror(-rc));
+		planwork_err(out->error, sizeof(out->error), "ss", "network state: ", strerror(-rc));
 		return rc;
 	}
 	pw.max_down_gbps = max_down(b);
@@ -284,9 +282,9 @@ out:
 	if (rc) {
 		plan_free(out);
 		if (pw.error[0])
-			snprintf(out->error, sizeof(out->error), "%s", pw.error);
+			planwork_err(out->error, sizeof(out->error), "s", pw.error);
 		else
-			snprintf(out->error, sizeof(out->error), "planning failed: %s", strerror(-rc));
+			planwork_err(out->error, sizeof(out->error), "ss", "planning failed: ", strerror(-rc));
 	}
 	return rc;
 }

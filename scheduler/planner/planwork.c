@@ -1,6 +1,9 @@
 /* planwork.c - jobs (one leg per shard, eq. 18) and the growing plan arrays of plan_compute(). */
 #include "planwork.h"
 
+#include <math.h>
+#include <stdarg.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -112,4 +115,86 @@ double planwork_job_reserve(struct planwork *pw, struct netstate *net,
 		last = planwork_max(last, end);
 	}
 	return last;
+}
+
+static void err_put(char *buf, size_t len, size_t *n, const char *s)
+{
+	while (*s && *n + 1 < len)
+		buf[(*n)++] = *s++;
+	buf[*n] = '\0';
+}
+
+static void err_int(char *buf, size_t len, size_t *n, long long v)
+{
+	char d[24];
+	int k = 0;
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+
+	do
+		d[k++] = (char)('0' + u % 10);
+	while ((u /= 10) && k < 23);
+	if (v < 0)
+		d[k++] = '-';
+	while (k > 0 && *n + 1 < len)
+		buf[(*n)++] = d[--k];
+	buf[*n] = '\0';
+}
+
+static void err_num(char *buf, size_t len, size_t *n, double x)
+{
+	if (!isfinite(x)) {
+		err_put(buf, len, n, x != x ? "nan" : x > 0 ? "inf" : "-inf");
+		return;
+	}
+	if (x == (double)(long long)x && fabs(x) < 9e15) {
+		err_int(buf, len, n, (long long)x);
+		return;
+	}
+	if (fabs(x) >= 9e15) {
+		err_put(buf, len, n, x < 0 ? "-huge" : "huge");
+		return;
+	}
+	if (x < 0) {
+		err_put(buf, len, n, "-");
+		x = -x;
+	}
+	long long ip = (long long)x, fr = llround((x - (double)ip) * 1e6);
+	if (fr >= 1000000) {
+		ip++;
+		fr -= 1000000;
+	}
+	err_int(buf, len, n, ip);
+	if (fr) {
+		char d[8];
+		int k = 6;
+		d[6] = '\0';
+		while (k-- > 0) {
+			d[k] = (char)('0' + fr % 10);
+			fr /= 10;
+		}
+		for (k = 5; k > 0 && d[k] == '0'; k--)
+			d[k] = '\0';
+		err_put(buf, len, n, ".");
+		err_put(buf, len, n, d);
+	}
+}
+
+void planwork_err(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n = 0;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	va_start(ap, fmt);
+	for (; *fmt; fmt++) {
+		if (*fmt == 's')
+			err_put(buf, len, &n, va_arg(ap, const char *));
+		else if (*fmt == 'g')
+			err_num(buf, len, &n, va_arg(ap, double));
+		else if (*fmt == 'd')
+			err_int(buf, len, &n, va_arg(ap, long long));
+	}
+	va_end(ap);
 }

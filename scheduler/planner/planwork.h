@@ -86,4 +86,12 @@ int planwork_add_transfer(struct planwork *pw, const struct planwork_tag *tag, i
 /** planwork_max - the larger of two doubles. */
 static inline double planwork_max(double a, double b) { return a > b ? a : b; }
 
+/**
+ * planwork_err - append to the planner's one-line error @buf (@len bytes, always NUL-terminated)
+ * the strings and numbers of @fmt: each 's' in @fmt takes a const char * argument, each 'g' a
+ * double (written as an integer when it is one, else with up to 6 decimals), each 'd' a long long.
+ * The planner builds its messages with it because it has no stdio (docs/architecture.md).
+ */
+void planwork_err(char *buf, size_t len, const char *fmt, ...);
+
 #endif

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -272,9 +271,10 @@ int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_r
 			    b->div_max)
 				break;
 		if (i >= rres.n_items || sres->n_items == 0) {
-			snprintf(pw->error, sizeof(pw->error), "replica %.32s: no replica commit keeps the "
-				 "divergence within div_max %g: its downlink or the path to it carries too "
-				 "little (at 0 Gbit/s for good: nothing)", b->hosts[b->replica].name, b->div_max);
+			planwork_err(pw->error, sizeof(pw->error), "sssgs", "replica ", b->hosts[b->replica].name,
+				     ": no replica commit keeps the divergence within div_max ", b->div_max,
+				     ": its downlink or the path to it carries too little (at 0 Gbit/s for good: "
+				     "nothing)");
 			rc = -EINVAL;
 			goto out;
 		}
@@ -320,8 +320,8 @@ int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_r
 			goto out;
 		}
 		if (end == INFINITY) {
-			snprintf(pw->error, sizeof(pw->error), "the last server transfer, delayed for the replica, "
-				 "can never finish (a link on its path is at 0 Gbit/s for good)");
+			planwork_err(pw->error, sizeof(pw->error), "s", "the last server transfer, delayed for the "
+				     "replica, can never finish (a link on its path is at 0 Gbit/s for good)");
 			rc = -EINVAL;
 			goto out;
 		}
