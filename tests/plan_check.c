@@ -123,6 +123,62 @@ static enum plan_check_result check_indexes(struct ctx *c)
 }
 
 /* Every batch update is in exactly one of order/dropped (replica-only copies in neither). */
+/*
+ * Bytes link (@host, @dir) can carry from @from_s on when it ends at 0 Gbit/s for good (its last
+ * capacity change sets 0): the capacity integral up to that change. -1 when it never dies.
+ */
+static double bytes_until_dead(const struct plan_batch *b, int host, enum plan_link_dir dir, double from_s)
+{
+	double gbps = dir == PLAN_UP ? b->hosts[host].up_gbps : b->hosts[host].down_gbps, t = b->now_s;
+	double last_at = -INFINITY, last_gbps = gbps, bytes = 0, at_now = -INFINITY;
+
+	for (int i = 0; i < b->n_changes; i++) {
+		const struct plan_capacity_change *ch = &b->changes[i];
+		if (ch->host != host || ch->dir != dir)
+			continue;
+		if (ch->at_s >= last_at) {
+			last_at = ch->at_s;
+			last_gbps = ch->gbps;
+		}
+		if (ch->at_s <= t && ch->at_s >= at_now) { /* the capacity in force at now_s */
+			at_now = ch->at_s;
+			gbps = ch->gbps;
+		}
+	}
+	if (last_gbps > 0 || last_at == -INFINITY)
+		return -1;
+	/* walk the later steps in time order (changes are few: quadratic is fine for a checker) */
+	for (;;) {
+		int next = -1;
+		for (int i = 0; i < b->n_changes; i++) {
+			const struct plan_capacity_change *ch = &b->changes[i];
+			if (ch->host == host && ch->dir == dir && ch->at_s > t &&
+			    (next < 0 || ch->at_s < b->changes[next].at_s))
+				next = i;
+		}
+		double end = next < 0 ? t : b->changes[next].at_s;
+		double lo = t > from_s ? t : from_s;
+		if (end > lo)
+			bytes += gbps * 1e9 / 8 * (end - lo);
+		if (next < 0)
+			return bytes;
+		t = b->changes[next].at_s;
+		gbps = b->changes[next].gbps;
+	}
+}
+
+/* Sync mode (§6) applies every update of an iteration; the one exception the planner makes is an
+ * update that can never arrive: its worker's uplink or its server's downlink dies for good
+ * before carrying the update's bytes. */
+static int undeliverable(const struct plan_batch *b, const struct plan_update *u)
+{
+	int srv = b->servers[0];
+	double up = bytes_until_dead(b, u->worker, PLAN_UP, u->ready_s);
+	double down = bytes_until_dead(b, srv, PLAN_DOWN, u->ready_s);
+
+	return (up >= 0 && up < (double)u->bytes) || (down >= 0 && down < (double)u->bytes);
+}
+
 static enum plan_check_result check_partition(struct ctx *c)
 {
 	const struct plan_batch *b = c->b;
@@ -144,9 +200,10 @@ static enum plan_check_result check_partition(struct ctx *c)
 		if (!b->updates[u].replica_only && !seen[u])
 			r = fail(c, PLAN_CHECK_STRUCTURE, "update %s is in neither order nor "
 				 "dropped", uid(c, u));
-	if (!r && b->mode == PLAN_SYNC && p->n_dropped > 0)
-		r = fail(c, PLAN_CHECK_STRUCTURE, "sync mode drops no update, %s dropped",
-			 uid(c, p->dropped[0]));
+	for (int i = 0; i < p->n_dropped && !r && b->mode == PLAN_SYNC; i++)
+		if (!undeliverable(b, &b->updates[p->dropped[i]]))
+			r = fail(c, PLAN_CHECK_STRUCTURE, "sync mode drops no update it can deliver, %s "
+				 "dropped", uid(c, p->dropped[i]));
 	free(seen);
 	return r;
 }

@@ -405,6 +405,38 @@ START_TEST(test_fifo_capacity_step_and_ready)
 }
 END_TEST
 
+/*
+ * Issue 14: checker and planner agree on sync mode's one drop. w1's uplink dies for good at
+ * 0.01 s, before its 125 MB can leave: the planner drops it and the checker accepts that; the
+ * same plan checked against the batch without the link failure (the update deliverable) is
+ * refused. Before, the checker refused every sync drop.
+ */
+START_TEST(test_sync_drop_only_undeliverable)
+{
+	const char *doc =
+		"{\"mode\": \"sync\", \"hosts\": [{\"name\": \"w0\", \"up_gbps\": 10, \"down_gbps\": 10},"
+		" {\"name\": \"w1\", \"up_gbps\": 10, \"down_gbps\": 10},"
+		" {\"name\": \"ps\", \"up_gbps\": 10, \"down_gbps\": 10}], \"servers\": [\"ps\"], \"v_init\": 3,"
+		" \"capacity_changes\": [{\"link\": \"w1.up\", \"at_s\": 0.01, \"gbps\": 0}],"
+		" \"updates\": [{\"id\": \"a\", \"worker\": \"w0\", \"bytes\": 125000000},"
+		"  {\"id\": \"b\", \"worker\": \"w1\", \"bytes\": 125000000}]}";
+	struct plan_batch b;
+	struct plan p;
+	char err[PLANIO_ERR_MAX], msg[512];
+
+	ck_assert_msg(planio_read_string(doc, &b, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(plan_compute(&b, PLAN_IMPL_FAST, &p), 0);
+	ck_assert_int_eq(p.n_dropped, 1);
+	ck_assert_int_eq(p.dropped[0], 1);
+	ck_assert_msg(plan_check(&b, &p, msg, sizeof(msg)) == PLAN_CHECK_OK, "%s", msg);
+	b.n_changes = 0; /* the same plan for a batch where w1's link stays up: the drop is wrong */
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_STRUCTURE);
+	ck_assert_ptr_nonnull(strstr(msg, "drops no update it can deliver"));
+	plan_free(&p);
+	planio_batch_free(&b);
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
 	Suite *s = suite_create("plan_check");
@@ -418,6 +450,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_generator_paper_shape);
 	tcase_add_test(tc, test_fifo_fair_share);
 	tcase_add_test(tc, test_fifo_capacity_step_and_ready);
+	tcase_add_test(tc, test_sync_drop_only_undeliverable);
 	suite_add_tcase(s, tc);
 	return s;
 }
