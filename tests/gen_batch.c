@@ -76,8 +76,8 @@ void gen_params_variant(struct gen_params *p, enum gen_variant v)
 	int workers = p->n_updates / 2 > 2 ? p->n_updates / 2 : 2;
 
 	p->mode = v == GEN_SYNC ? PLAN_SYNC : PLAN_ASYNC;
-	p->n_servers = v == GEN_SHARDED ? 3 : 1;
-	p->n_pulls = v == GEN_PULLS ? workers / 2 + 1 : 0;
+	p->n_servers = v == GEN_SHARDED || v == GEN_SHARDED_PULLS ? 3 : 1;
+	p->n_pulls = v == GEN_PULLS || v == GEN_SHARDED_PULLS ? workers / 2 + 1 : 0;
 	p->n_distributors = v == GEN_PULLS ? 2 : 0;
 }
 
@@ -231,20 +231,27 @@ int gen_batch(const struct gen_params *p, struct plan_batch *b)
 	}
 
 	if (p->n_pulls > 0) {
-		int np = p->n_pulls;
+		/* A sharded model: one pull entry per shard, each that shard's copy (§10.2). */
+		int per = n_servers > 1 ? n_servers : 1, np = p->n_pulls * per;
 
 		b->model_bytes = (uint64_t)uniform_int(&s, (int64_t)p->min_bytes,
 						       (int64_t)p->max_bytes);
 		b->pulls = calloc((size_t)np, sizeof(*b->pulls));
 		b->n_distributors = workers - next < p->n_distributors ? workers - next
 								       : p->n_distributors;
+		if (n_servers > 1)
+			b->n_distributors = 0; /* trees are not planned for a sharded model */
 		b->distributors = pick(perm, &next, b->n_distributors);
 		if (!b->pulls || !b->distributors)
 			goto nomem;
 		for (int i = 0; i < np; i++) {
 			snprintf(b->pulls[i].id, sizeof(b->pulls[i].id), "p%d", i);
-			b->pulls[i].worker = i % workers;
+			b->pulls[i].worker = (i / per) % workers;
 			b->pulls[i].ready_s = uniform(&s, 0.0, p->max_ready_s, 1e-6);
+			if (per > 1) {
+				b->pulls[i].server = i % per;
+				b->pulls[i].bytes = b->model_bytes / (uint64_t)per + 1;
+			}
 		}
 		b->n_pulls = np;
 	}

@@ -15,6 +15,8 @@ enum gen_variant {
 	GEN_SYNC = 1,    /* MLfabric-S: one update per worker, all from version v_init (§6) */
 	GEN_SHARDED = 2, /* async, model sharded over 3 servers ps0..ps2 (§10.2) */
 	GEN_PULLS = 3,   /* async plus |U|/4 + 1 model pulls through 2 distributors (§10.3) */
+	GEN_SHARDED_PULLS = 4, /* sharded over 3 servers, |U|/4 + 1 pulls of one entry per shard
+				* (pull.server, pull.bytes), answered directly (§10.2) */
 };
 
 /**

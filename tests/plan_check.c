@@ -61,6 +61,12 @@ static double bytes_per_s(double gbps)
 	return gbps * 1e9 / 8.0;
 }
 
+/* The size of the copy that answers pull @q: its own (a shard's copy, §10.2) or model_bytes. */
+static uint64_t pull_bytes(const struct plan_batch *b, int q)
+{
+	return b->pulls[q].bytes ? b->pulls[q].bytes : b->model_bytes;
+}
+
 /* ---- structure ---- */
 
 static int in_range(int x, int n)
@@ -245,7 +251,7 @@ static enum plan_check_result check_transfer_bytes(struct ctx *c)
 			want = t->shard >= 0 && u->n_shards > 0 ? u->shards[t->shard].bytes
 								 : u->bytes;
 		} else if (t->kind == PLAN_CARRY_MODEL) {
-			want = b->model_bytes;
+			want = pull_bytes(b, t->carries);
 		}
 		if (want && t->bytes != want)
 			return fail(c, PLAN_CHECK_BYTES, "transfer t%d carries %llu bytes, its "
@@ -475,22 +481,69 @@ static enum plan_check_result check_causality(struct ctx *c)
  * may keep the copy it relays, even when that copy reached it before it asked: all pulls of a
  * batch get the same model.)
  */
+static int server_slot(const struct plan_batch *b, int h);
+
+/*
+ * Every pull is answered by a model copy to its worker carrying it (the copy a distributor
+ * receives may answer the distributor's own pull), or listed in `unanswered`, which a plan may
+ * do only when no copy can ever get through: the worker's downlink dies for good (ends at
+ * 0 Gbit/s) before carrying the copy's bytes, or the pull's server's uplink dies for good.
+ * A copy that leaves a server leaves the pull's own server (a shard's copy, §10.2).
+ */
 static enum plan_check_result check_pulls(struct ctx *c)
 {
 	const struct plan_batch *b = c->b;
 	const struct plan *p = c->p;
+	char *listed = calloc((size_t)b->n_pulls + 1, 1);
+	enum plan_check_result r = PLAN_CHECK_OK;
 
-	for (int q = 0; q < b->n_pulls; q++) {
+	if (!listed)
+		return fail(c, PLAN_CHECK_STRUCTURE, "out of memory");
+	for (int i = 0; i < p->n_unanswered && !r; i++) {
+		int q = p->unanswered[i];
+
+		if (!in_range(q, b->n_pulls) || (i > 0 && q <= p->unanswered[i - 1]))
+			r = fail(c, PLAN_CHECK_STRUCTURE, "unanswered[%d] out of range or not "
+				 "ascending", i);
+		else
+			listed[q] = 1;
+	}
+	for (int i = 0; i < p->n_transfers && !r; i++) {
+		const struct plan_transfer *t = &p->transfers[i];
+		int srv;
+
+		if (t->kind != PLAN_CARRY_MODEL)
+			continue;
+		srv = b->servers[b->pulls[t->carries].server];
+		if (server_slot(b, t->src) >= 0 && t->src != srv)
+			r = fail(c, PLAN_CHECK_CAUSALITY, "model transfer t%d for pull %s leaves "
+				 "server %s, the pull asks for %s's copy", i, b->pulls[t->carries].id,
+				 host(c, t->src), host(c, srv));
+		else if (listed[t->carries])
+			r = fail(c, PLAN_CHECK_STRUCTURE, "pull %s is unanswered but transfer t%d "
+				 "carries a copy for it", b->pulls[t->carries].id, i);
+	}
+	for (int q = 0; q < b->n_pulls && !r; q++) {
+		const struct plan_pull *pl = &b->pulls[q];
 		int answered = 0;
 
 		for (int i = 0; i < p->n_transfers && !answered; i++)
 			answered = p->transfers[i].kind == PLAN_CARRY_MODEL &&
-				   p->transfers[i].dst == b->pulls[q].worker;
-		if (!answered)
-			return fail(c, PLAN_CHECK_CAUSALITY, "pull %s: no model copy reaches %s",
-				    b->pulls[q].id, host(c, b->pulls[q].worker));
+				   p->transfers[i].carries == q && p->transfers[i].dst == pl->worker;
+		if (listed[q]) {
+			double down = bytes_until_dead(b, pl->worker, PLAN_DOWN, pl->ready_s);
+			double up = bytes_until_dead(b, b->servers[pl->server], PLAN_UP, pl->ready_s);
+
+			if (!((down >= 0 && down < (double)pull_bytes(b, q)) || up >= 0))
+				r = fail(c, PLAN_CHECK_CAUSALITY, "pull %s left unanswered although "
+					 "a copy can reach %s", pl->id, host(c, pl->worker));
+		} else if (!answered) {
+			r = fail(c, PLAN_CHECK_CAUSALITY, "pull %s: no model copy reaches %s",
+				 pl->id, host(c, pl->worker));
+		}
 	}
-	return PLAN_CHECK_OK;
+	free(listed);
+	return r;
 }
 
 /* ---- invariants 3 and 4: commit order, versions, delay ---- */
@@ -684,20 +737,74 @@ static enum plan_check_result check_replica(struct ctx *c)
 	return r;
 }
 
+/*
+ * A plan's times count from plan.origin_s (plan-format.md): @sb is @b with its times moved
+ * there too. The shift of nearby doubles is exact, so the checks keep their tolerances. (The
+ * planner has the same few lines in plan.c; they are repeated here on purpose: the checker
+ * shares no code with the planner.)
+ */
+static int shift_to_origin(const struct plan_batch *b, double origin, struct plan_batch *sb)
+{
+	*sb = *b;
+	sb->now_s -= origin;
+	sb->changes = malloc(((size_t)b->n_changes + 1) * sizeof(*b->changes));
+	sb->updates = malloc(((size_t)b->n_updates + 1) * sizeof(*b->updates));
+	sb->pulls = malloc(((size_t)b->n_pulls + 1) * sizeof(*b->pulls));
+	if (!sb->changes || !sb->updates || !sb->pulls)
+		return -1;
+	for (int i = 0; i < b->n_changes; i++) {
+		sb->changes[i] = b->changes[i];
+		sb->changes[i].at_s -= origin;
+	}
+	for (int i = 0; i < b->n_updates; i++) {
+		sb->updates[i] = b->updates[i];
+		sb->updates[i].ready_s -= origin;
+	}
+	for (int i = 0; i < b->n_pulls; i++) {
+		sb->pulls[i] = b->pulls[i];
+		sb->pulls[i].ready_s -= origin;
+	}
+	return 0;
+}
+
+static enum plan_check_result check_steps(struct ctx *c);
+
 enum plan_check_result plan_check(const struct plan_batch *batch, const struct plan *plan,
 				  char *msg, size_t msglen)
 {
+	struct plan_batch shifted;
 	struct ctx c = { .b = batch, .p = plan, .msg = msg, .msglen = msglen };
+	enum plan_check_result r = PLAN_CHECK_OK;
+
+	if (msglen)
+		msg[0] = '\0';
+	if (plan->origin_s == 0.0)
+		return check_steps(&c);
+	if (!(plan->origin_s == floor(plan->origin_s)) || plan->origin_s > batch->now_s)
+		return fail(&c, PLAN_CHECK_STRUCTURE, "origin_s %.17g is not a whole second at or "
+			    "before now_s %.17g", plan->origin_s, batch->now_s);
+	if (shift_to_origin(batch, plan->origin_s, &shifted))
+		r = fail(&c, PLAN_CHECK_STRUCTURE, "out of memory");
+	else {
+		c.b = &shifted;
+		r = check_steps(&c);
+	}
+	free(shifted.changes);
+	free(shifted.updates);
+	free(shifted.pulls);
+	return r;
+}
+
+static enum plan_check_result check_steps(struct ctx *c)
+{
 	enum plan_check_result (*const steps[])(struct ctx *) = {
 		check_indexes, check_partition, check_transfer_bytes, check_capacity,
 		check_causality, check_pulls, check_server_commits, check_replica,
 	};
 	enum plan_check_result r = PLAN_CHECK_OK;
 
-	if (msglen)
-		msg[0] = '\0';
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && !r; i++)
-		r = steps[i](&c);
+		r = steps[i](c);
 	return r;
 }
 

@@ -598,6 +598,38 @@ static void delays(const struct sched *s, const struct plan_batch *b, const stru
 	*mean = n ? sum / n : 0.0;
 }
 
+/*
+ * Take the pulls of @p's unanswered entries out of @psel (a sharded batch has one entry per
+ * shard, pull q's entries are q*S..q*S+S-1): they stay in s->pulls, with a warning naming the
+ * worker. Returns the new count.
+ */
+static int drop_unanswered(struct sched *s, const struct plan_batch *b, const struct plan *p,
+			   int *psel, int n_psel)
+{
+	int S = s->server.n_shards > 0 ? s->server.n_shards : 1, k = 0;
+	char *drop = calloc((size_t)n_psel + 1, 1);
+
+	if (!drop)
+		return 0; /* out of memory: plan no pull this time, they all stay queued */
+	for (int i = 0; i < p->n_unanswered; i++) {
+		int q = p->unanswered[i] / S;
+		if (q < 0 || q >= n_psel || drop[q])
+			continue;
+		drop[q] = 1;
+		if (s->pulls[psel[q]].unreachable)
+			continue;
+		s->pulls[psel[q]].unreachable = 1;
+		log_warn("batch %d: no model copy can reach %s (its downlink or the server's uplink "
+			 "is at 0 Gbit/s for good): pull %" PRIu64 " stays queued until it can", s->batch_no + 1,
+			 b->hosts[b->pulls[p->unanswered[i]].worker].name, s->pulls[psel[q]].id);
+	}
+	for (int q = 0; q < n_psel; q++)
+		if (!drop[q])
+			psel[k++] = psel[q];
+	free(drop);
+	return k;
+}
+
 int sched_batch_tick(struct sched *s, double now)
 {
 	if (s->server.host < 0 || !s->hosts[s->server.host].alive || !sched_shard_ready(s))
@@ -632,22 +664,38 @@ int sched_batch_tick(struct sched *s, double now)
 		n_psel = 0;
 	if (n_sel == 0 && n_psel == 0)
 		goto out;
-	rc = build_batch(s, now, sel, n_sel, n_car, psel, n_psel, &b);
-	if (rc) {
-		log_err("batch %d: building the batch (%d updates, %d pulls): %s", s->batch_no + 1,
-			n_sel, n_psel, strerror(-rc));
-		goto out;
+	double t1, t2;
+	for (int attempt = 0;; attempt++) {
+		rc = build_batch(s, now, sel, n_sel, n_car, psel, n_psel, &b);
+		if (rc) {
+			log_err("batch %d: building the batch (%d updates, %d pulls): %s",
+				s->batch_no + 1, n_sel, n_psel, strerror(-rc));
+			goto out;
+		}
+		t1 = clock_mono_s();
+		rc = plan_compute(&b, PLAN_IMPL_FAST, &p);
+		t2 = clock_mono_s();
+		if (rc) {
+			log_err("batch %d: plan_compute refused the batch (%d updates, %d pulls): %s",
+				s->batch_no + 1, n_sel, n_psel, p.error[0] ? p.error : strerror(-rc));
+			if (rc == -EINVAL && b.replica >= 0) /* e.g. no capacity towards the replica */
+				sched_repl_stale(s, "the planner refused the batch with the replica");
+			goto out;
+		}
+		if (p.n_unanswered == 0 || attempt > 0)
+			break;
+		/* Pulls no copy can reach (§10.3, plan.unanswered) stay queued for a later batch;
+		 * the batch is planned again without them (every shard of such a pull). */
+		n_psel = drop_unanswered(s, &b, &p, psel, n_psel);
+		plan_free(&p);
+		free_batch(&b);
+		memset(&b, 0, sizeof(b));
+		if (n_sel == 0 && n_psel == 0) {
+			rc = 0;
+			goto out;
+		}
 	}
-	double t1 = clock_mono_s();
-	rc = plan_compute(&b, PLAN_IMPL_FAST, &p);
-	double t2 = clock_mono_s();
-	if (rc) {
-		log_err("batch %d: plan_compute refused the batch (%d updates, %d pulls): %s",
-			s->batch_no + 1, n_sel, n_psel, p.error[0] ? p.error : strerror(-rc));
-		if (rc == -EINVAL && b.replica >= 0) /* e.g. no capacity towards the replica */
-			sched_repl_stale(s, "the planner refused the batch with the replica");
-		goto out;
-	}
+	plan_to_batch_time(&p); /* the daemon's times are seconds since s->t0: origin_s is 0 */
 	p.plan_ms = (t2 - t1) * 1e3;
 	s->batch_no++;
 	s->sync_wait_since = 0;

@@ -110,6 +110,7 @@ struct sched_pull {
 	int worker;          /* host index */
 	int64_t min_version; /* answered once the server committed this version (-1: at once) */
 	double t_arrival;    /* CLOCK_REALTIME seconds */
+	int unreachable;     /* 1 once a plan found no copy can reach the worker (logged once) */
 };
 
 /** What a commanded transfer carries. */

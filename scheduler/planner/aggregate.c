@@ -540,6 +540,11 @@ void aggregate_result_free(struct aggregate_result *res)
 	memset(res, 0, sizeof(*res));
 }
 
+static int int_cmp(const void *x, const void *y)
+{
+	return *(const int *)x - *(const int *)y;
+}
+
 int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *dists, int k)
 {
 	const struct plan_batch *b = pw->b;
@@ -567,6 +572,23 @@ int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *d
 	arr_sort_keys(keys, b->n_pulls);
 	for (i = 0; i < b->n_pulls; i++)
 		list[i] = keys[i].i;
+	/* A pull whose direct copy never arrives (its downlink, or its server's uplink, ends at
+	 * 0 Gbit/s first) is reached by no tree either: plan.unanswered, ascending. */
+	while (sp.n > 0 && keys[sp.n - 1].v == INFINITY)
+		sp.n--;
+	if (sp.n < b->n_pulls) {
+		int nu = b->n_pulls - sp.n;
+
+		pw->out->unanswered = malloc((size_t)nu * sizeof(int));
+		if (!pw->out->unanswered) {
+			free(keys);
+			free(list);
+			return -ENOMEM;
+		}
+		memcpy(pw->out->unanswered, list + sp.n, (size_t)nu * sizeof(int));
+		qsort(pw->out->unanswered, (size_t)nu, sizeof(int), int_cmp);
+		pw->out->n_unanswered = nu;
+	}
 	sp.list = list;
 	rc = best_case(pw, net, &sp, &best_n);
 	if (!rc && best_n >= 0)

@@ -55,14 +55,16 @@ int aggregate_plan_case(struct planwork *pw, struct netstate *net, const int *li
 
 /**
  * aggregate_distribute - model distribution (§10.3): answer the batch's pulls with copies of
- * the model (model_bytes) from the first server, the first n pulls directly, the rest through
+ * the model (model_bytes, or pull.bytes) from the first server (or the pull's shard server), the first n pulls directly, the rest through
  * distribution trees (server -> distributor, distributor -> workers) chosen with the Alg. 3
  * variant: a distributor's group closes when its next worker would receive the model later
  * than every earlier delivery; the case whose last delivery ends first wins (ties: smallest n).
  * Pulls are taken in shortest-transfer-first order from the server. Transfers have purpose
  * PLAN_PURPOSE_MODEL, kind PLAN_CARRY_MODEL (carries = the pull answered; the copy sent to a
  * distributor carries the distributor's own pull when it pulled too, else its group's first
- * pull). Returns 0 or -ENOMEM.
+ * pull; shard -1: with a sharded model, pull.server says whose copy it is, and that shard's
+ * server sends it directly). Pulls whose direct copy cannot arrive at all (a link on its path
+ * ends at 0 Gbit/s first) get no transfer and go to plan.unanswered. Returns 0 or -ENOMEM.
  */
 int aggregate_distribute(struct planwork *pw, struct netstate *net, const int *dists, int k);
 

@@ -143,8 +143,16 @@ static int batch_ok(const struct plan_batch *b, struct planwork *pw)
 			return 0;
 	}
 	for (i = 0; i < b->n_pulls; i++)
-		if (!host_ok(b, b->pulls[i].worker) || !isfinite(b->pulls[i].ready_s))
+		if (!host_ok(b, b->pulls[i].worker) || !isfinite(b->pulls[i].ready_s) ||
+		    b->pulls[i].server < 0 || b->pulls[i].server >= b->n_servers ||
+		    b->pulls[i].bytes > PLAN_MAX_BYTES)
 			return 0;
+	if (b->n_servers > 1 && b->n_pulls > 0 && b->n_distributors > 0) {
+		planwork_err(pw->error, sizeof(pw->error), "s", "distributors: distribution trees "
+			     "(§10.3) are not planned for a sharded model (§10.2); each shard's server "
+			     "answers its pulls directly");
+		return 0;
+	}
 	return shards_ok(b, pw);
 }
 
@@ -218,26 +226,80 @@ static double *max_down(const struct plan_batch *b)
 	return m;
 }
 
-int plan_compute(const struct plan_batch *b, enum plan_impl impl, struct plan *out)
+/*
+ * @sb: @b with every time moved to seconds after @origin (its arrays of times copied, the rest
+ * shared). Times near each other subtract exactly (Sterbenz), so nothing is lost; the planner
+ * then works where a double resolves far below a nanosecond. 0 or -ENOMEM.
+ */
+static int shift_batch(const struct plan_batch *b, double origin, struct plan_batch *sb)
+{
+	*sb = *b;
+	sb->now_s = b->now_s - origin;
+	sb->changes = malloc(((size_t)b->n_changes + 1) * sizeof(*sb->changes));
+	sb->updates = malloc(((size_t)b->n_updates + 1) * sizeof(*sb->updates));
+	sb->pulls = malloc(((size_t)b->n_pulls + 1) * sizeof(*sb->pulls));
+	if (!sb->changes || !sb->updates || !sb->pulls)
+		return -ENOMEM;
+	for (int i = 0; i < b->n_changes; i++) {
+		sb->changes[i] = b->changes[i];
+		sb->changes[i].at_s -= origin;
+	}
+	for (int i = 0; i < b->n_updates; i++) {
+		sb->updates[i] = b->updates[i];
+		sb->updates[i].ready_s -= origin;
+	}
+	for (int i = 0; i < b->n_pulls; i++) {
+		sb->pulls[i] = b->pulls[i];
+		sb->pulls[i].ready_s -= origin;
+	}
+	return 0;
+}
+
+static void shift_free(struct plan_batch *sb)
+{
+	/* a zeroed @sb (no shift) frees nothing */
+	free(sb->changes);
+	free(sb->updates);
+	free(sb->pulls);
+}
+
+int plan_compute(const struct plan_batch *b0, enum plan_impl impl, struct plan *out)
 {
 	struct planwork pw;
 	struct netstate net;
 	struct aggregate_result sres = { 0 };
+	struct plan_batch shifted;
+	const struct plan_batch *b = b0;
 	int *aggs = NULL, *raggs = NULL, *dists = NULL, rc;
 
 	memset(out, 0, sizeof(*out));
 	memset(&pw, 0, sizeof(pw));
-	pw.b = b;
+	memset(&net, 0, sizeof(net));
+	memset(&shifted, 0, sizeof(shifted));
+	pw.b = b0;
 	pw.impl = impl;
 	pw.out = out;
-	if (!b || (impl != PLAN_IMPL_FAST && impl != PLAN_IMPL_SIMPLE) || !batch_ok(b, &pw)) {
+	if (!b0 || (impl != PLAN_IMPL_FAST && impl != PLAN_IMPL_SIMPLE) || !batch_ok(b0, &pw)) {
 		planwork_err(out->error, sizeof(out->error), "s",
 			     pw.error[0] ? pw.error : "batch: inconsistent (an index out of range, no server, a "
 						      "capacity or time that is not a finite number >= 0)");
 		return -EINVAL;
 	}
+	/* Epoch-sized times: plan relative to the whole second of now_s (struct plan.origin_s;
+	 * a whole number, so it prints exactly in a plan document). */
+	if (b0->now_s >= PLAN_ORIGIN_MIN_S) {
+		rc = shift_batch(b0, floor(b0->now_s), &shifted);
+		b = &shifted;
+		pw.b = b;
+		if (rc) {
+			shift_free(&shifted);
+			planwork_err(out->error, sizeof(out->error), "s", "planning failed: out of memory");
+			return rc;
+		}
+	}
 	rc = netstate_init(&net, b);
 	if (rc) {
+		shift_free(&shifted);
 		planwork_err(out->error, sizeof(out->error), "ss", "network state: ", strerror(-rc));
 		return rc;
 	}
@@ -279,6 +341,9 @@ out:
 	free(raggs);
 	free(dists);
 	free(pw.max_down_gbps);
+	if (!rc)
+		out->origin_s = b == b0 ? 0.0 : floor(b0->now_s);
+	shift_free(&shifted);
 	if (rc) {
 		plan_free(out);
 		if (pw.error[0])
@@ -304,7 +369,29 @@ void plan_free(struct plan *p)
 	free(p->commits);
 	free(p->replica_commits);
 	free(p->punted);
+	free(p->unanswered);
 	memset(p, 0, sizeof(*p));
+}
+
+void plan_to_batch_time(struct plan *p)
+{
+	double o = p->origin_s;
+
+	if (o == 0.0)
+		return;
+	for (int i = 0; i < p->n_transfers; i++) {
+		struct plan_transfer *t = &p->transfers[i];
+
+		t->start_s += o;
+		t->end_s += o;
+		for (int j = 0; j < t->n_rate; j++)
+			t->rate[j].from_s += o;
+	}
+	for (int i = 0; i < p->n_commits; i++)
+		p->commits[i].at_s += o;
+	for (int i = 0; i < p->n_replica_commits; i++)
+		p->replica_commits[i].at_s += o;
+	p->origin_s = 0.0;
 }
 
 int plan_carry_next(const struct plan_batch *b, const struct plan *plan, struct plan_carry *c)
@@ -357,9 +444,11 @@ int plan_equal(const struct plan *a, const struct plan *b)
 	if (a->n_order != b->n_order || a->n_dropped != b->n_dropped ||
 	    a->n_aggregates != b->n_aggregates || a->n_transfers != b->n_transfers ||
 	    a->n_commits != b->n_commits || a->n_replica_commits != b->n_replica_commits ||
-	    a->n_punted != b->n_punted || a->divergence_bound != b->divergence_bound)
+	    a->n_punted != b->n_punted || a->divergence_bound != b->divergence_bound ||
+	    a->n_unanswered != b->n_unanswered || a->origin_s != b->origin_s)
 		return 0;
-	if (!SAME_ARRAY(a->order, b->order, a->n_order) ||
+	if (!SAME_ARRAY(a->unanswered, b->unanswered, a->n_unanswered) ||
+	    !SAME_ARRAY(a->order, b->order, a->n_order) ||
 	    !SAME_ARRAY(a->dropped, b->dropped, a->n_dropped) ||
 	    !SAME_ARRAY(a->punted, b->punted, a->n_punted))
 		return 0;

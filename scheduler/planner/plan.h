@@ -175,6 +175,10 @@ struct plan_commit {
 #define PLAN_MAX_VERSION (1ll << 53) /* a model version (exact as a double) */
 #define PLAN_MAX_TAU (1ll << 31)     /* the delay bound, in versions */
 
+/* Batches whose now_s is at least this (seconds, 2^20: 12 days) are planned relative to its whole second
+ * (struct plan.origin_s): below it a double resolves 2.3e-10 s, fine for byte-exact integrals. */
+#define PLAN_ORIGIN_MIN_S 1048576.0
+
 /** The plan for one batch. Every array is owned by the plan (plan_free()). */
 struct plan {
 	int n_order;
@@ -191,6 +195,16 @@ struct plan {
 	struct plan_commit *replica_commits;  /* replica commits, a prefix of order */
 	int n_punted;
 	int *punted;            /* update indexes whose replica copy waits for the next batch */
+	int n_unanswered;
+	int *unanswered;        /* pull indexes no model copy can reach: the worker's downlink (or
+				 * the pull's server's uplink) goes to 0 Gbit/s for good before
+				 * the copy's bytes get through (§10.3); ascending. The caller
+				 * keeps them for a later batch */
+	double origin_s;        /* every time of this plan (transfers, rate steps, commits) is
+				 * seconds after origin_s, in the batch's time base: 0 when the
+				 * batch's times are below PLAN_ORIGIN_MIN_S, else floor(now_s), so
+				 * epoch-sized times keep rate integrals byte-exact (a double at
+				 * 1.7e9 s resolves only 2.4e-7 s) */
 	double divergence_bound; /* estimate of ||w_s - w_r||_2 at the last server commit (eq. 11) */
 	double plan_ms;         /* filled by the caller that timed plan_compute() */
 	char error[PLAN_ERROR_MAX]; /* when plan_compute fails: one line naming the field or the
@@ -219,6 +233,13 @@ enum plan_impl {
  * the history at the last state common to server and replica (plan_carry_next() keeps both).
  */
 int plan_compute(const struct plan_batch *batch, enum plan_impl impl, struct plan *out);
+
+/**
+ * plan_to_batch_time - add @plan->origin_s to every time of @plan and set it to 0, for callers
+ * that want times in the batch's time base and can live with the rounding (at 1.7e9 s a
+ * double resolves 2.4e-7 s, so a rate integral may then be off by rate x 2.4e-7 s).
+ */
+void plan_to_batch_time(struct plan *plan);
 
 /** plan_free - release every array of @plan and zero it. Safe on a zeroed plan. */
 void plan_free(struct plan *plan);

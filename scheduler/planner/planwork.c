@@ -107,7 +107,7 @@ double planwork_job_reserve(struct planwork *pw, struct netstate *net,
 			return -1.0;
 		}
 		/* A move within one host needs no network and gets no transfer. */
-		if (tag && job->src != dst && planwork_add_transfer(pw, tag, pw->n_legs > 1 ? j : -1, job->src, dst,
+		if (tag && job->src != dst && planwork_add_transfer(pw, tag, pw->n_legs > 1 && tag->kind != PLAN_CARRY_MODEL ? j : -1, job->src, dst,
 						 job->bytes[j], &pw->prof))
 			return -1.0;
 		if (arrival)

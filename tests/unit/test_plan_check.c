@@ -312,8 +312,14 @@ START_TEST(test_generator_paper_shape)
 	ck_assert_int_eq(gen_batch(&gp, &b), 0);
 	ck_assert_int_eq(b.tau_max, 80);
 	ck_assert_int_eq(b.n_servers, 2);
-	ck_assert_int_eq(b.n_pulls, 5);
-	ck_assert_int_eq(b.n_distributors, 3);
+	/* sharded: one pull entry per shard, each that shard's slice, answered directly */
+	ck_assert_int_eq(b.n_pulls, 10);
+	ck_assert_int_eq(b.n_distributors, 0);
+	for (int q = 0; q < b.n_pulls; q++) {
+		ck_assert_int_eq(b.pulls[q].server, q % 2);
+		ck_assert_int_eq(b.pulls[q].worker, b.pulls[q - q % 2].worker);
+		ck_assert_uint_eq(b.pulls[q].bytes, b.model_bytes / 2 + 1);
+	}
 	ck_assert_int_eq(b.n_changes, 0);
 	ck_assert_double_eq(b.div_max, 2.0);
 	for (int h = 0; h < b.n_hosts; h++) {

@@ -58,7 +58,9 @@ static void plan_check_both(const struct plan_batch *b, const char *what)
 	plan_free(&simple);
 }
 
-/* Seed i: variant i % 4, 1..12 updates, replica on two seeds of three, 0..3 capacity steps. */
+#define N_VARIANTS 5 /* enum gen_variant */
+
+/* Seed i: variant i % 5, 1..12 updates, replica on two seeds of three, 0..3 capacity steps. */
 START_TEST(test_random_batches)
 {
 	struct gen_params gp;
@@ -66,13 +68,13 @@ START_TEST(test_random_batches)
 	char what[64];
 
 	gen_params_default(&gp, 1 + _i % 12, (uint64_t)_i);
-	gen_params_variant(&gp, (enum gen_variant)(_i % 4));
+	gen_params_variant(&gp, (enum gen_variant)(_i % N_VARIANTS));
 	gp.with_replica = _i % 3 != 0;
 	gp.n_replica_only = _i % 5 == 0 ? 2 : 0;
 	gp.n_capacity_changes = _i % 4;
 	gp.n_aggregators = _i % 3;
 	ck_assert_int_eq(gen_batch(&gp, &b), 0);
-	snprintf(what, sizeof(what), "seed %d (variant %d, %d updates)", _i, _i % 4,
+	snprintf(what, sizeof(what), "seed %d (variant %d, %d updates)", _i, _i % N_VARIANTS,
 		 gp.n_updates);
 	plan_check_both(&b, what);
 	planio_batch_free(&b);
@@ -134,7 +136,7 @@ START_TEST(test_checker_rejects_mutated_plans)
 	uint64_t bytes;
 
 	gen_params_default(&gp, 4 + _i % 9, 5000 + (uint64_t)_i);
-	gen_params_variant(&gp, (enum gen_variant)(_i % 4));
+	gen_params_variant(&gp, (enum gen_variant)(_i % N_VARIANTS));
 	ck_assert_int_eq(gen_batch(&gp, &b), 0);
 	ck_assert_int_eq(plan_compute(&b, PLAN_IMPL_FAST, &p), 0);
 	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
@@ -164,8 +166,120 @@ START_TEST(test_checker_rejects_mutated_plans)
 		b.pulls[0].worker = b.servers[0]; /* a host no model copy is sent to */
 		ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_CAUSALITY);
 		b.pulls[0].worker = tmp;
+		/* a pull said to be unreachable while every link stays up */
+		int q = 0;
+		p.unanswered = &q;
+		p.n_unanswered = 1;
+		ck_assert_int_ne(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+		p.unanswered = NULL;
+		p.n_unanswered = 0;
+	}
+	if (b.n_servers > 1 && b.n_pulls > 0) {
+		/* a shard's pull answered with another shard's copy */
+		tmp = b.pulls[0].server;
+		b.pulls[0].server = (tmp + 1) % b.n_servers;
+		ck_assert_int_ne(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+		b.pulls[0].server = tmp;
 	}
 	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_OK);
+	plan_free(&p);
+	planio_batch_free(&b);
+}
+END_TEST
+
+/*
+ * Epoch-sized times (a scheduler that stamps batches with CLOCK_REALTIME, ~1.8e9 s): the
+ * batch of seed i, every time moved by 1.7e9 s, plans relative to a whole-second origin_s
+ * and passes every check, byte-exact integrals included; FAST == SIMPLE.
+ */
+START_TEST(test_epoch_times)
+{
+	const double epoch = 1.7e9;
+	struct gen_params gp;
+	struct plan_batch b;
+	struct plan p;
+	char what[80];
+
+	gen_params_default(&gp, 1 + _i % 12, 7000 + (uint64_t)_i);
+	gen_params_variant(&gp, (enum gen_variant)(_i % N_VARIANTS));
+	gp.with_replica = _i % 2;
+	gp.n_capacity_changes = _i % 4;
+	ck_assert_int_eq(gen_batch(&gp, &b), 0);
+	b.now_s += epoch + 0.123456789;
+	for (int i = 0; i < b.n_updates; i++)
+		b.updates[i].ready_s += epoch + 0.123456789;
+	for (int i = 0; i < b.n_pulls; i++)
+		b.pulls[i].ready_s += epoch + 0.123456789;
+	for (int i = 0; i < b.n_changes; i++)
+		b.changes[i].at_s += epoch + 0.123456789;
+	snprintf(what, sizeof(what), "epoch seed %d (variant %d)", _i, _i % N_VARIANTS);
+	plan_check_both(&b, what);
+	ck_assert_int_eq(plan_compute(&b, PLAN_IMPL_FAST, &p), 0);
+	ck_assert_double_eq(p.origin_s, epoch);
+	plan_free(&p);
+	planio_batch_free(&b);
+}
+END_TEST
+
+/*
+ * Why origin_s: one 1000-byte update at 10 Gbit/s (0.8 us) at now_s = 1.7e9 + 0.1 s. Planned
+ * relative to origin_s its integral is exact; moved to the batch's time base (what the
+ * planner returned before origin_s), the ends round to 2.4e-7 s and the integral misses the
+ * bytes by far more than the checker's tolerance.
+ */
+START_TEST(test_epoch_small_transfer)
+{
+	const char *doc = "{\"now_s\": 1700000000.1, \"hosts\": [{\"name\": \"w0\", \"up_gbps\": 10, "
+		"\"down_gbps\": 10}, {\"name\": \"ps\", \"up_gbps\": 10, \"down_gbps\": 10}], "
+		"\"servers\": [\"ps\"], \"tau_max\": 5, \"v_init\": 10, \"updates\": [{\"id\": "
+		"\"u0\", \"worker\": \"w0\", \"bytes\": 1000, \"version\": 9, \"norm\": 1, "
+		"\"ready_s\": 1700000000.1}]}";
+	char err[PLANIO_ERR_MAX], msg[512];
+	struct plan_batch b;
+	struct plan p;
+
+	ck_assert_int_eq(planio_read_string(doc, &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(plan_compute(&b, PLAN_IMPL_FAST, &p), 0);
+	ck_assert_double_eq(p.origin_s, 1700000000.0);
+	ck_assert_int_eq(p.n_transfers, 1);
+	ck_assert_msg(plan_check(&b, &p, msg, sizeof(msg)) == PLAN_CHECK_OK, "%s", msg);
+	plan_to_batch_time(&p);
+	ck_assert_double_eq(p.origin_s, 0.0);
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_BYTES);
+	plan_free(&p);
+	planio_batch_free(&b);
+}
+END_TEST
+
+/*
+ * A pull whose worker's downlink is at 0 Gbit/s for good (conf/plan-pulls-down.json) is listed
+ * in `unanswered`; every other pull of the batch is still answered, and the plan checks. Before,
+ * the one unreachable pull made the whole distribution infeasible: no pull got a copy.
+ */
+START_TEST(test_unreachable_pull_unanswered)
+{
+	const char *dir = getenv("MLF_CONF_DIR") ? getenv("MLF_CONF_DIR") : "conf";
+	char path[512], err[PLANIO_ERR_MAX], msg[512];
+	struct plan_batch b;
+	struct plan p;
+
+	snprintf(path, sizeof(path), "%s/plan-pulls-down.json", dir);
+	ck_assert_msg(planio_read_file(path, &b, err, sizeof(err)) == 0, "%s", err);
+	plan_check_both(&b, path);
+	ck_assert_int_eq(plan_compute(&b, PLAN_IMPL_FAST, &p), 0);
+	ck_assert_int_eq(p.n_unanswered, 1);
+	ck_assert_str_eq(b.pulls[p.unanswered[0]].id, "p1");
+	for (int q = 0; q < b.n_pulls; q++) {
+		int n = 0;
+
+		for (int i = 0; i < p.n_transfers; i++)
+			n += p.transfers[i].kind == PLAN_CARRY_MODEL && p.transfers[i].carries == q &&
+			     p.transfers[i].dst == b.pulls[q].worker;
+		ck_assert_int_eq(n, strcmp(b.pulls[q].id, "p1") ? 1 : 0);
+	}
+	/* not listing it is a missing answer */
+	p.n_unanswered = 0;
+	ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_CAUSALITY);
 	plan_free(&p);
 	planio_batch_free(&b);
 }
@@ -181,6 +295,9 @@ static Suite *props_suite(void)
 	tcase_add_test(tc, test_conf_examples);
 	tcase_add_loop_test(tc, test_medium_batches, 0, 4);
 	tcase_add_loop_test(tc, test_checker_rejects_mutated_plans, 0, 40);
+	tcase_add_loop_test(tc, test_epoch_times, 0, 40);
+	tcase_add_test(tc, test_epoch_small_transfer);
+	tcase_add_test(tc, test_unreachable_pull_unanswered);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -219,6 +219,10 @@ static const struct bad_case {
 	{ "updates[2]", "\"u2\"", "updates[2]: expected an object, got a string" },
 	{ "pulls[0].worker", "\"w5\"", "pulls[0].worker: unknown host \"w5\"" },
 	{ "pulls[0].worker", "\"ps\"", "pulls[0].worker: host \"ps\" is a server" },
+	{ "pulls[0].server", "\"w1\"", "pulls[0].server: host \"w1\" is not a server" },
+	{ "pulls[0].server", "\"zz\"", "pulls[0].server: unknown host \"zz\"" },
+	{ "pulls[0].server", "\"ps\"", NULL /* the one server: valid */ },
+	{ "pulls[0].bytes", "0", "pulls[0].bytes: must be > 0 bytes, got 0" },
 	{ "model_bytes", NULL, "model_bytes: missing required field (the batch has pulls)" },
 	{ "distributors", "[\"w0\", \"w0\"]", "distributors[1]: host \"w0\" listed twice" },
 };
@@ -487,7 +491,8 @@ START_TEST(test_plan_writer)
 			  .n_transfers = 2, .transfers = tr, .n_commits = 2, .commits = cm,
 			  .n_punted = 1, .punted = punted, .divergence_bound = 0.7, .plan_ms = 0.5 };
 	const char *keys[] = { "order", "dropped", "aggregates", "transfers", "commits",
-			       "replica_commits", "punted", "divergence_bound", "plan_ms" };
+			       "replica_commits", "punted", "unanswered", "divergence_bound",
+			       "plan_ms" };
 	json_t *doc, *t0, *v;
 	const char *key;
 	size_t k = 0;

@@ -251,6 +251,43 @@ START_TEST(pulls_held_while_uplink_busy)
 }
 END_TEST
 
+/*
+ * A worker whose downlink is reported at 0 Gbit/s: the planner lists its pull as unanswered,
+ * so the batch answers the other pulls and no copy is commanded towards it; the pull stays
+ * queued, and once the link is reported up again the next batch answers it. Before, an
+ * unreachable pull made the plan answer no pull at all and the daemon sent every copy
+ * unplanned.
+ */
+START_TEST(unreachable_pull_stays_queued)
+{
+	int w[N_W];
+	char app[64];
+
+	start_daemon(NULL);
+	int ps = setup("async", 5, 8, N_W, w, NULL);
+	fake_send(w[1], json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
+				  "w1", "t", clock_real_s(), "up_gbps", 1.0, "down_gbps", 0.0,
+				  "tx_gbps", 0.0, "rx_gbps", 0.0));
+	pump(0.35); /* t_lag 0.3 */
+	for (int i = 0; i < N_W; i++)
+		fake_send(w[i], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
+					  app_of(w[i], "worker", app), "id", 100 + i, "server", "ps"));
+	pump(0.5);
+	ck_assert_int_eq(answers(0, 100, "w0", NULL), 1);
+	ck_assert_int_eq(answers(0, 102, "w2", NULL), 1);
+	ck_assert_int_eq(answers(0, 101, "w1", NULL), 0);
+	int mark = n_got;
+	fake_send(w[1], json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
+				  "w1", "t", clock_real_s(), "up_gbps", 1.0, "down_gbps", 1.0,
+				  "tx_gbps", 0.0, "rx_gbps", 0.0));
+	pump(0.6);
+	ck_assert_int_eq(answers(mark, 101, "w1", NULL), 1);
+	ck_assert_int_eq(answers(mark, 100, "w0", NULL), 0); /* answered once */
+	(void)ps;
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_dist");
@@ -262,6 +299,7 @@ int main(void)
 	tcase_add_test(tc, dead_distributor_pulls_replanned);
 	tcase_add_test(tc, failed_copy_fails_forwards);
 	tcase_add_test(tc, pulls_held_while_uplink_busy);
+	tcase_add_test(tc, unreachable_pull_stays_queued);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -142,6 +142,9 @@ static void explain(FILE *f, const struct plan_batch *b, const struct plan *p, c
 		"planned in %.3f ms (%s)\n", b->mode == PLAN_SYNC ? "sync" : "async", b->n_hosts,
 		b->n_updates, b->n_pulls, (long long)b->tau_max, (long long)b->v_init,
 		p->plan_ms, impl);
+	if (p->origin_s != 0.0)
+		fprintf(f, "times: seconds after origin_s %.0f (the batch's now_s is %.6f)\n",
+			p->origin_s, b->now_s);
 	explain_list(f, b, "order", p->order, p->n_order);
 	explain_list(f, b, "dropped", p->dropped, p->n_dropped);
 	for (int i = 0; i < p->n_aggregates; i++) {
@@ -159,6 +162,12 @@ static void explain(FILE *f, const struct plan_batch *b, const struct plan *p, c
 			b->mode == PLAN_ASYNC);
 	explain_commits(f, b, p, p->replica_commits, p->n_replica_commits, "replica commits",
 			0);
+	if (b->n_pulls > 0) {
+		fprintf(f, "unanswered pulls (no model copy can reach them):");
+		for (int i = 0; i < p->n_unanswered; i++)
+			fprintf(f, " %s", b->pulls[p->unanswered[i]].id);
+		fprintf(f, "%s\n", p->n_unanswered ? "" : " none");
+	}
 	if (b->replica >= 0) {
 		explain_list(f, b, "punted", p->punted, p->n_punted);
 		fprintf(f, "divergence bound: %.6g (div_max %.6g)\n", p->divergence_bound,

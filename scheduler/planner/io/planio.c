@@ -321,6 +321,8 @@ static const struct field pull_fields[] = {
 	FIELD("id", FT_NAME, NEED_ALWAYS, BOUND_NONE, 0, 0, struct plan_pull, id),
 	FIELD("worker", FT_HOST, NEED_ALWAYS, BOUND_NONE, 0, 0, struct plan_pull, worker),
 	FIELD("ready_s", FT_NUM, NEED_OPT, BOUND_NONE, 0, 0, struct plan_pull, ready_s),
+	CUSTOM("server", NEED_OPT),
+	FIELD("bytes", FT_BYTES, NEED_OPT, BOUND_NONE, 0, 0, struct plan_pull, bytes),
 };
 
 #define NFIELDS(t) ((int)(sizeof(t) / sizeof((t)[0])))
@@ -584,9 +586,26 @@ static int finish_pull(struct reader *rd, const char *path, const json_t *obj, v
 	for (int j = 0; j < i; j++)
 		if (strcmp(b->pulls[j].id, p->id) == 0)
 			return fail(rd, path, "id", "duplicate pull id \"%s\"", p->id);
+	const json_t *sv = json_object_get(obj, "server");
+	int host, rc;
+
 	if (is_server(b, p->worker))
 		return fail(rd, path, "worker", "host \"%s\" is a server", b->hosts[p->worker].name);
-	return 0;
+	/* A sharded model (§10.2): each pull entry asks for one shard's copy, from its server. */
+	if (!sv && b->n_servers > 1)
+		return fail(rd, path, "server", "missing required field (model sharded over %d "
+			    "servers: the shard this pull asks for)", b->n_servers);
+	if (!sv)
+		return 0;
+	rc = read_host(rd, path, "server", sv, &host);
+	if (rc)
+		return rc;
+	for (int s = 0; s < b->n_servers; s++)
+		if (b->servers[s] == host) {
+			((struct plan_pull *)elem)->server = s;
+			return 0;
+		}
+	return fail(rd, path, "server", "host \"%s\" is not a server", b->hosts[host].name);
 }
 
 #define ARRAY(k, nonempty, type, tab, init, finish) \
@@ -893,6 +912,11 @@ json_t *planio_batch_to_json(const struct plan_batch *b)
 			put(o, "id", json_string(b->pulls[i].id), &ok);
 			put(o, "worker", json_string(b->hosts[b->pulls[i].worker].name), &ok);
 			put(o, "ready_s", json_real(b->pulls[i].ready_s), &ok);
+			if (b->n_servers > 1)
+				put(o, "server", json_string(b->hosts[b->servers[b->pulls[i].server]].name),
+				    &ok);
+			if (b->pulls[i].bytes)
+				put(o, "bytes", json_integer((json_int_t)b->pulls[i].bytes), &ok);
 		}
 		put(doc, "distributors", host_array(b, b->distributors, b->n_distributors, &ok),
 		    &ok);
@@ -918,6 +942,9 @@ static int plan_indexes_ok(const struct plan_batch *b, const struct plan *p)
 			return 0;
 	for (int i = 0; i < p->n_punted; i++)
 		if (!IN(p->punted[i], b->n_updates))
+			return 0;
+	for (int i = 0; i < p->n_unanswered; i++)
+		if (!IN(p->unanswered[i], b->n_pulls))
 			return 0;
 	for (int i = 0; i < p->n_aggregates; i++) {
 		const struct plan_aggregate *a = &p->aggregates[i];
@@ -1036,6 +1063,13 @@ json_t *planio_plan_to_json(const struct plan_batch *b, const struct plan *p)
 	put(doc, "replica_commits", commit_array(b, p->replica_commits, p->n_replica_commits, &ok),
 	    &ok);
 	put(doc, "punted", update_array(b, p->punted, p->n_punted, &ok), &ok);
+	if (b->n_pulls > 0) {
+		put(doc, "unanswered", a = json_array(), &ok);
+		for (int i = 0; a && i < p->n_unanswered; i++)
+			push(a, json_string(b->pulls[p->unanswered[i]].id), &ok);
+	}
+	if (p->origin_s != 0.0)
+		put(doc, "origin_s", json_real(p->origin_s), &ok);
 	put(doc, "divergence_bound", json_real(p->divergence_bound), &ok);
 	put(doc, "plan_ms", json_real(p->plan_ms), &ok);
 	if (!ok) {
