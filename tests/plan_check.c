@@ -659,6 +659,9 @@ static enum plan_check_result check_replica(struct ctx *c)
 	const struct plan *p = c->p;
 	int *state, pos = 0;   /* state[u]: 1 replicated, 2 punted */
 	int64_t version = b->v_init - b->replica_lag;
+
+	for (int u = 0; u < b->n_updates; u++)
+		version += b->updates[u].inflight; /* in-flight copies commit first */
 	double last = -INFINITY;
 	enum plan_check_result r = PLAN_CHECK_OK;
 
@@ -698,6 +701,9 @@ static enum plan_check_result check_replica(struct ctx *c)
 			if (state[u])
 				r = fail(c, PLAN_CHECK_REPLICA, "%s committed twice at the replica",
 					 uid(c, u));
+			else if (b->updates[u].inflight)
+				r = fail(c, PLAN_CHECK_REPLICA, "%s is already in flight to the "
+					 "replica and is sent again", uid(c, u));
 			else if (b->updates[u].replica_only && pos > 0)
 				r = fail(c, PLAN_CHECK_REPLICA, "carried replica-only %s after "
 					 "updates of this batch", uid(c, u));
@@ -720,6 +726,8 @@ static enum plan_check_result check_replica(struct ctx *c)
 			in_order |= p->order[j] == u;
 		if (state[u])
 			r = fail(c, PLAN_CHECK_REPLICA, "%s both replicated and punted", uid(c, u));
+		else if (b->updates[u].inflight)
+			r = fail(c, PLAN_CHECK_REPLICA, "%s is in flight and punted", uid(c, u));
 		else if (!in_order && !b->updates[u].replica_only)
 			r = fail(c, PLAN_CHECK_REPLICA, "punted %s is not committed at the server",
 				 uid(c, u));
@@ -730,10 +738,129 @@ static enum plan_check_result check_replica(struct ctx *c)
 			r = fail(c, PLAN_CHECK_REPLICA, "%s neither replicated nor punted",
 				 uid(c, p->order[i]));
 	for (int u = 0; u < b->n_updates && !r; u++)
-		if (b->updates[u].replica_only && !state[u])
+		if (b->updates[u].replica_only && !b->updates[u].inflight && !state[u])
 			r = fail(c, PLAN_CHECK_REPLICA, "replica-only %s neither replicated nor "
 				 "punted", uid(c, u));
 	free(state);
+	return r;
+}
+
+/*
+ * Eq. 7 / 11 with the triangle inequality, written out from the paper: the replica holds the
+ * first @p of the @n updates with norms @x the server applied, from a common state whose
+ * history has norm @h0: ||w_s - w_r|| <= (sum_{j=1..n-p} g^j) ||h_p|| +
+ * sum_{l=p+1..n} (sum_{j=0..n-l} g^j) ||u_l||, ||h_p|| <= g^p h0 + sum_{l<=p} g^(p-l) ||u_l||.
+ */
+static double divergence_bound(double g, double h0, const double *x, int n, int p)
+{
+	double hp = pow(g, p) * h0, a = 0.0, d = 0.0;
+
+	for (int l = 1; l <= p; l++)
+		hp += pow(g, p - l) * x[l - 1];
+	for (int j = 1; j <= n - p; j++)
+		a += pow(g, j);
+	d = a * hp;
+	for (int l = p + 1; l <= n; l++) {
+		double cl = 0.0;
+
+		for (int j = 0; j <= n - l; j++)
+			cl += pow(g, j);
+		d += cl * x[l - 1];
+	}
+	return d;
+}
+
+/*
+ * The divergence bound at T_last (the last server commit; none: no race) re-derived: the
+ * replica applies the in-flight copies (by inflight_s, from now_s on), then replica_commits,
+ * and holds at T_last what has committed by then, which must be a prefix of that sequence;
+ * the updates it still misses are the in-flight or punted ones. plan.inflight lists exactly
+ * the copies under way after T_last, in commit order, with their times. The bound from the
+ * norms must be within div_max, and the plan must not state less.
+ */
+static enum plan_check_result check_replica_bound(struct ctx *c)
+{
+	const struct plan_batch *b = c->b;
+	const struct plan *p = c->p;
+	const double tol = PLAN_CHECK_TIME_TOL;
+	int n = 0, held = 0, nlate = 0, *seq;
+	double t_last = -INFINITY, *x, *at, prev = b->now_s, d;
+	enum plan_check_result r = PLAN_CHECK_OK;
+
+	if (b->replica < 0)
+		return p->n_inflight ? fail(c, PLAN_CHECK_REPLICA, "in-flight copies without a "
+					    "replica") : PLAN_CHECK_OK;
+	for (int i = 0; i < p->n_commits; i++)
+		if (p->commits[i].at_s > t_last)
+			t_last = p->commits[i].at_s;
+	if (p->n_commits == 0)
+		t_last = INFINITY;
+	seq = calloc((size_t)b->n_updates + 1, sizeof(*seq));
+	x = calloc((size_t)b->n_updates + 1, sizeof(*x));
+	at = calloc((size_t)b->n_updates + 1, sizeof(*at));
+	if (!seq || !x || !at) {
+		free(seq), free(x), free(at);
+		return fail(c, PLAN_CHECK_STRUCTURE, "out of memory");
+	}
+	/* in-flight copies in inflight_s order (ties: batch order) */
+	for (int u = 0; u < b->n_updates; u++) {
+		int j;
+
+		if (!b->updates[u].inflight)
+			continue;
+		for (j = n; j > 0 && b->updates[seq[j - 1]].inflight_s > b->updates[u].inflight_s; j--)
+			seq[j] = seq[j - 1];
+		seq[j] = u;
+		n++;
+	}
+	for (int i = 0; i < n; i++) {
+		prev = fmax(prev, b->updates[seq[i]].inflight_s);
+		at[i] = prev;
+	}
+	for (int i = 0; i < p->n_replica_commits && !r; i++) {
+		const int *in;
+		int m = commit_updates(p, &p->replica_commits[i], &in);
+
+		if (p->replica_commits[i].at_s < prev - tol)
+			r = fail(c, PLAN_CHECK_REPLICA, "replica commit %d at %.9g s before the "
+				 "in-flight copies commit (%.9g s)", i, p->replica_commits[i].at_s, prev);
+		for (int j = 0; j < m; j++) {
+			at[n] = p->replica_commits[i].at_s;
+			seq[n++] = in[j];
+		}
+	}
+	for (int i = 0; i < n && !r; i++) {
+		if (at[i] <= t_last + tol) {
+			if (held != i)
+				r = fail(c, PLAN_CHECK_REPLICA, "the replica holds %s at T_last but not "
+					 "%s before it", uid(c, seq[i]), uid(c, seq[held]));
+			held = i + 1;
+			continue;
+		}
+		if (nlate >= p->n_inflight || p->inflight[nlate] != seq[i] ||
+		    fabs(p->inflight_s[nlate] - at[i]) > tol)
+			r = fail(c, PLAN_CHECK_REPLICA, "%s commits at the replica at %.9g s, after "
+				 "T_last %.9g s: it must be in flight (inflight[%d])", uid(c, seq[i]),
+				 at[i], t_last, nlate);
+		nlate++;
+	}
+	if (!r && nlate != p->n_inflight)
+		r = fail(c, PLAN_CHECK_REPLICA, "%d in-flight copies listed, %d commit after T_last",
+			 p->n_inflight, nlate);
+	for (int i = 0; i < p->n_punted && !r; i++)
+		seq[n++] = p->punted[i];
+	for (int i = 0; i < n; i++)
+		x[i] = b->updates[seq[i]].norm;
+	d = r ? 0.0 : divergence_bound(b->momentum, b->history_norm, x, n, held);
+	if (!r && d > b->div_max * (1 + 1e-9) + 1e-12)
+		r = fail(c, PLAN_CHECK_DIVERGENCE, "the replica holds %d of %d updates at T_last "
+			 "%.9g s: divergence bound %.9g > div_max %.9g", held, n, t_last, d, b->div_max);
+	if (!r && p->divergence_bound < d * (1 - 1e-9) - 1e-12)
+		r = fail(c, PLAN_CHECK_DIVERGENCE, "divergence_bound %.9g states less than %.9g",
+			 p->divergence_bound, d);
+	free(seq);
+	free(x);
+	free(at);
 	return r;
 }
 
@@ -759,6 +886,7 @@ static int shift_to_origin(const struct plan_batch *b, double origin, struct pla
 	for (int i = 0; i < b->n_updates; i++) {
 		sb->updates[i] = b->updates[i];
 		sb->updates[i].ready_s -= origin;
+		sb->updates[i].inflight_s -= origin;
 	}
 	for (int i = 0; i < b->n_pulls; i++) {
 		sb->pulls[i] = b->pulls[i];
@@ -800,6 +928,7 @@ static enum plan_check_result check_steps(struct ctx *c)
 	enum plan_check_result (*const steps[])(struct ctx *) = {
 		check_indexes, check_partition, check_transfer_bytes, check_capacity,
 		check_causality, check_pulls, check_server_commits, check_replica,
+		check_replica_bound,
 	};
 	enum plan_check_result r = PLAN_CHECK_OK;
 

@@ -24,7 +24,11 @@ UNIT_TESTS  += $(BUILD)/tests/test_python
 bench-fabric: programs
 	bench/fabric_bench.sh
 
+# the replication targets over SEEDS seeds (median, min-max; bench/replication_seeds.sh), then
+# the one-seed table with the server kills (bench/replication_bench.sh)
+SEEDS ?= 3
 bench-replication: programs
+	bench/replication_seeds.sh --seeds $(SEEDS)
 	bench/replication_bench.sh
 
 # issue 12: the other papers' synchronization models side by side (so far ASP against SSP s=1,2,3,

@@ -379,6 +379,7 @@ void sched_daemon_free(struct sched *s)
 	sched_rec_close(s);
 	sched_status_free(s);
 	free(s->repl.carried);
+	free(s->repl.carried_s);
 	free(s->ragg_allowed);
 	free(s->server_alias);
 	free(s->conns);

@@ -43,8 +43,14 @@ int sched_repl_carried_sel(struct sched *s, int *sel)
 
 	for (int c = 0; c < r->n_carried; c++) {
 		int ui = sched_find_update(s, r->carried[c]);
-		if (ui < 0 || s->upd[ui].rstate != SCHED_REP_PUNTED)
+		if (ui < 0)
 			continue;
+		/* a punted copy, or one in flight (planned or already committed: it then holds) */
+		enum sched_rep_state st = s->upd[ui].rstate;
+		if (r->carried_s[c] < 0 ? st != SCHED_REP_PUNTED
+					: st != SCHED_REP_PLANNED && st != SCHED_REP_COMMITTED)
+			continue;
+		r->carried_s[k] = r->carried_s[c];
 		r->carried[k++] = r->carried[c];
 		sel[n++] = ui;
 	}
@@ -72,8 +78,19 @@ int sched_repl_fill(struct sched *s, struct plan_batch *b, int n_carried)
 		for (int a = 0; a < b->n_aggregators; a++)
 			if (b->aggregators[a] != s->repl.host)
 				b->replica_aggregators[b->n_replica_aggregators++] = b->aggregators[a];
-	for (int i = 0; i < n_carried; i++)
+	for (int i = 0; i < n_carried; i++) {
 		b->updates[i].replica_only = 1;
+		if (s->repl.carried_s[i] < 0)
+			continue;
+		/* In flight: it holds from its planned commit, from now once committed; one
+		 * overdue is given the failure detector's grace (a transfer is failed 0.3 s
+		 * after its planned end, and the replica is then caught up as a whole). */
+		const struct sched_update *u = &s->upd[sched_find_update(s, s->repl.carried[i])];
+		double t = s->repl.carried_s[i];
+		b->updates[i].inflight = 1;
+		b->updates[i].inflight_s = u->rstate == SCHED_REP_COMMITTED ? b->now_s :
+					   t >= b->now_s ? t : b->now_s + 0.3;
+	}
 	return 0;
 }
 
@@ -88,12 +105,16 @@ int sched_repl_carry(struct sched *s, const struct plan_batch *b, const struct p
 	r->n_carried = 0;
 	for (int k = 0; k < c.n_carried; k++) {
 		if (arr_grow((void **)&r->carried, &r->cap_carried, r->n_carried + 1,
-			       sizeof(*r->carried))) {
+			       sizeof(*r->carried)) ||
+		    arr_grow((void **)&r->carried_s, &r->cap_carried_s, r->n_carried + 1,
+			       sizeof(*r->carried_s))) {
 			plan_carry_free(&c);
 			return -ENOMEM;
 		}
 		struct sched_update *u = &s->upd[sel[c.carried[k]]];
-		u->rstate = SCHED_REP_PUNTED;
+		if (c.carried_s[k] < 0) /* punted; in flight keeps its state (planned) */
+			u->rstate = SCHED_REP_PUNTED;
+		r->carried_s[r->n_carried] = c.carried_s[k];
 		r->carried[r->n_carried++] = u->id;
 	}
 	r->history_norm = c.history_norm;
@@ -324,6 +345,8 @@ void sched_repl_server_lost(struct sched *s, struct sched_update *u)
 			if (s->repl.carried[c] == u->id) {
 				memmove(&s->repl.carried[c], &s->repl.carried[c + 1],
 					sizeof(*s->repl.carried) * (size_t)(s->repl.n_carried - c - 1));
+				memmove(&s->repl.carried_s[c], &s->repl.carried_s[c + 1],
+					sizeof(*s->repl.carried_s) * (size_t)(s->repl.n_carried - c - 1));
 				s->repl.n_carried--;
 				break;
 			}

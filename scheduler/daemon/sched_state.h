@@ -249,8 +249,12 @@ struct sched_replica {
 	uint64_t state_xfer;   /* the state snapshot's transfer id (WAIT_STATE) */
 	int synced_batch;      /* batch_no when it caught up: earlier batches' updates committed
 				* later are missing at the replica (catch-up timeout) */
-	uint64_t *carried;     /* update ids whose replica copy was punted, in replica order */
-	int n_carried, cap_carried;
+	uint64_t *carried;     /* update ids the replica misses after the last batch, in replica
+				* order: copies in flight (planned to commit after that batch's
+				* T_last, §5.3 lazy replication), then punted copies */
+	double *carried_s;     /* per carried id: its planned replica commit (seconds since t0)
+				* when in flight, -1 when punted */
+	int n_carried, cap_carried, cap_carried_s;
 };
 
 /**

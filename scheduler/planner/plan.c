@@ -139,7 +139,8 @@ static int batch_ok(const struct plan_batch *b, struct planwork *pw)
 		const struct plan_update *u = &b->updates[i];
 
 		if (!host_ok(b, u->worker) || !isfinite(u->ready_s) || !(u->norm >= 0.0) ||
-		    (u->replica_only && b->replica < 0))
+		    (u->replica_only && b->replica < 0) ||
+		    (u->inflight && (!u->replica_only || !isfinite(u->inflight_s))))
 			return 0;
 	}
 	for (i = 0; i < b->n_pulls; i++)
@@ -247,6 +248,7 @@ static int shift_batch(const struct plan_batch *b, double origin, struct plan_ba
 	for (int i = 0; i < b->n_updates; i++) {
 		sb->updates[i] = b->updates[i];
 		sb->updates[i].ready_s -= origin;
+		sb->updates[i].inflight_s -= origin;
 	}
 	for (int i = 0; i < b->n_pulls; i++) {
 		sb->pulls[i] = b->pulls[i];
@@ -370,6 +372,8 @@ void plan_free(struct plan *p)
 	free(p->replica_commits);
 	free(p->punted);
 	free(p->unanswered);
+	free(p->inflight);
+	free(p->inflight_s);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -391,34 +395,50 @@ void plan_to_batch_time(struct plan *p)
 		p->commits[i].at_s += o;
 	for (int i = 0; i < p->n_replica_commits; i++)
 		p->replica_commits[i].at_s += o;
+	for (int i = 0; i < p->n_inflight; i++)
+		p->inflight_s[i] += o;
 	p->origin_s = 0.0;
 }
 
 int plan_carry_next(const struct plan_batch *b, const struct plan *plan, struct plan_carry *c)
 {
 	double *norms;
-	int i, n = 0, p;
+	int *seq, i, n, p, nc = plan->n_inflight + plan->n_punted;
 
 	memset(c, 0, sizeof(*c));
 	norms = malloc(((size_t)b->n_updates + 1) * sizeof(*norms));
-	if (!norms)
+	seq = malloc(((size_t)b->n_updates + 1) * sizeof(*seq));
+	if (!norms || !seq) {
+		free(norms);
+		free(seq);
 		return -ENOMEM;
-	for (i = 0; i < b->n_updates; i++)
-		if (b->updates[i].replica_only)
-			norms[n++] = b->updates[i].norm;
-	for (i = 0; i < plan->n_order; i++)
-		norms[n++] = b->updates[plan->order[i]].norm;
-	p = b->replica >= 0 ? n - plan->n_punted : n;
+	}
+	/* The replica's sequence, as replicate_plan builds it. */
+	n = replicate_sequence(b, plan->order, plan->n_order, seq, NULL);
+	for (i = 0; i < n; i++)
+		norms[i] = b->updates[seq[i]].norm;
+	p = b->replica >= 0 ? n - nc : n;
 	c->history_norm = replicate_history_bound(b->momentum, b->history_norm, norms, p);
 	free(norms);
-	if (plan->n_punted > 0) {
-		c->carried = malloc((size_t)plan->n_punted * sizeof(*c->carried));
-		if (!c->carried)
+	free(seq);
+	if (nc > 0) {
+		c->carried = malloc((size_t)nc * sizeof(*c->carried));
+		c->carried_s = malloc((size_t)nc * sizeof(*c->carried_s));
+		if (!c->carried || !c->carried_s) {
+			plan_carry_free(c);
 			return -ENOMEM;
-		memcpy(c->carried, plan->punted, (size_t)plan->n_punted * sizeof(*c->carried));
+		}
+		for (i = 0; i < plan->n_inflight; i++) {
+			c->carried[i] = plan->inflight[i];
+			c->carried_s[i] = plan->inflight_s[i] + plan->origin_s;
+		}
+		for (i = 0; i < plan->n_punted; i++) {
+			c->carried[plan->n_inflight + i] = plan->punted[i];
+			c->carried_s[plan->n_inflight + i] = -1.0;
+		}
 	}
-	c->n_carried = plan->n_punted;
-	c->replica_lag = plan->n_punted;
+	c->n_carried = nc;
+	c->replica_lag = nc;
 	c->v_init = b->v_init + plan->n_order;
 	return 0;
 }
@@ -426,6 +446,7 @@ int plan_carry_next(const struct plan_batch *b, const struct plan *plan, struct 
 void plan_carry_free(struct plan_carry *c)
 {
 	free(c->carried);
+	free(c->carried_s);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -445,9 +466,12 @@ int plan_equal(const struct plan *a, const struct plan *b)
 	    a->n_aggregates != b->n_aggregates || a->n_transfers != b->n_transfers ||
 	    a->n_commits != b->n_commits || a->n_replica_commits != b->n_replica_commits ||
 	    a->n_punted != b->n_punted || a->divergence_bound != b->divergence_bound ||
-	    a->n_unanswered != b->n_unanswered || a->origin_s != b->origin_s)
+	    a->n_unanswered != b->n_unanswered || a->origin_s != b->origin_s ||
+	    a->n_inflight != b->n_inflight)
 		return 0;
 	if (!SAME_ARRAY(a->unanswered, b->unanswered, a->n_unanswered) ||
+	    !SAME_ARRAY(a->inflight, b->inflight, a->n_inflight) ||
+	    !SAME_ARRAY(a->inflight_s, b->inflight_s, a->n_inflight) ||
 	    !SAME_ARRAY(a->order, b->order, a->n_order) ||
 	    !SAME_ARRAY(a->dropped, b->dropped, a->n_dropped) ||
 	    !SAME_ARRAY(a->punted, b->punted, a->n_punted))

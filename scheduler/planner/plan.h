@@ -63,6 +63,12 @@ struct plan_update {
 	int replica_only; /* 1: a punted replica copy carried from an earlier batch (already
 			   * committed at the server, still owed to the replica; JSON
 			   * "replica_only": true); never in order/dropped, only replicated */
+	int inflight;     /* replica_only only: 1 when its replica copy is already under way
+			   * (planned by an earlier batch to commit after that batch's last server
+			   * commit, §5.3 lazy replication); it is not sent again, and the replica
+			   * holds it from inflight_s on (JSON "inflight_s") */
+	double inflight_s; /* when that copy commits at the replica (batch time base; <= now_s
+			    * when it already has) */
 };
 
 /** A pull request to be answered through a distribution tree (§10.3). */
@@ -195,6 +201,13 @@ struct plan {
 	struct plan_commit *replica_commits;  /* replica commits, a prefix of order */
 	int n_punted;
 	int *punted;            /* update indexes whose replica copy waits for the next batch */
+	int n_inflight;
+	int *inflight;          /* update indexes whose replica copy is under way but commits
+				 * after the batch's last server commit (T_last), in replica
+				 * commit order: the in-flight inputs still late, then this plan's
+				 * late replica commits (§5.3 lazy replication); the next batch
+				 * carries them with inflight_s */
+	double *inflight_s;     /* their replica commit times (plan times, origin_s) */
 	int n_unanswered;
 	int *unanswered;        /* pull indexes no model copy can reach: the worker's downlink (or
 				 * the pull's server's uplink) goes to 0 Gbit/s for good before
@@ -256,9 +269,13 @@ int plan_equal(const struct plan *a, const struct plan *b);
  */
 struct plan_carry {
 	int n_carried;
-	int *carried;           /* update indexes (of the planned batch) whose replica copy was
-				 * punted: send them again with replica_only = 1 */
-	int64_t replica_lag;    /* updates the replica misses after this batch (= n_carried) */
+	int *carried;           /* update indexes (of the planned batch) the replica misses after
+				 * the batch: first the in-flight ones (plan.inflight), then the
+				 * punted ones; send them again with replica_only = 1 */
+	double *carried_s;      /* per carried copy: its replica commit time (batch time base)
+				 * when in flight (-> inflight = 1, inflight_s), -1 when punted */
+	int64_t replica_lag;    /* updates the replica misses after this batch (= n_carried,
+				 * in-flight copies included until they commit) */
 	double history_norm;    /* bound on ||h|| at the last state common to server and replica
 				 * (the replica's state after this batch), for eq. 7 / 11 */
 	int64_t v_init;         /* server version after this batch's commits */

@@ -152,39 +152,91 @@ static int copies_by(const struct planwork *pw, const struct aggregate_result *r
 	return copies;
 }
 
+/* Headroom of the lazy schedule, in batches' worth of norms: a catch-up starts when the
+ * divergence at T_last plus this many times the batch's new norms would pass Div_max. */
+#define REPLICA_HEADROOM 1.5
+
+int replicate_sequence(const struct plan_batch *b, const int *order, int n_order, int *seq,
+		       int *n_in)
+{
+	int i, j, n = 0, k;
+
+	for (i = 0; i < b->n_updates; i++)
+		if (b->updates[i].replica_only && b->updates[i].inflight) {
+			/* insertion by inflight_s, stable */
+			for (j = n; j > 0 && b->updates[seq[j - 1]].inflight_s > b->updates[i].inflight_s; j--)
+				seq[j] = seq[j - 1];
+			seq[j] = i;
+			n++;
+		}
+	k = n;
+	for (i = 0; i < b->n_updates; i++)
+		if (b->updates[i].replica_only && !b->updates[i].inflight)
+			seq[n++] = i;
+	for (i = 0; i < n_order; i++)
+		seq[n++] = order[i];
+	if (n_in)
+		*n_in = k;
+	return n;
+}
+
 /*
- * The replica schedule that sends the fewest bytes to the replica while the bound holds at
- * T_last (§3.3: "a large Div_max bound allows delaying several replicated updates, which can
- * be aggressively aggregated later, controlling network replication load"). p* is the
- * shortest prefix of @seq the replica must hold at @t_last for the bound (from the norms); F
- * the copies Alg. 3's fastest case commits by t_last, in k_F transfers. The longest prefix of
- * m = n, n/2, n/4, ... down to max(p*, F, 1) that commits by t_last as one aggregate (Alg. 3's
- * case n = 0: k_m transfers, 1 unless inputs sit at other aggregators) is kept, the rest
- * punted, when it is no worse in copies per transfer (m / k_m >= F / k_F): it then delivers
- * at least the fastest case's copies, in fewer bytes, without delaying the server. Otherwise
- * (and when the batch has no server commit, t_last infinite, or no replica aggregator) the
- * fastest case, which replicate_plan freezes by T_last, delaying the last server transfer when
- * the bound needs it. In the cluster benchmark this made no measurable difference
- * (BENCHMARKS.md, A/B of 2026-11-23); holding every copy back while the bound allows it was
- * measured worse (0.86 replica transfers per applied update at 16x the mean norm, 52%
- * overhead) and dropped.
+ * The replica schedule for the new copies seq2 = @seq[n_in..n) (the first n_in are in flight,
+ * holding from @cin[k] on). Lazy replication first (see replicate_plan): with Div_max > 0,
+ * while the bound holds at @t_last without new copies nothing is sent (or, when it would not
+ * hold a batch later and nothing is in flight, one catch-up aggregate of every new copy that
+ * may commit after t_last: *@late = 1). Otherwise the schedule that sends the fewest bytes
+ * while the bound holds at T_last: p* is the shortest prefix of @seq the replica must hold
+ * at @t_last for the bound (from the norms); F the copies Alg. 3's fastest case commits by
+ * t_last, in k_F transfers. The longest prefix of m = n2, n2/2, ... down to max(p* - n_in,
+ * F, 1) that commits by t_last as one aggregate (Alg. 3's case n = 0: k_m transfers, 1 unless
+ * inputs sit at other aggregators) is kept, the rest punted, when it is no worse in copies
+ * per transfer (m / k_m >= F / k_F). Otherwise (and when the batch has no server commit,
+ * t_last infinite, or no replica aggregator) the fastest case, which replicate_plan freezes
+ * by T_last, delaying the last server transfer when the bound needs it.
  * Leaves the chosen case reserved, recorded and in @rres. Returns 0 or -ENOMEM.
  */
 static int plan_replica_copies(struct planwork *pw, struct netstate *net, const int *seq, int n,
-			       const double *norms, double t_last, const int *raggs, int kr,
-			       int tr1, int ag1, struct netstate_mark m1,
-			       struct aggregate_result *rres)
+			       int n_in, const double *cin, const double *norms, int n_order,
+			       double t_last, const int *raggs, int kr, int tr1, int ag1,
+			       struct netstate_mark m1, struct aggregate_result *rres, int *late)
 {
 	const struct plan_batch *b = pw->b;
-	int pstar = 0, m, lo, f, kf = 0, km, rc = 0;
+	const int *seq2 = seq + n_in;
+	int n2 = n - n_in, pstar = 0, m, lo, f, kf = 0, km, rc = 0, held = 0;
 
-	if (t_last == INFINITY || kr == 0 || n == 0)
-		return aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr,
+	*late = 0;
+	if (n2 == 0)
+		return 0;
+	if (t_last == INFINITY || kr == 0)
+		return aggregate_plan(pw, net, seq2, n2, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr,
 				      rres);
+	while (held < n_in && cin[held] <= t_last)
+		held++;
+	if (b->div_max > 0.0 &&
+	    replicate_divergence(b->momentum, b->history_norm, norms, n, held) <= b->div_max) {
+		double d = replicate_divergence(b->momentum, b->history_norm, norms, n, held), g = 0.0;
+
+		for (int i = n - n_order; i < n; i++)
+			g += norms[i];
+		if (n_in > 0 || d + REPLICA_HEADROOM * g <= b->div_max)
+			return 0; /* punt every new copy: the bound holds without them */
+		/* the catch-up: every owed copy in one aggregate, committing when it can */
+		rc = aggregate_plan_case(pw, net, seq2, n2, b->replica, PLAN_PURPOSE_REPLICA, raggs,
+					 kr, 0, rres);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc == 0 && rres->cost_s < INFINITY) {
+			*late = 1;
+			return 0;
+		}
+		discard_case(pw, net, m1, tr1, ag1, rres);
+	}
 	while (pstar < n && replicate_divergence(b->momentum, b->history_norm, norms, n, pstar) >
 				    b->div_max)
 		pstar++;
-	rc = aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr, rres);
+	pstar = pstar > n_in ? pstar - n_in : 0;
+	rc = aggregate_plan(pw, net, seq2, n2, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr, rres);
 	if (rc)
 		return rc;
 	f = copies_by(pw, rres, t_last, &kf);
@@ -192,8 +244,8 @@ static int plan_replica_copies(struct planwork *pw, struct netstate *net, const 
 	lo = pstar > f ? pstar : f;
 	if (lo < 1)
 		lo = 1;
-	for (m = n; m >= lo; m = m > lo && m / 2 < lo ? lo : m / 2) {
-		rc = try_one_aggregate(pw, net, seq, m, t_last, raggs, kr, tr1, ag1, m1, rres);
+	for (m = n2; m >= lo; m = m > lo && m / 2 < lo ? lo : m / 2) {
+		rc = try_one_aggregate(pw, net, seq2, m, t_last, raggs, kr, tr1, ag1, m1, rres);
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
@@ -206,7 +258,35 @@ static int plan_replica_copies(struct planwork *pw, struct netstate *net, const 
 		if (m == lo)
 			break;
 	}
-	return aggregate_plan(pw, net, seq, n, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr, rres);
+	return aggregate_plan(pw, net, seq2, n2, b->replica, PLAN_PURPOSE_REPLICA, raggs, kr, rres);
+}
+
+/* Copies the items [0..k) of @rres carry. */
+static int items_copies(const struct aggregate_result *rres, int k)
+{
+	int c = 0;
+
+	for (int i = 0; i < k; i++)
+		c += rres->items[i].count;
+	return c;
+}
+
+/* Append update @u (commit time @t) to the plan's in-flight list. */
+static int add_inflight(struct plan *o, int u, double t)
+{
+	int *a = realloc(o->inflight, ((size_t)o->n_inflight + 1) * sizeof(*a));
+	double *s;
+
+	if (!a)
+		return -ENOMEM;
+	o->inflight = a;
+	s = realloc(o->inflight_s, ((size_t)o->n_inflight + 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	o->inflight_s = s;
+	o->inflight[o->n_inflight] = u;
+	o->inflight_s[o->n_inflight++] = t;
+	return 0;
 }
 
 int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_result *sres,
@@ -218,59 +298,64 @@ int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_r
 	struct netstate_mark m1 = netstate_mark(net);
 	struct frozen fz = { NULL, NULL };
 	int tr1 = o->n_transfers, ag1 = o->n_aggregates;
-	int *seq = NULL, *cum = NULL, L = 0, n, i, nf = 0, p = 0, delay = 0, rc;
+	int *seq = NULL, *cum = NULL, n, n_in = 0, i, nc, nf = 0, nk, p = 0, delay = 0, late = 0, rc;
 	double *norms = NULL, *c = NULL, t_last, a_e = 0.0, prev;
 
-	for (i = 0; i < b->n_updates; i++)
-		L += b->updates[i].replica_only != 0;
-	n = L + o->n_order;
-	seq = malloc(((size_t)n + 1) * sizeof(*seq));
-	norms = malloc(((size_t)n + 1) * sizeof(*norms));
+	seq = malloc(((size_t)b->n_updates + 1) * sizeof(*seq));
+	norms = malloc(((size_t)b->n_updates + 1) * sizeof(*norms));
 	if (!seq || !norms) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* The replica owes the carried copies first (they were committed at the server earlier). */
-	for (i = 0, n = 0; i < b->n_updates; i++)
-		if (b->updates[i].replica_only)
-			seq[n++] = i;
-	for (i = 0; i < o->n_order; i++)
-		seq[n++] = o->order[i];
+	/* The replica owes the carried copies first (they were committed at the server earlier),
+	 * the ones already under way before the others. */
+	n = replicate_sequence(b, o->order, o->n_order, seq, &n_in);
 	for (i = 0; i < n; i++)
 		norms[i] = b->updates[seq[i]].norm;
 	/* With no server commit in this batch there is nothing to race: freeze everything. */
 	t_last = o->n_order > 0 ? aggregate_last_arrival(pw, sres) : INFINITY;
-
-	rc = plan_replica_copies(pw, net, seq, n, norms, t_last, raggs, kr, tr1, ag1, m1, &rres);
-	if (rc)
-		goto out;
-	c = malloc(((size_t)rres.n_items + 1) * sizeof(*c));
-	cum = malloc(((size_t)rres.n_items + 1) * sizeof(*cum));
-	fz.upd = calloc((size_t)b->n_updates + 1, 1);
-	fz.agg = calloc((size_t)o->n_aggregates + 1, 1);
-	if (!c || !cum || !fz.upd || !fz.agg) {
+	/* Items in replica commit order: the in-flight copies (one each), then the new items. */
+	c = malloc(((size_t)n + 1) * sizeof(*c));
+	cum = malloc(((size_t)n + 1) * sizeof(*cum));
+	if (!c || !cum) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	prev = b->now_s;
+	for (i = 0; i < n_in; i++) {
+		prev = planwork_max(prev, b->updates[seq[i]].inflight_s);
+		c[i] = prev;
+		cum[i] = i + 1;
+	}
+	rc = plan_replica_copies(pw, net, seq, n, n_in, c, norms, o->n_order, t_last, raggs, kr,
+				 tr1, ag1, m1, &rres, &late);
+	if (rc)
+		goto out;
 	for (i = 0; i < rres.n_items; i++) {
 		int j;
 
 		for (j = 0; j < pw->n_legs; j++)
 			prev = planwork_max(prev, rres.items[i].arrival[j]);
-		c[i] = prev; /* replica commits follow the order too */
-		cum[i] = (i ? cum[i - 1] : 0) + rres.items[i].count;
+		c[n_in + i] = prev; /* replica commits follow the order too */
+		cum[n_in + i] = (n_in + i ? cum[n_in + i - 1] : 0) + rres.items[i].count;
 	}
-	while (nf < rres.n_items && c[nf] <= t_last)
+	nc = n_in + rres.n_items;
+	fz.upd = calloc((size_t)b->n_updates + 1, 1);
+	fz.agg = calloc((size_t)o->n_aggregates + 1, 1);
+	if (!fz.upd || !fz.agg) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (nf < nc && c[nf] <= t_last)
 		nf++;
 	p = nf ? cum[nf - 1] : 0;
 	if (replicate_divergence(b->momentum, b->history_norm, norms, n, p) > b->div_max) {
 		/* Delay the last server transfer until the earliest replica commit that suffices. */
-		for (i = nf; i < rres.n_items; i++)
+		for (i = nf; i < nc; i++)
 			if (replicate_divergence(b->momentum, b->history_norm, norms, n, cum[i]) <=
 			    b->div_max)
 				break;
-		if (i >= rres.n_items || sres->n_items == 0) {
+		if (i >= nc || sres->n_items == 0) {
 			planwork_err(pw->error, sizeof(pw->error), "sssgs", "replica ", b->hosts[b->replica].name,
 				     ": no replica commit keeps the divergence within div_max ", b->div_max,
 				     ": its downlink or the path to it carries too little (at 0 Gbit/s for good: "
@@ -283,7 +368,9 @@ int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_r
 		a_e = c[i];
 		delay = 1;
 	}
-	for (i = 0; i < nf; i++) {
+	/* New items kept: those frozen by T_last (or a_e), or all of a catch-up. */
+	nk = late ? rres.n_items : (nf > n_in ? nf - n_in : 0);
+	for (i = 0; i < nk; i++) {
 		const struct aggregate_item *it = &rres.items[i];
 
 		if (it->kind == PLAN_CARRY_UPDATE) {
@@ -325,19 +412,48 @@ int replicate_plan(struct planwork *pw, struct netstate *net, struct aggregate_r
 			rc = -EINVAL;
 			goto out;
 		}
+		t_last = aggregate_last_arrival(pw, sres);
 	}
-	/* The replica's version at batch start: replica_lag updates behind the server. */
-	rc = add_replica_commits(pw, &rres, nf, c, cum, b->v_init - b->replica_lag);
+	/* The replica's version at batch start: replica_lag updates behind the server; the
+	 * in-flight copies commit first. */
+	rc = add_replica_commits(pw, &rres, nk, c + n_in, cum + n_in, b->v_init - b->replica_lag);
 	if (rc)
 		goto out;
-	if (n - p > 0) {
-		o->punted = malloc((size_t)(n - p) * sizeof(*o->punted));
-		if (!o->punted) {
-			rc = -ENOMEM;
-			goto out;
+	/* What the replica holds at T_last: a prefix of the items; the kept rest is in flight. */
+	nf = 0;
+	while (nf < n_in + nk && c[nf] <= t_last)
+		nf++;
+	p = nf ? cum[nf - 1] : 0;
+	for (i = nf; i < n_in + nk && !rc; i++) {
+		if (i < n_in) {
+			rc = add_inflight(o, seq[i], c[i]);
+			continue;
 		}
-		memcpy(o->punted, seq + p, (size_t)(n - p) * sizeof(*seq));
-		o->n_punted = n - p;
+		const struct aggregate_item *it = &rres.items[i - n_in];
+		if (it->kind == PLAN_CARRY_UPDATE) {
+			rc = add_inflight(o, it->carries, c[i]);
+		} else {
+			const struct plan_aggregate *a = &o->aggregates[it->carries];
+
+			for (int j = 0; j < a->n_inputs && !rc; j++)
+				rc = add_inflight(o, a->inputs[j], c[i]);
+		}
+	}
+	if (rc)
+		goto out;
+	/* The rest of the new copies waits for a later batch. */
+	{
+		int sent = n_in + items_copies(&rres, nk);
+
+		if (n - sent > 0) {
+			o->punted = malloc((size_t)(n - sent) * sizeof(*o->punted));
+			if (!o->punted) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			memcpy(o->punted, seq + sent, (size_t)(n - sent) * sizeof(*seq));
+			o->n_punted = n - sent;
+		}
 	}
 	o->divergence_bound = replicate_divergence(b->momentum, b->history_norm, norms, n, p);
 out:

@@ -24,6 +24,15 @@ double replicate_history_bound(double gamma, double h0_norm, const double *norms
 double replicate_divergence(double gamma, double h0_norm, const double *norms, int n, int p);
 
 /**
+ * replicate_sequence - the order in which the replica applies a batch's copies: the in-flight
+ * carried copies (plan_update.inflight) by inflight_s (ties: batch order), the other carried
+ * (replica_only) copies in batch order, then @order[0..n_order). Fills @seq (room for
+ * b->n_updates) and, when @n_in is not NULL, the number of in-flight copies. Returns the length.
+ */
+int replicate_sequence(const struct plan_batch *b, const int *order, int n_order, int *seq,
+		       int *n_in);
+
+/**
  * replicate_plan - §5.3 on top of the tentative server schedule @sres (already reserved on
  * @net and recorded in the plan). The replica gets, in order, the carried replica_only
  * updates then pw->out->order, towards the replica with the replica aggregators @raggs[0..kr).
@@ -34,8 +43,16 @@ double replicate_divergence(double gamma, double h0_norm, const double *norms, i
  * case. Otherwise the fastest case: if the divergence bound holds at T_last, replica
  * commits up to T_last are frozen and the rest punted; otherwise the last
  * server transfer is delayed to start after the earliest replica commit a_e that makes the
- * bound hold, and the replica commits up to a_e are frozen. Fills replica_commits, punted,
- * divergence_bound; may change @sres's last item (its transfers are re-recorded).
+ * bound hold, and the replica commits up to a_e are frozen.
+ * Lazy replication (§3.3 "delaying several replicated updates, which can be aggressively
+ * aggregated later"): copies already under way (carried with inflight) come first and hold at
+ * their inflight_s. While the bound holds at T_last without any new copy, every new copy is
+ * punted; when it would not hold one batch later (the divergence plus this batch's norms,
+ * REPLICA_HEADROOM times, exceeds Div_max) and no copy is in flight, all owed copies leave as
+ * one catch-up aggregate that may commit after T_last: its copies are then in flight
+ * (plan.inflight) and the next batches count them as missing until they commit.
+ * Fills replica_commits, punted, inflight, divergence_bound; may change @sres's last item
+ * (its transfers are re-recorded).
  * Returns 0, -EINVAL when the replica cannot receive what the bound needs (a link to it never
  * has capacity), or -ENOMEM.
  */

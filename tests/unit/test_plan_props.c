@@ -1,6 +1,7 @@
 /* test_plan_props.c - property tests: random batches and conf examples planned and checked, FAST == SIMPLE. */
 #include <check.h>
 #include <glob.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,6 +286,161 @@ START_TEST(test_unreachable_pull_unanswered)
 }
 END_TEST
 
+/*
+ * Carried copies already in flight (random commit times, some before now_s, some after the
+ * batch's last server commit), momentum 0 or 0.9, div_max from 0 to loose: every plan checks
+ * (the replica's holdings at T_last re-derived from the commit times) and FAST == SIMPLE.
+ */
+START_TEST(test_random_inflight)
+{
+	struct gen_params gp;
+	struct plan_batch b;
+	char what[64];
+	uint64_t r = 0x9e3779b97f4a7c15ull * (uint64_t)(_i + 1);
+
+	gen_params_default(&gp, 2 + _i % 10, 9000 + (uint64_t)_i);
+	gen_params_variant(&gp, (enum gen_variant)(_i % 2 ? GEN_ASYNC : GEN_SHARDED));
+	gp.with_replica = 1;
+	gp.n_replica_only = 1 + _i % 4;
+	gp.div_max = _i % 5 == 0 ? 0.0 : _i % 5 == 1 ? -1.0 : 0.3 * (_i % 7);
+	ck_assert_int_eq(gen_batch(&gp, &b), 0);
+	b.momentum = _i % 3 == 0 ? 0.9 : 0.0;
+	for (int i = 0, k = 0; i < b.n_updates; i++) {
+		if (!b.updates[i].replica_only || k++ >= 1 + _i % 3)
+			continue;
+		r = r * 6364136223846793005ull + 1442695040888963407ull;
+		b.updates[i].inflight = 1;
+		b.updates[i].inflight_s = (double)(r >> 40) / (double)(1ull << 24) * 0.4 - 0.05;
+	}
+	snprintf(what, sizeof(what), "inflight seed %d", _i);
+	plan_check_both(&b, what);
+	planio_batch_free(&b);
+}
+END_TEST
+
+/*
+ * Lazy replication over a run of batches (§3.3, §5.3): 4 workers, 2 of them aggregators, a
+ * server and a replica at 10 Gbit/s; every 0.1 s two 1 MB updates of norm 1 (momentum 0, as
+ * with momentum at the workers). Each batch carries what the last left (plan_carry_next: the
+ * punted copies and the ones in flight with their commit times, moved 0.1 s earlier as the
+ * next batch starts 0.1 s later). Every plan checks (the checker re-derives the divergence
+ * at T_last from the norms); bytes to the replica over 60 batches: at Div_max 16 (16 update
+ * norms) at most a third of those at Div_max 0.
+ */
+#define LAZY_BATCHES 60
+
+static double lazy_replica_bytes(double div_max, int *max_inflight)
+{
+	struct plan_batch b;
+	struct plan_carry carry = { 0 };
+	int hosts_w = 4, aggs[2] = { 0, 1 }, servers[1] = { 4 }, next_id = 0;
+	char carried_id[64][PLAN_NAME_MAX];
+	int n_carried = 0;
+	double carried_s[64], total = 0.0;
+
+	*max_inflight = 0;
+	for (int k = 0; k < LAZY_BATCHES; k++) {
+		struct plan_host hosts[6];
+		struct plan_update up[66];
+		struct plan p;
+		char msg[512];
+		int n = 0;
+
+		memset(&b, 0, sizeof(b));
+		memset(up, 0, sizeof(up));
+		for (int h = 0; h < 6; h++) {
+			snprintf(hosts[h].name, PLAN_NAME_MAX, h < hosts_w ? "w%d" : h == 4 ? "ps" : "rep", h);
+			hosts[h].up_gbps = hosts[h].down_gbps = 10.0;
+		}
+		b.mode = PLAN_ASYNC;
+		b.now_s = 0.0;
+		b.hosts = hosts;
+		b.n_hosts = 6;
+		b.servers = servers;
+		b.n_servers = 1;
+		b.replica = 5;
+		b.aggregators = aggs;
+		b.n_aggregators = 2;
+		b.replica_aggregators = aggs;
+		b.n_replica_aggregators = 2;
+		b.tau_max = 50;
+		b.v_init = 1000 + 2 * k;
+		b.momentum = 0.0;
+		b.div_max = div_max;
+		b.history_norm = carry.history_norm;
+		b.replica_lag = n_carried;
+		for (int i = 0; i < n_carried; i++, n++) {
+			snprintf(up[n].id, PLAN_NAME_MAX, "%s", carried_id[i]);
+			up[n].worker = 2 + n % 2;
+			up[n].bytes = 1000000;
+			up[n].version = b.v_init - 1;
+			up[n].norm = 1.0;
+			up[n].replica_only = 1;
+			if (carried_s[i] >= 0) {
+				up[n].inflight = 1;
+				up[n].inflight_s = carried_s[i] - 0.1;
+			}
+		}
+		for (int i = 0; i < 2; i++, n++) {
+			snprintf(up[n].id, PLAN_NAME_MAX, "u%d", next_id++);
+			up[n].worker = 2 + i;
+			up[n].bytes = 1000000;
+			up[n].version = b.v_init - 1;
+			up[n].norm = 1.0;
+		}
+		b.updates = up;
+		b.n_updates = n;
+		ck_assert_msg(plan_compute(&b, PLAN_IMPL_FAST, &p) == 0, "batch %d: %s", k, p.error);
+		ck_assert_msg(plan_check(&b, &p, msg, sizeof(msg)) == PLAN_CHECK_OK, "div_max %g batch %d: %s",
+			      div_max, k, msg);
+		for (int t = 0; t < p.n_transfers; t++)
+			if (p.transfers[t].dst == b.replica)
+				total += (double)p.transfers[t].bytes;
+		if (p.n_inflight > 0) {
+			/* the checker catches a plan that forgets the copies under way, or
+			 * claims less divergence than the norms give */
+			int keep = p.n_inflight;
+			double d = p.divergence_bound;
+
+			p.n_inflight = 0;
+			ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)), PLAN_CHECK_REPLICA);
+			p.n_inflight = keep;
+			p.divergence_bound = d / 2;
+			ck_assert_int_eq(plan_check(&b, &p, msg, sizeof(msg)),
+					 d > 0 ? PLAN_CHECK_DIVERGENCE : PLAN_CHECK_OK);
+			p.divergence_bound = d;
+		}
+		if (p.n_inflight > *max_inflight)
+			*max_inflight = p.n_inflight;
+		plan_carry_free(&carry);
+		ck_assert_int_eq(plan_carry_next(&b, &p, &carry), 0);
+		ck_assert_int_le(carry.n_carried, 64);
+		for (int i = 0; i < carry.n_carried; i++) {
+			snprintf(carried_id[i], PLAN_NAME_MAX, "%s", up[carry.carried[i]].id);
+			carried_s[i] = carry.carried_s[i];
+		}
+		n_carried = carry.n_carried;
+		plan_free(&p);
+	}
+	plan_carry_free(&carry);
+	return total;
+}
+
+START_TEST(test_lazy_replication_fewer_bytes)
+{
+	int in0, in16;
+	double b0 = lazy_replica_bytes(0.0, &in0), b16 = lazy_replica_bytes(16.0, &in16);
+
+	if (getenv("MLF_TEST_VERBOSE"))
+		fprintf(stderr, "lazy replication: %.0f bytes to the replica at Div_max 0, %.0f at 16 "
+			"(%.2fx fewer); at most %d copies in flight\n", b0, b16, b0 / b16, in16);
+	ck_assert_msg(b0 > 0 && b16 * 3 <= b0, "bytes to the replica: %.0f at Div_max 0, %.0f at 16",
+		      b0, b16);
+	ck_assert_int_eq(in0, 0);   /* Div_max 0: the replica holds everything by T_last */
+	ck_assert_int_gt(in16, 0);  /* catch-ups commit after T_last */
+}
+END_TEST
+
 static Suite *props_suite(void)
 {
 	Suite *s = suite_create("plan_props");
@@ -298,6 +454,8 @@ static Suite *props_suite(void)
 	tcase_add_loop_test(tc, test_epoch_times, 0, 40);
 	tcase_add_test(tc, test_epoch_small_transfer);
 	tcase_add_test(tc, test_unreachable_pull_unanswered);
+	tcase_add_test(tc, test_lazy_replication_fewer_bytes);
+	tcase_add_loop_test(tc, test_random_inflight, 0, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -217,6 +217,9 @@ static const struct bad_case {
 	{ "updates[0].priority", "1", "updates[0].priority: unknown key" },
 	{ "updates[0].shards", "[]", "updates[0].shards: only allowed with several servers" },
 	{ "updates[2]", "\"u2\"", "updates[2]: expected an object, got a string" },
+	{ "updates[0].inflight_s", "0.1", "updates[0].inflight_s: only for a carried copy (replica_only true)" },
+	{ "updates[2].inflight_s", "0.3", NULL /* a carried copy under way: valid */ },
+	{ "updates[2].inflight_s", "\"x\"", "updates[2].inflight_s: expected a number, got a string" },
 	{ "pulls[0].worker", "\"w5\"", "pulls[0].worker: unknown host \"w5\"" },
 	{ "pulls[0].worker", "\"ps\"", "pulls[0].worker: host \"ps\" is a server" },
 	{ "pulls[0].server", "\"w1\"", "pulls[0].server: host \"w1\" is not a server" },
@@ -491,7 +494,7 @@ START_TEST(test_plan_writer)
 			  .n_transfers = 2, .transfers = tr, .n_commits = 2, .commits = cm,
 			  .n_punted = 1, .punted = punted, .divergence_bound = 0.7, .plan_ms = 0.5 };
 	const char *keys[] = { "order", "dropped", "aggregates", "transfers", "commits",
-			       "replica_commits", "punted", "unanswered", "divergence_bound",
+			       "replica_commits", "punted", "inflight", "unanswered", "divergence_bound",
 			       "plan_ms" };
 	json_t *doc, *t0, *v;
 	const char *key;

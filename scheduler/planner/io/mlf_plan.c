@@ -170,6 +170,10 @@ static void explain(FILE *f, const struct plan_batch *b, const struct plan *p, c
 	}
 	if (b->replica >= 0) {
 		explain_list(f, b, "punted", p->punted, p->n_punted);
+		fprintf(f, "in flight to the replica after the last server commit:");
+		for (int i = 0; i < p->n_inflight; i++)
+			fprintf(f, " %s (commits %.6f)", b->updates[p->inflight[i]].id, p->inflight_s[i]);
+		fprintf(f, "%s\n", p->n_inflight ? "" : " none");
 		fprintf(f, "divergence bound: %.6g (div_max %.6g)\n", p->divergence_bound,
 			b->div_max);
 	}

@@ -310,6 +310,7 @@ static const struct field update_fields[] = {
 	FIELD("norm", FT_NUM, NEED_OPT, BOUND_GE, 0, 0, struct plan_update, norm),
 	FIELD("ready_s", FT_NUM, NEED_OPT, BOUND_NONE, 0, 0, struct plan_update, ready_s),
 	FIELD("replica_only", FT_BOOL, NEED_OPT, BOUND_NONE, 0, 0, struct plan_update, replica_only),
+	FIELD("inflight_s", FT_NUM, NEED_OPT, BOUND_NONE, 0, 0, struct plan_update, inflight_s),
 };
 
 static const struct field shard_fields[] = {
@@ -570,6 +571,11 @@ static int finish_update(struct reader *rd, const char *path, const json_t *obj,
 			    b->hosts[u->worker].name);
 	if (u->replica_only && b->replica < 0)
 		return fail(rd, path, "replica_only", "the batch has no replica");
+	if (json_object_get(obj, "inflight_s")) {
+		if (!u->replica_only)
+			return fail(rd, path, "inflight_s", "only for a carried copy (replica_only true)");
+		u->inflight = 1;
+	}
 	return 0;
 }
 
@@ -901,6 +907,8 @@ json_t *planio_batch_to_json(const struct plan_batch *b)
 		put(o, "ready_s", json_real(u->ready_s), &ok);
 		if (u->replica_only)
 			put(o, "replica_only", json_true(), &ok);
+		if (u->inflight)
+			put(o, "inflight_s", json_real(u->inflight_s), &ok);
 	}
 	if (b->n_pulls > 0) {
 		put(doc, "model_bytes", json_integer((json_int_t)b->model_bytes), &ok);
@@ -945,6 +953,9 @@ static int plan_indexes_ok(const struct plan_batch *b, const struct plan *p)
 			return 0;
 	for (int i = 0; i < p->n_unanswered; i++)
 		if (!IN(p->unanswered[i], b->n_pulls))
+			return 0;
+	for (int i = 0; i < p->n_inflight; i++)
+		if (!IN(p->inflight[i], b->n_updates))
 			return 0;
 	for (int i = 0; i < p->n_aggregates; i++) {
 		const struct plan_aggregate *a = &p->aggregates[i];
@@ -1063,6 +1074,16 @@ json_t *planio_plan_to_json(const struct plan_batch *b, const struct plan *p)
 	put(doc, "replica_commits", commit_array(b, p->replica_commits, p->n_replica_commits, &ok),
 	    &ok);
 	put(doc, "punted", update_array(b, p->punted, p->n_punted, &ok), &ok);
+	if (b->replica >= 0) {
+		put(doc, "inflight", a = json_array(), &ok);
+		for (int i = 0; a && i < p->n_inflight; i++) {
+			push(a, o = json_object(), &ok);
+			if (!o)
+				break;
+			put(o, "carries", json_string(b->updates[p->inflight[i]].id), &ok);
+			put(o, "at_s", json_real(p->inflight_s[i]), &ok);
+		}
+	}
 	if (b->n_pulls > 0) {
 		put(doc, "unanswered", a = json_array(), &ok);
 		for (int i = 0; a && i < p->n_unanswered; i++)
