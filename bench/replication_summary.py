@@ -101,7 +101,7 @@ def targets(runs):
     else:
         out.append("- >= 3x less data to the replica: not measured")
     chain = med("chain", "time_to_target_s")
-    mts = [(v, med(v, "time_to_target_s")) for v in ORDER if v.startswith("mlfabric-")]
+    mts = [(v, med(v, "time_to_target_s")) for v in ORDER if v.startswith("mlfabric-") and v in runs]
     if chain is not None and all(t is not None for _, t in mts):
         out.append("- MLfabric's time to target below chain replication's at every div_max "
                    "(medians): %s (chain %.1f s; %s)" % (
