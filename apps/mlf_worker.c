@@ -23,6 +23,7 @@ struct wk_opts {
 	double momentum; /* worker-side momentum gamma in [0, 1) (0 = off: the server's eq. 2) */
 	double speed, speed_at; /* --speed F[@T]: every iteration F times slower from T s after the
 				 * start (a deterministic straggler, issue 12; 1 = off) */
+	int esync;       /* --esync P: ESync with P workers (esync.txt Alg. 1; 0 = off) */
 	size_t eval_images;
 	long iterations;
 	size_t train_images;
@@ -54,6 +55,11 @@ static void wk_usage(FILE *f)
 		"  --speed F[@T]          deterministic straggler: every iteration F >= 1 times slower\n"
 		"                         (sleeps (F-1) x its compute time), from T seconds after\n"
 		"                         the start (default 1 = off; T default 0)\n"
+		"  --esync P              ESync (esync.txt, issue 12; needs --mode mlfabric-s and P\n"
+		"                         workers): each round, train a copy of the model locally,\n"
+		"                         asking the scheduler's State Server before every local\n"
+		"                         iteration whether to aggregate; then push (copy - model) / P\n"
+		"                         through the synchronous allreduce (the round's mean delta)\n"
 		"  --seed S               sampling and straggler seed (default 1)\n"
 		"  --records DIR          write pushes.jsonl and worker.json there (default .)\n"
 		"  --data DIR             Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
@@ -78,7 +84,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "train-images", 1, 0, 'n' }, { "iterations", 1, 0, 'i' }, { "duration", 1, 0, 'D' },
 		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
 		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { "momentum", 1, 0, 'G' },
-		{ "speed", 1, 0, 'F' }, { 0, 0, 0, 0 },
+		{ "speed", 1, 0, 'F' }, { "esync", 1, 0, 'E' }, { 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
 	int c;
@@ -119,6 +125,15 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 					       "and T >= 0 seconds\n", optarg), -1;
 			break;
 		}
+		case 'E': {
+			char *end;
+			long p = strtol(optarg, &end, 10);
+			if (*end || end == optarg || p < 1 || p > 4096)
+				return fprintf(stderr, "mlf-worker: bad --esync '%s': the number of workers "
+					       "(1..4096)\n", optarg), -1;
+			o->esync = (int)p;
+			break;
+		}
 		case 'h': wk_usage(stdout); return 1;
 		default: wk_usage(stderr); return -1;
 		}
@@ -135,6 +150,12 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		return fprintf(stderr, "mlf-worker: --batch, --lr, --timeout must be positive\n"), -1;
 	if (!(o->momentum >= 0 && o->momentum < 1))
 		return fprintf(stderr, "mlf-worker: bad --momentum %g (must be in [0, 1))\n", o->momentum), -1;
+	if (o->esync && o->mode != MLF_MODE_SYNC)
+		return fprintf(stderr, "mlf-worker: --esync aggregates once per round: it needs --mode "
+			       "mlfabric-s\n"), -1;
+	if (o->esync && o->momentum > 0)
+		return fprintf(stderr, "mlf-worker: --esync with --momentum is not supported (ESync's "
+			       "local SGD has none)\n"), -1;
 	if (!(o->eval_every >= 0) || o->eval_images < 1)
 		return fprintf(stderr, "mlf-worker: --eval-every must be >= 0 and --eval-images >= 1\n"), -1;
 	return 0;
@@ -162,7 +183,9 @@ int main(int argc, char **argv)
 	char err[512], comp[64];
 	int64_t version = 0;
 	uint64_t rng;
-	long it = 0, straggled = 0;
+	long it = 0, straggled = 0, local_steps = 0; /* ESync: local iterations in all */
+	int64_t esync_round = 0;  /* ESync: communication rounds done (aggregations) */
+	double esync_c = 0;       /* ESync: seconds the last local iteration took (c of Alg. 1) */
 	double t0, busy = 0, next_progress, loss = 0;
 	FILE *pushes, *acc_f = NULL;
 	struct idx_dataset test;
@@ -187,9 +210,10 @@ int main(int argc, char **argv)
 	size_t n = mlp_param_count(&shape);
 	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
 	float *h = o.momentum > 0 ? calloc(n, sizeof(float)) : NULL; /* worker-side momentum, h_0 = 0 */
+	float *wr = o.esync ? malloc(sizeof(float) * n) : NULL; /* ESync: the local copy w_{t,k} */
 	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
 	uint8_t *y = malloc((size_t)o.batch);
-	if (!w || !u || !x || !y || (o.momentum > 0 && !h))
+	if (!w || !u || !x || !y || (o.momentum > 0 && !h) || (o.esync && !wr))
 		return log_err("no memory for the model and update buffers (%zu floats)", n), 1;
 	rng = o.seed * 7919u + (uint64_t)o.shard_i + 1;
 
@@ -240,6 +264,62 @@ int main(int argc, char **argv)
 				log_info("t=%.1fs model version %lld accuracy %.4f loss %.4f", clock_real_s() - t0,
 					 (long long)version, acc, eloss);
 			}
+		}
+		if (o.esync) {
+			/* ESync (esync.txt Alg. 1): local iterations on a copy until the State Server
+			 * says READY, then the round's delta through the synchronous allreduce */
+			int k = 0, ready;
+			double t_round = clock_real_s();
+			memcpy(wr, w, sizeof(float) * n);
+			while ((ready = mlf_query_state(f, esync_round, k, esync_c, o.timeout)) == 0) {
+				ts = clock_real_s();
+				train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
+				loss = mlp_grad(&shape, wr, x, y, o.batch, u);
+				if (loss < 0) {
+					ready = -ENOMEM;
+					break;
+				}
+				compute_s = train_compute_pad(ts, o.compute_min);
+				factor = train_straggle_next(&st) * (clock_real_s() - t0 >= o.speed_at ? o.speed : 1);
+				train_straggle_sleep(compute_s, factor);
+				straggled += factor > 1;
+				vec_scale_f32(u, (float)-o.lr, n);
+				vec_add_f32(wr, u, n);
+				esync_c = clock_real_s() - ts;
+				busy += esync_c;
+				k++;
+				local_steps++;
+				if (wk_stop)
+					break;
+			}
+			if (ready < 0) {
+				rc = ready == -ENOMEM ? (log_err("no memory for the gradient"), 1)
+						      : wk_fail(f, &o, "state query", ready);
+				break;
+			}
+			if (wk_stop)
+				break;
+			for (size_t j = 0; j < n; j++)
+				u[j] = (wr[j] - w[j]) / (float)o.esync; /* Δw / p (Alg. 1 lines 17-20) */
+			norm = vec_norm2_f32(u, n);
+			v_g = version;
+			r = mlf_allreduce(f, o.server, u, n, norm, version, w, &version, o.timeout);
+			if (r) {
+				rc = wk_fail(f, &o, "allreduce", r);
+				break;
+			}
+			esync_round++;
+			it++;
+			train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:i,s:f}", "t", clock_real_s(),
+							 "id", json_null(), "version", (json_int_t)v_g,
+							 "norm", norm, "round_s", clock_real_s() - t_round,
+							 "local_steps", k, "c", esync_c));
+			if (clock_real_s() >= next_progress) {
+				log_info("t=%.1fs round %ld (%d local iterations) model version %lld loss %.4f",
+					 clock_real_s() - t0, it, k, (long long)version, loss);
+				next_progress += 2;
+			}
+			continue;
 		}
 		ts = clock_real_s();
 		train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
@@ -303,10 +383,11 @@ int main(int argc, char **argv)
 		 it, straggled, (unsigned long long)ws.pushed, (unsigned long long)ws.sent,
 		 (unsigned long long)ws.dropped, (unsigned long long)ws.aggregated);
 	if (train_rec_file(o.records, "worker.json",
-			   json_pack("{s:I,s:I,s:I,s:I,s:I,s:f}", "iterations", (json_int_t)it, "pushed",
+			   json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I}", "iterations", (json_int_t)it, "pushed",
 				     (json_int_t)ws.pushed, "sent", (json_int_t)ws.sent, "dropped",
 				     (json_int_t)ws.dropped, "aggregated", (json_int_t)ws.aggregated,
-				     "mean_iteration_s", it ? busy / (double)it : 0.0),
+				     "mean_iteration_s", it ? busy / (double)(o.esync ? local_steps : it) : 0.0,
+				     "local_steps", (json_int_t)local_steps),
 			   err, sizeof(err))) {
 		log_err("%s", err);
 		rc = 1;
@@ -318,6 +399,7 @@ int main(int argc, char **argv)
 	free(w);
 	free(u);
 	free(h);
+	free(wr);
 	free(x);
 	free(y);
 	idx_free(&shard);

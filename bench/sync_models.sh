@@ -1,31 +1,41 @@
 #!/usr/bin/env bash
-# bench/sync_models.sh - `make bench-sync-models` (issue 12), so far the ASP paper's experiment
+# bench/sync_models.sh - `make bench-sync-models` (issue 12): the ESync paper's Fig. 3 setting
+# (4 workers at speeds 1:1:1:4, ESync against MLfabric-S = synchronous SGD and Async,
+# conf/exp-esync.json) and the ASP paper's experiment
 # (asp-ieee-access2018 §IV.B): one server and 3 workers (conf/exp-asp.json on the main job's
 # cluster), an interfering load switched on mid-run on one worker (speeds [1, 1, 4] from 15 s),
 # ASP (threshold adapted from the workers' iteration rates, weak threshold 1, at most 3) against
 # SSP with s = 1, 2, 3, next to MLfabric-A and Async; seeds 1..SEEDS. Prints per run and system
 # the time to the target accuracy, samples/s, the largest iteration lead over the slowest worker
 # and the machine's CPU, then median and min-max per system (bench/sync_models_summary.py).
-# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90)
+# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/runs/sync-models-$(date -u +%Y%m%dT%H%M%S)}
-SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}
+SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}; PARTS=${PARTS:-all}
+case "$PARTS" in all|asp|esync) ;; *) echo "bench-sync-models: PARTS is all, asp or esync, got $PARTS" >&2; exit 2 ;; esac
 case "${1:-}" in -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 mkdir -p "$OUT"
 cd "$ROOT"
-# run NAME SEED JQ-FILTER: one tools/mlf-cluster run of conf/exp-asp.json changed by JQ-FILTER
+# run NAME SEED JQ-FILTER [BASE]: one tools/mlf-cluster run of BASE (conf/exp-asp.json) changed
+# by JQ-FILTER
 run() {
-	local name=$1 seed=$2 filter=$3 exp="$OUT/exp-$1-seed$2.json"
+	local name=$1 seed=$2 filter=$3 base=${4:-conf/exp-asp.json} exp="$OUT/exp-$1-seed$2.json"
 	jq --argjson s "$seed" --argjson t "$TARGET" --argjson l "$LIMIT" \
-		".seed = \$s | .target_accuracy = \$t | .time_limit_s = \$l | $filter" conf/exp-asp.json >"$exp"
+		".seed = \$s | .target_accuracy = \$t | .time_limit_s = \$l | $filter" "$base" >"$exp"
 	echo "== $name seed $seed"
 	flock -o /tmp/mlf-netns.lock tools/mlf-cluster run "$exp" --out "$OUT/$name-seed$seed" \
 		>"$OUT/$name-seed$seed.log" 2>&1 || { echo "run failed: see $OUT/$name-seed$seed.log"; return 0; }
 	tail -3 "$OUT/$name-seed$seed.log"
 }
 for seed in $(seq 1 "$SEEDS"); do
-	for s in 1 2 3; do run "ssp$s" "$seed" ".systems = [\"ssp\"] | .ssp_s = $s"; done
-	run ref "$seed" '.systems = ["asp", "mlfabric-a", "async"]'
+	if [ "$PARTS" != esync ]; then
+		for s in 1 2 3; do run "ssp$s" "$seed" ".systems = [\"ssp\"] | .ssp_s = $s"; done
+		run ref "$seed" '.systems = ["asp", "mlfabric-a", "async"]'
+	fi
+	[ "$PARTS" != asp ] || continue
+	# ESync (esync.txt Fig. 3): 4 workers at fixed speeds 1:1:1:4 against synchronous SGD
+	# (MLfabric-S) and Async, conf/exp-esync.json
+	run refesync "$seed" '.' conf/exp-esync.json
 done
 python3 "$ROOT/bench/sync_models_summary.py" "$OUT" "$TARGET" | tee "$OUT/summary.txt"

@@ -59,10 +59,13 @@ def main():
         workers = (exp or {}).get("workers") or []
         for sys_, v in sorted((res.get("systems") or {}).items()):
             prefix = os.path.basename(d).split("-seed")[0]
-            label = sys_ if prefix == "ref" else prefix  # single-system folders: ssp1, ssp2, ...
+            # ref-seedN: the systems by name; refX-seedN: "<system> (X)"; single-system folders
+            # by the folder's name: ssp1, ssp2, ...
+            label = (sys_ + (" (%s)" % prefix[3:] if prefix[3:] else "")) if prefix.startswith("ref") else prefix
             t = v.get("time_to_target_s") if v.get("reached") else None
             wall = v.get("wall_s") or 0
-            sps = (v.get("iterations") or 0) * batch / wall if wall else 0
+            # mini-batches computed: ESync's local iterations, else one per iteration
+            sps = (v.get("local_steps") or v.get("iterations") or 0) * batch / wall if wall else 0
             lead = max_lead(os.path.join(d, sys_, "records"), workers)
             cpu = (v.get("cpu") or {}).get("machine_cores") if isinstance(v.get("cpu"), dict) else None
             print("%-14s %-11s %8s %9s %10.0f %6s %6s" % (os.path.basename(d), label, t is not None,

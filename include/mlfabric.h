@@ -135,6 +135,16 @@ int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *versi
 int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double norm,
 		  int64_t version, float *model, int64_t *new_version, double timeout_s);
 
+/**
+ * mlf_query_state - ESync (esync.txt Alg. 1 line 8, Alg. 2): ask the State Server in the
+ * scheduler, before a local iteration, whether to aggregate now. @round: the worker's
+ * communication round (aggregations done), @k: local iterations done in it, @c_s: seconds its
+ * last local iteration took (0 before the first). Blocks up to @timeout_s for the answer.
+ * Returns 1 (READY: aggregate now), 0 (NOT-READY: train locally once more), -EINVAL (bad
+ * arguments, not a worker) or -ETIMEDOUT (no answer; the error says so).
+ */
+int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s);
+
 /** Worker-side counters (monotonic). */
 struct mlf_worker_stats {
 	uint64_t pushed, sent, dropped, aggregated; /* updates */

@@ -20,7 +20,7 @@ static const struct {
 	{ "release", FABRIC_CMD_RELEASE }, { "replica", FABRIC_CMD_REPLICA },
 	{ "promote", FABRIC_CMD_PROMOTE }, { "server_moved", FABRIC_CMD_SERVER_MOVED },
 	{ "snapshot", FABRIC_CMD_SNAPSHOT }, { "sync_step", FABRIC_CMD_SYNC_STEP },
-	{ "forward", FABRIC_CMD_FORWARD },
+	{ "forward", FABRIC_CMD_FORWARD }, { "state", FABRIC_CMD_STATE },
 };
 
 static int get_u64(json_t *o, const char *k, uint64_t *v)
@@ -213,6 +213,15 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 		return parse_route(o, c);
 	case FABRIC_CMD_RELEASE:
 		return get_u64(o, "id", &c->id) < 0 ? "id" : NULL;
+	case FABRIC_CMD_STATE: {
+		json_t *r = json_object_get(o, "ready");
+		if (get_u64(o, "seq", &c->id) < 0)
+			return "seq";
+		if (!json_is_boolean(r))
+			return "ready";
+		c->keep = json_is_true(r);
+		return NULL;
+	}
 	case FABRIC_CMD_SNAPSHOT:
 		return get_u64(o, "tag", &c->id) < 0 ? "tag" : NULL;
 	case FABRIC_CMD_SERVER_MOVED:

@@ -28,6 +28,7 @@ enum fabric_cmd_kind {
 	FABRIC_CMD_SYNC_STEP,      /* server/replica (MLfabric-S): the iteration starting at @version
 				    * has @id contributions, fewer than n_workers (sync timeout) */
 	FABRIC_CMD_FORWARD,        /* worker (distributor, §10.3): forward model copy @xfer_in */
+	FABRIC_CMD_STATE,          /* worker: ESync's State Server answers query @id: @keep = READY */
 };
 
 /** One parsed command; fields a kind does not use are zero. Free with fabric_cmd_free. */

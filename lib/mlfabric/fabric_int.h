@@ -141,6 +141,11 @@ struct mlf_worker_state {
 		uint64_t shard_off[FABRIC_MAX_SHARDS];
 		uint64_t covered; /* floats written */
 	} get;
+	struct {                  /* ESync's State Server (mlf_query_state): the last answer */
+		uint64_t seq;     /* of the query answered last (0: none) */
+		uint64_t next;    /* of the query asked last */
+		int ready;
+	} state;
 	/* server names mapped to the current server after `server_moved` */
 	char server[APPMSG_NAME_MAX], server_now[APPMSG_NAME_MAX];
 	char moved_from[FABRIC_MOVED_MAX][APPMSG_NAME_MAX];

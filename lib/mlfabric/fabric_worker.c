@@ -151,7 +151,15 @@ static int worker_received(struct mlf *f, struct mlfabric_event *ev)
 
 static int worker_command(struct mlf *f, struct fabric_cmd *c)
 {
-	if (c->kind == FABRIC_CMD_FORWARD)
+	if (c->kind == FABRIC_CMD_STATE) {
+		pthread_mutex_lock(&f->lock);
+		if (c->id > f->w.state.seq) {
+			f->w.state.seq = c->id;
+			f->w.state.ready = c->keep;
+		}
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->lock);
+	} else if (c->kind == FABRIC_CMD_FORWARD)
 		fabric_dist_command(f, c);
 	else if (c->kind == FABRIC_CMD_SERVER_MOVED)
 		cmd_server_moved(f, c);
@@ -345,6 +353,40 @@ int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double
 	for (int i = 0; i < f->cl.n_hosts; i++)
 		workers += !!(f->cl.hosts[i].roles & CLUSTER_ROLE_WORKER);
 	return get_model(f, server, model, n, version + (workers ? workers : 1), new_version, timeout_s);
+}
+
+int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s)
+{
+	uint64_t seq;
+	double until = clock_real_s() + timeout_s;
+	int rc = 0;
+
+	if (round < 0 || k < 0 || !(c_s >= 0 && c_s < 3600) || !(timeout_s > 0)) {
+		fabric_core_set_err(f, "state query: bad round %lld, k %d or c %g s", (long long)round,
+				    k, c_s);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&f->lock);
+	if (f->role != FABRIC_ROLE_WORKER) {
+		pthread_mutex_unlock(&f->lock);
+		fabric_core_set_err(f, "state query: only a registered worker asks the State Server");
+		return -EINVAL;
+	}
+	seq = ++f->w.state.next;
+	pthread_mutex_unlock(&f->lock);
+	fabric_core_ctl(f, json_pack("{s:s, s:I, s:I, s:i, s:f}", "type", "state_query", "seq",
+				     (json_int_t)seq, "round", (json_int_t)round, "k", k, "c", c_s));
+	pthread_mutex_lock(&f->lock);
+	while (f->w.state.seq < seq && rc != ETIMEDOUT)
+		rc = fabric_core_wait_until(f, until);
+	int ready = f->w.state.seq >= seq ? f->w.state.ready : -1;
+	pthread_mutex_unlock(&f->lock);
+	if (ready < 0) {
+		fabric_core_set_err(f, "state query: no answer from the scheduler within %.1f s",
+				    timeout_s);
+		return -ETIMEDOUT;
+	}
+	return ready;
 }
 
 void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s)

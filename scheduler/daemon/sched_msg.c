@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arr.h"
@@ -657,6 +658,49 @@ static void on_promoted(struct sched *s, int ci, const char *app, json_t *m)
 			 (int)(strchr(app, '@') - app), app);
 }
 
+/*
+ * ESync's State Server (esync.txt Alg. 2; issue 12): a worker asks, before each local iteration,
+ * whether to aggregate now. `state_query` {app, seq, round, k, c}: its communication round, the
+ * local iterations done in it, the seconds its last one took. Answered with `state` {seq, ready}.
+ */
+static void on_state_query(struct sched *s, int ci, const char *app, json_t *m, double now)
+{
+	int h = s->conns[ci].host;
+	int64_t seq, round, k;
+	json_t *c = json_object_get(m, "c");
+
+	if (get_i64(s, ci, app, m, "seq", &seq) || get_i64(s, ci, app, m, "round", &round) ||
+	    get_i64(s, ci, app, m, "k", &k))
+		return;
+	if (!json_is_number(c) || !(json_number_value(c) >= 0 && json_number_value(c) < 3600)) {
+		reply_err(s, ci, app, "state_query: field \"c\" must be seconds in [0, 3600)");
+		return;
+	}
+	if (seq < 0 || round < 0 || round > SCHED_MAX_VERSION || k < 0 || k > (1 << 30)) {
+		reply_err(s, ci, app, "state_query: seq, round or k out of range (k at most 2^30)");
+		return;
+	}
+	if (strncmp(app, "worker@", 7)) {
+		reply_err(s, ci, app, "state_query: only a worker asks the State Server");
+		return;
+	}
+	int n = s->cl.n_hosts;
+	struct esync_rec *recs = malloc(sizeof(*recs) * (size_t)n);
+	if (!recs) {
+		reply_err(s, ci, app, "state_query: out of memory");
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		recs[i] = s->hosts[i].esync;
+		recs[i].alive = s->hosts[i].alive && (s->hosts[i].apps & SCHED_ROLE_WORKER);
+	}
+	int ready = esync_query(recs, n, h, round, (int)k, json_number_value(c), now, ESYNC_EPS_S);
+	s->hosts[h].esync = recs[h];
+	free(recs);
+	sched_to_app(s, "worker", h, json_pack("{s:s, s:I, s:b}", "type", "state", "seq",
+					       (json_int_t)seq, "ready", ready));
+}
+
 /* An application message: check "app" names a role on this connection's host, dispatch. */
 static void on_app(struct sched *s, int ci, json_t *m, const char *type, double now)
 {
@@ -685,6 +729,8 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 		on_commit(s, ci, app, m);
 	else if (!strcmp(type, "promoted"))
 		on_promoted(s, ci, app, m);
+	else if (!strcmp(type, "state_query"))
+		on_state_query(s, ci, app, m, now);
 	else if (!strcmp(type, "waits")) {
 		char err[256];
 		if (sched_status_waits(s, h, app, m, err, sizeof(err)))
@@ -697,7 +743,7 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 void sched_msg_handle(struct sched *s, int ci, json_t *m)
 {
 	static const char *const app_types[] = { "register", "update", "pull", "done", "commit",
-						 "partial", "promoted", "waits" };
+						 "partial", "promoted", "waits", "state_query" };
 	const char *type = ctl_type(m);
 	double now = clock_real_s();
 

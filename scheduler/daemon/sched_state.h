@@ -11,6 +11,7 @@
 #include "cluster.h"
 #include "ctl.h"
 #include "plan.h"
+#include "sched_esync.h"
 #include "sched_index.h"
 
 #define SCHED_LINK_HIST 32        /* link reports kept per host (one every 0.1 s: 3.2 s) */
@@ -61,6 +62,7 @@ struct sched_host {
 			    * worker's iteration clock of stale-synchronous parallel (--ssp) */
 	double t_last_push; /* CLOCK_REALTIME s of its worker's last update (0: none yet) */
 	double t_pull_planned; /* CLOCK_REALTIME s its worker's last pull was planned (answered) */
+	struct esync_rec esync; /* its worker at ESync's State Server (state_query, Alg. 2) */
 	double iter_rate;   /* its worker's iterations per second while working: EWMA (weight 0.2)
 			     * of 1 / (update arrival - the later of its last update and its last
 			     * answered pull), so time held at the SSP gate does not count: ASP's

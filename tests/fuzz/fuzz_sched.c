@@ -37,6 +37,11 @@ static const char *cluster_json =
 	"{\"name\":\"r0\",\"ip\":\"10.82.0.30\",\"up_gbps\":10,\"down_gbps\":0.5,"
 	"\"roles\":[\"replica\"]}]}";
 
+static void remove_cluster(void)
+{
+	unlink(cluster_path);
+}
+
 static int setup_once(void)
 {
 	static int done;
@@ -51,6 +56,7 @@ static int setup_once(void)
 		return -1;
 	fputs(cluster_json, f);
 	fclose(f);
+	atexit(remove_cluster);
 	done = 1;
 	return 0;
 }

@@ -153,6 +153,52 @@ START_TEST(asp_threshold_follows_rates)
 }
 END_TEST
 
+/* state_query from worker @f: its answer (`state`, whose seq must match): 1 READY, 0 NOT-READY */
+static int query(int f, int64_t seq, int64_t round, int k, double c)
+{
+	char app[64];
+	json_t *m;
+
+	fake_send(f, json_pack("{s:s, s:s, s:I, s:I, s:i, s:f}", "type", "state_query", "app",
+			       app_of(f, "worker", app), "seq", (json_int_t)seq, "round",
+			       (json_int_t)round, "k", k, "c", c));
+	m = wait_msg(f, "state", 2.0);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "seq")), seq);
+	ck_assert(json_is_boolean(json_object_get(m, "ready")));
+	return json_is_true(json_object_get(m, "ready"));
+}
+
+/*
+ * ESync's State Server in the daemon (issue 12, esync.txt Alg. 2): k = 0 is NOT-READY; a fast
+ * worker (c 0.5 s) is NOT-READY while the slowest (c 2 s) has 2 s to go; the slowest is READY
+ * after its first local iteration, and then so is the fast one; a bad field is refused with an
+ * error naming it and no answer.
+ */
+START_TEST(esync_state_server)
+{
+	int w[2], ps;
+	char app[64];
+
+	start_daemon(no_dist);
+	ps = setup("sync", 0, 1000, 2, w, NULL);
+	(void)ps;
+	ck_assert_int_eq(query(w[0], 1, 0, 0, 0.0), 0);
+	ck_assert_int_eq(query(w[1], 1, 0, 0, 2.0), 0); /* its iterations take 2 s */
+	ck_assert_int_eq(query(w[0], 2, 0, 1, 0.5), 0);
+	/* w1, the slowest, is READY after one local iteration, and then so is w0 */
+	ck_assert_int_eq(query(w[1], 2, 0, 1, 2.0), 1);
+	ck_assert_int_eq(query(w[0], 3, 0, 2, 0.5), 1);
+	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:i, s:i, s:s}", "type", "state_query", "app",
+				  app_of(w[0], "worker", app), "seq", 4, "round", 1, "k", 0, "c", "x"));
+	json_t *e = wait_msg(w[0], "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "\"c\""));
+	ck_assert_ptr_null(wait_msg(w[0], "state", 0.3));
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_ssp");
@@ -163,6 +209,7 @@ int main(void)
 	tcase_add_test(tc, dead_worker_holds_nobody);
 	tcase_add_test(tc, off_holds_nothing);
 	tcase_add_test(tc, asp_threshold_follows_rates);
+	tcase_add_test(tc, esync_state_server);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -39,7 +39,9 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
   top      a live view of the running cluster (tools/mlf-top, docs/mlf-top.md) from inside
            the scheduler host's namespace: links, transfers in flight, held updates, waits.
 
-Systems: mlfabric-a, mlfabric-s (scheduler + aggregators), async (plain parameter server,
+Systems: mlfabric-a, mlfabric-s (scheduler + aggregators), ssp, asp (MLfabric-A with the
+stale-synchronous gate), esync (MLfabric-S with local training between rounds, the scheduler
+as ESync's State Server), async (plain parameter server,
 dataplanes with --scheduler none), rr-sync (build/mlf-rrsync under tools/mlf-mpirun), gloo
 (torch.distributed all-reduce, no fabric process; needs "worker_program": "torch").
 "worker_program": "c" (build/mlf-worker, default) or "torch" (/usr/bin/python3

@@ -8,10 +8,11 @@ import os
 import re
 import shutil
 
-KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp", "asp"]
+KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp", "asp", "esync"]
 # systems run by mlf-scheduler: ssp and asp are MLfabric-A's scheduler with its (adaptive)
-# stale-synchronous gate
-SCHEDULED = {"mlfabric-a", "mlfabric-s", "ssp", "asp"}
+# stale-synchronous gate; esync is MLfabric-S with workers that train locally between rounds,
+# asking the scheduler's State Server (esync.txt)
+SCHEDULED = {"mlfabric-a", "mlfabric-s", "ssp", "asp", "esync"}
 WORKER_PROGRAMS = ["c", "torch"]
 # the PyTorch example (worker_program "torch") and the interpreter that has torch (Debian's)
 TORCH_SCRIPT = os.path.join("examples", "torch_fashion_mnist.py")

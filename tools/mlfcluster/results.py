@@ -256,6 +256,8 @@ def system_results(d, target):
         "server_version": server.get("version") if truthy(server) else None,
         "mean_iteration_s": mean_it,
         "iterations": iterations,
+        # ESync (mlf-worker --esync): the workers' local iterations; iterations counts rounds
+        "local_steps": (sum(w.get("local_steps") or 0 for w in workers) or None) if workers else None,
         "wall_s": run["t_end"] - run["t0"] if truthy(run.get("t_end")) and truthy(run.get("t0")) else None,
         "stop_reason": run.get("stop_reason"),
         "dead_workers": run.get("dead_workers") if truthy(run.get("dead_workers")) else [],

@@ -174,7 +174,9 @@ class Runner:
                         "argv": {}, "pending": [], "down": set()}
         open(os.path.join(sysdir, "pids.tsv"), "w").close()
         # ssp, asp: MLfabric-A's scheduler and servers with its (adaptive) stale-synchronous gate
-        mode = sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ in ("ssp", "asp") else "async"
+        # esync: MLfabric-S's scheduler and servers; its workers train locally between rounds
+        mode = (sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ in ("ssp", "asp")
+                else "mlfabric-s" if sys_ == "esync" else "async")
         if e.key_file and not os.path.exists(e.key_file):
             # a fresh checkout: the cluster's secret is made here, once (docs/security.md)
             r = subprocess.run([os.path.join(e.root, "tools", "mlf-keygen"), e.key_file], capture_output=True, text=True)
@@ -310,6 +312,7 @@ class Runner:
                                 "--compute-s", e.s["compute_s"], "--seed", str(int(e.seed) * 1000 + i + 1),
                                 "--records", os.path.join(rec, h)] +
                                (["--speed", "%s@%s" % (e.speeds[i], e.s["speeds_at_s"])] if e.speeds else []) +
+                               (["--esync", str(e.nw)] if sys_ == "esync" else []) +
                                (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
                                 if sharded and i == 0 else []))
                     self.start("worker@" + h, L("worker-%s.log" % h), *c["argv"]["worker@" + h])

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# apps_esync.sh - ESync (issue 12, esync.txt): 4 workers at fixed speeds 1:1:1:4 (w3 4x slower,
+# mlf-worker --speed 4), MLfabric-S server and scheduler (the State Server), 40 rounds each with
+# and without --esync 4 (rounds, not a duration: a synchronous round needs every worker). With ESync the fast workers train locally while the slow one finishes: per
+# round each fast worker does at least twice the slow one's local iterations (the rule gives
+# about 4 to 1), the slow one about one; every round's four deltas are applied together (the
+# server's version grows by 4 per round); the cluster processes at least 1.5x the samples per
+# second of plain synchronous SGD (mini-batches over the wall time of the workers), and the
+# accuracy rises above 0.5.
+. "$(dirname "$0")/apps_lib.sh"
+[ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
+APPS_GBPS=10
+apps_begin appesy 3 'ps:2:"server","scheduler"' 'w0:10:"worker"' 'w1:11:"worker"' 'w2:12:"worker"' 'w3:13:"worker"'
+ROUNDS=40
+
+# run_case NAME [WORKER-ARGS]: scheduler, MLfabric-S server and 4 workers (w3 4x slower) for
+# ROUNDS rounds; WALL: the seconds the workers took
+run_case() {
+	local name=$1; shift
+	local d="$WORK/$name"
+	mkdir -p "$d/sched"
+	apps_run sched ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$d/sched"
+	for h in ps w0 w1 w2 w3; do dp_start $h; done
+	apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-s --workers 4 \
+		--eval-every 2 --eval-images 500 --records "$d/ps"
+	sleep 1
+	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+	for i in 0 1 2 3; do
+		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-s --shard $i/4 \
+			--lr 0.02 --iterations $ROUNDS --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
+			$([ $i = 3 ] && echo --speed 4) "$@"
+	done
+	local t0 t1
+	t0=$(date +%s.%N)
+	for i in 0 1 2 3; do v=PID_w$i; wait "${!v}" || fail "$name: worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
+	t1=$(date +%s.%N)
+	WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+	kill -TERM "$PID_ps"
+	wait "$PID_ps" || fail "$name: mlf-ps did not exit cleanly on SIGTERM: $(tail -2 "$WORK/ps.log")"
+	kill -TERM "$PID_sched" 2>/dev/null || true
+	wait "$PID_sched" 2>/dev/null || true
+	for h in ps w0 w1 w2 w3; do v=DP_PID_$h; kill -TERM "${!v}" 2>/dev/null || true; done
+	for h in ps w0 w1 w2 w3; do v=DP_PID_$h; timeout 10 tail --pid="${!v}" -f /dev/null || true; done
+}
+
+# samples DIR: mini-batches computed by all workers (local iterations with ESync, pushes without)
+samples() {
+	for i in 0 1 2 3; do jq '.local_steps as $l | if $l > 0 then $l else .iterations end' "$1/w$i/worker.json"; done |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+
+run_case esync --esync 4
+d="$WORK/esync"
+rounds=$(wc -l <"$d/w3/pushes.jsonl")
+[ "$rounds" = $ROUNDS ] || fail "esync: the slow worker logged $rounds rounds, not $ROUNDS"
+fast=$(jq -s 'map(.local_steps) | sort | .[length / 2 | floor]' "$d/w0/pushes.jsonl")
+slow=$(jq -s 'map(.local_steps) | sort | .[length / 2 | floor]' "$d/w3/pushes.jsonl")
+[ "$slow" -ge 1 ] && [ "$slow" -le 2 ] || fail "esync: the slow worker did $slow local iterations per round (median), expected 1-2"
+[ "$fast" -ge $((2 * slow)) ] || fail "esync: a fast worker did $fast local iterations per round (median), not twice the slow one's $slow"
+odd=$(jq -s '[.[] | select(.version % 4 != 0)] | length' "$d/ps/accuracy.jsonl")
+[ "$odd" = 0 ] || fail "esync: $odd evaluations saw a server version that is not a multiple of 4 (a round applied partly)"
+acc=$(jq -s 'map(.accuracy) | max' "$d/ps/accuracy.jsonl")
+awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "esync: accuracy only reached $acc"
+n_esync=$(samples "$d") wall_esync=$WALL
+[ -n "${MLF_KEEP_ESYNC:-}" ] && cp -r "$d" "$MLF_KEEP_ESYNC"
+run_case ssgd
+n_ssgd=$(samples "$WORK/ssgd") wall_ssgd=$WALL
+rate_e=$(awk -v n="$n_esync" -v w="$wall_esync" 'BEGIN { printf "%.1f", n / w }')
+rate_s=$(awk -v n="$n_ssgd" -v w="$wall_ssgd" 'BEGIN { printf "%.1f", n / w }')
+awk -v e="$rate_e" -v s="$rate_s" 'BEGIN { exit !(e >= 1.5 * s) }' ||
+	fail "esync: $rate_e mini-batches/s against $rate_s for synchronous SGD, not 1.5x"
+ok "ESync, speeds 1:1:1:4: $ROUNDS rounds in $wall_esync s, local iterations per round (median) fast $fast, slow $slow, $rate_e mini-batches/s against $rate_s for synchronous SGD ($ROUNDS rounds in $wall_ssgd s); accuracy $acc"
