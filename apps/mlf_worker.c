@@ -24,6 +24,7 @@ struct wk_opts {
 	double speed, speed_at; /* --speed F[@T]: every iteration F times slower from T s after the
 				 * start (a deterministic straggler, issue 12; 1 = off) */
 	int esync;       /* --esync P: ESync with P workers (esync.txt Alg. 1; 0 = off) */
+	double global_lr; /* --global-lr E: ESync's epsilon (Alg. 1 line 20); 0 = P */
 	size_t eval_images;
 	long iterations;
 	size_t train_images;
@@ -60,6 +61,10 @@ static void wk_usage(FILE *f)
 		"                         asking the scheduler's State Server before every local\n"
 		"                         iteration whether to aggregate; then push (copy - model) / P\n"
 		"                         through the synchronous allreduce (the round's mean delta)\n"
+		"  --global-lr E          ESync's global learning rate epsilon: a round moves the model\n"
+		"                         by E x the mean delta (default P: the sum of the deltas, the\n"
+		"                         step MLfabric-S takes for plain SGD at the same --lr, since\n"
+		"                         its server sums the round's updates; 1 is the paper's mean)\n"
 		"  --seed S               sampling and straggler seed (default 1)\n"
 		"  --records DIR          write pushes.jsonl and worker.json there (default .)\n"
 		"  --data DIR             Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
@@ -84,7 +89,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "train-images", 1, 0, 'n' }, { "iterations", 1, 0, 'i' }, { "duration", 1, 0, 'D' },
 		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
 		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { "momentum", 1, 0, 'G' },
-		{ "speed", 1, 0, 'F' }, { "esync", 1, 0, 'E' }, { 0, 0, 0, 0 },
+		{ "speed", 1, 0, 'F' }, { "esync", 1, 0, 'E' }, { "global-lr", 1, 0, 'L' }, { 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
 	int c;
@@ -134,6 +139,14 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 			o->esync = (int)p;
 			break;
 		}
+		case 'L': {
+			char *end;
+			o->global_lr = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->global_lr > 0 && o->global_lr <= 4096))
+				return fprintf(stderr, "mlf-worker: bad --global-lr '%s': a number in (0, 4096]\n",
+					       optarg), -1;
+			break;
+		}
 		case 'h': wk_usage(stdout); return 1;
 		default: wk_usage(stderr); return -1;
 		}
@@ -153,6 +166,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 	if (o->esync && o->mode != MLF_MODE_SYNC)
 		return fprintf(stderr, "mlf-worker: --esync aggregates once per round: it needs --mode "
 			       "mlfabric-s\n"), -1;
+	if (o->global_lr > 0 && !o->esync)
+		return fprintf(stderr, "mlf-worker: --global-lr is ESync's (needs --esync)\n"), -1;
 	if (o->esync && o->momentum > 0)
 		return fprintf(stderr, "mlf-worker: --esync with --momentum is not supported (ESync's "
 			       "local SGD has none)\n"), -1;
@@ -299,8 +314,10 @@ int main(int argc, char **argv)
 			}
 			if (wk_stop)
 				break;
+			/* E x Δw / p (Alg. 1 lines 17-20): the server sums the round's P pushes */
+			float scale = (float)((o.global_lr > 0 ? o.global_lr : o.esync) / o.esync);
 			for (size_t j = 0; j < n; j++)
-				u[j] = (wr[j] - w[j]) / (float)o.esync; /* Δw / p (Alg. 1 lines 17-20) */
+				u[j] = (wr[j] - w[j]) * scale;
 			norm = vec_norm2_f32(u, n);
 			v_g = version;
 			r = mlf_allreduce(f, o.server, u, n, norm, version, w, &version, o.timeout);

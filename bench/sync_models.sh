@@ -37,5 +37,7 @@ for seed in $(seq 1 "$SEEDS"); do
 	# ESync (esync.txt Fig. 3): 4 workers at fixed speeds 1:1:1:4 against synchronous SGD
 	# (MLfabric-S) and Async, conf/exp-esync.json
 	run refesync "$seed" '.' conf/exp-esync.json
+	# ... and ESync with the paper's global learning rate 1 (the mean of the deltas)
+	run esync-eps1 "$seed" '.systems = ["esync"] | .esync_global_lr = 1' conf/exp-esync.json
 done
 python3 "$ROOT/bench/sync_models_summary.py" "$OUT" "$TARGET" | tee "$OUT/summary.txt"

@@ -29,7 +29,7 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
             "replication": None, "faults": None, "worker_program": "c",
             "scheduler_args": None, "shards": 1, "momentum_at": None,
-            "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1}
+            "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1, "esync_global_lr": None}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -43,7 +43,8 @@ RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "t_lag": (0, True, None, False, "a number >= 0"),
           "speeds_at_s": (0, True, None, False, "a number >= 0"),
           "ssp_s": (0, True, None, True, "an integer >= 0"),
-          "asp_w": (0, True, None, True, "an integer >= 0")}
+          "asp_w": (0, True, None, True, "an integer >= 0"),
+          "esync_global_lr": (0, False, 4096, False, "a number in (0, 4096]")}
 MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
@@ -143,6 +144,7 @@ class Experiment:
                                              "eval_every_s", "eval_images", "batch_ms", "t_lag",
                                              "speeds_at_s", "ssp_s", "asp_w"]}
         self.s["lr_sync"] = num_str(x["lr_sync"]) if x.get("lr_sync") is not None else self.s["lr"]
+        self.s["esync_global_lr"] = num_str(x["esync_global_lr"]) if x.get("esync_global_lr") is not None else None
         for k in ["rate_scale", "period_s", "seed", "target_accuracy", "time_limit_s"]:
             self.s[k] = num_str(x[k])
         self.tau_max = float(self.s["tau_max"])
