@@ -36,6 +36,18 @@ def max_lead(recdir, workers):
     return lead
 
 
+def local_steps(recdir, workers):
+    """ESync: the local iterations of every round the workers logged (pushes.jsonl local_steps)."""
+    n = 0
+    for w in workers:
+        try:
+            with open(os.path.join(recdir, w, "pushes.jsonl")) as f:
+                n += sum(json.loads(line).get("local_steps") or 0 for line in f if line.strip())
+        except (OSError, ValueError):
+            return None
+    return n
+
+
 def fmt(vals, f="%.1f"):
     ok = [v for v in vals if v is not None and v != float("inf")]
     if not vals:
@@ -64,8 +76,10 @@ def main():
             label = (sys_ + (" (%s)" % prefix[3:] if prefix[3:] else "")) if prefix.startswith("ref") else prefix
             t = v.get("time_to_target_s") if v.get("reached") else None
             wall = v.get("wall_s") or 0
-            # mini-batches computed: ESync's local iterations, else one per iteration
-            sps = (v.get("local_steps") or v.get("iterations") or 0) * batch / wall if wall else 0
+            # mini-batches computed: ESync's local iterations (from the rounds in pushes.jsonl, which
+            # survive a worker stopped before it wrote worker.json), else one per iteration
+            steps = local_steps(os.path.join(d, sys_, "records"), workers) if sys_ == "esync" else None
+            sps = (steps or v.get("iterations") or 0) * batch / wall if wall else 0
             lead = max_lead(os.path.join(d, sys_, "records"), workers)
             cpu = (v.get("cpu") or {}).get("machine_cores") if isinstance(v.get("cpu"), dict) else None
             print("%-14s %-11s %8s %9s %10.0f %6s %6s" % (os.path.basename(d), label, t is not None,
