@@ -316,6 +316,12 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 	    get_num(s, ci, app, m, "momentum", &sv.momentum) ||
 	    get_u64(s, ci, app, m, "n_workers", &nw))
 		return;
+	/* momentum is gamma of eq. 2: the planner bounds divergence with it (found by fuzz_sched:
+	 * a server registered with momentum 4 made every replica batch refused) */
+	if (!(sv.momentum >= 0 && sv.momentum < 1)) {
+		reply_err(s, ci, app, "register: field \"momentum\" must be in [0, 1), got %g", sv.momentum);
+		return;
+	}
 	if (sv.bytes == 0 || nw == 0 || nw > 100000 || sv.tau_max < 0) {
 		reply_err(s, ci, app, "register: fields \"bytes\" and \"n_workers\" must be > 0 and "
 			  "\"tau_max\" >= 0");
@@ -402,6 +408,11 @@ static int on_register_replica(struct sched *s, int ci, const char *app, json_t 
 	    get_i64(s, ci, app, m, "version", &version) ||
 	    get_num(s, ci, app, m, "momentum", &momentum))
 		return -1;
+	if (!(div_max >= 0 && div_max < 1e300) || !(momentum >= 0 && momentum < 1)) {
+		reply_err(s, ci, app, "register: field \"%s\" out of range (div_max >= 0, momentum in [0, 1))",
+			  !(div_max >= 0 && div_max < 1e300) ? "div_max" : "momentum");
+		return -1;
+	}
 	if (json_object_get(m, "replication") && (!repl || (strcmp(repl, "mlfabric") &&
 							    strcmp(repl, "chain")))) {
 		reply_err(s, ci, app, "register: field \"replication\" is not \"mlfabric\" or "

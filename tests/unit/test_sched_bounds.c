@@ -132,6 +132,29 @@ START_TEST(numbers_out_of_range_refused)
 }
 END_TEST
 
+/*
+ * A server registering with momentum outside [0, 1) is refused, naming the field (found by
+ * fuzz_sched: momentum 4 was accepted, and with a replica every batch was then refused by the
+ * planner, so nothing was ever planned); a replica likewise.
+ */
+START_TEST(register_momentum_out_of_range_refused)
+{
+	int ps;
+
+	start_daemon(NULL);
+	ps = fake_open("ps");
+	fake_send(ps, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:f, s:i}", "type",
+				"register", "app", "server@ps", "role", "server", "mode", "async",
+				"n_floats", 2500, "bytes", 10024, "version", (json_int_t)0, "tau_max",
+				(json_int_t)8, "momentum", 4.0, "n_workers", 1));
+	json_t *e = wait_msg(ps, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "\"momentum\" must be in [0, 1)"));
+	ck_assert_ptr_null(wait_msg(ps, "registered", 0.3));
+	stop_daemon();
+}
+END_TEST
+
 /* A 2 MiB line whose last bytes are a valid hello (after spaces, which JSON skips) is one
  * refused line, however it arrives: its tail is not taken for a hello. */
 START_TEST(tail_of_over_long_line_not_a_message)
@@ -441,6 +464,7 @@ int main(void)
 	tcase_add_test(tc, index_finds_every_id);
 	tcase_add_test(tc, updates_and_pulls_limited_per_host);
 	tcase_add_test(tc, numbers_out_of_range_refused);
+	tcase_add_test(tc, register_momentum_out_of_range_refused);
 	tcase_add_test(tc, tail_of_over_long_line_not_a_message);
 	tcase_add_test(tc, unread_output_queue_closed_and_log_bounded);
 	tcase_add_test(tc, bad_lines_log_rate_limited);
