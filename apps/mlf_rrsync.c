@@ -22,6 +22,8 @@ struct rr_opts {
 	size_t eval_images, train_images;
 	long iterations;
 	uint64_t seed;
+	const char *speeds; /* --speeds F0,F1,...: rank i's every iteration Fi times slower (issue 12) */
+	double speeds_at;   /* --speeds-at T: from T seconds after the start */
 };
 
 static volatile sig_atomic_t rr_stop_signal;
@@ -50,7 +52,32 @@ static void rr_usage(FILE *f)
 		"  --iterations N         stop after N iterations (default: no limit)\n"
 		"  --seed S               model init and sampling seed (default 1)\n"
 		"  --compute-s T          emulated accelerator: a gradient takes at least T seconds\n"
-		"                         (sleeps the rest; stragglers multiply it; default 0 = CPU time)\n");
+		"                         (sleeps the rest; stragglers multiply it; default 0 = CPU time)\n"
+		"  --speeds F0,F1,...     deterministic stragglers (issue 12): rank i's every iteration\n"
+		"                         Fi >= 1 times slower (one factor per rank; default none)\n"
+		"  --speeds-at T          ... from T seconds after the start (default 0)\n");
+}
+
+/* Rank @rank's factor in the --speeds list @list of @size factors >= 1 (1 without a list);
+ * -1 when the list is malformed or has not one factor per rank. */
+static double rr_speed(const char *list, int rank, int size)
+{
+	double f = 1, got = 1;
+	int i = 0;
+	char *end;
+
+	if (!list)
+		return 1;
+	for (const char *p = list;; p = end + 1, i++) {
+		f = strtod(p, &end);
+		if (end == p || !(f >= 1 && f <= 1000) || (*end && *end != ','))
+			return -1;
+		if (i == rank)
+			got = f;
+		if (!*end)
+			break;
+	}
+	return i + 1 == size ? got : -1;
 }
 
 static int rr_parse(int argc, char **argv, struct rr_opts *o)
@@ -60,7 +87,8 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
 		{ "momentum", 1, 0, 'g' }, { "straggle", 1, 0, 's' }, { "eval-every", 1, 0, 'e' },
 		{ "eval-images", 1, 0, 'k' }, { "train-images", 1, 0, 'n' }, { "records", 1, 0, 'r' },
 		{ "data", 1, 0, 'd' }, { "time-limit", 1, 0, 't' }, { "target-accuracy", 1, 0, 'a' },
-		{ "iterations", 1, 0, 'i' }, { "seed", 1, 0, 'S' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "iterations", 1, 0, 'i' }, { "seed", 1, 0, 'S' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
+		{ "speeds", 1, 0, 'F' }, { "speeds-at", 1, 0, 'T' }, { 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -85,12 +113,18 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
 		case 'i': o->iterations = atol(optarg); break;
 		case 'S': o->seed = strtoull(optarg, NULL, 10); break;
 		case 'C': o->compute_min = atof(optarg); break;
+		case 'F': o->speeds = optarg; break;
+		case 'T': o->speeds_at = atof(optarg); break;
 		case 'h': rr_usage(stdout); return 1;
 		default: rr_usage(stderr); return -1;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "mlf-rrsync: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!(o->speeds_at >= 0)) {
+		fprintf(stderr, "mlf-rrsync: bad --speeds-at %g (seconds >= 0)\n", o->speeds_at);
 		return -1;
 	}
 	if (o->batch < 1 || o->eval_every <= 0 || o->time_limit <= 0 || o->train_images < 1) {
@@ -164,6 +198,9 @@ int main(int argc, char **argv)
 		rr_fatal("bad --momentum (must be in [0, 1)) or out of memory for the model");
 	if (train_load_shard(o.data, o.train_images, rank, size, &shard, err, sizeof(err)))
 		rr_fatal(err);
+	double speed = rr_speed(o.speeds, rank, size);
+	if (speed < 0)
+		rr_fatal("bad --speeds: one factor in [1, 1000] per rank, comma-separated");
 	rng = o.seed * 7919u + (uint64_t)rank + 1;
 	if (rank == 0) {
 		if (train_load(o.data, 1, o.eval_images, &root.test, err, sizeof(err)))
@@ -184,7 +221,7 @@ int main(int argc, char **argv)
 	if (!buf || !x || !y)
 		rr_fatal("out of memory for the gradient buffers");
 	MPI_Barrier(MPI_COMM_WORLD);
-	root.t0 = clock_real_s();
+	root.t0 = clock_real_s(); /* every rank's start (the --speeds-at clock) */
 	root.next_eval = root.t0;
 	root.last_eval_it = -1;
 	for (;;) {
@@ -199,7 +236,7 @@ int main(int argc, char **argv)
 		if (mlp_grad(&shape, m.w, x, y, o.batch, buf) < 0)
 			rr_fatal("out of memory computing the gradient");
 		compute_s = train_compute_pad(t_start, o.compute_min);
-		factor = train_straggle_next(&st);
+		factor = train_straggle_next(&st) * (clock_real_s() - root.t0 >= o.speeds_at ? speed : 1);
 		train_straggle_sleep(compute_s, factor);
 		buf[m.n] = 0;
 		if (rank == 0 && (rr_stop_signal || root.last_acc >= o.target ||

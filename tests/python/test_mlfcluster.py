@@ -120,7 +120,9 @@ class Validation(Tmp):
         self.bad("speeds: 3 factors for 4 workers", speeds=[1, 1, 4])
         self.bad("speeds: an array of factors in [1, 1000] expected", speeds=[1, 1, 0.5, 4])
         self.bad("speeds: an array of factors in [1, 1000] expected", speeds="1,1,1,4")
-        self.bad("speeds: not supported by system rr-sync yet", speeds=[1, 1, 1, 4], systems=["rr-sync"])
+        self.bad("speeds: not supported by system gloo yet", speeds=[1, 1, 1, 4], systems=["gloo"],
+                 worker_program="torch")
+        self.assertEqual(self.exp(speeds=[1, 1, 1, 4], systems=["rr-sync"]).speeds, ["1", "1", "1", "4"])
         self.bad("ssp_s: an integer >= 0 expected", ssp_s=1.5)
         self.bad("ssp_s: an integer >= 0 expected", ssp_s=-1)
         self.bad("speeds_at_s: a number >= 0 expected", speeds_at_s=-2)

@@ -175,9 +175,9 @@ class Experiment:
             self.err("speeds: %d factors for %d workers (one per worker, in the order of the workers)"
                      % (len(v), self.nw))
         for s in self.systems:
-            if s in ("rr-sync", "gloo"):
+            if s == "gloo":
                 self.err("speeds: not supported by system %s yet (mlf-worker systems only: %s)"
-                         % (s, ", ".join(sorted(SCHEDULED | {"async"}))))
+                         % (s, ", ".join(sorted(SCHEDULED | {"async", "rr-sync"}))))
         self.speeds = [num_str(f) for f in v]
     def _check_ranges(self, x):
         """Type and range of the optional numeric keys (RANGES) and of model (layer sizes)."""

@@ -325,7 +325,9 @@ class Runner:
                              "--momentum", e.s["momentum"], "--straggle", e.straggle, "--compute-s", e.s["compute_s"],
                              "--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"],
                              "--records", rec, "--time-limit", e.s["time_limit_s"],
-                             "--target-accuracy", e.s["target_accuracy"], "--seed", e.s["seed"]])
+                             "--target-accuracy", e.s["target_accuracy"], "--seed", e.s["seed"]] +
+                            # deterministic stragglers: rank i runs on workers[i] (mlf-mpirun)
+                            (["--speeds", ",".join(e.speeds), "--speeds-at", e.s["speeds_at_s"]] if e.speeds else []))
         except NotReady as x:
             self.log("%s: %s" % (sys_, x))
             self.teardown()
