@@ -25,6 +25,7 @@ struct wk_opts {
 				 * start (a deterministic straggler, issue 12; 1 = off) */
 	int esync;       /* --esync P: ESync with P workers (esync.txt Alg. 1; 0 = off) */
 	double global_lr; /* --global-lr E: ESync's epsilon (Alg. 1 line 20); 0 = P */
+	int by_label;    /* --shard-by-label: a non-i.i.d. shard (its classes only, issue 12) */
 	size_t eval_images;
 	long iterations;
 	size_t train_images;
@@ -65,6 +66,8 @@ static void wk_usage(FILE *f)
 		"                         by E x the mean delta (default P: the sum of the deltas, the\n"
 		"                         step MLfabric-S takes for plain SGD at the same --lr, since\n"
 		"                         its server sums the round's updates; 1 is the paper's mean)\n"
+		"  --shard-by-label       non-i.i.d. data: shard I/N holds the images whose label l has\n"
+		"                         l %% N == I (its classes only; N <= 10) instead of the I-th slice\n"
 		"  --seed S               sampling and straggler seed (default 1)\n"
 		"  --records DIR          write pushes.jsonl and worker.json there (default .)\n"
 		"  --data DIR             Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
@@ -89,7 +92,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "train-images", 1, 0, 'n' }, { "iterations", 1, 0, 'i' }, { "duration", 1, 0, 'D' },
 		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
 		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { "momentum", 1, 0, 'G' },
-		{ "speed", 1, 0, 'F' }, { "esync", 1, 0, 'E' }, { "global-lr", 1, 0, 'L' }, { 0, 0, 0, 0 },
+		{ "speed", 1, 0, 'F' }, { "esync", 1, 0, 'E' }, { "global-lr", 1, 0, 'L' },
+		{ "shard-by-label", 0, 0, 'B' }, { 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
 	int c;
@@ -139,6 +143,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 			o->esync = (int)p;
 			break;
 		}
+		case 'B': o->by_label = 1; break;
 		case 'L': {
 			char *end;
 			o->global_lr = strtod(optarg, &end);
@@ -216,7 +221,8 @@ int main(int argc, char **argv)
 		return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
 	if (train_straggle_parse(o.straggle, o.seed * 1000003u + (uint64_t)o.shard_i, &st))
 		return log_err("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none", o.straggle), 2;
-	if (train_load_shard(o.data, o.train_images, o.shard_i, o.shard_n, &shard, err, sizeof(err)))
+	if ((o.by_label ? train_load_shard_by_label : train_load_shard)(o.data, o.train_images, o.shard_i,
+									o.shard_n, &shard, err, sizeof(err)))
 		return log_err("%s", err), 1;
 	memset(&test, 0, sizeof(test));
 	if (o.eval_every > 0 && (train_load(o.data, 1, o.eval_images, &test, err, sizeof(err)) ||

@@ -8,12 +8,12 @@
 # SSP with s = 1, 2, 3, next to MLfabric-A and Async; seeds 1..SEEDS. Prints per run and system
 # the time to the target accuracy, samples/s, the largest iteration lead over the slowest worker
 # and the machine's CPU, then median and min-max per system (bench/sync_models_summary.py).
-# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync)
+# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/runs/sync-models-$(date -u +%Y%m%dT%H%M%S)}
 SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}; PARTS=${PARTS:-all}
-case "$PARTS" in all|asp|esync) ;; *) echo "bench-sync-models: PARTS is all, asp or esync, got $PARTS" >&2; exit 2 ;; esac
+case "$PARTS" in all|asp|esync|esync-noniid) ;; *) echo "bench-sync-models: PARTS is all, asp, esync or esync-noniid, got $PARTS" >&2; exit 2 ;; esac
 case "${1:-}" in -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 mkdir -p "$OUT"
 cd "$ROOT"
@@ -29,15 +29,19 @@ run() {
 	tail -3 "$OUT/$name-seed$seed.log"
 }
 for seed in $(seq 1 "$SEEDS"); do
-	if [ "$PARTS" != esync ]; then
+	if [ "$PARTS" = all ] || [ "$PARTS" = asp ]; then
 		for s in 1 2 3; do run "ssp$s" "$seed" ".systems = [\"ssp\"] | .ssp_s = $s"; done
 		run ref "$seed" '.systems = ["asp", "mlfabric-a", "async"]'
 	fi
 	[ "$PARTS" != asp ] || continue
-	# ESync (esync.txt Fig. 3): 4 workers at fixed speeds 1:1:1:4 against synchronous SGD
-	# (MLfabric-S) and Async, conf/exp-esync.json
-	run refesync "$seed" '.' conf/exp-esync.json
-	# ... and ESync with the paper's global learning rate 1 (the mean of the deltas)
-	run esync-eps1 "$seed" '.systems = ["esync"] | .esync_global_lr = 1' conf/exp-esync.json
+	if [ "$PARTS" != esync-noniid ]; then
+		# ESync (esync.txt Fig. 3): 4 workers at fixed speeds 1:1:1:4 against synchronous SGD
+		# (MLfabric-S) and Async, conf/exp-esync.json
+		run refesync "$seed" '.' conf/exp-esync.json
+		# ... and ESync with the paper's global learning rate 1 (the mean of the deltas)
+		run esync-eps1 "$seed" '.systems = ["esync"] | .esync_global_lr = 1' conf/exp-esync.json
+	fi
+	# the non-i.i.d. half of Fig. 3: each worker holds its classes only (data_split by-label)
+	run refnoniid "$seed" '.data_split = "by-label"' conf/exp-esync.json
 done
 python3 "$ROOT/bench/sync_models_summary.py" "$OUT" "$TARGET" | tee "$OUT/summary.txt"

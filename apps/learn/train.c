@@ -368,6 +368,38 @@ int train_load_shard(const char *dir, size_t total, int i, int n, struct idx_dat
 	return 0;
 }
 
+int train_load_shard_by_label(const char *dir, size_t total, int i, int n, struct idx_dataset *out,
+			      char *err, size_t errlen)
+{
+	size_t px, k = 0;
+	int rc;
+
+	if (n < 1 || n > 10 || i < 0 || i >= n || total == 0) {
+		snprintf(err, errlen, "bad label shard %d/%d of %zu images (1 to 10 shards)", i, n, total);
+		return -EINVAL;
+	}
+	rc = train_load(dir, 0, total, out, err, errlen);
+	if (rc)
+		return rc;
+	if (out->n < total) {
+		snprintf(err, errlen, "%s holds %zu training images, fewer than the %zu asked for", dir,
+			 out->n, total);
+		idx_free(out);
+		return -EINVAL;
+	}
+	px = (size_t)out->rows * out->cols;
+	for (size_t j = 0; j < out->n; j++)
+		if (out->labels[j] % n == i) {
+			if (k != j) {
+				memmove(out->pixels + k * px, out->pixels + j * px, px * sizeof(float));
+				out->labels[k] = out->labels[j];
+			}
+			k++;
+		}
+	out->n = k;
+	return 0;
+}
+
 void train_sample_batch(const struct idx_dataset *d, size_t begin, size_t end, int batch,
 			uint64_t *rng, float *x, uint8_t *y)
 {

@@ -156,6 +156,16 @@ int train_load_shard(const char *dir, size_t total, int i, int n, struct idx_dat
 		     char *err, size_t errlen);
 
 /**
+ * train_load_shard_by_label - a non-i.i.d. shard (issue 12, esync.txt Fig. 3 non-i.i.d.): of the
+ * first @total training images in @dir, those whose label l has l % @n == @i (for 4 workers:
+ * {0,4,8}, {1,5,9}, {2,6}, {3,7}), so the shards are disjoint, cover the set, and each holds
+ * only its own classes. @n at most 10 (every shard gets a class).
+ * Returns 0, -EINVAL (bad shard, @n > 10, @total larger than the set), or train_load's errors.
+ */
+int train_load_shard_by_label(const char *dir, size_t total, int i, int n, struct idx_dataset *out,
+			      char *err, size_t errlen);
+
+/**
  * train_sample_batch - draw @batch examples uniformly (with replacement) from [@begin, @end) of
  * @d into @x (batch x pixels floats) and @y (batch labels), advancing the generator @rng.
  */

@@ -123,6 +123,10 @@ class Validation(Tmp):
         self.bad("speeds: not supported by system gloo yet", speeds=[1, 1, 1, 4], systems=["gloo"],
                  worker_program="torch")
         self.assertEqual(self.exp(speeds=[1, 1, 1, 4], systems=["rr-sync"]).speeds, ["1", "1", "1", "4"])
+        self.assertEqual(self.exp(data_split="by-label").data_split, "by-label")
+        self.bad('data_split: "iid" or "by-label" expected', data_split="random")
+        self.bad('data_split: "by-label" is not supported by system rr-sync', data_split="by-label",
+                 systems=["rr-sync"])
         self.bad("ssp_s: an integer >= 0 expected", ssp_s=1.5)
         self.bad("ssp_s: an integer >= 0 expected", ssp_s=-1)
         self.bad("speeds_at_s: a number >= 0 expected", speeds_at_s=-2)

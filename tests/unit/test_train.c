@@ -168,6 +168,41 @@ START_TEST(shard_load_keeps_only_the_shard)
 }
 END_TEST
 
+/*
+ * Non-i.i.d. shards by label (esync.txt Fig. 3): 4 shards of the first 3000 images hold only
+ * their classes (l % 4 == i), are disjoint, together hold every image once, in the set's order.
+ */
+START_TEST(label_shards_partition_by_class)
+{
+	struct idx_dataset all, sh;
+	char err[256];
+	size_t total = 0;
+
+	ck_assert_int_eq(train_load(FMNIST, 0, 3000, &all, err, sizeof(err)), 0);
+	for (int i = 0; i < 4; i++) {
+		size_t k = 0;
+
+		ck_assert_int_eq(train_load_shard_by_label(FMNIST, 3000, i, 4, &sh, err, sizeof(err)), 0);
+		for (size_t j = 0; j < all.n; j++) {
+			if (all.labels[j] % 4 != i)
+				continue;
+			ck_assert_uint_lt(k, sh.n);
+			ck_assert_int_eq(sh.labels[k], all.labels[j]);
+			ck_assert_int_eq(memcmp(sh.pixels + k * 784, all.pixels + j * 784, 784 * sizeof(float)), 0);
+			k++;
+		}
+		ck_assert_uint_eq(k, sh.n);
+		ck_assert_uint_gt(sh.n, 0);
+		total += sh.n;
+		idx_free(&sh);
+	}
+	ck_assert_uint_eq(total, 3000);
+	ck_assert_int_eq(train_load_shard_by_label(FMNIST, 3000, 0, 11, &sh, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "1 to 10 shards"));
+	idx_free(&all);
+}
+END_TEST
+
 START_TEST(trained_tiny_model_beats_chance)
 {
 	struct idx_dataset tr, te;
@@ -398,6 +433,7 @@ int main(void)
 	tcase_add_test(tc, stragglers_binomial_and_deterministic);
 	tcase_add_test(tc, shards_cover_every_image_once);
 	tcase_add_test(tc, shard_load_keeps_only_the_shard);
+	tcase_add_test(tc, label_shards_partition_by_class);
 	tcase_add_test(tc, trained_tiny_model_beats_chance);
 	tcase_add_test(tc, compute_pad_is_a_minimum);
 	tcase_add_test(tc, state_and_checkpoint);

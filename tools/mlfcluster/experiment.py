@@ -29,7 +29,8 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "batch_ms": 100, "t_lag": 0.2, "workers": None, "aggregators": None,
             "replication": None, "faults": None, "worker_program": "c",
             "scheduler_args": None, "shards": 1, "momentum_at": None,
-            "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1, "esync_global_lr": None}
+            "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1, "esync_global_lr": None,
+            "data_split": "iid"}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -145,6 +146,11 @@ class Experiment:
                                              "speeds_at_s", "ssp_s", "asp_w"]}
         self.s["lr_sync"] = num_str(x["lr_sync"]) if x.get("lr_sync") is not None else self.s["lr"]
         self.s["esync_global_lr"] = num_str(x["esync_global_lr"]) if x.get("esync_global_lr") is not None else None
+        # data_split: "iid" (each worker a slice of the set) or "by-label" (non-i.i.d.: worker i
+        # holds the classes l with l % workers == i; mlf-worker --shard-by-label, issue 12)
+        self.data_split = x.get("data_split", "iid")
+        if self.data_split not in ("iid", "by-label"):
+            self.err('data_split: "iid" or "by-label" expected, got %s' % json.dumps(self.data_split))
         for k in ["rate_scale", "period_s", "seed", "target_accuracy", "time_limit_s"]:
             self.s[k] = num_str(x[k])
         self.tau_max = float(self.s["tau_max"])
@@ -157,6 +163,7 @@ class Experiment:
         self._load_scheduler_args()
         self._load_shards()
         self._load_speeds()
+        self._check_data_split()
 
     def _load_speeds(self):
         """speeds: one slowdown factor >= 1 per worker (issue 12: deterministic stragglers, e.g.
@@ -179,6 +186,16 @@ class Experiment:
                 self.err("speeds: not supported by system %s yet (mlf-worker systems only: %s)"
                          % (s, ", ".join(sorted(SCHEDULED | {"async", "rr-sync"}))))
         self.speeds = [num_str(f) for f in v]
+
+    def _check_data_split(self):
+        """by-label shards: mlf-worker only, at most 10 workers (one class each at least)."""
+        if self.data_split != "by-label":
+            return
+        for s in self.systems:
+            if s in ("rr-sync", "gloo") or self.worker_program != "c":
+                self.err('data_split: "by-label" is not supported by system %s (mlf-worker systems only)' % s)
+        if self.nw > 10:
+            self.err('data_split: "by-label" needs at most 10 workers (10 classes), got %d' % self.nw)
     def _check_ranges(self, x):
         """Type and range of the optional numeric keys (RANGES) and of model (layer sizes)."""
         for k, (lo, lo_in, hi, integer, what) in RANGES.items():

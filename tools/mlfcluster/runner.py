@@ -313,6 +313,7 @@ class Runner:
                                 "--records", os.path.join(rec, h)] +
                                (["--speed", "%s@%s" % (e.speeds[i], e.s["speeds_at_s"])] if e.speeds else []) +
                                (["--esync", str(e.nw)] if sys_ == "esync" else []) +
+                               (["--shard-by-label"] if e.data_split == "by-label" else []) +
                                (["--global-lr", e.s["esync_global_lr"]]
                                 if sys_ == "esync" and e.s["esync_global_lr"] is not None else []) +
                                (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
