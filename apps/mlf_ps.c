@@ -345,9 +345,10 @@ static int ps_init_from(struct ps *ps, const struct ps_opts *o, mlf_t *f)
 	return 0;
 }
 
-/* Evaluate a snapshot (taken under the lock, evaluated outside it); one accuracy.jsonl line. */
-static void ps_evaluate(struct ps *ps, const struct mlp_shape *s, const struct idx_dataset *test,
-			size_t k, float *snap, FILE *acc_f, double t0)
+/* Evaluate a snapshot (taken under the lock, evaluated outside it); one accuracy.jsonl line.
+ * With @f (NULL after close) the loss also goes to the scheduler (`loss`: ADSP's reward). */
+static void ps_evaluate(struct ps *ps, mlf_t *f, const struct mlp_shape *s,
+			const struct idx_dataset *test, size_t k, float *snap, FILE *acc_f, double t0)
 {
 	int64_t v;
 	uint64_t applied;
@@ -365,6 +366,8 @@ static void ps_evaluate(struct ps *ps, const struct mlp_shape *s, const struct i
 					"accuracy", acc, "loss", loss));
 	log_info("t=%.1fs version %lld applied %llu accuracy %.4f loss %.4f", t - t0, (long long)v,
 		 (unsigned long long)applied, acc, loss);
+	if (f && loss > 0 && mlf_report_loss(f, t, loss, v))
+		log_warn("loss report to the scheduler failed: %s", mlf_error(f));
 }
 
 int main(int argc, char **argv)
@@ -495,13 +498,13 @@ int main(int argc, char **argv)
 			log_info("promoted to server at version %lld: evaluating from now on", (long long)ps.m.version);
 		}
 		if (serving && !flat)
-			ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
+			ps_evaluate(&ps, f, &shape, &test, o.eval_images, snap, acc_f, t0);
 		while (!ps_stop && clock_real_s() < next && (serving || strcmp(mlf_role(f), "server")))
 			usleep(20000);
 	}
 	mlf_close(f);
 	if ((!o.replica || promoted_at) && !flat)
-		ps_evaluate(&ps, &shape, &test, o.eval_images, snap, acc_f, t0);
+		ps_evaluate(&ps, NULL, &shape, &test, o.eval_images, snap, acc_f, t0);
 	log_info("stopping on signal %d: version %lld, %llu updates applied in %llu transfers",
 		 (int)ps_stop, (long long)ps.m.version, (unsigned long long)ps.applied,
 		 (unsigned long long)ps.rx_transfers);

@@ -26,6 +26,10 @@ struct wk_opts {
 	int esync;       /* --esync P: ESync with P workers (esync.txt Alg. 1; 0 = off) */
 	double global_lr; /* --global-lr E: ESync's epsilon (Alg. 1 line 20); 0 = P */
 	int by_label;    /* --shard-by-label: a non-i.i.d. shard (its classes only, issue 12) */
+	int local_steps; /* --local-steps T: with --esync, T local iterations per round without
+			  * asking (fixed-rate local SGD, ADSP's "Fixed ADACOMM"; 0 = ask) */
+	int adsp;        /* --adsp: ADSP (adsp-aaai2020 Alg. 2): train locally without waiting,
+			  * commit at the scheduler's commit rate */
 	size_t eval_images;
 	long iterations;
 	size_t train_images;
@@ -66,6 +70,13 @@ static void wk_usage(FILE *f)
 		"                         by E x the mean delta (default P: the sum of the deltas, the\n"
 		"                         step MLfabric-S takes for plain SGD at the same --lr, since\n"
 		"                         its server sums the round's updates; 1 is the paper's mean)\n"
+		"  --local-steps T        with --esync: T local iterations per round, no State Server\n"
+		"                         (fixed-rate local SGD: ADSP's Fixed ADACOMM baseline)\n"
+		"  --adsp                 ADSP (adsp-aaai2020, issue 12; needs --mode mlfabric-a and\n"
+		"                         mlf-scheduler --adsp): train a local copy without waiting and\n"
+		"                         commit E x (copy - model) as an update at the commit rate the\n"
+		"                         scheduler sends each check period (Alg. 2), then get the model\n"
+		"                         (--global-lr E, default 1: the update added as Async adds it)\n"
 		"  --shard-by-label       non-i.i.d. data: shard I/N holds the images whose label l has\n"
 		"                         l %% N == I (its classes only; N <= 10) instead of the I-th slice\n"
 		"  --seed S               sampling and straggler seed (default 1)\n"
@@ -93,7 +104,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "timeout", 1, 0, 't' }, { "sock", 1, 0, 's' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
 		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { "momentum", 1, 0, 'G' },
 		{ "speed", 1, 0, 'F' }, { "esync", 1, 0, 'E' }, { "global-lr", 1, 0, 'L' },
-		{ "shard-by-label", 0, 0, 'B' }, { 0, 0, 0, 0 },
+		{ "shard-by-label", 0, 0, 'B' }, { "local-steps", 1, 0, 'T' }, { "adsp", 0, 0, 'A' },
+		{ 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
 	int c;
@@ -144,6 +156,16 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 			break;
 		}
 		case 'B': o->by_label = 1; break;
+		case 'A': o->adsp = 1; break;
+		case 'T': {
+			char *end;
+			long t = strtol(optarg, &end, 10);
+			if (*end || end == optarg || t < 1 || t > 100000)
+				return fprintf(stderr, "mlf-worker: bad --local-steps '%s': local iterations "
+					       "per round (1..100000)\n", optarg), -1;
+			o->local_steps = (int)t;
+			break;
+		}
 		case 'L': {
 			char *end;
 			o->global_lr = strtod(optarg, &end);
@@ -171,8 +193,14 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 	if (o->esync && o->mode != MLF_MODE_SYNC)
 		return fprintf(stderr, "mlf-worker: --esync aggregates once per round: it needs --mode "
 			       "mlfabric-s\n"), -1;
-	if (o->global_lr > 0 && !o->esync)
-		return fprintf(stderr, "mlf-worker: --global-lr is ESync's (needs --esync)\n"), -1;
+	if (o->global_lr > 0 && !o->esync && !o->adsp)
+		return fprintf(stderr, "mlf-worker: --global-lr is ESync's or ADSP's (needs --esync or "
+			       "--adsp)\n"), -1;
+	if (o->local_steps && !o->esync)
+		return fprintf(stderr, "mlf-worker: --local-steps sets the rounds of --esync P\n"), -1;
+	if (o->adsp && (o->mode != MLF_MODE_ASYNC || o->esync || o->momentum > 0))
+		return fprintf(stderr, "mlf-worker: --adsp commits updates asynchronously: it needs "
+			       "--mode mlfabric-a, and neither --esync nor --momentum\n"), -1;
 	if (o->esync && o->momentum > 0)
 		return fprintf(stderr, "mlf-worker: --esync with --momentum is not supported (ESync's "
 			       "local SGD has none)\n"), -1;
@@ -190,6 +218,45 @@ static int wk_fail(mlf_t *f, const struct wk_opts *o, const char *what, int64_t 
 	else
 		log_err("%s to server %s failed: %s (%s)", what, o->server, strerror((int)-rc), mlf_error(f));
 	return 1;
+}
+
+/* What a local SGD step needs (ESync, fixed-rate local SGD, ADSP), and what it counts. */
+struct wk_local {
+	const struct wk_opts *o;
+	const struct mlp_shape *shape;
+	const struct idx_dataset *shard;
+	struct train_straggle *st;
+	uint64_t *rng;
+	float *x, *u;  /* mini-batch images; gradient scratch (n floats) */
+	uint8_t *y;
+	size_t n;
+	double t0;     /* CLOCK_REALTIME s the worker started (--speed F@T counts from it) */
+	long straggled, steps;
+	double busy, loss;
+};
+
+/* One local iteration on the copy @wr: a mini-batch gradient (padded to --compute-s, slowed by
+ * the straggler settings), then wr += -lr x gradient (eq. 1 on the copy). Returns the seconds
+ * it took, or -1 without memory for the gradient. */
+static double wk_local_step(struct wk_local *L, float *wr)
+{
+	double ts = clock_real_s();
+
+	train_sample_batch(L->shard, 0, L->shard->n, L->o->batch, L->rng, L->x, L->y);
+	L->loss = mlp_grad(L->shape, wr, L->x, L->y, L->o->batch, L->u);
+	if (L->loss < 0)
+		return -1;
+	double compute_s = train_compute_pad(ts, L->o->compute_min);
+	double factor = train_straggle_next(L->st) *
+			(clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
+	train_straggle_sleep(compute_s, factor);
+	L->straggled += factor > 1;
+	vec_scale_f32(L->u, (float)-L->o->lr, L->n);
+	vec_add_f32(wr, L->u, L->n);
+	double took = clock_real_s() - ts;
+	L->busy += took;
+	L->steps++;
+	return took;
 }
 
 int main(int argc, char **argv)
@@ -210,6 +277,11 @@ int main(int argc, char **argv)
 	FILE *pushes, *acc_f = NULL;
 	struct idx_dataset test;
 	double next_eval = 0;
+	struct mlf_commit_rate rate = { .check = -1 }; /* ADSP: the commit rate in force */
+	int64_t rate_j = 0;       /* ADSP: commits made in its check period */
+	long since_commit = 0;    /* ADSP: local iterations since the last commit */
+	double adsp_o = 0;        /* ADSP: O_i, seconds a commit takes (push + get; EWMA 0.2) */
+	int need_get = 1;         /* ADSP: the model is to be got (at the start, after a commit) */
 	mlf_t *f;
 	int rc = wk_parse(argc, argv, &o);
 
@@ -231,10 +303,11 @@ int main(int argc, char **argv)
 	size_t n = mlp_param_count(&shape);
 	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
 	float *h = o.momentum > 0 ? calloc(n, sizeof(float)) : NULL; /* worker-side momentum, h_0 = 0 */
-	float *wr = o.esync ? malloc(sizeof(float) * n) : NULL; /* ESync: the local copy w_{t,k} */
+	/* ESync, ADSP: the local copy w_{t,k} */
+	float *wr = o.esync || o.adsp ? malloc(sizeof(float) * n) : NULL;
 	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
 	uint8_t *y = malloc((size_t)o.batch);
-	if (!w || !u || !x || !y || (o.momentum > 0 && !h) || (o.esync && !wr))
+	if (!w || !u || !x || !y || (o.momentum > 0 && !h) || ((o.esync || o.adsp) && !wr))
 		return log_err("no memory for the model and update buffers (%zu floats)", n), 1;
 	rng = o.seed * 7919u + (uint64_t)o.shard_i + 1;
 
@@ -261,6 +334,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, wk_on_signal);
 	t0 = clock_real_s();
 	next_progress = t0 + 2;
+	struct wk_local L = { .o = &o, .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
+			      .x = x, .u = u, .y = y, .n = n, .t0 = t0 };
 	log_info("worker of %s, mode %s, shard %d/%d (%zu images), model %s", o.server, o.mode_name,
 		 o.shard_i, o.shard_n, shard.n, o.model);
 	rc = 0;
@@ -269,11 +344,15 @@ int main(int argc, char **argv)
 		double ts, compute_s, factor, norm;
 		int64_t r, id = 0, v_g;
 
-		if (o.mode != MLF_MODE_SYNC || it == 0) {
+		if ((o.mode != MLF_MODE_SYNC || it == 0) && (!o.adsp || need_get)) {
 			r = mlf_get(f, o.server, w, n, &version, o.timeout);
 			if (r) {
 				rc = wk_fail(f, &o, "model get", r);
 				break;
+			}
+			if (o.adsp) {
+				memcpy(wr, w, sizeof(float) * n);
+				need_get = 0;
 			}
 		}
 		if (acc_f && clock_real_s() >= next_eval) {
@@ -286,30 +365,74 @@ int main(int argc, char **argv)
 					 (long long)version, acc, eloss);
 			}
 		}
+		if (o.adsp) {
+			/* ADSP (adsp-aaai2020 Alg. 2): never wait; commit when the timer of the
+			 * scheduler's commit rate is due (a commit carries at least one iteration) */
+			struct mlf_commit_rate cr;
+			if (mlf_commit_rate(f, &cr) == 0 && (cr.check != rate.check || cr.t != rate.t)) {
+				rate = cr;  /* a new check period: its commits count from 1 */
+				rate_j = 0;
+			}
+			double tc = clock_real_s();
+			if (rate.check < 0 || since_commit == 0 ||
+			    tc < train_adsp_commit_due(rate.t, rate_j + 1, rate.delta, rate.period_s, adsp_o)) {
+				if (wk_local_step(&L, wr) < 0) {
+					rc = 1;
+					log_err("no memory for the gradient");
+					break;
+				}
+				since_commit++;
+				continue;
+			}
+			/* TIMEOUT(): commit E x the accumulated update U_i = copy - model, get the model */
+			float scale = (float)(o.global_lr > 0 ? o.global_lr : 1);
+			for (size_t j = 0; j < n; j++)
+				u[j] = (wr[j] - w[j]) * scale;
+			norm = vec_norm2_f32(u, n);
+			v_g = version;
+			id = mlf_push(f, o.server, u, n, norm, version);
+			if (id < 0) {
+				rc = wk_fail(f, &o, "push", id);
+				break;
+			}
+			r = mlf_get(f, o.server, w, n, &version, o.timeout);
+			if (r) {
+				rc = wk_fail(f, &o, "model get", r);
+				break;
+			}
+			memcpy(wr, w, sizeof(float) * n);
+			double took = clock_real_s() - tc;
+			adsp_o = adsp_o > 0 ? 0.8 * adsp_o + 0.2 * took : took;
+			rate_j++;
+			it++;
+			train_rec_line(pushes, json_pack("{s:f,s:I,s:I,s:f,s:I,s:f,s:I,s:I}", "t", clock_real_s(),
+							 "id", (json_int_t)id, "version", (json_int_t)v_g,
+							 "norm", norm, "local_steps", (json_int_t)since_commit,
+							 "commit_s", took, "check", (json_int_t)rate.check,
+							 "delta", (json_int_t)rate.delta));
+			since_commit = 0;
+			if (clock_real_s() >= next_progress) {
+				log_info("t=%.1fs commit %ld (%lld of %lld this period) model version %lld loss %.4f",
+					 clock_real_s() - t0, it, (long long)rate_j, (long long)rate.delta,
+					 (long long)version, L.loss);
+				next_progress += 2;
+			}
+			continue;
+		}
 		if (o.esync) {
 			/* ESync (esync.txt Alg. 1): local iterations on a copy until the State Server
 			 * says READY, then the round's delta through the synchronous allreduce */
 			int k = 0, ready;
 			double t_round = clock_real_s();
 			memcpy(wr, w, sizeof(float) * n);
-			while ((ready = mlf_query_state(f, esync_round, k, esync_c, o.timeout)) == 0) {
-				ts = clock_real_s();
-				train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
-				loss = mlp_grad(&shape, wr, x, y, o.batch, u);
-				if (loss < 0) {
+			/* --local-steps T: fixed-rate local SGD, T local iterations without asking */
+			while ((ready = o.local_steps ? k >= o.local_steps
+				: mlf_query_state(f, esync_round, k, esync_c, o.timeout)) == 0) {
+				if ((esync_c = wk_local_step(&L, wr)) < 0) {
 					ready = -ENOMEM;
 					break;
 				}
-				compute_s = train_compute_pad(ts, o.compute_min);
-				factor = train_straggle_next(&st) * (clock_real_s() - t0 >= o.speed_at ? o.speed : 1);
-				train_straggle_sleep(compute_s, factor);
-				straggled += factor > 1;
-				vec_scale_f32(u, (float)-o.lr, n);
-				vec_add_f32(wr, u, n);
-				esync_c = clock_real_s() - ts;
-				busy += esync_c;
 				k++;
-				local_steps++;
 				if (wk_stop)
 					break;
 			}
@@ -339,7 +462,7 @@ int main(int argc, char **argv)
 							 "local_steps", k, "c", esync_c));
 			if (clock_real_s() >= next_progress) {
 				log_info("t=%.1fs round %ld (%d local iterations) model version %lld loss %.4f",
-					 clock_real_s() - t0, it, k, (long long)version, loss);
+					 clock_real_s() - t0, it, k, (long long)version, L.loss);
 				next_progress += 2;
 			}
 			continue;
@@ -402,6 +525,9 @@ int main(int argc, char **argv)
 			 (unsigned long long)(ws.pushed - ws.sent - ws.dropped - ws.aggregated), o.server,
 			 o.timeout);
 	mlf_close(f);
+	straggled += L.straggled;
+	busy += L.busy;
+	local_steps = L.steps;
 	log_info("stopped after %ld iterations (%ld straggled): pushed %llu sent %llu dropped %llu aggregated %llu",
 		 it, straggled, (unsigned long long)ws.pushed, (unsigned long long)ws.sent,
 		 (unsigned long long)ws.dropped, (unsigned long long)ws.aggregated);
@@ -409,7 +535,7 @@ int main(int argc, char **argv)
 			   json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I}", "iterations", (json_int_t)it, "pushed",
 				     (json_int_t)ws.pushed, "sent", (json_int_t)ws.sent, "dropped",
 				     (json_int_t)ws.dropped, "aggregated", (json_int_t)ws.aggregated,
-				     "mean_iteration_s", it ? busy / (double)(o.esync ? local_steps : it) : 0.0,
+				     "mean_iteration_s", it ? busy / (double)(o.esync || o.adsp ? local_steps : it) : 0.0,
 				     "local_steps", (json_int_t)local_steps),
 			   err, sizeof(err))) {
 		log_err("%s", err);

@@ -145,6 +145,22 @@ int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double
  */
 int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s);
 
+/** ADSP's commit rate for this worker (adsp-aaai2020 §3, Alg. 2), as the scheduler last sent it. */
+struct mlf_commit_rate {
+	int64_t check;     /* the checkpoint it was computed at (counts from 0 per scheduler) */
+	int64_t delta;     /* ΔC_i: commits to make before the next checkpoint (0: none) */
+	double period_s;   /* the check period Γ, seconds */
+	double t;          /* CLOCK_REALTIME seconds it arrived */
+};
+
+/**
+ * mlf_commit_rate - ADSP (the scheduler runs with --adsp): copy the latest commit rate the
+ * scheduler sent into @r; never blocks. The scheduler sends one at every checkpoint, and one at
+ * once to a worker that registers after the first. Returns 0, -EAGAIN (none arrived yet) or
+ * -EINVAL (not a registered worker).
+ */
+int mlf_commit_rate(mlf_t *f, struct mlf_commit_rate *r);
+
 /** Worker-side counters (monotonic). */
 struct mlf_worker_stats {
 	uint64_t pushed, sent, dropped, aggregated; /* updates */
@@ -269,6 +285,14 @@ int mlf_register_as_replica(mlf_t *f, const char *server, const struct mlf_param
  * commanded. Runs on the event thread until mlf_close. Returns 0 or -ENOTCONN.
  */
 int mlf_register_as_aggregator(mlf_t *f);
+
+/**
+ * mlf_report_loss - a server (or replica serving as one) tells the scheduler the global model's
+ * test @loss (> 0) at model @version, measured at @t (CLOCK_REALTIME s): the input of ADSP's
+ * commit-rate search (adsp-aaai2020 §4.2). Without a scheduler (MLF_MODE_DIRECT) a no-op.
+ * Returns 0, -EINVAL (bad numbers, not a server) or -ENOTCONN / -ENOMEM from the send.
+ */
+int mlf_report_loss(mlf_t *f, double t, double loss, int64_t version);
 
 /** Aggregator counters (monotonic). */
 struct mlf_aggregator_stats {

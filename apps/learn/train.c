@@ -299,6 +299,14 @@ double train_compute_pad(double t_start, double min_s)
 	return elapsed;
 }
 
+double train_adsp_commit_due(double t_rate, int64_t j, int64_t delta, double period_s, double o_s)
+{
+	if (delta <= 0 || j < 1 || j > delta)
+		return INFINITY;
+	double due = t_rate + (double)j * period_s / (double)delta - (o_s > 0 ? o_s : 0);
+	return due > t_rate ? due : t_rate;
+}
+
 double train_straggle_sleep(double compute_s, double factor)
 {
 	double extra = (factor - 1) * compute_s;

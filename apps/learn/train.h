@@ -129,6 +129,17 @@ double train_straggle_sleep(double compute_s, double factor);
  */
 double train_compute_pad(double t_start, double min_s);
 
+/**
+ * train_adsp_commit_due - ADSP's commit timer (adsp-aaai2020 Alg. 2 lines 4 and 14): with
+ * @delta commits (ΔC_i) to make in the check period @period_s (Γ) that began when the commit
+ * rate arrived at @t_rate (CLOCK_REALTIME s), and commits taking @o_s seconds (O_i: push and
+ * model pull), the @j-th commit (1-based) is due at t_rate + j x Γ / ΔC_i - O_i (not before
+ * @t_rate): the timer of Γ / ΔC_i - O_i, restarted after each commit that itself took O_i.
+ * Returns that time, or INFINITY when @j > @delta (this period's commits are done) or
+ * @delta <= 0.
+ */
+double train_adsp_commit_due(double t_rate, int64_t j, int64_t delta, double period_s, double o_s);
+
 /* ---- data: shards, mini-batches, evaluation --------------------------------------------- */
 
 /** train_shard_parse - parse "I/N" (0 <= I < N). Returns 0 or -EINVAL. */

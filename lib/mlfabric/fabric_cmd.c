@@ -21,6 +21,7 @@ static const struct {
 	{ "promote", FABRIC_CMD_PROMOTE }, { "server_moved", FABRIC_CMD_SERVER_MOVED },
 	{ "snapshot", FABRIC_CMD_SNAPSHOT }, { "sync_step", FABRIC_CMD_SYNC_STEP },
 	{ "forward", FABRIC_CMD_FORWARD }, { "state", FABRIC_CMD_STATE },
+	{ "commit_rate", FABRIC_CMD_COMMIT_RATE },
 };
 
 static int get_u64(json_t *o, const char *k, uint64_t *v)
@@ -220,6 +221,18 @@ static const char *parse_fields(json_t *o, struct fabric_cmd *c)
 		if (!json_is_boolean(r))
 			return "ready";
 		c->keep = json_is_true(r);
+		return NULL;
+	}
+	case FABRIC_CMD_COMMIT_RATE: {
+		json_t *p = json_object_get(o, "period_s"), *k = json_object_get(o, "check");
+		if (!json_is_integer(k) || json_integer_value(k) < 0)
+			return "check";
+		c->version = json_integer_value(k);
+		if (get_u64(o, "delta", &c->id) < 0 || c->id > (1u << 30))
+			return "delta";
+		if (!json_is_number(p) || !(json_number_value(p) > 0 && json_number_value(p) <= 3600))
+			return "period_s";
+		c->start = json_number_value(p);
 		return NULL;
 	}
 	case FABRIC_CMD_SNAPSHOT:

@@ -29,6 +29,8 @@ enum fabric_cmd_kind {
 				    * has @id contributions, fewer than n_workers (sync timeout) */
 	FABRIC_CMD_FORWARD,        /* worker (distributor, §10.3): forward model copy @xfer_in */
 	FABRIC_CMD_STATE,          /* worker: ESync's State Server answers query @id: @keep = READY */
+	FABRIC_CMD_COMMIT_RATE,    /* worker: ADSP's commit rate: @version = checkpoint, @id = ΔC_i
+				    * commits by the next one, @start = the check period Γ, s */
 };
 
 /** One parsed command; fields a kind does not use are zero. Free with fabric_cmd_free. */

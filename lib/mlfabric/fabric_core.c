@@ -637,6 +637,7 @@ static void on_ctl(struct mlf *f, const char *text)
 	case FABRIC_CMD_AGGREGATE:
 	case FABRIC_CMD_FORWARD:
 	case FABRIC_CMD_STATE:
+	case FABRIC_CMD_COMMIT_RATE:
 		if (!ops || !ops->command || !ops->command(f, &c))
 			role_cmd_refused(f, &c);
 		break;

@@ -146,6 +146,12 @@ struct mlf_worker_state {
 		uint64_t next;    /* of the query asked last */
 		int ready;
 	} state;
+	struct {                  /* ADSP (mlf_commit_rate): the scheduler's last `commit_rate` */
+		int64_t check;    /* its checkpoint number (-1: none yet) */
+		int64_t delta;    /* ΔC_i: commits to make by the next checkpoint */
+		double period_s;  /* the check period Γ */
+		double t;         /* CLOCK_REALTIME s it arrived */
+	} rate;
 	/* server names mapped to the current server after `server_moved` */
 	char server[APPMSG_NAME_MAX], server_now[APPMSG_NAME_MAX];
 	char moved_from[FABRIC_MOVED_MAX][APPMSG_NAME_MAX];

@@ -1,6 +1,7 @@
 /* fabric_server.c - a parameter server endpoint (paper Table 1, §4): applying updates, commits, model and state payloads, verification snapshots. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -522,4 +523,26 @@ json_t *fabric_server_reg_fields(struct mlf *f)
 						      s->n_shards, "offset", (json_int_t)s->offset, "n_total",
 						      (json_int_t)s->n_total));
 	return reg;
+}
+
+int mlf_report_loss(mlf_t *f, double t, double loss, int64_t version)
+{
+	int role;
+
+	if (!isfinite(t) || t < 0 || !isfinite(loss) || !(loss > 0) || version < 0) {
+		fabric_core_set_err(f, "report loss: bad t %g, loss %g or version %lld", t, loss,
+				    (long long)version);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&f->lock);
+	role = f->role;
+	pthread_mutex_unlock(&f->lock);
+	if (role != FABRIC_ROLE_SERVER && role != FABRIC_ROLE_REPLICA) {
+		fabric_core_set_err(f, "report loss: only a server (or replica) reports its loss");
+		return -EINVAL;
+	}
+	if (f->mode == MLF_MODE_DIRECT)
+		return 0; /* no scheduler to tell */
+	return fabric_core_ctl(f, json_pack("{s:s, s:f, s:f, s:I}", "type", "loss", "t", t, "loss",
+					    loss, "version", (json_int_t)version));
 }

@@ -159,6 +159,14 @@ static int worker_command(struct mlf *f, struct fabric_cmd *c)
 		}
 		pthread_cond_broadcast(&f->cond);
 		pthread_mutex_unlock(&f->lock);
+	} else if (c->kind == FABRIC_CMD_COMMIT_RATE) {
+		pthread_mutex_lock(&f->lock);
+		/* in order on one connection; a restarted scheduler counts checkpoints from 0 again */
+		f->w.rate.check = c->version;
+		f->w.rate.delta = (int64_t)c->id;
+		f->w.rate.period_s = c->start;
+		f->w.rate.t = clock_real_s();
+		pthread_mutex_unlock(&f->lock);
 	} else if (c->kind == FABRIC_CMD_FORWARD)
 		fabric_dist_command(f, c);
 	else if (c->kind == FABRIC_CMD_SERVER_MOVED)
@@ -184,6 +192,9 @@ int mlf_register_as_worker(mlf_t *f, const char *server)
 		return -EINVAL;
 	}
 	snprintf(f->w.server, sizeof(f->w.server), "%s", server);
+	pthread_mutex_lock(&f->lock);
+	f->w.rate.check = -1; /* no commit rate yet (ADSP) */
+	pthread_mutex_unlock(&f->lock);
 	return fabric_core_register(f, FABRIC_ROLE_WORKER, &worker_ops, chans, 1, json_pack("{s:s}", "server", server));
 }
 
@@ -387,6 +398,24 @@ int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s
 		return -ETIMEDOUT;
 	}
 	return ready;
+}
+
+int mlf_commit_rate(mlf_t *f, struct mlf_commit_rate *r)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->role != FABRIC_ROLE_WORKER)
+		rc = -EINVAL;
+	else if (f->w.rate.check < 0)
+		rc = -EAGAIN;
+	else
+		*r = (struct mlf_commit_rate){ .check = f->w.rate.check, .delta = f->w.rate.delta,
+					       .period_s = f->w.rate.period_s, .t = f->w.rate.t };
+	pthread_mutex_unlock(&f->lock);
+	if (rc == -EINVAL)
+		fabric_core_set_err(f, "commit rate: only a registered worker has one");
+	return rc;
 }
 
 void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s)

@@ -23,6 +23,12 @@ $(BUILD)/tests/test_sched_esync: $(BUILD)/tests/unit/test_sched_esync.o $(BUILD)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/test_sched_esync
 
+# ADSP's commit-rate control alone (issue 12): pure, no daemon
+$(BUILD)/tests/test_sched_adsp: $(BUILD)/tests/unit/test_sched_adsp.o $(BUILD)/scheduler/daemon/sched_adsp.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS += $(BUILD)/tests/test_sched_adsp
+
 PROGRAMS += $(BUILD)/mlf-scheduler
 UNIT_TESTS += $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sched_status $(BUILD)/tests/test_sched_dist $(BUILD)/tests/test_sched_shard $(BUILD)/tests/test_sched_bounds $(BUILD)/tests/test_sched_ssp
 INTEG_TESTS += tests/integration/mlf_top.sh

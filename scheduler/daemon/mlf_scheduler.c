@@ -55,6 +55,13 @@ static void usage(FILE *f)
 		"  --asp                adaptive SSP: the threshold follows the workers' iteration\n"
 		"                       rates, --asp-weak W while they are similar, up to --ssp S\n"
 		"  --asp-weak W         ASP's weak threshold (default 1)\n"
+		"  --adsp GAMMA         ADSP (adsp-aaai2020): every GAMMA seconds (the check period)\n"
+		"                       send each worker its commit rate: commits to make by the\n"
+		"                       next checkpoint; workers run mlf-worker --adsp (default off)\n"
+		"  --adsp-eval S        ADSP's search runs each commit rate S seconds (default 6)\n"
+		"  --adsp-epoch S       ADSP's search starts over every S seconds (default 0: once)\n"
+		"  --adsp-rate R        no search: R commits per check period throughout\n"
+		"  --adsp-max-lag K     a worker owes at most K x the rate per period (default 4)\n"
 		"  -v, --verbose        debug logging\n"
 		"  -h, --help           this text\n");
 }
@@ -93,6 +100,11 @@ int main(int argc, char **argv)
 		{ "ssp", required_argument, 0, 'Z' },
 		{ "asp", no_argument, 0, 'A' },
 		{ "asp-weak", required_argument, 0, 'W' },
+		{ "adsp", required_argument, 0, 'G' },
+		{ "adsp-eval", required_argument, 0, 'E' },
+		{ "adsp-epoch", required_argument, 0, 'O' },
+		{ "adsp-rate", required_argument, 0, 'T' },
+		{ "adsp-max-lag", required_argument, 0, 'K' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	struct sched_config cfg;
 	const char *cluster = NULL;
@@ -132,6 +144,11 @@ int main(int argc, char **argv)
 		case 'Z': bad |= num_arg("--ssp", optarg, 0, 1e6, &d); cfg.ssp_s = (int)d; break;
 		case 'A': cfg.asp = 1; break;
 		case 'W': bad |= num_arg("--asp-weak", optarg, 0, 1e6, &d); cfg.asp_w = (int)d; break;
+		case 'G': bad |= num_arg("--adsp", optarg, 0.01, 3600, &cfg.adsp.gamma_s); break;
+		case 'E': bad |= num_arg("--adsp-eval", optarg, 0.01, 86400, &cfg.adsp.eval_s); break;
+		case 'O': bad |= num_arg("--adsp-epoch", optarg, 0, 1e7, &cfg.adsp.epoch_s); break;
+		case 'T': bad |= num_arg("--adsp-rate", optarg, 1, 4096, &d); cfg.adsp.fixed_r = (int)d; break;
+		case 'K': bad |= num_arg("--adsp-max-lag", optarg, 1, 4096, &d); cfg.adsp.max_lag_r = (int)d; break;
 		case 'v': log_threshold = LOG_DEBUG; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -146,6 +163,15 @@ int main(int argc, char **argv)
 	if (cfg.asp && cfg.asp_w > cfg.ssp_s) {
 		fprintf(stderr, "mlf-scheduler: --asp-weak %d is above --ssp %d (the weak threshold is the "
 			"smallest ASP uses)\n", cfg.asp_w, cfg.ssp_s);
+		return 2;
+	}
+	if (cfg.adsp.gamma_s > 0 && cfg.adsp.eval_s < cfg.adsp.gamma_s) {
+		fprintf(stderr, "mlf-scheduler: --adsp-eval %g is shorter than the check period --adsp %g "
+			"(a commit rate runs at least one period)\n", cfg.adsp.eval_s, cfg.adsp.gamma_s);
+		return 2;
+	}
+	if (!(cfg.adsp.gamma_s > 0) && (cfg.adsp.fixed_r || cfg.adsp.epoch_s > 0)) {
+		fprintf(stderr, "mlf-scheduler: --adsp-rate and --adsp-epoch need --adsp GAMMA\n");
 		return 2;
 	}
 	if (!cluster || optind < argc) {

@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "log.h"
 #include "proto.h"
+#include "sched_commit.h"
 #include "sched_fail.h"
 #include "sched_repl.h"
 #include "sched_select.h"
@@ -458,6 +459,8 @@ static void on_register(struct sched *s, int ci, const char *app, json_t *m)
 	json_t *r = json_pack("{s:s, s:I}", "type", "registered", "xfer_base",
 			      (json_int_t)((uint64_t)(h + 1) << 40));
 	sched_to_app(s, role, h, r);
+	if (bit == SCHED_ROLE_WORKER)
+		sched_adsp_joined(s, h);
 }
 
 static void on_update(struct sched *s, int ci, const char *app, json_t *m, double now)
@@ -746,6 +749,10 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 		char err[256];
 		if (sched_status_waits(s, h, app, m, err, sizeof(err)))
 			reply_err(s, ci, app, "%s", err);
+	} else if (!strcmp(type, "loss")) {
+		char err[256];
+		if (sched_adsp_loss(s, h, app, m, err, sizeof(err)))
+			reply_err(s, ci, app, "%s", err);
 	}
 	else
 		on_partial(s, ci, app, m);
@@ -754,7 +761,7 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 void sched_msg_handle(struct sched *s, int ci, json_t *m)
 {
 	static const char *const app_types[] = { "register", "update", "pull", "done", "commit",
-						 "partial", "promoted", "waits", "state_query" };
+						 "partial", "promoted", "waits", "state_query", "loss" };
 	const char *type = ctl_type(m);
 	double now = clock_real_s();
 

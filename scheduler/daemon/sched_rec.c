@@ -74,7 +74,9 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 		s->rec_transfers = open_one(dir, "transfers.jsonl", err, errlen);
 	if (s->rec_transfers)
 		s->rec_failover = open_one(dir, "failover.jsonl", err, errlen);
-	if (!s->rec_failover) {
+	if (s->rec_failover && s->cfg.adsp.gamma_s > 0)
+		s->rec_adsp = open_one(dir, "adsp.jsonl", err, errlen);
+	if (!s->rec_failover || (s->cfg.adsp.gamma_s > 0 && !s->rec_adsp)) {
 		int rc = -errno;
 		sched_rec_close(s);
 		return rc ? rc : -EIO;
@@ -84,7 +86,8 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 
 void sched_rec_close(struct sched *s)
 {
-	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers, &s->rec_failover };
+	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers, &s->rec_failover,
+		       &s->rec_adsp };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i])
@@ -186,4 +189,9 @@ void sched_rec_failover(struct sched *s)
 		s->cl.hosts[fo->old_server].name, "new_server", fo->new_server >= 0 ?
 		s->cl.hosts[fo->new_server].name : "", "version", (json_int_t)fo->version,
 		"lost_committed", fo->lost_committed, "lost_planned", fo->lost_planned));
+}
+
+void sched_rec_adsp(struct sched *s, json_t *o)
+{
+	put_line(s->rec_adsp, o);
 }

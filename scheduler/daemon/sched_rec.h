@@ -50,4 +50,10 @@ void sched_rec_transfer(struct sched *s, const struct sched_xfer *x);
  */
 void sched_rec_failover(struct sched *s);
 
+/**
+ * sched_rec_adsp - append @o (reference stolen) as one line of adsp.jsonl, the ADSP checkpoint
+ * record (docs/scheduler.md "ADSP"); discarded when ADSP or the records are off.
+ */
+void sched_rec_adsp(struct sched *s, json_t *o);
+
 #endif

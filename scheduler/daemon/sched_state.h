@@ -11,6 +11,7 @@
 #include "cluster.h"
 #include "ctl.h"
 #include "plan.h"
+#include "sched_adsp.h"
 #include "sched_esync.h"
 #include "sched_index.h"
 
@@ -190,6 +191,9 @@ struct sched_config {
 				 * follows the workers' iteration rates (sched_ssp_threshold) */
 	int asp_w;              /* --asp-weak W: ASP's weak threshold, used while the workers'
 				 * rates differ by less than SCHED_ASP_ALPHA0 (default 1) */
+	struct adsp_cfg adsp;   /* --adsp GAMMA (check period, s; 0 = ADSP off), --adsp-eval,
+				 * --adsp-epoch, --adsp-rate, --adsp-max-lag (adsp-aaai2020, issue
+				 * 12): commit rates sent to the workers (`commit_rate`) */
 };
 
 /** Called after every plan_compute (tests inspect the batch the daemon built). */
@@ -321,6 +325,8 @@ struct sched {
 	double accept_backoff;        /* current pause of accept, s (0: accepting normally) */
 
 	FILE *rec_batches, *rec_updates, *rec_transfers, *rec_failover;
+	FILE *rec_adsp;               /* adsp.jsonl: one line per ADSP checkpoint (NULL: off) */
+	struct adsp adsp;             /* ADSP's commit-rate controller (cfg.adsp.gamma_s > 0) */
 
 	sched_batch_hook hook;
 	void *hook_arg;

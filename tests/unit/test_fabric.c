@@ -156,6 +156,23 @@ START_TEST(command_parsing)
 	ck_assert_double_eq(c.weights[0], 0.5);
 	ck_assert_int_eq(c.n_steps, 0);
 	fabric_cmd_free(&c);
+	/* ADSP's commit rate: checkpoint, ΔC_i, the check period; each bad field named */
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"commit_rate\",\"check\":7,\"delta\":3,"
+					  "\"period_s\":1.5}", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.kind, FABRIC_CMD_COMMIT_RATE);
+	ck_assert_int_eq(c.version, 7);
+	ck_assert_uint_eq(c.id, 3);
+	ck_assert_double_eq(c.start, 1.5);
+	fabric_cmd_free(&c);
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"commit_rate\",\"check\":7,\"delta\":-1,"
+					  "\"period_s\":1}", &c, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "'delta'"));
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"commit_rate\",\"check\":7,\"delta\":1,"
+					  "\"period_s\":0}", &c, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "'period_s'"));
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"commit_rate\",\"delta\":1,\"period_s\":1}", &c,
+					  err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "'check'"));
 	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"frobnicate\"}", &c, err, sizeof(err)), -EBADMSG);
 	ck_assert_str_eq(err, "unknown command type 'frobnicate'");
 	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"send\"", &c, err, sizeof(err)), -EBADMSG);

@@ -199,6 +199,73 @@ START_TEST(esync_state_server)
 }
 END_TEST
 
+static void adsp_fixed2(struct sched_config *c)
+{
+	c->distributors = 0;
+	c->adsp = (struct adsp_cfg){ .gamma_s = 0.2, .eval_s = 0.2, .fixed_r = 2, .max_lag_r = 4 };
+}
+
+/* the next `commit_rate` at @f within @t s whose "c" (the worker's commits) is @c, or NULL */
+static json_t *rate_with_c(int f, int64_t c, double t)
+{
+	json_t *m;
+
+	while ((m = wait_msg(f, "commit_rate", t)))
+		if (json_integer_value(json_object_get(m, "c")) == c)
+			return m;
+	return NULL;
+}
+
+/*
+ * ADSP in the daemon (issue 12, adsp-aaai2020 §3): every check period each live worker gets
+ * `commit_rate` with ΔC_i = C_target - c_i (c_i: its updates so far), capped at max_lag x r; the
+ * worker ahead (w0, 3 commits) owes fewer than the one behind (w1, none). The server's `loss`
+ * is accepted; a worker's, or a bad number, is refused with an error naming it.
+ */
+START_TEST(adsp_commit_rates)
+{
+	int w[2], ps;
+	char app[64];
+
+	start_daemon(adsp_fixed2);
+	ps = setup("async", 0, 1000, 2, w, NULL);
+	for (uint64_t i = 1; i <= 3; i++)
+		push(w[0], 100 + i, 0, 4000);
+	json_t *m0 = rate_with_c(w[0], 3, 3.0);
+	ck_assert_ptr_nonnull(m0);
+	int64_t check = json_integer_value(json_object_get(m0, "check"));
+	int64_t target = json_integer_value(json_object_get(m0, "c_target"));
+	ck_assert_int_eq(json_integer_value(json_object_get(m0, "r")), 2);
+	ck_assert_double_eq_tol(json_number_value(json_object_get(m0, "period_s")), 0.2, 1e-9);
+	ck_assert_int_ge(target, 3 + 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(m0, "delta")), target - 3 > 8 ? 8 : target - 3);
+	/* w1 at the same checkpoint: nothing committed, it owes C_target capped at 4 x 2 */
+	json_t *m1;
+	while ((m1 = wait_msg(w[1], "commit_rate", 2.0)) &&
+	       json_integer_value(json_object_get(m1, "check")) < check)
+		;
+	ck_assert_ptr_nonnull(m1);
+	ck_assert_int_eq(json_integer_value(json_object_get(m1, "check")), check);
+	ck_assert_int_eq(json_integer_value(json_object_get(m1, "c")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(m1, "delta")), target > 8 ? 8 : target);
+	/* loss reports: the server's is accepted, a worker's and a bad one are refused */
+	fake_send(ps, json_pack("{s:s, s:s, s:f, s:f, s:i}", "type", "loss", "app",
+				app_of(ps, "server", app), "t", 1.7e9, "loss", 0.9, "version", 3));
+	ck_assert_ptr_null(wait_msg(ps, "error", 0.3));
+	fake_send(w[0], json_pack("{s:s, s:s, s:f, s:f, s:i}", "type", "loss", "app",
+				  app_of(w[0], "worker", app), "t", 1.7e9, "loss", 0.9, "version", 3));
+	json_t *e = wait_msg(w[0], "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "only the server"));
+	fake_send(ps, json_pack("{s:s, s:s, s:f, s:s, s:i}", "type", "loss", "app",
+				app_of(ps, "server", app), "t", 1.7e9, "loss", "high", "version", 3));
+	e = wait_msg(ps, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")), "\"loss\""));
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_ssp");
@@ -210,6 +277,7 @@ int main(void)
 	tcase_add_test(tc, off_holds_nothing);
 	tcase_add_test(tc, asp_threshold_follows_rates);
 	tcase_add_test(tc, esync_state_server);
+	tcase_add_test(tc, adsp_commit_rates);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

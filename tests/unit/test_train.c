@@ -422,6 +422,23 @@ START_TEST(records_are_json_lines)
 }
 END_TEST
 
+/*
+ * ADSP's commit timer (adsp-aaai2020 Alg. 2): ΔC = 4 commits in a 2 s check period from t = 100,
+ * commits taking O = 0.1 s: due at 100.4, 100.9, 101.4, 101.9 (evenly Γ/ΔC apart, each O early so
+ * it ends on the tick); a fifth is never due; O longer than Γ/ΔC is due at once; ΔC = 0 never.
+ */
+START_TEST(adsp_commit_timer)
+{
+	ck_assert_double_eq_tol(train_adsp_commit_due(100, 1, 4, 2, 0.1), 100.4, 1e-9);
+	ck_assert_double_eq_tol(train_adsp_commit_due(100, 2, 4, 2, 0.1), 100.9, 1e-9);
+	ck_assert_double_eq_tol(train_adsp_commit_due(100, 4, 4, 2, 0.1), 101.9, 1e-9);
+	ck_assert(isinf(train_adsp_commit_due(100, 5, 4, 2, 0.1)));
+	ck_assert_double_eq(train_adsp_commit_due(100, 1, 4, 2, 0.9), 100);
+	ck_assert(isinf(train_adsp_commit_due(100, 1, 0, 2, 0.1)));
+	ck_assert(isinf(train_adsp_commit_due(100, 0, 4, 2, 0.1)));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("train");
@@ -439,6 +456,7 @@ int main(void)
 	tcase_add_test(tc, state_and_checkpoint);
 	tcase_add_test(tc, flat_model_momentum_state_and_file);
 	tcase_add_test(tc, records_are_json_lines);
+	tcase_add_test(tc, adsp_commit_timer);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -8,11 +8,14 @@ import os
 import re
 import shutil
 
-KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp", "asp", "esync"]
+KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp", "asp", "esync", "adsp",
+                 "local-sgd"]
 # systems run by mlf-scheduler: ssp and asp are MLfabric-A's scheduler with its (adaptive)
 # stale-synchronous gate; esync is MLfabric-S with workers that train locally between rounds,
-# asking the scheduler's State Server (esync.txt)
-SCHEDULED = {"mlfabric-a", "mlfabric-s", "ssp", "asp", "esync"}
+# asking the scheduler's State Server (esync.txt); local-sgd is the same with local_steps fixed
+# local iterations per round (ADSP's "Fixed ADACOMM" baseline); adsp is MLfabric-A whose
+# workers train without waiting and commit at the scheduler's commit rate (adsp-aaai2020)
+SCHEDULED = {"mlfabric-a", "mlfabric-s", "ssp", "asp", "esync", "adsp", "local-sgd"}
 WORKER_PROGRAMS = ["c", "torch"]
 # the PyTorch example (worker_program "torch") and the interpreter that has torch (Debian's)
 TORCH_SCRIPT = os.path.join("examples", "torch_fashion_mnist.py")
@@ -30,7 +33,8 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "replication": None, "faults": None, "worker_program": "c",
             "scheduler_args": None, "shards": 1, "momentum_at": None,
             "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1, "esync_global_lr": None,
-            "data_split": "iid"}
+            "data_split": "iid", "local_steps": 4, "adsp_period_s": 1, "adsp_eval_s": 6,
+            "adsp_rate": None, "adsp_global_lr": None}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -45,7 +49,12 @@ RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "speeds_at_s": (0, True, None, False, "a number >= 0"),
           "ssp_s": (0, True, None, True, "an integer >= 0"),
           "asp_w": (0, True, None, True, "an integer >= 0"),
-          "esync_global_lr": (0, False, 4096, False, "a number in (0, 4096]")}
+          "esync_global_lr": (0, False, 4096, False, "a number in (0, 4096]"),
+          "local_steps": (1, True, 100000, True, "an integer in [1, 100000]"),
+          "adsp_period_s": (0.01, True, 3600, False, "seconds in [0.01, 3600]"),
+          "adsp_eval_s": (0.01, True, 86400, False, "seconds in [0.01, 86400]"),
+          "adsp_rate": (1, True, 4096, True, "an integer in [1, 4096]"),
+          "adsp_global_lr": (0, False, 4096, False, "a number in (0, 4096]")}
 MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
@@ -143,7 +152,13 @@ class Experiment:
         g = lambda k: num_str(x[k]) if k in x and x[k] is not None else OPTIONAL[k]
         self.s = {k: num_str(g(k)) for k in ["model", "batch", "lr", "momentum", "compute_s", "tau_max",
                                              "eval_every_s", "eval_images", "batch_ms", "t_lag",
-                                             "speeds_at_s", "ssp_s", "asp_w"]}
+                                             "speeds_at_s", "ssp_s", "asp_w", "local_steps",
+                                             "adsp_period_s", "adsp_eval_s"]}
+        for k in ("adsp_rate", "adsp_global_lr"):
+            self.s[k] = num_str(x[k]) if x.get(k) is not None else None
+        if float(self.s["adsp_eval_s"]) < float(self.s["adsp_period_s"]):
+            self.err("adsp_eval_s: %s is shorter than adsp_period_s %s (each commit rate the search "
+                     "tries runs at least one check period)" % (self.s["adsp_eval_s"], self.s["adsp_period_s"]))
         self.s["lr_sync"] = num_str(x["lr_sync"]) if x.get("lr_sync") is not None else self.s["lr"]
         self.s["esync_global_lr"] = num_str(x["esync_global_lr"]) if x.get("esync_global_lr") is not None else None
         # data_split: "iid" (each worker a slice of the set) or "by-label" (non-i.i.d.: worker i
@@ -254,6 +269,10 @@ class Experiment:
             if "rr-sync" in self.systems:
                 self.err('worker_program torch: system rr-sync runs the C workload (mlf-rrsync); '
                          'the PyTorch baseline is system gloo')
+            for sys_ in ("esync", "local-sgd", "adsp"):
+                if sys_ in self.systems:
+                    self.err("worker_program torch: system %s trains locally between synchronisations, "
+                             "which only mlf-worker does (worker_program c)" % sys_)
             if "model" in x:
                 self.err("model: not used with worker_program torch (the example's CNN is fixed)")
             for k in ("replication", "faults"):

@@ -175,8 +175,10 @@ class Runner:
         open(os.path.join(sysdir, "pids.tsv"), "w").close()
         # ssp, asp: MLfabric-A's scheduler and servers with its (adaptive) stale-synchronous gate
         # esync: MLfabric-S's scheduler and servers; its workers train locally between rounds
-        mode = (sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ in ("ssp", "asp")
-                else "mlfabric-s" if sys_ == "esync" else "async")
+        # local-sgd: MLfabric-S's with a fixed number of local iterations per round
+        # adsp: MLfabric-A's; the scheduler sends commit rates, the workers never wait
+        mode = (sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ in ("ssp", "asp", "adsp")
+                else "mlfabric-s" if sys_ in ("esync", "local-sgd") else "async")
         if e.key_file and not os.path.exists(e.key_file):
             # a fresh checkout: the cluster's secret is made here, once (docs/security.md)
             r = subprocess.run([os.path.join(e.root, "tools", "mlf-keygen"), e.key_file], capture_output=True, text=True)
@@ -219,6 +221,10 @@ class Runner:
             sched_extra += ["--ssp", e.s["ssp_s"]]
         if sys_ == "asp":
             sched_extra += ["--asp", "--asp-weak", e.s["asp_w"]]
+        if sys_ == "adsp":
+            sched_extra += ["--adsp", e.s["adsp_period_s"], "--adsp-eval", e.s["adsp_eval_s"]]
+            if e.s["adsp_rate"] is not None:
+                sched_extra += ["--adsp-rate", e.s["adsp_rate"]]
         if e.repl_mode == "checkpoint":
             os.makedirs(os.path.join(sysdir, "checkpoint"), exist_ok=True)
             ps_extra = ["--checkpoint-every", str(e.ckpt_every), "--checkpoint-dir", os.path.join(sysdir, "checkpoint")]
@@ -312,7 +318,11 @@ class Runner:
                                 "--compute-s", e.s["compute_s"], "--seed", str(int(e.seed) * 1000 + i + 1),
                                 "--records", os.path.join(rec, h)] +
                                (["--speed", "%s@%s" % (e.speeds[i], e.s["speeds_at_s"])] if e.speeds else []) +
-                               (["--esync", str(e.nw)] if sys_ == "esync" else []) +
+                               (["--esync", str(e.nw)] if sys_ in ("esync", "local-sgd") else []) +
+                               (["--local-steps", e.s["local_steps"]] if sys_ == "local-sgd" else []) +
+                               (["--adsp"] if sys_ == "adsp" else []) +
+                               (["--global-lr", e.s["adsp_global_lr"]]
+                                if sys_ == "adsp" and e.s["adsp_global_lr"] is not None else []) +
                                (["--shard-by-label"] if e.data_split == "by-label" else []) +
                                (["--global-lr", e.s["esync_global_lr"]]
                                 if sys_ == "esync" and e.s["esync_global_lr"] is not None else []) +
