@@ -8,13 +8,16 @@
 # SSP with s = 1, 2, 3, next to MLfabric-A and Async; seeds 1..SEEDS. Prints per run and system
 # the time to the target accuracy, samples/s, the largest iteration lead over the slowest worker
 # and the machine's CPU, then median and min-max per system (bench/sync_models_summary.py).
-# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid)
+# PARTS=adsp: ADSP's heterogeneity sweep (adsp-aaai2020 Fig. 5: H = mean speed / slowest speed about
+# 1, 2 and 3.2, here speeds [1,1,1,1], [1,1,3,3] and [1,1,1,4]; conf/exp-adsp.json) with ADSP
+# against fixed-rate local SGD (Fixed ADACOMM) and MLfabric-S, in folders refh1, refh2, refh3.2.
+# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|adsp)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/runs/sync-models-$(date -u +%Y%m%dT%H%M%S)}
 SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}; PARTS=${PARTS:-all}
-case "$PARTS" in all|asp|esync|esync-noniid) ;; *) echo "bench-sync-models: PARTS is all, asp, esync or esync-noniid, got $PARTS" >&2; exit 2 ;; esac
-case "${1:-}" in -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "$PARTS" in all|asp|esync|esync-noniid|adsp) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid or adsp, got $PARTS" >&2; exit 2 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 mkdir -p "$OUT"
 cd "$ROOT"
 # run NAME SEED JQ-FILTER [BASE]: one tools/mlf-cluster run of BASE (conf/exp-asp.json) changed
@@ -33,7 +36,13 @@ for seed in $(seq 1 "$SEEDS"); do
 		for s in 1 2 3; do run "ssp$s" "$seed" ".systems = [\"ssp\"] | .ssp_s = $s"; done
 		run ref "$seed" '.systems = ["asp", "mlfabric-a", "async"]'
 	fi
-	[ "$PARTS" != asp ] || continue
+	if [ "$PARTS" = all ] || [ "$PARTS" = adsp ]; then
+		# ADSP's heterogeneity sweep: H = 1, 2, 3.25
+		run refh1 "$seed" '.speeds = [1, 1, 1, 1]' conf/exp-adsp.json
+		run refh2 "$seed" '.speeds = [1, 1, 3, 3]' conf/exp-adsp.json
+		run refh3.2 "$seed" '.speeds = [1, 1, 1, 4]' conf/exp-adsp.json
+	fi
+	[ "$PARTS" != asp ] && [ "$PARTS" != adsp ] || continue
 	if [ "$PARTS" != esync-noniid ]; then
 		# ESync (esync.txt Fig. 3): 4 workers at fixed speeds 1:1:1:4 against synchronous SGD
 		# (MLfabric-S) and Async, conf/exp-esync.json

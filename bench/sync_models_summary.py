@@ -60,7 +60,7 @@ def fmt(vals, f="%.1f"):
 def main():
     root, target = sys.argv[1], float(sys.argv[2])
     rows = {}
-    print("%-14s %-11s %8s %9s %10s %6s %6s" % ("run", "system", "reached", "t_target", "samples/s", "lead", "cpu"))
+    print("%-16s %-11s %8s %9s %10s %6s %6s" % ("run", "system", "reached", "t_target", "samples/s", "lead", "cpu"))
     for d in sorted(glob.glob(os.path.join(root, "*-seed*"))):
         if not os.path.isdir(d):
             continue
@@ -78,11 +78,12 @@ def main():
             wall = v.get("wall_s") or 0
             # mini-batches computed: ESync's local iterations (from the rounds in pushes.jsonl, which
             # survive a worker stopped before it wrote worker.json), else one per iteration
-            steps = local_steps(os.path.join(d, sys_, "records"), workers) if sys_ == "esync" else None
+            steps = (local_steps(os.path.join(d, sys_, "records"), workers)
+                     if sys_ in ("esync", "local-sgd", "adsp") else None)
             sps = (steps or v.get("iterations") or 0) * batch / wall if wall else 0
             lead = max_lead(os.path.join(d, sys_, "records"), workers)
             cpu = (v.get("cpu") or {}).get("machine_cores") if isinstance(v.get("cpu"), dict) else None
-            print("%-14s %-11s %8s %9s %10.0f %6s %6s" % (os.path.basename(d), label, t is not None,
+            print("%-16s %-11s %8s %9s %10.0f %6s %6s" % (os.path.basename(d), label, t is not None,
                                                         "%.1f" % t if t is not None else "miss", sps,
                                                         lead if lead is not None else "-",
                                                         "%.2f" % cpu if cpu is not None else "-"))

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# apps_adsp.sh - ADSP (issue 12, adsp-aaai2020): 4 workers at fixed speeds 1:1:1:4 (w3 4x slower,
+# mlf-worker --speed 4), an MLfabric-A server, and mlf-scheduler --adsp sending commit rates.
+# Case "fixed" (--adsp 0.5 --adsp-rate 1, 12 s): ADSP's promise, that every worker commits about
+# as often whatever its speed (§3): the slow worker's commits are at least 0.75x a fast one's;
+# the fast workers never wait, so each carries at least 2.5x the slow one's local iterations per
+# commit (median); the scheduler sent the rates (adsp.jsonl: r 1 throughout, at least 16
+# checkpoints with a delta for each of the 4 workers); accuracy rises above 0.5.
+# Case "search" (--adsp 0.5 --adsp-eval 1.5, 14 s): the online search runs on the server's loss
+# reports: adsp.jsonl shows at least one comparison of two rates with a positive reward and the
+# rate going above 1 at some checkpoint.
+. "$(dirname "$0")/apps_lib.sh"
+[ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
+APPS_GBPS=10
+apps_begin appads 13 'ps:2:"server","scheduler"' 'w0:10:"worker"' 'w1:11:"worker"' 'w2:12:"worker"' 'w3:13:"worker"'
+
+# run_case NAME SECONDS SCHEDULER-ARGS...: scheduler, MLfabric-A server, 4 ADSP workers
+run_case() {
+	local name=$1 secs=$2; shift 2
+	local d="$WORK/$name"
+	mkdir -p "$d/sched"
+	apps_run sched ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$d/sched" "$@"
+	for h in ps w0 w1 w2 w3; do dp_start $h; done
+	apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 4 --momentum 0 \
+		--tau-max 16 --eval-every 0.5 --eval-images 500 --records "$d/ps"
+	sleep 1
+	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+	for i in 0 1 2 3; do
+		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/4 \
+			--lr 0.05 --duration "$secs" --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" --adsp \
+			$([ $i = 3 ] && echo --speed 4)
+	done
+	for i in 0 1 2 3; do v=PID_w$i; wait "${!v}" || fail "$name: worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
+	kill -TERM "$PID_ps"
+	wait "$PID_ps" || fail "$name: mlf-ps did not exit cleanly on SIGTERM: $(tail -2 "$WORK/ps.log")"
+	kill -TERM "$PID_sched" 2>/dev/null || true
+	wait "$PID_sched" 2>/dev/null || true
+	for h in ps w0 w1 w2 w3; do v=DP_PID_$h; kill -TERM "${!v}" 2>/dev/null || true; done
+	for h in ps w0 w1 w2 w3; do v=DP_PID_$h; timeout 10 tail --pid="${!v}" -f /dev/null || true; done
+}
+
+run_case fixed 12 --adsp 0.5 --adsp-rate 1
+d="$WORK/fixed"
+c_fast=$(wc -l <"$d/w0/pushes.jsonl")
+c_slow=$(wc -l <"$d/w3/pushes.jsonl")
+[ "$c_fast" -ge 8 ] || fail "fixed: w0 committed only $c_fast times in 12 s at one commit per 0.5 s"
+awk -v s="$c_slow" -v f="$c_fast" 'BEGIN { exit !(s >= 0.75 * f) }' ||
+	fail "fixed: the slow worker committed $c_slow times against $c_fast for a fast one (ADSP keeps them close)"
+fast=$(jq -s 'map(.local_steps) | sort | .[length / 2 | floor]' "$d/w0/pushes.jsonl")
+slow=$(jq -s 'map(.local_steps) | sort | .[length / 2 | floor]' "$d/w3/pushes.jsonl")
+awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(f >= 2.5 * s) }' ||
+	fail "fixed: a fast worker carried $fast local iterations per commit (median) against the slow one's $slow, not 2.5x"
+bad=$(jq -s '[.[] | select(.r != 1)] | length' "$d/sched/adsp.jsonl")
+full=$(jq -s '[.[] | select((.delta | length) == 4)] | length' "$d/sched/adsp.jsonl")
+[ "$bad" = 0 ] || fail "fixed: $bad lines of adsp.jsonl with a rate other than 1"
+[ "$full" -ge 16 ] || fail "fixed: only $full checkpoints sent a rate to all 4 workers in 12 s at one per 0.5 s"
+acc=$(jq -s 'map(.accuracy) | max' "$d/ps/accuracy.jsonl")
+awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "fixed: accuracy only reached $acc"
+
+run_case search 14 --adsp 0.5 --adsp-eval 1.5
+s="$WORK/search"
+rmax=$(jq -s 'map(.r) | max' "$s/sched/adsp.jsonl")
+rewarded=$(jq -s '[.[] | select(.r1 > 0 or .r2 > 0)] | length' "$s/sched/adsp.jsonl")
+[ "$rmax" -ge 2 ] || fail "search: the commit rate never left 1 (adsp.jsonl)"
+[ "$rewarded" -ge 1 ] || fail "search: no comparison of two rates had a positive reward (no loss reports used?)"
+final=$(jq -s 'last | "\(.r) (\(.phase))"' "$s/sched/adsp.jsonl")
+ok "ADSP, speeds 1:1:1:4, one commit per 0.5 s: commits w0 $c_fast, w3 $c_slow; local iterations per commit (median) fast $fast, slow $slow; accuracy $acc; the search reached rate $rmax, ended at $final"
