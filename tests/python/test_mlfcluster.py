@@ -133,6 +133,22 @@ class Validation(Tmp):
         self.assertEqual(self.exp(systems=["asp"], ssp_s=4, asp_w=2).s["asp_w"], "2")
         self.bad("asp_w: 5 is above ssp_s 3", systems=["asp"], asp_w=5)
 
+    def test_adsp_and_local_sgd(self):
+        """Issue 12: systems adsp (commit rates from the scheduler) and local-sgd (fixed local
+        iterations per round): their keys, defaults and bad values."""
+        e = self.exp(systems=["adsp", "local-sgd", "mlfabric-s"])
+        self.assertEqual((e.s["adsp_period_s"], e.s["adsp_eval_s"], e.s["adsp_rate"], e.s["adsp_global_lr"],
+                          e.s["local_steps"]), ("1", "6", None, None, "4"))
+        e = self.exp(systems=["adsp"], adsp_period_s=0.5, adsp_eval_s=2, adsp_rate=3, adsp_global_lr=0.25)
+        self.assertEqual((e.s["adsp_period_s"], e.s["adsp_eval_s"], e.s["adsp_rate"], e.s["adsp_global_lr"]),
+                         ("0.5", "2", "3", "0.25"))
+        self.bad("adsp_eval_s: 0.5 is shorter than adsp_period_s 1", systems=["adsp"], adsp_eval_s=0.5)
+        self.bad("adsp_rate: an integer in [1, 4096] expected", systems=["adsp"], adsp_rate=0)
+        self.bad("adsp_period_s: seconds in [0.01, 3600] expected", systems=["adsp"], adsp_period_s="1")
+        self.bad("local_steps: an integer in [1, 100000] expected", systems=["local-sgd"], local_steps=2.5)
+        self.bad("adsp_global_lr: a number in (0, 4096] expected", systems=["adsp"], adsp_global_lr=0)
+        self.bad("unknown system", systems=["adsp2"])
+
     def test_kill_scheduler(self):
         """kill-scheduler: MLfabric-A only, the scheduler host by default, not with chain replication."""
         f = self.exp(faults=[{"at_s": 3, "kind": "kill-scheduler"}]).faults[0]
