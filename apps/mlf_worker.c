@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "hop.h"
 #include "log.h"
 #include "mlfabric.h"
 #include "train.h"
@@ -28,6 +29,9 @@ struct wk_opts {
 	int by_label;    /* --shard-by-label: a non-i.i.d. shard (its classes only, issue 12) */
 	int local_steps; /* --local-steps T: with --esync, T local iterations per round without
 			  * asking (fixed-rate local SGD, ADSP's "Fixed ADACOMM"; 0 = ask) */
+	const char *hop; /* --hop H1,H2,...: Hop (hop-asplos2019) with these neighbours (NULL = off) */
+	struct hop_cfg hop_cfg; /* --hop-backups, --hop-staleness, --hop-max-ig, --hop-jump */
+	uint64_t init_seed; /* --init-seed: Hop's common initial model p0 (mlf-ps --seed's) */
 	int adsp;        /* --adsp: ADSP (adsp-aaai2020 Alg. 2): train locally without waiting,
 			  * commit at the scheduler's commit rate */
 	size_t eval_images;
@@ -77,6 +81,19 @@ static void wk_usage(FILE *f)
 		"                         commit E x (copy - model) as an update at the commit rate the\n"
 		"                         scheduler sends each check period (Alg. 2), then get the model\n"
 		"                         (--global-lr E, default 1: the update added as Async adds it)\n"
+		"  --hop H1,H2,...        Hop (hop-asplos2019, issue 12; needs --mode async, no server\n"
+		"                         or scheduler): decentralized training with these neighbours\n"
+		"                         (an undirected graph): each iteration send the parameters to\n"
+		"                         them (chan 7), compute a gradient, average with their\n"
+		"                         parameters (Recv + Reduce), apply it; --server names w0's\n"
+		"                         evaluator only. Starts from mlp_init(--init-seed)\n"
+		"  --hop-backups N        backup workers: go on without N neighbours' updates (0)\n"
+		"  --hop-staleness S      an update from iteration >= k - S satisfies k (default 0)\n"
+		"  --hop-max-ig G         token queues: at most G iterations ahead of a neighbour\n"
+		"                         (default 4; 0 = no token queues)\n"
+		"  --hop-jump J[@B]       skipping iterations: jump up to J when B (default 1)\n"
+		"                         iterations behind every neighbour (default off)\n"
+		"  --init-seed S          Hop's initial model seed (default 1, mlf-ps --seed's default)\n"
 		"  --shard-by-label       non-i.i.d. data: shard I/N holds the images whose label l has\n"
 		"                         l %% N == I (its classes only; N <= 10) instead of the I-th slice\n"
 		"  --seed S               sampling and straggler seed (default 1)\n"
@@ -105,6 +122,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "eval-every", 1, 0, 'e' }, { "eval-images", 1, 0, 'k' }, { "momentum", 1, 0, 'G' },
 		{ "speed", 1, 0, 'F' }, { "esync", 1, 0, 'E' }, { "global-lr", 1, 0, 'L' },
 		{ "shard-by-label", 0, 0, 'B' }, { "local-steps", 1, 0, 'T' }, { "adsp", 0, 0, 'A' },
+		{ "hop", 1, 0, 'O' }, { "hop-backups", 1, 0, 'U' }, { "hop-staleness", 1, 0, 'Z' },
+		{ "hop-max-ig", 1, 0, 'I' }, { "hop-jump", 1, 0, 'J' }, { "init-seed", 1, 0, 'N' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
@@ -112,7 +131,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 
 	*o = (struct wk_opts){ .model = "784,1024,10", .straggle = "none", .records = ".",
 			       .data = DEFAULT_DATA, .batch = 32, .lr = 0.05, .timeout = 10,
-			       .train_images = 60000, .seed = 1, .eval_images = 1000, .speed = 1 };
+			       .train_images = 60000, .seed = 1, .eval_images = 1000, .speed = 1,
+			       .hop_cfg = { .max_ig = 4, .jump_behind = 1 }, .init_seed = 1 };
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->cluster = optarg; break;
@@ -157,6 +177,30 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		}
 		case 'B': o->by_label = 1; break;
 		case 'A': o->adsp = 1; break;
+		case 'O': o->hop = optarg; break;
+		case 'N': o->init_seed = strtoull(optarg, NULL, 10); break;
+		case 'U': case 'Z': case 'I': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 0 || v > 100000)
+				return fprintf(stderr, "mlf-worker: bad --hop-%s '%s': an integer in [0, 100000]\n",
+					       c == 'U' ? "backups" : c == 'Z' ? "staleness" : "max-ig", optarg), -1;
+			*(c == 'U' ? &o->hop_cfg.backups : c == 'Z' ? &o->hop_cfg.staleness
+								  : &o->hop_cfg.max_ig) = (int)v;
+			break;
+		}
+		case 'J': {
+			char *end;
+			long j = strtol(optarg, &end, 10), b = 1;
+			if (*end == '@')
+				b = strtol(end + 1, &end, 10);
+			if (*end || end == optarg || j < 1 || j > 100000 || b < 1 || b > 100000)
+				return fprintf(stderr, "mlf-worker: bad --hop-jump '%s': J[@B], integers >= 1\n",
+					       optarg), -1;
+			o->hop_cfg.max_jump = (int)j;
+			o->hop_cfg.jump_behind = (int)b;
+			break;
+		}
 		case 'T': {
 			char *end;
 			long t = strtol(optarg, &end, 10);
@@ -198,6 +242,11 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 			       "--adsp)\n"), -1;
 	if (o->local_steps && !o->esync)
 		return fprintf(stderr, "mlf-worker: --local-steps sets the rounds of --esync P\n"), -1;
+	if (o->hop && (o->mode != MLF_MODE_DIRECT || o->esync || o->adsp || o->momentum > 0))
+		return fprintf(stderr, "mlf-worker: --hop is decentralized: it needs --mode async (no "
+			       "scheduler), and neither --esync, --adsp nor --momentum\n"), -1;
+	if (o->hop_cfg.max_jump && !o->hop_cfg.max_ig)
+		return fprintf(stderr, "mlf-worker: --hop-jump needs token queues (--hop-max-ig >= 1)\n"), -1;
 	if (o->adsp && (o->mode != MLF_MODE_ASYNC || o->esync || o->momentum > 0))
 		return fprintf(stderr, "mlf-worker: --adsp commits updates asynchronously: it needs "
 			       "--mode mlfabric-a, and neither --esync nor --momentum\n"), -1;
@@ -259,9 +308,94 @@ static double wk_local_step(struct wk_local *L, float *wr)
 	return took;
 }
 
+/* Hop's neighbours: the --hop list, split. */
+struct wk_hop {
+	struct hop h;
+	char names[64][64];
+	int n;
+	double wait_s;      /* seconds blocked in Recv and for tokens in all */
+};
+
+/* Parse --hop H1,H2,... into @hp->names (not the worker's own host). 0, or -1 after a message. */
+static int wk_hop_parse(const struct wk_opts *o, struct wk_hop *hp)
+{
+	char buf[4096], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", o->hop);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (hp->n == 64 || strlen(t) >= sizeof(hp->names[0]) || !strcmp(t, o->host))
+			return log_err("bad --hop '%s': at most 64 neighbours, not the worker's own host %s",
+				       o->hop, o->host), -1;
+		for (int i = 0; i < hp->n; i++)
+			if (!strcmp(hp->names[i], t))
+				return log_err("bad --hop '%s': %s named twice", o->hop, t), -1;
+		snprintf(hp->names[hp->n++], sizeof(hp->names[0]), "%s", t);
+	}
+	return hp->n ? 0 : (log_err("bad --hop '%s': no neighbour", o->hop), -1);
+}
+
+/* Take one neighbour message (waiting up to @timeout s) into Hop's queues. 0, -ETIMEDOUT, or
+ * another -errno from mlf_peer_recv. A message from a host that is no neighbour is dropped. */
+static int wk_hop_pump(mlf_t *f, struct wk_hop *hp, double timeout)
+{
+	struct mlf_peer_msg m;
+	int rc = mlf_peer_recv(f, &m, timeout), i;
+
+	if (rc)
+		return rc;
+	for (i = 0; i < hp->n && strcmp(hp->names[i], m.from); i++)
+		;
+	if (i == hp->n || (m.token ? hop_on_tokens(&hp->h, i, m.iter)
+				   : hop_on_params(&hp->h, i, m.iter, m.w, m.n))) {
+		log_warn("neighbour message from %s dropped: %s", m.from, i == hp->n ? "not a neighbour"
+			 : "wrong model size");
+		free(m.w);
+	}
+	return 0;
+}
+
+/* Wait until @ready(hp) holds, receiving; the seconds waited, -1 after a timeout naming the
+ * neighbour waited for (@what: "updates" or "tokens"), -2 when stopped by a signal or at @end
+ * (CLOCK_REALTIME s, 0 = none: --duration, when the neighbours stop too). */
+static double wk_hop_wait(mlf_t *f, struct wk_hop *hp, int (*ready)(const struct hop *),
+			  const char *what, double timeout, double end)
+{
+	double t0 = clock_real_s();
+
+	while (wk_hop_pump(f, hp, 0) == 0) /* what already arrived */
+		;
+	while (!ready(&hp->h)) {
+		if (wk_stop || (end > 0 && clock_real_s() >= end))
+			return -2;
+		double left = t0 + timeout - clock_real_s();
+		int rc = wk_hop_pump(f, hp, left > 0.2 ? 0.2 : left); /* a signal is seen within 0.2 s */
+		if (rc == -ETIMEDOUT && left > 0.2)
+			continue;
+		if (rc == -ETIMEDOUT || (rc == 0 && clock_real_s() - t0 > timeout)) {
+			int miss = hop_missing(&hp->h);
+			log_err("iteration %lld: no %s from neighbour %s within %.1f s", (long long)hp->h.k,
+				what, !strcmp(what, "updates") && miss >= 0 ? hp->names[miss] :
+				"(the slowest of them)", timeout);
+			return -1;
+		}
+		if (rc)
+			return log_err("neighbour messages: %s", mlf_error(f)), -1;
+	}
+	return clock_real_s() - t0;
+}
+
+static int wk_hop_tokens(mlf_t *f, struct wk_hop *hp, int64_t count)
+{
+	for (int i = 0; i < hp->n; i++)
+		if (mlf_peer_tokens(f, hp->names[i], count))
+			return log_err("tokens to %s: %s", hp->names[i], mlf_error(f)), -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct wk_opts o;
+	struct wk_hop hp = { 0 };
 	struct mlp_shape shape;
 	struct train_straggle st;
 	struct idx_dataset shard;
@@ -319,9 +453,25 @@ int main(int argc, char **argv)
 	f = mlf_open(&fo, err, sizeof(err));
 	if (!f)
 		return log_err("cannot open the fabric endpoint: %s", err), 1;
-	rc = mlf_register_as_worker(f, o.server);
+	if (o.hop) {
+		int nb[64];
+		if (wk_hop_parse(&o, &hp)) {
+			mlf_close(f);
+			return 2;
+		}
+		for (int i = 0; i < hp.n; i++)
+			nb[i] = i;
+		if (hop_init(&hp.h, &o.hop_cfg, nb, hp.n, nb, hp.n, n)) {
+			log_err("bad Hop settings: --hop-backups %d must be below the %d neighbours",
+				o.hop_cfg.backups, hp.n);
+			mlf_close(f);
+			return 2;
+		}
+		mlp_init(&shape, o.init_seed, w); /* p0, the same at every worker */
+	}
+	rc = o.hop ? mlf_register_as_peer(f) : mlf_register_as_worker(f, o.server);
 	if (rc) {
-		log_err("register as worker of %s: %s", o.server, mlf_error(f));
+		log_err("register as %s of %s: %s", o.hop ? "peer" : "worker", o.server, mlf_error(f));
 		mlf_close(f);
 		return 1;
 	}
@@ -344,7 +494,7 @@ int main(int argc, char **argv)
 		double ts, compute_s, factor, norm;
 		int64_t r, id = 0, v_g;
 
-		if ((o.mode != MLF_MODE_SYNC || it == 0) && (!o.adsp || need_get)) {
+		if ((o.mode != MLF_MODE_SYNC || it == 0) && (!o.adsp || need_get) && !o.hop) {
 			r = mlf_get(f, o.server, w, n, &version, o.timeout);
 			if (r) {
 				rc = wk_fail(f, &o, "model get", r);
@@ -364,6 +514,75 @@ int main(int argc, char **argv)
 				log_info("t=%.1fs model version %lld accuracy %.4f loss %.4f", clock_real_s() - t0,
 					 (long long)version, acc, eloss);
 			}
+		}
+		if (o.hop) {
+			/* Hop (hop-asplos2019 Fig. 7-9): send, compute, Recv, Reduce, apply, tokens */
+			double tw;
+			int used;
+			for (int i = 0; i < hp.n; i++)
+				if (mlf_peer_send(f, hp.names[i], w, n, hp.h.k)) {
+					rc = 1;
+					log_err("parameters to %s: %s", hp.names[i], mlf_error(f));
+					break;
+				}
+			if (rc)
+				break;
+			/* the gradient on x_k, applied after the Reduce: u = -lr g on a copy of x_k */
+			if (!wr && !(wr = malloc(sizeof(float) * n))) {
+				rc = 1;
+				log_err("no memory for the gradient");
+				break;
+			}
+			memcpy(wr, w, sizeof(float) * n);
+			if (wk_local_step(&L, wr) < 0) {
+				rc = 1;
+				log_err("no memory for the gradient");
+				break;
+			}
+			for (size_t j = 0; j < n; j++)
+				wr[j] -= w[j]; /* wr = -lr g */
+			if ((tw = wk_hop_wait(f, &hp, hop_can_reduce, "updates", o.timeout,
+						 o.duration ? t0 + o.duration : 0)) < 0) {
+				rc = tw == -2 ? 0 : 1;
+				break;
+			}
+			hp.wait_s += tw;
+			used = hop_reduce(&hp.h, w);
+			vec_add_f32(w, wr, n);
+			if ((tw = wk_hop_wait(f, &hp, hop_can_advance, "tokens", o.timeout,
+						 o.duration ? t0 + o.duration : 0)) < 0) {
+				rc = tw == -2 ? 0 : 1;
+				break;
+			}
+			hp.wait_s += tw;
+			hop_advance(&hp.h);
+			if (o.hop_cfg.max_ig && wk_hop_tokens(f, &hp, 1)) {
+				rc = 1;
+				break;
+			}
+			int64_t jump = hop_jump(&hp.h);
+			if (jump > 0) {
+				/* skipping (§5): renew the parameters with what the neighbours sent, then
+				 * jump, taking and giving one token per skipped iteration */
+				hop_skip(&hp.h, jump);
+				hop_reduce(&hp.h, w);
+				if (wk_hop_tokens(f, &hp, jump)) {
+					rc = 1;
+					break;
+				}
+			}
+			version = hp.h.k;
+			it++;
+			train_rec_line(pushes, json_pack("{s:f,s:I,s:i,s:f,s:I}", "t", clock_real_s(), "iter",
+							 (json_int_t)hp.h.k, "reduced", used, "wait_s", hp.wait_s,
+							 "jumped", (json_int_t)jump));
+			if (clock_real_s() >= next_progress) {
+				log_info("t=%.1fs iteration %lld (skipped %lld) waited %.1f s loss %.4f",
+					 clock_real_s() - t0, (long long)hp.h.k, (long long)hp.h.jumped,
+					 hp.wait_s, L.loss);
+				next_progress += 2;
+			}
+			continue;
 		}
 		if (o.adsp) {
 			/* ADSP (adsp-aaai2020 Alg. 2): never wait; commit when the timer of the
@@ -532,11 +751,12 @@ int main(int argc, char **argv)
 		 it, straggled, (unsigned long long)ws.pushed, (unsigned long long)ws.sent,
 		 (unsigned long long)ws.dropped, (unsigned long long)ws.aggregated);
 	if (train_rec_file(o.records, "worker.json",
-			   json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I}", "iterations", (json_int_t)it, "pushed",
+			   json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:f,s:I}", "iterations", (json_int_t)it, "pushed",
 				     (json_int_t)ws.pushed, "sent", (json_int_t)ws.sent, "dropped",
 				     (json_int_t)ws.dropped, "aggregated", (json_int_t)ws.aggregated,
 				     "mean_iteration_s", it ? busy / (double)(o.esync || o.adsp ? local_steps : it) : 0.0,
-				     "local_steps", (json_int_t)local_steps),
+				     "local_steps", (json_int_t)local_steps, "hop_wait_s", hp.wait_s,
+				     "hop_skipped", (json_int_t)hp.h.jumped),
 			   err, sizeof(err))) {
 		log_err("%s", err);
 		rc = 1;
@@ -549,6 +769,8 @@ int main(int argc, char **argv)
 	free(u);
 	free(h);
 	free(wr);
+	if (o.hop)
+		hop_free(&hp.h);
 	free(x);
 	free(y);
 	idx_free(&shard);

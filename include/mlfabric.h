@@ -169,6 +169,44 @@ struct mlf_worker_stats {
 /** mlf_worker_stats - copy the counters of @f. */
 void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s);
 
+/* ---- decentralized training (Hop, hop-asplos2019; docs/api.md "Peers") ---------------------- */
+
+/**
+ * mlf_register_as_peer - a worker of decentralized training: no server, no scheduler (the
+ * endpoint must be opened with MLF_MODE_DIRECT). Its neighbours' parameters and tokens arrive
+ * on channel 7 and queue for mlf_peer_recv (at most 1024; more are dropped and logged).
+ * Returns 0, -EINVAL (not MLF_MODE_DIRECT, already registered) or -ENOTCONN.
+ */
+int mlf_register_as_peer(mlf_t *f);
+
+/**
+ * mlf_peer_send - send parameters @w (@n floats, copied) tagged with iteration @iter (>= 0) to
+ * the peer on @host, directly (unpaced, not scheduled). Returns at once: 0, -EINVAL (unknown
+ * host, empty vector, negative iteration), -ENOTCONN, -ENOMEM.
+ */
+int mlf_peer_send(mlf_t *f, const char *host, const float *w, size_t n, int64_t iter);
+
+/**
+ * mlf_peer_tokens - give the peer on @host @count (>= 1) tokens (Hop's token queue, §4.2: each
+ * lets it enter one more iteration). Returns as mlf_peer_send.
+ */
+int mlf_peer_tokens(mlf_t *f, const char *host, int64_t count);
+
+/** One message from a neighbour (mlf_peer_recv). */
+struct mlf_peer_msg {
+	char from[64];   /* the sender's host name */
+	int token;       /* 1: tokens (@iter = how many), 0: parameters */
+	int64_t iter;    /* parameters: the sender's iteration; tokens: the count */
+	float *w;        /* parameters (malloc'ed: the caller frees), NULL for tokens */
+	size_t n;        /* floats in @w */
+};
+
+/**
+ * mlf_peer_recv - the oldest queued neighbour message into @m, waiting up to @timeout_s seconds
+ * (<= 0: do not wait). Returns 0, -ETIMEDOUT (nothing arrived) or -ENOTCONN (dataplane gone).
+ */
+int mlf_peer_recv(mlf_t *f, struct mlf_peer_msg *m, double timeout_s);
+
 /* ---- the initial model (Horovod's broadcast_parameters; docs/api.md "Initial model") -------- */
 
 /**

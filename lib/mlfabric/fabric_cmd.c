@@ -349,7 +349,9 @@ int fabric_cmd_payload_check(const void *data, uint64_t bytes, uint32_t magic, c
 	if (h->magic != magic) {
 		snprintf(err, errlen, "bad magic 0x%08x (expected 0x%08x, %s)", h->magic, magic,
 			 magic == MLF_PAYLOAD_MAGIC_MODEL ? "a model" :
-			 magic == MLF_PAYLOAD_MAGIC_STATE ? "a state" : "an update");
+			 magic == MLF_PAYLOAD_MAGIC_STATE ? "a state" :
+			 magic == MLF_PAYLOAD_MAGIC_PEER ? "a neighbour's parameters" :
+			 magic == MLF_PAYLOAD_MAGIC_TOKEN ? "tokens" : "an update");
 		return -EBADMSG;
 	}
 	if (h->n_parts > MLF_PAYLOAD_MAX_PARTS || (magic == MLF_PAYLOAD_MAGIC_UPDATE && h->n_parts == 0) ||
@@ -357,6 +359,13 @@ int fabric_cmd_payload_check(const void *data, uint64_t bytes, uint32_t magic, c
 		snprintf(err, errlen, "n_parts %u out of range (%s)", h->n_parts,
 			 magic == MLF_PAYLOAD_MAGIC_UPDATE ? "an update has 1..62" :
 			 magic == MLF_PAYLOAD_MAGIC_MODEL ? "a model has 0" : "a state has 0");
+		return -EBADMSG;
+	}
+	if ((magic == MLF_PAYLOAD_MAGIC_TOKEN || magic == MLF_PAYLOAD_MAGIC_PEER) &&
+	    ((magic == MLF_PAYLOAD_MAGIC_TOKEN) != (h->n_floats == 0) || h->version < 0)) {
+		snprintf(err, errlen, "%s with %llu floats and version %lld", magic == MLF_PAYLOAD_MAGIC_TOKEN ?
+			 "tokens carry no floats" : "an empty payload", (unsigned long long)h->n_floats,
+			 (long long)h->version);
 		return -EBADMSG;
 	}
 	if (magic == MLF_PAYLOAD_MAGIC_STATE && (h->n_floats == 0 || h->n_floats % 2)) {

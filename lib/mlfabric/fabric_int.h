@@ -18,6 +18,8 @@
  *   fabric_dist.c        a worker's `forward`s of model copies (distribution trees, §10.3)
  *   fabric_model.c       mlf_send_model / mlf_recv_model: the initial model on chan 6
  *                        (MLF_CHAN_INIT), over a private dataplane connection of the app thread
+ *   fabric_peer.c        a peer (decentralized training, Hop): parameters and tokens to and
+ *                        from neighbours on chan 7 (MLF_CHAN_PEER), no scheduler
  *
  * Calls go one way only, so no file-level circle of calls exists:
  *
@@ -49,6 +51,18 @@
 #define FABRIC_WAITS_MAX 32       /* waits on peers tracked per endpoint (fabric_wait.c) */
 #define FABRIC_SEQ_MASK ((UINT64_C(1) << 40) - 1) /* sequence bits of an update/pull id */
 #define MLF_CHAN_INIT 6           /* initial models (mlf_send_model, docs/control.md), never scheduled */
+#define MLF_CHAN_PEER 7           /* worker to worker (decentralized training, Hop; fabric_peer.c) */
+#define FABRIC_PEER_MAX 1024      /* neighbour messages queued for mlf_peer_recv; more are dropped */
+
+/* A neighbour's message waiting for mlf_peer_recv (fabric_peer.c). */
+struct fabric_peer_msg {
+	int from;                 /* cluster host index of the sender */
+	int64_t iter;             /* parameters: the sender's iteration; tokens: how many */
+	int token;                /* 1: tokens, 0: parameters */
+	float *w;                 /* parameters (malloc'ed), NULL for tokens */
+	size_t n;
+	struct fabric_peer_msg *next;
+};
 
 enum fabric_role { FABRIC_ROLE_NONE, FABRIC_ROLE_WORKER, FABRIC_ROLE_SERVER, FABRIC_ROLE_REPLICA,
 		   FABRIC_ROLE_AGGREGATOR };
@@ -300,6 +314,9 @@ struct mlf {
 	struct fabric_out *out;
 	int sending;                /* `send` commands between held list and out list */
 	struct fabric_direct *direct;
+	struct fabric_peer_msg *peer_head, *peer_tail; /* mlf_peer_recv's queue (fabric_peer.c) */
+	int n_peer;
+	uint64_t peer_dropped;      /* neighbour messages dropped: queue full or bad payload */
 	uint64_t skipped[FABRIC_SKIPPED_MAX]; /* ring of ids passed to `skip` */
 	unsigned n_skipped;
 	struct {

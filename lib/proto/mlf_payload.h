@@ -10,6 +10,9 @@
 #define MLF_PAYLOAD_MAGIC_MODEL  0x4d464c4du /* "MLFM": a model snapshot */
 #define MLF_PAYLOAD_MAGIC_STATE  0x53464c4du /* "MLFS": a state snapshot: 2n floats, w then the
 					      * momentum history h (replica catch-up, docs/replication.md) */
+#define MLF_PAYLOAD_MAGIC_PEER   0x50464c4du /* "MLFP": a worker's parameters for a neighbour
+					      * (decentralized training, Hop; version = its iteration) */
+#define MLF_PAYLOAD_MAGIC_TOKEN  0x54464c4du /* "MLFT": Hop tokens, no floats; version = how many */
 #define MLF_PAYLOAD_MAX_PARTS 62             /* worker updates one aggregate can name */
 
 /** One worker update inside an update/aggregate payload (its id and the version it was computed from). */
