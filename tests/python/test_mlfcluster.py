@@ -133,6 +133,32 @@ class Validation(Tmp):
         self.assertEqual(self.exp(systems=["asp"], ssp_s=4, asp_w=2).s["asp_w"], "2")
         self.bad("asp_w: 5 is above ssp_s 3", systems=["asp"], asp_w=5)
 
+    def test_hop_graph(self):
+        """Issue 12: system hop's graph (ring, ring-based, an object) and settings; a graph naming
+        an unknown host, one-way or disconnected, and backups that leave nothing, are refused."""
+        e = self.exp(systems=["hop"])
+        self.assertEqual(e.hop_nb["w0"], ["w1", "w3"])
+        self.assertEqual(self.exp(systems=["hop"], hop_graph="ring-based").hop_nb["w0"], ["w1", "w2", "w3"])
+        a = self.exp(systems=["hop"], hop_backups=1, hop_staleness=2, hop_max_ig=3, hop_jump=4).hop_args("w1")
+        self.assertEqual(a, ["--hop", "w0,w2", "--hop-backups", "1", "--hop-staleness", "2", "--hop-max-ig", "3",
+                             "--init-seed", "1", "--hop-jump", "4@1"])
+        g = {"w0": ["w1"], "w1": ["w0", "w2"], "w2": ["w1", "w3"], "w3": ["w2"]}
+        self.assertEqual(self.exp(systems=["hop"], hop_graph=g).hop_nb["w3"], ["w2"])
+        self.bad('hop_graph: "w9" is not a worker', systems=["hop"], hop_graph=dict(g, w9=["w0"]))
+        self.bad('hop_graph: "w0" names "ps", not a worker', systems=["hop"], hop_graph=dict(g, w0=["w1", "ps"]))
+        self.bad("must be undirected", systems=["hop"], hop_graph=dict(g, w0=["w1", "w2"]))
+        self.bad("not connected (w0 cannot reach w2, w3)", systems=["hop"],
+                 hop_graph={"w0": ["w1"], "w1": ["w0"], "w2": ["w3"], "w3": ["w2"]})
+        self.bad('hop_graph: "ring", "ring-based" or an object', systems=["hop"], hop_graph="star")
+        self.bad("hop_backups: 2 leaves no neighbour", systems=["hop"], hop_backups=2)
+        self.bad("hop_jump: skipping iterations needs token queues", systems=["hop"], hop_jump=2, hop_max_ig=0)
+        self.bad("does not apply to system hop", systems=["hop"], replication={"mode": "chain"},
+                 cluster=os.path.join(ROOT, "conf/cluster-repl.json"))
+        # random slowdowns "R,S" (Hop's 6x at probability 1/n)
+        self.assertEqual(self.exp(compute="0.125,6").straggle, "0.125,6")
+        self.bad("compute: unknown setting", compute="0.125,0.5")
+        self.bad("compute: unknown setting", compute="2,6")
+
     def test_adsp_and_local_sgd(self):
         """Issue 12: systems adsp (commit rates from the scheduler) and local-sgd (fixed local
         iterations per round): their keys, defaults and bad values."""

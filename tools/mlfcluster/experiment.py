@@ -9,7 +9,9 @@ import re
 import shutil
 
 KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp", "asp", "esync", "adsp",
-                 "local-sgd"]
+                 "local-sgd", "hop"]
+# hop (hop-asplos2019) is decentralized: the workers average with their neighbours on the graph
+# hop_graph, no server and no scheduler (mlf-worker --hop); worker 0 evaluates its own model
 # systems run by mlf-scheduler: ssp and asp are MLfabric-A's scheduler with its (adaptive)
 # stale-synchronous gate; esync is MLfabric-S with workers that train locally between rounds,
 # asking the scheduler's State Server (esync.txt); local-sgd is the same with local_steps fixed
@@ -34,7 +36,8 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "scheduler_args": None, "shards": 1, "momentum_at": None,
             "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1, "esync_global_lr": None,
             "data_split": "iid", "local_steps": 4, "adsp_period_s": 1, "adsp_eval_s": 6,
-            "adsp_rate": None, "adsp_global_lr": None}
+            "adsp_rate": None, "adsp_global_lr": None, "hop_graph": "ring", "hop_backups": 0,
+            "hop_staleness": 0, "hop_max_ig": 4, "hop_jump": None, "hop_jump_behind": 1}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -54,12 +57,25 @@ RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "adsp_period_s": (0.01, True, 3600, False, "seconds in [0.01, 3600]"),
           "adsp_eval_s": (0.01, True, 86400, False, "seconds in [0.01, 86400]"),
           "adsp_rate": (1, True, 4096, True, "an integer in [1, 4096]"),
-          "adsp_global_lr": (0, False, 4096, False, "a number in (0, 4096]")}
+          "adsp_global_lr": (0, False, 4096, False, "a number in (0, 4096]"),
+          "hop_backups": (0, True, 64, True, "an integer in [0, 64]"),
+          "hop_staleness": (0, True, 100000, True, "an integer in [0, 100000]"),
+          "hop_max_ig": (0, True, 100000, True, "an integer in [0, 100000]"),
+          "hop_jump": (1, True, 100000, True, "an integer in [1, 100000]"),
+          "hop_jump_behind": (1, True, 100000, True, "an integer in [1, 100000]")}
 MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
 FAULT_KEYS = ["at_s", "kind", "host", "duration_s", "loss", "restart_s", "new_replica_s"]
 FAULT_KINDS = ["kill-server", "kill-aggregator", "kill-worker", "kill-scheduler", "cut-link", "loss-burst"]
+
+
+def _float_ok(v, lo, hi):
+    """@v (a string) is a number in [lo, hi]."""
+    try:
+        return lo <= float(v) <= hi
+    except ValueError:
+        return False
 
 
 class ExperimentError(Exception):
@@ -138,9 +154,16 @@ class Experiment:
             if s not in KNOWN_SYSTEMS:
                 raise ExperimentError('unknown system "%s" (known: %s)' % (s, ", ".join(KNOWN_SYSTEMS)))
         self.compute = num_str(x["compute"])
-        if self.compute not in STRAGGLE:
-            self.err('compute: unknown setting "%s" (C1, C2, C3)' % self.compute)
-        self.straggle = STRAGGLE[self.compute]
+        m = re.fullmatch(r"([0-9.]+),([0-9.]+)", self.compute)
+        if m and _float_ok(m.group(1), 0, 1) and _float_ok(m.group(2), 1, 1000):
+            # "R,S": every iteration S times slower with probability R (Hop's random 6x
+            # slowdowns at 1/n: "0.125,6" for 8 workers)
+            self.straggle = self.compute
+        elif self.compute not in STRAGGLE:
+            self.err('compute: unknown setting "%s" (C1, C2, C3, or "R,S": probability R in [0, 1] '
+                     'of an S-times slower iteration, S in [1, 1000])' % self.compute)
+        else:
+            self.straggle = STRAGGLE[self.compute]
         self.network = num_str(x["network"])
         if self.network not in NET_PROBS:
             self.err('network: unknown setting "%s" (N1, N2, N3)' % self.network)
@@ -153,7 +176,9 @@ class Experiment:
         self.s = {k: num_str(g(k)) for k in ["model", "batch", "lr", "momentum", "compute_s", "tau_max",
                                              "eval_every_s", "eval_images", "batch_ms", "t_lag",
                                              "speeds_at_s", "ssp_s", "asp_w", "local_steps",
-                                             "adsp_period_s", "adsp_eval_s"]}
+                                             "adsp_period_s", "adsp_eval_s", "hop_backups",
+                                             "hop_staleness", "hop_max_ig", "hop_jump_behind"]}
+        self.s["hop_jump"] = num_str(x["hop_jump"]) if x.get("hop_jump") is not None else None
         for k in ("adsp_rate", "adsp_global_lr"):
             self.s[k] = num_str(x[k]) if x.get(k) is not None else None
         if float(self.s["adsp_eval_s"]) < float(self.s["adsp_period_s"]):
@@ -179,6 +204,72 @@ class Experiment:
         self._load_shards()
         self._load_speeds()
         self._check_data_split()
+        self._load_hop()
+
+    def _load_hop(self):
+        """hop_graph (system hop): "ring" (each worker with the previous and the next in the
+        order of workers), "ring-based" (the ring plus the most distant worker, Hop's Fig. 11), or
+        an object {worker: [neighbours]}: an undirected, connected graph of the workers."""
+        self.hop_nb = None
+        if "hop" not in self.systems:
+            return
+        g, w, n = self.raw.get("hop_graph", "ring"), self.workers, self.nw
+        if n < 2:
+            self.err("hop_graph: Hop needs at least 2 workers")
+        if g in ("ring", "ring-based"):
+            nb = {h: {w[(i - 1) % n], w[(i + 1) % n]} - {h} for i, h in enumerate(w)}
+            if g == "ring-based" and n >= 4:
+                for i, h in enumerate(w):
+                    nb[h].add(w[(i + n // 2) % n])
+        elif isinstance(g, dict):
+            nb = {}
+            for h, v in g.items():
+                if h not in w:
+                    self.err('hop_graph: "%s" is not a worker of this experiment (%s)' % (h, ", ".join(w)))
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    self.err('hop_graph: "%s": a list of worker names expected' % h)
+                for x in v:
+                    if x not in w:
+                        self.err('hop_graph: "%s" names "%s", not a worker of this experiment' % (h, x))
+                    if x == h:
+                        self.err('hop_graph: "%s" names itself (the worker always counts its own model)' % h)
+                nb[h] = set(v)
+            for h in w:
+                nb.setdefault(h, set())
+            for h in w:
+                for x in nb[h]:
+                    if h not in nb[x]:
+                        self.err('hop_graph: "%s" names "%s" but not the other way round (the graph must be '
+                                 'undirected)' % (h, x))
+        else:
+            self.err('hop_graph: "ring", "ring-based" or an object {worker: [neighbours]} expected, got %s'
+                     % json.dumps(g))
+        seen, todo = {w[0]}, [w[0]]
+        while todo:
+            for x in nb[todo.pop()]:
+                if x not in seen:
+                    seen.add(x)
+                    todo.append(x)
+        if len(seen) != n:
+            self.err("hop_graph: the graph is not connected (%s cannot reach %s)"
+                     % (w[0], ", ".join(sorted(set(w) - seen))))
+        if int(self.s["hop_backups"]) >= min(len(v) for v in nb.values()):
+            self.err("hop_backups: %s leaves no neighbour's update needed by a worker with %d neighbours"
+                     % (self.s["hop_backups"], min(len(v) for v in nb.values())))
+        if self.s["hop_jump"] is not None and int(self.s["hop_max_ig"]) == 0:
+            self.err("hop_jump: skipping iterations needs token queues (hop_max_ig >= 1)")
+        if self.worker_program != "c" or self.repl_mode != "none" or self.shards > 1 or self.raw.get("faults"):
+            self.err("system hop: mlf-worker only, without replication, shards or faults (it has no server)")
+        self.hop_nb = {h: [x for x in w if x in nb[h]] for h in w}
+
+    def hop_args(self, host):
+        """mlf-worker's Hop flags for @host."""
+        a = ["--hop", ",".join(self.hop_nb[host]), "--hop-backups", self.s["hop_backups"],
+             "--hop-staleness", self.s["hop_staleness"], "--hop-max-ig", self.s["hop_max_ig"],
+             "--init-seed", self.s["seed"]]
+        if self.s["hop_jump"] is not None:
+            a += ["--hop-jump", "%s@%s" % (self.s["hop_jump"], self.s["hop_jump_behind"])]
+        return a
 
     def _load_speeds(self):
         """speeds: one slowdown factor >= 1 per worker (issue 12: deterministic stragglers, e.g.
@@ -269,7 +360,7 @@ class Experiment:
             if "rr-sync" in self.systems:
                 self.err('worker_program torch: system rr-sync runs the C workload (mlf-rrsync); '
                          'the PyTorch baseline is system gloo')
-            for sys_ in ("esync", "local-sgd", "adsp"):
+            for sys_ in ("esync", "local-sgd", "adsp", "hop"):
                 if sys_ in self.systems:
                     self.err("worker_program torch: system %s trains locally between synchronisations, "
                              "which only mlf-worker does (worker_program c)" % sys_)

@@ -177,6 +177,7 @@ class Runner:
         # esync: MLfabric-S's scheduler and servers; its workers train locally between rounds
         # local-sgd: MLfabric-S's with a fixed number of local iterations per round
         # adsp: MLfabric-A's; the scheduler sends commit rates, the workers never wait
+        # hop: no scheduler and no server, the workers exchange parameters with their neighbours
         mode = (sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ in ("ssp", "asp", "adsp")
                 else "mlfabric-s" if sys_ in ("esync", "local-sgd") else "async")
         if e.key_file and not os.path.exists(e.key_file):
@@ -287,11 +288,12 @@ class Runner:
                                log_has(q.log, "serving"), READY_SERVER_S, [q])
                 if sharded:
                     ps_extra = ps_extra + ["--shard", "0/%d" % e.shards]
-                p = self.start("server@" + e.server, L("ps.log"), e.server,
-                               [b("mlf-ps")] + ps_common + ["--host", e.server, "--records", rec] + verify + ps_extra)
-                ready_word = WAITING_MODEL if torch else "serving"
-                wait_ready("server@%s (no '%s' in ps.log)" % (e.server, ready_word), log_has(p.log, ready_word),
-                           READY_SERVER_S, [p])
+                if sys_ != "hop":  # Hop is decentralized: no server; w0 evaluates its model
+                    p = self.start("server@" + e.server, L("ps.log"), e.server,
+                                   [b("mlf-ps")] + ps_common + ["--host", e.server, "--records", rec] + verify + ps_extra)
+                    ready_word = WAITING_MODEL if torch else "serving"
+                    wait_ready("server@%s (no '%s' in ps.log)" % (e.server, ready_word), log_has(p.log, ready_word),
+                               READY_SERVER_S, [p])
                 if e.replica:
                     os.makedirs(os.path.join(rec, "replica"), exist_ok=True)
                     p = self.start("replica@" + e.replica, L("replica.log"), e.replica,
@@ -327,7 +329,8 @@ class Runner:
                                (["--global-lr", e.s["esync_global_lr"]]
                                 if sys_ == "esync" and e.s["esync_global_lr"] is not None else []) +
                                (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
-                                if sharded and i == 0 else []))
+                                if (sharded or sys_ == "hop") and i == 0 else []) +
+                               (e.hop_args(h) if sys_ == "hop" else []))
                     self.start("worker@" + h, L("worker-%s.log" % h), *c["argv"]["worker@" + h])
             else:
                 procs.start("mpirun", L("rrsync.log"),
