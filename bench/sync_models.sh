@@ -11,13 +11,17 @@
 # PARTS=adsp: ADSP's heterogeneity sweep (adsp-aaai2020 Fig. 5: H = mean speed / slowest speed about
 # 1, 2 and 3.2, here speeds [1,1,1,1], [1,1,3,3] and [1,1,1,4]; conf/exp-adsp.json) with ADSP
 # against fixed-rate local SGD (Fixed ADACOMM) and MLfabric-S, in folders refh1, refh2, refh3.2.
-# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|adsp)
+# PARTS=hop: Hop's experiments (hop-asplos2019 §7, conf/exp-hop.json: a ring-based graph of 8
+# workers): random 6x slowdowns at probability 1/8 without and with one backup worker (folders
+# hop-rand-b0, hop-rand-b1), and w7 deterministically 4x slower without and with skipping
+# iterations (hop-det, hop-det-skip: up to 10 at a time).
+# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|adsp|hop)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/runs/sync-models-$(date -u +%Y%m%dT%H%M%S)}
 SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}; PARTS=${PARTS:-all}
-case "$PARTS" in all|asp|esync|esync-noniid|adsp) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid or adsp, got $PARTS" >&2; exit 2 ;; esac
-case "${1:-}" in -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "$PARTS" in all|asp|esync|esync-noniid|adsp|hop) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, adsp or hop, got $PARTS" >&2; exit 2 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 mkdir -p "$OUT"
 cd "$ROOT"
 # run NAME SEED JQ-FILTER [BASE]: one tools/mlf-cluster run of BASE (conf/exp-asp.json) changed
@@ -42,7 +46,13 @@ for seed in $(seq 1 "$SEEDS"); do
 		run refh2 "$seed" '.speeds = [1, 1, 3, 3]' conf/exp-adsp.json
 		run refh3.2 "$seed" '.speeds = [1, 1, 1, 4]' conf/exp-adsp.json
 	fi
-	[ "$PARTS" != asp ] && [ "$PARTS" != adsp ] || continue
+	if [ "$PARTS" = all ] || [ "$PARTS" = hop ]; then
+		run hop-rand-b0 "$seed" '.compute = "0.125,6" | .hop_backups = 0' conf/exp-hop.json
+		run hop-rand-b1 "$seed" '.compute = "0.125,6" | .hop_backups = 1' conf/exp-hop.json
+		run hop-det "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4]' conf/exp-hop.json
+		run hop-det-skip "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4] | .hop_jump = 10' conf/exp-hop.json
+	fi
+	[ "$PARTS" != asp ] && [ "$PARTS" != adsp ] && [ "$PARTS" != hop ] || continue
 	if [ "$PARTS" != esync-noniid ]; then
 		# ESync (esync.txt Fig. 3): 4 workers at fixed speeds 1:1:1:4 against synchronous SGD
 		# (MLfabric-S) and Async, conf/exp-esync.json
