@@ -91,8 +91,11 @@ static int get_steps(json_t *o, struct fabric_cmd *c)
 		return -1;
 	json_array_foreach(a, i, p) {
 		json_t *off = json_array_get(p, 0), *g = json_array_get(p, 1);
+		/* offsets in [0, 1e6] s fit the nanoseconds of at_ns; rates up to 1e6 Gbit/s (found
+		 * by fuzz_fabric: an offset of 8.9e12 s overflowed the conversion) */
 		if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_number(off) ||
-		    !json_is_number(g) || json_number_value(off) < 0 || json_number_value(g) < 0)
+		    !json_is_number(g) || !(json_number_value(off) >= 0 && json_number_value(off) <= 1e6) ||
+		    !(json_number_value(g) >= 0 && json_number_value(g) <= 1e6))
 			return -1;
 		c->steps[i].at_ns = (uint64_t)(json_number_value(off) * 1e9 + 0.5);
 		c->steps[i].gbps = json_number_value(g);

@@ -78,7 +78,7 @@ struct fabric_cmd {
  * fabric_cmd_parse - parse the control JSON @text into @c.
  * Returns 0, or -EBADMSG with @err naming the problem: not JSON, no "type", unknown type, or
  * "command 'send': missing or bad field 'xfer'" for a missing / mistyped / out-of-range field
- * (steps: at most APPMSG_MAX_STEPS pairs [offset_s >= 0, gbps >= 0]; chan < 64; weights the
+ * (steps: at most APPMSG_MAX_STEPS pairs [offset_s in [0, 1e6], gbps in [0, 1e6]]; chan < 64; weights the
  * length of inputs). @c needs fabric_cmd_free only after a 0 return.
  */
 int fabric_cmd_parse(const char *text, struct fabric_cmd *c, char *err, size_t errlen);

@@ -156,6 +156,11 @@ START_TEST(command_parsing)
 	ck_assert_double_eq(c.weights[0], 0.5);
 	ck_assert_int_eq(c.n_steps, 0);
 	fabric_cmd_free(&c);
+	/* a step offset past 1e6 s (its nanoseconds overflowed; found by fuzz_fabric) is refused */
+	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"send\",\"what\":\"update\",\"id\":2,\"xfer\":9,"
+					  "\"dst\":\"ps\",\"chan\":0,\"start\":1,\"steps\":[[8.9e12,1]]}", &c, err,
+					  sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "'steps'"));
 	/* ADSP's commit rate: checkpoint, ΔC_i, the check period; each bad field named */
 	ck_assert_int_eq(fabric_cmd_parse("{\"type\":\"commit_rate\",\"check\":7,\"delta\":3,"
 					  "\"period_s\":1.5}", &c, err, sizeof(err)), 0);
