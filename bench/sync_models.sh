@@ -14,13 +14,14 @@
 # PARTS=hop: Hop's experiments (hop-asplos2019 §7, conf/exp-hop.json: a ring-based graph of 8
 # workers): random 6x slowdowns at probability 1/8 without and with one backup worker (folders
 # hop-rand-b0, hop-rand-b1), and w7 deterministically 4x slower without and with skipping
-# iterations (hop-det, hop-det-skip: up to 10 at a time).
+# iterations (hop-det, hop-det-skip: up to 10 at a time), and both again with one backup worker
+# (hop-det-b1, hop-det-b1-skip: the paper's Fig. 19 skips on top of backups). PARTS=hop-det-b1: those two only.
 # Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|adsp|hop)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/runs/sync-models-$(date -u +%Y%m%dT%H%M%S)}
 SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}; PARTS=${PARTS:-all}
-case "$PARTS" in all|asp|esync|esync-noniid|adsp|hop) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, adsp or hop, got $PARTS" >&2; exit 2 ;; esac
+case "$PARTS" in all|asp|esync|esync-noniid|adsp|hop|hop-det-b1) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, adsp, hop or hop-det-b1, got $PARTS" >&2; exit 2 ;; esac
 case "${1:-}" in -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 mkdir -p "$OUT"
 cd "$ROOT"
@@ -46,11 +47,19 @@ for seed in $(seq 1 "$SEEDS"); do
 		run refh2 "$seed" '.speeds = [1, 1, 3, 3]' conf/exp-adsp.json
 		run refh3.2 "$seed" '.speeds = [1, 1, 1, 4]' conf/exp-adsp.json
 	fi
+	if [ "$PARTS" = hop-det-b1 ]; then
+		run hop-det-b1 "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4] | .hop_backups = 1' conf/exp-hop.json
+		run hop-det-b1-skip "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4] | .hop_backups = 1 | .hop_jump = 10' conf/exp-hop.json
+		continue
+	fi
 	if [ "$PARTS" = all ] || [ "$PARTS" = hop ]; then
 		run hop-rand-b0 "$seed" '.compute = "0.125,6" | .hop_backups = 0' conf/exp-hop.json
 		run hop-rand-b1 "$seed" '.compute = "0.125,6" | .hop_backups = 1' conf/exp-hop.json
 		run hop-det "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4]' conf/exp-hop.json
 		run hop-det-skip "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4] | .hop_jump = 10' conf/exp-hop.json
+		# the paper's Fig. 19: skipping on top of one backup worker, against the backup alone
+		run hop-det-b1 "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4] | .hop_backups = 1' conf/exp-hop.json
+		run hop-det-b1-skip "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4] | .hop_backups = 1 | .hop_jump = 10' conf/exp-hop.json
 	fi
 	[ "$PARTS" != asp ] && [ "$PARTS" != adsp ] && [ "$PARTS" != hop ] || continue
 	if [ "$PARTS" != esync-noniid ]; then
