@@ -129,6 +129,7 @@ int adsp_checkpoint(struct adsp *a, double now, int64_t c_max)
 		a->started = 1;
 		a->t_epoch = a->t_window = now;
 		a->c_target = c_max;
+		a->n_b = 0; /* losses of the untrained model before any worker: not the rate's */
 	} else if (a->cfg.fixed_r == 0 && a->cfg.epoch_s > 0 && now - a->t_epoch >= a->cfg.epoch_s) {
 		/* Alg. 1 lines 2-3: a new epoch searches again from the smallest rate */
 		a->t_epoch = a->t_window = now;

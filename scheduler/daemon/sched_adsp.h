@@ -95,7 +95,8 @@ void adsp_loss(struct adsp *a, double t, double loss);
  * eval_s of r_a, run r_a + 1; after eval_s of that, keep it and try the next if its reward is
  * larger, else settle on r_a for the rest of the epoch; a new epoch starts over at r = 1),
  * then C_target += r (the first checkpoint: C_target = @c_max + r, the paper's max c_i + 1
- * for r = 1). @c_max: the most commits of any live worker. Returns 1 when the search made a
+ * for r = 1, and the losses reported before it are dropped). @c_max: the most commits of any
+ * live worker. The daemon calls the first one only once a worker is live. Returns 1 when the search made a
  * decision at this checkpoint (r changed or settled), else 0.
  */
 int adsp_checkpoint(struct adsp *a, double now, int64_t c_max);

@@ -32,12 +32,21 @@ static void send_rate(struct sched *s, int h)
 void sched_adsp_tick(struct sched *s, double now)
 {
 	int64_t c_max = 0;
+	int live = 0;
 
 	if (!(s->cfg.adsp.gamma_s > 0))
 		return;
 	for (int h = 0; h < s->cl.n_hosts; h++)
-		if (live_worker(s, h) && (int64_t)s->hosts[h].n_pushed > c_max)
-			c_max = (int64_t)s->hosts[h].n_pushed;
+		if (live_worker(s, h)) {
+			live++;
+			if ((int64_t)s->hosts[h].n_pushed > c_max)
+				c_max = (int64_t)s->hosts[h].n_pushed;
+		}
+	if (!live && !s->adsp.started) {
+		/* the first checkpoint (and the first evaluation window) waits for a worker */
+		s->adsp.next_check = now + s->adsp.cfg.gamma_s;
+		return;
+	}
 	int r_before = s->adsp.r;
 	if (adsp_checkpoint(&s->adsp, now, c_max))
 		log_info("ADSP checkpoint %lld: commit rate %d -> %d per %.2f s (%s; rewards %.4g vs %.4g)",
@@ -53,11 +62,12 @@ void sched_adsp_tick(struct sched *s, double now)
 		json_object_set_new(counts, s->cl.hosts[h].name,
 				    json_integer((json_int_t)s->hosts[h].n_pushed));
 	}
-	sched_rec_adsp(s, json_pack("{s:f, s:I, s:i, s:s, s:I, s:o, s:o, s:f, s:f}", "t", now,
-				    "check", (json_int_t)s->adsp.check, "r", s->adsp.r, "phase",
+	sched_rec_adsp(s, json_pack("{s:f, s:I, s:i, s:s, s:I, s:o, s:o, s:f, s:f, s:i, s:i, s:i}", "t",
+				    now, "check", (json_int_t)s->adsp.check, "r", s->adsp.r, "phase",
 				    phase_name[s->adsp.phase], "c_target", (json_int_t)s->adsp.c_target,
 				    "delta", deltas, "c", counts, "r1", s->adsp.last_r1, "r2",
-				    s->adsp.last_r2));
+				    s->adsp.last_r2, "losses_a", s->adsp.n_a, "losses", s->adsp.n_b,
+				    "decisions", s->adsp.decisions));
 }
 
 void sched_adsp_joined(struct sched *s, int h)

@@ -9,7 +9,8 @@
  * sched_adsp_tick - an ADSP checkpoint at @now (CLOCK_REALTIME s; call when @now >=
  * s->adsp.next_check): advance the commit-rate search (adsp_checkpoint, with c_i = the updates
  * each live worker announced), send every live worker `commit_rate` {check, delta = ΔC_i,
- * period_s = Γ, r, c_target, c = c_i}, and append a line to adsp.jsonl. No-op when ADSP is off.
+ * period_s = Γ, r, c_target, c = c_i}, and append a line to adsp.jsonl. Until a worker is live
+ * the first checkpoint is put off by one period. No-op when ADSP is off.
  */
 void sched_adsp_tick(struct sched *s, double now);
 

@@ -165,6 +165,11 @@ START_TEST(bad_settings_refused)
 	c.epoch_s = NAN;
 	ck_assert_int_ne(adsp_init(&a, &c, 0), 0);
 	ck_assert_int_eq(adsp_init(&a, &ok, 0), 0);
+	/* losses before the first checkpoint (the untrained model, no worker yet) are dropped */
+	adsp_loss(&a, 0.5, 2.3);
+	ck_assert_int_eq(a.n_b, 1);
+	adsp_checkpoint(&a, 1, 0);
+	ck_assert_int_eq(a.n_b, 0);
 	/* losses that are not finite and positive are ignored */
 	adsp_loss(&a, 1, NAN);
 	adsp_loss(&a, 1, -1);
