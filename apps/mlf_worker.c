@@ -438,10 +438,10 @@ int main(int argc, char **argv)
 	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
 	float *h = o.momentum > 0 ? calloc(n, sizeof(float)) : NULL; /* worker-side momentum, h_0 = 0 */
 	/* ESync, ADSP: the local copy w_{t,k} */
-	float *wr = o.esync || o.adsp ? malloc(sizeof(float) * n) : NULL;
+	float *wr = o.esync || o.adsp || o.hop ? malloc(sizeof(float) * n) : NULL; /* Hop: -lr g */
 	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
 	uint8_t *y = malloc((size_t)o.batch);
-	if (!w || !u || !x || !y || (o.momentum > 0 && !h) || ((o.esync || o.adsp) && !wr))
+	if (!w || !u || !x || !y || (o.momentum > 0 && !h) || ((o.esync || o.adsp || o.hop) && !wr))
 		return log_err("no memory for the model and update buffers (%zu floats)", n), 1;
 	rng = o.seed * 7919u + (uint64_t)o.shard_i + 1;
 
@@ -528,11 +528,6 @@ int main(int argc, char **argv)
 			if (rc)
 				break;
 			/* the gradient on x_k, applied after the Reduce: u = -lr g on a copy of x_k */
-			if (!wr && !(wr = malloc(sizeof(float) * n))) {
-				rc = 1;
-				log_err("no memory for the gradient");
-				break;
-			}
 			memcpy(wr, w, sizeof(float) * n);
 			if (wk_local_step(&L, wr) < 0) {
 				rc = 1;

@@ -17,16 +17,18 @@ static int live_worker(const struct sched *s, int h)
 	return s->hosts[h].alive && (s->hosts[h].apps & SCHED_ROLE_WORKER);
 }
 
-static void send_rate(struct sched *s, int h)
+/* Send host @h's worker its commit rate; returns its ΔC_i. */
+static int64_t send_rate(struct sched *s, int h)
 {
-	int64_t c = (int64_t)s->hosts[h].n_pushed;
+	int64_t c = (int64_t)s->hosts[h].n_pushed, delta = adsp_delta(&s->adsp, c);
 
 	sched_to_app(s, "worker", h, json_pack("{s:s, s:I, s:I, s:f, s:i, s:I, s:I}", "type",
 					       "commit_rate", "check", (json_int_t)s->adsp.check,
-					       "delta", (json_int_t)adsp_delta(&s->adsp, c),
+					       "delta", (json_int_t)delta,
 					       "period_s", s->adsp.cfg.gamma_s, "r", s->adsp.r,
 					       "c_target", (json_int_t)s->adsp.c_target, "c",
 					       (json_int_t)c));
+	return delta;
 }
 
 void sched_adsp_tick(struct sched *s, double now)
@@ -56,9 +58,7 @@ void sched_adsp_tick(struct sched *s, double now)
 	for (int h = 0; h < s->cl.n_hosts; h++) {
 		if (!live_worker(s, h))
 			continue;
-		send_rate(s, h);
-		json_object_set_new(deltas, s->cl.hosts[h].name,
-				    json_integer(adsp_delta(&s->adsp, (int64_t)s->hosts[h].n_pushed)));
+		json_object_set_new(deltas, s->cl.hosts[h].name, json_integer(send_rate(s, h)));
 		json_object_set_new(counts, s->cl.hosts[h].name,
 				    json_integer((json_int_t)s->hosts[h].n_pushed));
 	}
@@ -73,7 +73,7 @@ void sched_adsp_tick(struct sched *s, double now)
 void sched_adsp_joined(struct sched *s, int h)
 {
 	if (s->cfg.adsp.gamma_s > 0 && s->adsp.started)
-		send_rate(s, h);
+		(void)send_rate(s, h);
 }
 
 int sched_adsp_loss(struct sched *s, int h, const char *app, json_t *m, char *err, size_t len)

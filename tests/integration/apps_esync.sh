@@ -35,12 +35,7 @@ run_case() {
 	for i in 0 1 2 3; do v=PID_w$i; wait "${!v}" || fail "$name: worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
 	t1=$(date +%s.%N)
 	WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
-	kill -TERM "$PID_ps"
-	wait "$PID_ps" || fail "$name: mlf-ps did not exit cleanly on SIGTERM: $(tail -2 "$WORK/ps.log")"
-	kill -TERM "$PID_sched" 2>/dev/null || true
-	wait "$PID_sched" 2>/dev/null || true
-	for h in ps w0 w1 w2 w3; do v=DP_PID_$h; kill -TERM "${!v}" 2>/dev/null || true; done
-	for h in ps w0 w1 w2 w3; do v=DP_PID_$h; timeout 10 tail --pid="${!v}" -f /dev/null || true; done
+	apps_stop_case "$name" ps w0 w1 w2 w3
 }
 
 # samples DIR: mini-batches computed by all workers (local iterations with ESync, pushes without)

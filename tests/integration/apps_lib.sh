@@ -52,6 +52,20 @@ apps_run() {
 	eval "PID_$name=$!"
 }
 
+# apps_stop_case NAME HOST...: end a case of a multi-case test: SIGTERM to the server (apps_run ps
+# ...), which must exit cleanly, then the scheduler (apps_run sched ...) and the dataplanes of HOSTs,
+# waiting until they are gone.
+apps_stop_case() {
+	local name=$1 h v
+	shift
+	kill -TERM "$PID_ps"
+	wait "$PID_ps" || fail "$name: mlf-ps did not exit cleanly on SIGTERM: $(tail -2 "$WORK/ps.log")"
+	kill -TERM "$PID_sched" 2>/dev/null || true
+	wait "$PID_sched" 2>/dev/null || true
+	for h in "$@"; do v=DP_PID_$h; kill -TERM "${!v}" 2>/dev/null || true; done
+	for h in "$@"; do v=DP_PID_$h; timeout 10 tail --pid="${!v}" -f /dev/null || true; done
+}
+
 # apps_stop_ps: SIGTERM to the server (started as apps_run ps ...), which must exit cleanly.
 apps_stop_ps() {
 	kill -TERM "$PID_ps"
