@@ -29,6 +29,7 @@ struct wk_opts {
 	int by_label;    /* --shard-by-label: a non-i.i.d. shard (its classes only, issue 12) */
 	int local_steps; /* --local-steps T: with --esync, T local iterations per round without
 			  * asking (fixed-rate local SGD, ADSP's "Fixed ADACOMM"; 0 = ask) */
+	int esync_nb;    /* --esync-nonblocking: ESync's delayed-ACK mode (esync.txt §4.2) */
 	const char *hop; /* --hop H1,H2,...: Hop (hop-asplos2019) with these neighbours (NULL = off) */
 	struct hop_cfg hop_cfg; /* --hop-backups, --hop-staleness, --hop-max-ig, --hop-jump */
 	uint64_t init_seed; /* --init-seed: Hop's common initial model p0 (mlf-ps --seed's) */
@@ -74,6 +75,11 @@ static void wk_usage(FILE *f)
 		"                         by E x the mean delta (default P: the sum of the deltas, the\n"
 		"                         step MLfabric-S takes for plain SGD at the same --lr, since\n"
 		"                         its server sums the round's updates; 1 is the paper's mean)\n"
+		"  --esync-nonblocking    with --esync: the non-blocking mode of esync.txt §4.2 (delayed\n"
+		"                         ACK): do not wait for the State Server's answer but train on;\n"
+		"                         a READY aborts the local iteration in progress and the round\n"
+		"                         aggregates the iterations done (capability c = the last\n"
+		"                         iteration's time + the query's round-trip time)\n"
 		"  --local-steps T        with --esync: T local iterations per round, no State Server\n"
 		"                         (fixed-rate local SGD: ADSP's Fixed ADACOMM baseline)\n"
 		"  --adsp                 ADSP (adsp-aaai2020, issue 12; needs --mode mlfabric-a and\n"
@@ -124,6 +130,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "shard-by-label", 0, 0, 'B' }, { "local-steps", 1, 0, 'T' }, { "adsp", 0, 0, 'A' },
 		{ "hop", 1, 0, 'O' }, { "hop-backups", 1, 0, 'U' }, { "hop-staleness", 1, 0, 'Z' },
 		{ "hop-max-ig", 1, 0, 'I' }, { "hop-jump", 1, 0, 'J' }, { "init-seed", 1, 0, 'N' },
+		{ "esync-nonblocking", 0, 0, 'K' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
@@ -177,6 +184,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		}
 		case 'B': o->by_label = 1; break;
 		case 'A': o->adsp = 1; break;
+		case 'K': o->esync_nb = 1; break;
 		case 'O': o->hop = optarg; break;
 		case 'N': o->init_seed = strtoull(optarg, NULL, 10); break;
 		case 'U': case 'Z': case 'I': {
@@ -240,6 +248,9 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 	if (o->global_lr > 0 && !o->esync && !o->adsp)
 		return fprintf(stderr, "mlf-worker: --global-lr is ESync's or ADSP's (needs --esync or "
 			       "--adsp)\n"), -1;
+	if (o->esync_nb && (!o->esync || o->local_steps))
+		return fprintf(stderr, "mlf-worker: --esync-nonblocking is a mode of the State Server's "
+			       "queries: it needs --esync P and no --local-steps\n"), -1;
 	if (o->local_steps && !o->esync)
 		return fprintf(stderr, "mlf-worker: --local-steps sets the rounds of --esync P\n"), -1;
 	if (o->hop && (o->mode != MLF_MODE_DIRECT || o->esync || o->adsp || o->momentum > 0))
@@ -282,24 +293,47 @@ struct wk_local {
 	double t0;     /* CLOCK_REALTIME s the worker started (--speed F@T counts from it) */
 	long straggled, steps;
 	double busy, loss;
+	/* ESync non-blocking (esync.txt §4.2): a READY answer to a query >= abort_since ends the
+	 * step in progress unapplied (abort_f NULL: off) */
+	mlf_t *abort_f;
+	int64_t abort_since;
+	int aborted;          /* the last step was aborted */
+	long n_aborted;       /* steps aborted in all */
+	double aborted_s;     /* seconds spent in aborted steps in all */
+	double rtt_s;         /* the State Server's last measured round-trip time (s) */
 };
 
 /* One local iteration on the copy @wr: a mini-batch gradient (padded to --compute-s, slowed by
- * the straggler settings), then wr += -lr x gradient (eq. 1 on the copy). Returns the seconds
- * it took, or -1 without memory for the gradient. */
+ * the straggler settings), then wr += -lr x gradient (eq. 1 on the copy). With L->abort_f set
+ * (ESync non-blocking, esync.txt §4.2), a READY that arrives before the iteration's end aborts
+ * it: L->aborted = 1 and @wr is left as it was. Returns the seconds it took, or -1 without
+ * memory for the gradient. */
 static double wk_local_step(struct wk_local *L, float *wr)
 {
 	double ts = clock_real_s();
 
+	L->aborted = 0;
 	train_sample_batch(L->shard, 0, L->shard->n, L->o->batch, L->rng, L->x, L->y);
 	L->loss = mlp_grad(L->shape, wr, L->x, L->y, L->o->batch, L->u);
 	if (L->loss < 0)
 		return -1;
-	double compute_s = train_compute_pad(ts, L->o->compute_min);
 	double factor = train_straggle_next(L->st) *
 			(clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
-	train_straggle_sleep(compute_s, factor);
 	L->straggled += factor > 1;
+	if (L->abort_f) {
+		/* the emulated compute (--compute-s, then the slowdown) as a wait for READY */
+		double elapsed = clock_real_s() - ts;
+		double compute_s = elapsed > L->o->compute_min ? elapsed : L->o->compute_min;
+		if (mlf_state_wait(L->abort_f, L->abort_since, ts + compute_s * factor, &L->rtt_s) == 1) {
+			double took = clock_real_s() - ts;
+			L->aborted = 1;
+			L->n_aborted++;
+			L->aborted_s += took;
+			L->busy += took;
+			return took;
+		}
+	} else
+		train_straggle_sleep(train_compute_pad(ts, L->o->compute_min), factor);
 	vec_scale_f32(L->u, (float)-L->o->lr, L->n);
 	vec_add_f32(wr, L->u, L->n);
 	double took = clock_real_s() - ts;
@@ -485,7 +519,8 @@ int main(int argc, char **argv)
 	t0 = clock_real_s();
 	next_progress = t0 + 2;
 	struct wk_local L = { .o = &o, .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
-			      .x = x, .u = u, .y = y, .n = n, .t0 = t0 };
+			      .x = x, .u = u, .y = y, .n = n, .t0 = t0,
+			      .abort_f = o.esync_nb ? f : NULL };
 	log_info("worker of %s, mode %s, shard %d/%d (%zu images), model %s", o.server, o.mode_name,
 		 o.shard_i, o.shard_n, shard.n, o.model);
 	rc = 0;
@@ -637,15 +672,41 @@ int main(int argc, char **argv)
 			/* ESync (esync.txt Alg. 1): local iterations on a copy until the State Server
 			 * says READY, then the round's delta through the synchronous allreduce */
 			int k = 0, ready;
-			double t_round = clock_real_s();
+			double t_round = clock_real_s(), tq, query_wait = 0;
+			long aborted0 = L.n_aborted;
+			double aborted_s0 = L.aborted_s;
 			memcpy(wr, w, sizeof(float) * n);
-			/* --local-steps T: fixed-rate local SGD, T local iterations without asking */
-			while ((ready = o.local_steps ? k >= o.local_steps
-				: mlf_query_state(f, esync_round, k, esync_c, o.timeout)) == 0) {
-				if ((esync_c = wk_local_step(&L, wr)) < 0) {
+			L.abort_since = 0;
+			for (;;) {
+				tq = clock_real_s();
+				if (o.local_steps) /* fixed-rate local SGD: T local iterations, no asking */
+					ready = k >= o.local_steps;
+				else if (!o.esync_nb)
+					ready = mlf_query_state(f, esync_round, k, esync_c, o.timeout);
+				else {
+					/* §4.2: ask, take NOT-READY as implicit, train on until READY */
+					int64_t q = mlf_query_state_send(f, esync_round, k, esync_c + L.rtt_s);
+					if (q < 0) {
+						ready = (int)q;
+						break;
+					}
+					if (!L.abort_since)
+						L.abort_since = q;
+					ready = mlf_state_wait(f, L.abort_since, 0, &L.rtt_s);
+				}
+				query_wait += clock_real_s() - tq;
+				if (ready)
+					break;
+				double c_k = wk_local_step(&L, wr);
+				if (c_k < 0) {
 					ready = -ENOMEM;
 					break;
 				}
+				if (L.aborted) { /* READY during the iteration: aggregate 1..k */
+					ready = 1;
+					break;
+				}
+				esync_c = c_k;
 				k++;
 				if (wk_stop)
 					break;
@@ -670,10 +731,15 @@ int main(int argc, char **argv)
 			}
 			esync_round++;
 			it++;
-			train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:i,s:f}", "t", clock_real_s(),
-							 "id", json_null(), "version", (json_int_t)v_g,
-							 "norm", norm, "round_s", clock_real_s() - t_round,
-							 "local_steps", k, "c", esync_c));
+			/* how the round waited on the State Server: blocked in queries (query_wait_s), or
+			 * (non-blocking) in local iterations a READY aborted (aborted, aborted_s) */
+			train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:i,s:f,s:f,s:I,s:f,s:f}",
+							 "t", clock_real_s(), "id", json_null(),
+							 "version", (json_int_t)v_g, "norm", norm,
+							 "round_s", clock_real_s() - t_round, "local_steps", k,
+							 "c", esync_c, "query_wait_s", query_wait,
+							 "aborted", (json_int_t)(L.n_aborted - aborted0),
+							 "aborted_s", L.aborted_s - aborted_s0, "rtt_s", L.rtt_s));
 			if (clock_real_s() >= next_progress) {
 				log_info("t=%.1fs round %ld (%d local iterations) model version %lld loss %.4f",
 					 clock_real_s() - t0, it, k, (long long)version, L.loss);
@@ -746,12 +812,13 @@ int main(int argc, char **argv)
 		 it, straggled, (unsigned long long)ws.pushed, (unsigned long long)ws.sent,
 		 (unsigned long long)ws.dropped, (unsigned long long)ws.aggregated);
 	if (train_rec_file(o.records, "worker.json",
-			   json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:f,s:I}", "iterations", (json_int_t)it, "pushed",
+			   json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:f,s:I,s:I,s:f}", "iterations", (json_int_t)it, "pushed",
 				     (json_int_t)ws.pushed, "sent", (json_int_t)ws.sent, "dropped",
 				     (json_int_t)ws.dropped, "aggregated", (json_int_t)ws.aggregated,
 				     "mean_iteration_s", it ? busy / (double)(o.esync || o.adsp ? local_steps : it) : 0.0,
 				     "local_steps", (json_int_t)local_steps, "hop_wait_s", hp.wait_s,
-				     "hop_skipped", (json_int_t)hp.h.jumped),
+				     "hop_skipped", (json_int_t)hp.h.jumped, "esync_aborted",
+				     (json_int_t)L.n_aborted, "esync_aborted_s", L.aborted_s),
 			   err, sizeof(err))) {
 		log_err("%s", err);
 		rc = 1;

@@ -16,13 +16,18 @@
 # hop-rand-b0, hop-rand-b1), and w7 deterministically 4x slower without and with skipping
 # iterations (hop-det, hop-det-skip: up to 10 at a time), and both again with one backup worker
 # (hop-det-b1, hop-det-b1-skip: the paper's Fig. 19 skips on top of backups). PARTS=hop-det-b1: those two only.
-# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|adsp|hop)
+# PARTS=hop-ref: Hop side by side with the server systems on the same cluster and settings (random
+# 6x slowdowns: folders *-rand6x; w7 4x slower: *-det4x): RR-Sync, MLfabric-A and MLfabric-S, each
+# with its conf/table2.json learning rate and momentum (the documented sweep), and Hop with its
+# best variant of PARTS=hop (one backup worker; with skipping when w7 is slow).
+# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|adsp|hop|hop-det-b1|hop-ref;
+# EXTRA='jq filter' is applied last to every run's experiment, e.g. EXTRA='.batch_ms = 10')
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/runs/sync-models-$(date -u +%Y%m%dT%H%M%S)}
 SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}; PARTS=${PARTS:-all}
-case "$PARTS" in all|asp|esync|esync-noniid|adsp|hop|hop-det-b1) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, adsp, hop or hop-det-b1, got $PARTS" >&2; exit 2 ;; esac
-case "${1:-}" in -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "$PARTS" in all|asp|esync|esync-noniid|adsp|hop|hop-det-b1|hop-ref) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, adsp, hop, hop-det-b1 or hop-ref, got $PARTS" >&2; exit 2 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 mkdir -p "$OUT"
 cd "$ROOT"
 # run NAME SEED JQ-FILTER [BASE]: one tools/mlf-cluster run of BASE (conf/exp-asp.json) changed
@@ -30,7 +35,7 @@ cd "$ROOT"
 run() {
 	local name=$1 seed=$2 filter=$3 base=${4:-conf/exp-asp.json} exp="$OUT/exp-$1-seed$2.json"
 	jq --argjson s "$seed" --argjson t "$TARGET" --argjson l "$LIMIT" \
-		".seed = \$s | .target_accuracy = \$t | .time_limit_s = \$l | $filter" "$base" >"$exp"
+		".seed = \$s | .target_accuracy = \$t | .time_limit_s = \$l | $filter${EXTRA:+ | $EXTRA}" "$base" >"$exp"
 	echo "== $name seed $seed"
 	flock -o /tmp/mlf-netns.lock tools/mlf-cluster run "$exp" --out "$OUT/$name-seed$seed" \
 		>"$OUT/$name-seed$seed.log" 2>&1 || { echo "run failed: see $OUT/$name-seed$seed.log"; return 0; }
@@ -46,6 +51,23 @@ for seed in $(seq 1 "$SEEDS"); do
 		run refh1 "$seed" '.speeds = [1, 1, 1, 1]' conf/exp-adsp.json
 		run refh2 "$seed" '.speeds = [1, 1, 3, 3]' conf/exp-adsp.json
 		run refh3.2 "$seed" '.speeds = [1, 1, 1, 4]' conf/exp-adsp.json
+	fi
+	if [ "$PARTS" = hop-ref ]; then
+		# the server systems with conf/table2.json's params (RR-Sync: lr_sync = 8 workers x 0.01)
+		ps_rr='.systems = ["rr-sync"] | .lr = 0.01 | .lr_sync = 0.08 | .momentum = 0.9'
+		ps_a='.systems = ["mlfabric-a"] | .lr = 0.01 | .momentum = 0.5'
+		ps_s='.systems = ["mlfabric-s"] | .lr = 0.005 | .momentum = 0.5'
+		rand='.compute = "0.125,6"'
+		det='.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4]'
+		for set in rand6x det4x; do
+			if [ $set = rand6x ]; then c=$rand; hop='.hop_backups = 1'
+			else c=$det; hop='.hop_backups = 1 | .hop_jump = 10'; fi
+			run "hop-$set" "$seed" "$c | $hop" conf/exp-hop.json
+			run "rrsync-$set" "$seed" "$c | $ps_rr" conf/exp-hop.json
+			run "mlfabric-a-$set" "$seed" "$c | $ps_a" conf/exp-hop.json
+			run "mlfabric-s-$set" "$seed" "$c | $ps_s" conf/exp-hop.json
+		done
+		continue
 	fi
 	if [ "$PARTS" = hop-det-b1 ]; then
 		run hop-det-b1 "$seed" '.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4] | .hop_backups = 1' conf/exp-hop.json

@@ -145,6 +145,26 @@ int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double
  */
 int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s);
 
+/**
+ * mlf_query_state_send - ESync's non-blocking mode (esync.txt §4.2, "delayed ACK"): ask the
+ * State Server as mlf_query_state does (@round, @k, @c_s alike; with §4.2's capability, @c_s
+ * is the last local iteration's seconds plus the query's round-trip time) without waiting for
+ * the answer: the worker trains on, taking NOT-READY as implicit, until mlf_state_wait sees an
+ * explicit READY. Returns the query's sequence number (> 0), or -EINVAL (bad arguments, not a
+ * worker).
+ */
+int64_t mlf_query_state_send(mlf_t *f, int64_t round, int k, double c_s);
+
+/**
+ * mlf_state_wait - ESync non-blocking: whether the State Server answered READY to a query with
+ * sequence number >= @since (the round's first query, from mlf_query_state_send), waiting for
+ * such an answer until @until_s (CLOCK_REALTIME s; a time already past does not wait). @rtt_s:
+ * if not NULL, set to the round-trip time (s) of the last query whose answer came before the
+ * next was sent (0 before any). Returns 1 (READY: abort the local iteration in progress and
+ * aggregate), 0 (no READY by @until_s), -EINVAL (@since < 1).
+ */
+int mlf_state_wait(mlf_t *f, int64_t since, double until_s, double *rtt_s);
+
 /** ADSP's commit rate for this worker (adsp-aaai2020 §3, Alg. 2), as the scheduler last sent it. */
 struct mlf_commit_rate {
 	int64_t check;     /* the checkpoint it was computed at (counts from 0 per scheduler) */

@@ -159,6 +159,9 @@ struct mlf_worker_state {
 		uint64_t seq;     /* of the query answered last (0: none) */
 		uint64_t next;    /* of the query asked last */
 		int ready;
+		uint64_t ready_seq; /* the highest query answered READY (0: none) */
+		double sent_s;    /* CLOCK_REALTIME s the query `next` was sent */
+		double rtt_s;     /* s from sending a query to its answer, the last measured (0: none) */
 	} state;
 	struct {                  /* ADSP (mlf_commit_rate): the scheduler's last `commit_rate` */
 		int64_t check;    /* its checkpoint number (-1: none yet) */

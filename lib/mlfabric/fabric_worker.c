@@ -156,6 +156,10 @@ static int worker_command(struct mlf *f, struct fabric_cmd *c)
 		if (c->id > f->w.state.seq) {
 			f->w.state.seq = c->id;
 			f->w.state.ready = c->keep;
+			if (c->keep)
+				f->w.state.ready_seq = c->id;
+			if (c->id == f->w.state.next)
+				f->w.state.rtt_s = clock_real_s() - f->w.state.sent_s;
 		}
 		pthread_cond_broadcast(&f->cond);
 		pthread_mutex_unlock(&f->lock);
@@ -366,13 +370,11 @@ int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double
 	return get_model(f, server, model, n, version + (workers ? workers : 1), new_version, timeout_s);
 }
 
-int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s)
+int64_t mlf_query_state_send(mlf_t *f, int64_t round, int k, double c_s)
 {
 	uint64_t seq;
-	double until = clock_real_s() + timeout_s;
-	int rc = 0;
 
-	if (round < 0 || k < 0 || !(c_s >= 0 && c_s < 3600) || !(timeout_s > 0)) {
+	if (round < 0 || k < 0 || !(c_s >= 0 && c_s < 3600)) {
 		fabric_core_set_err(f, "state query: bad round %lld, k %d or c %g s", (long long)round,
 				    k, c_s);
 		return -EINVAL;
@@ -384,13 +386,45 @@ int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s
 		return -EINVAL;
 	}
 	seq = ++f->w.state.next;
+	f->w.state.sent_s = clock_real_s();
 	pthread_mutex_unlock(&f->lock);
 	fabric_core_ctl(f, json_pack("{s:s, s:I, s:I, s:i, s:f}", "type", "state_query", "seq",
 				     (json_int_t)seq, "round", (json_int_t)round, "k", k, "c", c_s));
+	return (int64_t)seq;
+}
+
+int mlf_state_wait(mlf_t *f, int64_t since, double until_s, double *rtt_s)
+{
+	int rc = 0, ready;
+
+	if (since < 1)
+		return -EINVAL;
 	pthread_mutex_lock(&f->lock);
-	while (f->w.state.seq < seq && rc != ETIMEDOUT)
+	while (f->w.state.ready_seq < (uint64_t)since && rc != ETIMEDOUT && clock_real_s() < until_s)
+		rc = fabric_core_wait_until(f, until_s);
+	ready = f->w.state.ready_seq >= (uint64_t)since;
+	if (rtt_s)
+		*rtt_s = f->w.state.rtt_s;
+	pthread_mutex_unlock(&f->lock);
+	return ready;
+}
+
+int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s)
+{
+	double until = clock_real_s() + timeout_s;
+	int rc = 0;
+
+	if (!(timeout_s > 0)) {
+		fabric_core_set_err(f, "state query: bad timeout %g s", timeout_s);
+		return -EINVAL;
+	}
+	int64_t seq = mlf_query_state_send(f, round, k, c_s);
+	if (seq < 0)
+		return (int)seq;
+	pthread_mutex_lock(&f->lock);
+	while (f->w.state.seq < (uint64_t)seq && rc != ETIMEDOUT)
 		rc = fabric_core_wait_until(f, until);
-	int ready = f->w.state.seq >= seq ? f->w.state.ready : -1;
+	int ready = f->w.state.seq >= (uint64_t)seq ? f->w.state.ready : -1;
 	pthread_mutex_unlock(&f->lock);
 	if (ready < 0) {
 		fabric_core_set_err(f, "state query: no answer from the scheduler within %.1f s",

@@ -6,7 +6,9 @@
 # about 4 to 1), the slow one about one; every round's four deltas are applied together (the
 # server's version grows by 4 per round); the cluster processes at least 1.5x the samples per
 # second of plain synchronous SGD (mini-batches over the wall time of the workers), and the
-# accuracy rises above 0.5.
+# accuracy rises above 0.5. Then the non-blocking mode (esync.txt §4.2, --esync-nonblocking):
+# the same rounds and 2:1 split, queries that never block (less time blocked in them than the
+# blocking mode's), rounds ended by READYs that abort the iteration in progress.
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
 APPS_GBPS=10
@@ -58,6 +60,31 @@ acc=$(jq -s 'map(.accuracy) | max' "$d/ps/accuracy.jsonl")
 awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "esync: accuracy only reached $acc"
 n_esync=$(samples "$d") wall_esync=$WALL
 [ -n "${MLF_KEEP_ESYNC:-}" ] && cp -r "$d" "$MLF_KEEP_ESYNC"
+# total RECORD-FIELD over the rounds of all workers in DIR
+rounds_sum() { cat "$1"/w?/pushes.jsonl | jq -s "map(.$2) | add"; }
+qwait_b=$(rounds_sum "$d" query_wait_s)
+
+# the non-blocking mode (esync.txt §4.2): queries never block; a READY aborts the iteration in
+# progress, so rounds end by aborts, and the slow/fast split of local iterations is kept
+run_case esync-nb --esync 4 --esync-nonblocking
+d="$WORK/esync-nb"
+rounds=$(wc -l <"$d/w3/pushes.jsonl")
+[ "$rounds" = $ROUNDS ] || fail "esync-nb: the slow worker logged $rounds rounds, not $ROUNDS"
+odd=$(jq -s '[.[] | select(.version % 4 != 0)] | length' "$d/ps/accuracy.jsonl")
+[ "$odd" = 0 ] || fail "esync-nb: $odd evaluations saw a server version that is not a multiple of 4"
+fast_nb=$(jq -s 'map(.local_steps) | sort | .[length / 2 | floor]' "$d/w0/pushes.jsonl")
+slow_nb=$(jq -s 'map(.local_steps) | sort | .[length / 2 | floor]' "$d/w3/pushes.jsonl")
+[ "$slow_nb" -ge 1 ] && [ "$fast_nb" -ge $((2 * slow_nb)) ] ||
+	fail "esync-nb: local iterations per round (median) fast $fast_nb, slow $slow_nb: not 2:1 with the slow one >= 1"
+aborted=$(rounds_sum "$d" aborted)
+[ "$aborted" -ge $ROUNDS ] || fail "esync-nb: only $aborted local iterations were aborted by a READY in $((4 * ROUNDS)) worker-rounds"
+qwait_nb=$(rounds_sum "$d" query_wait_s)
+aborted_s=$(rounds_sum "$d" aborted_s)
+awk -v n="$qwait_nb" -v b="$qwait_b" 'BEGIN { exit !(n < b) }' ||
+	fail "esync-nb: $qwait_nb s blocked in queries, not less than blocking mode's $qwait_b s"
+acc_nb=$(jq -s 'map(.accuracy) | max' "$d/ps/accuracy.jsonl")
+awk -v a="$acc_nb" 'BEGIN { exit !(a > 0.5) }' || fail "esync-nb: accuracy only reached $acc_nb"
+ok "ESync non-blocking: $ROUNDS rounds in $WALL s, local iterations per round (median) fast $fast_nb, slow $slow_nb; blocked in queries $qwait_nb s in all (blocking mode: $qwait_b s); $aborted iterations aborted by a READY ($aborted_s s); accuracy $acc_nb"
 run_case ssgd
 n_ssgd=$(samples "$WORK/ssgd") wall_ssgd=$WALL
 rate_e=$(awk -v n="$n_esync" -v w="$wall_esync" 'BEGIN { printf "%.1f", n / w }')

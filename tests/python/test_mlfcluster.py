@@ -175,6 +175,14 @@ class Validation(Tmp):
         self.bad("adsp_global_lr: a number in (0, 4096] expected", systems=["adsp"], adsp_global_lr=0)
         self.bad("unknown system", systems=["adsp2"])
 
+    def test_esync_nonblocking(self):
+        """Issue 12: esync_nonblocking (esync.txt §4.2) is a boolean, off by default."""
+        self.assertIs(self.exp(systems=["esync"]).esync_nb, False)
+        self.assertIs(self.exp(systems=["esync"], esync_nonblocking=True).esync_nb, True)
+        self.bad("esync_nonblocking: true or false expected, got 1", systems=["esync"], esync_nonblocking=1)
+        self.bad('esync_nonblocking: true or false expected, got "yes"', systems=["esync"],
+                 esync_nonblocking="yes")
+
     def test_kill_scheduler(self):
         """kill-scheduler: MLfabric-A only, the scheduler host by default, not with chain replication."""
         f = self.exp(faults=[{"at_s": 3, "kind": "kill-scheduler"}]).faults[0]

@@ -37,7 +37,8 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1, "esync_global_lr": None,
             "data_split": "iid", "local_steps": 4, "adsp_period_s": 1, "adsp_eval_s": 6,
             "adsp_rate": None, "adsp_global_lr": None, "hop_graph": "ring", "hop_backups": 0,
-            "hop_staleness": 0, "hop_max_ig": 4, "hop_jump": None, "hop_jump_behind": 1}
+            "hop_staleness": 0, "hop_max_ig": 4, "hop_jump": None, "hop_jump_behind": 1,
+            "esync_nonblocking": False}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -186,6 +187,10 @@ class Experiment:
                      "tries runs at least one check period)" % (self.s["adsp_eval_s"], self.s["adsp_period_s"]))
         self.s["lr_sync"] = num_str(x["lr_sync"]) if x.get("lr_sync") is not None else self.s["lr"]
         self.s["esync_global_lr"] = num_str(x["esync_global_lr"]) if x.get("esync_global_lr") is not None else None
+        # esync_nonblocking: ESync's delayed-ACK mode (esync.txt §4.2, mlf-worker --esync-nonblocking)
+        self.esync_nb = x.get("esync_nonblocking", False)
+        if not isinstance(self.esync_nb, bool):
+            self.err("esync_nonblocking: true or false expected, got %s" % json.dumps(self.esync_nb))
         # data_split: "iid" (each worker a slice of the set) or "by-label" (non-i.i.d.: worker i
         # holds the classes l with l % workers == i; mlf-worker --shard-by-label, issue 12)
         self.data_split = x.get("data_split", "iid")
