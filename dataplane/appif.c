@@ -682,6 +682,9 @@ void appif_close(void)
 		for (int k = 0; k < ai.cl[i].nbacklog; k++)
 			free(ai.cl[i].backlog[k]);
 		free(ai.cl[i].backlog);
+		/* the slot as appif_init expects it: a later appif_init (a restart in the same process)
+		 * must not flush or free this backlog again (found by fuzz_appif) */
+		ai.cl[i] = (struct client){ .fd = -1, .gen = ai.cl[i].gen + 1 };
 	}
 	for (int i = 0; i < ai.npend; i++)
 		if (ai.pend[i].fd >= 0)
