@@ -164,6 +164,10 @@ static int flush_backlog(int c)
 	struct client *cl = &ai.cl[c];
 	int sent = 0, rc = 0;
 
+	/* nothing waits (every reply asks): the backlog array may be NULL, and memmove from NULL
+	 * is undefined even for 0 bytes (found by fuzz_appif) */
+	if (cl->nbacklog == 0)
+		return 1;
 	while (sent < cl->nbacklog && (rc = appmsg_send(cl->fd, cl->backlog[sent], -1)) == 0)
 		sent++;
 	if (rc < 0 && rc != -EAGAIN)
@@ -678,6 +682,9 @@ void appif_close(void)
 		for (int k = 0; k < ai.cl[i].nbacklog; k++)
 			free(ai.cl[i].backlog[k]);
 		free(ai.cl[i].backlog);
+		/* the slot as appif_init expects it: a later appif_init (a restart in the same process)
+		 * must not flush or free this backlog again (found by fuzz_appif) */
+		ai.cl[i] = (struct client){ .fd = -1, .gen = ai.cl[i].gen + 1 };
 	}
 	for (int i = 0; i < ai.npend; i++)
 		if (ai.pend[i].fd >= 0)

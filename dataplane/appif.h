@@ -73,7 +73,7 @@ void appif_check_order(uint64_t hold_ns);
  */
 void appif_ctl_to(int c, const char *text);
 
-/** appif_close - close every connection and remove the socket file. */
+/** appif_close - close every connection and remove the socket file; appif_init may follow. */
 void appif_close(void);
 
 #endif

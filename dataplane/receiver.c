@@ -381,6 +381,13 @@ void receiver_free(void)
 	free(rcv.past);
 	rcv.rx = NULL;
 	rcv.past = NULL;
+	/* a later receiver_init starts clean: no lookup hint or pending write into the freed
+	 * transfers, no finished ones remembered (found by fuzz_appif, which restarts the transport) */
+	rcv.rx_hint = NULL;
+	rcv.wr_x = NULL;
+	rcv.wr_n = 0;
+	rcv.wr_len = 0;
+	rcv.npast = rcv.past_head = 0;
 }
 
 int receiver_busy(uint64_t id)
