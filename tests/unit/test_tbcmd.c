@@ -92,15 +92,16 @@ END_TEST
 
 START_TEST(tbf_burst_sizes)
 {
-	/* never below 256 KiB (TESTBED.md: small bursts cost ~1% accuracy) */
-	ck_assert_uint_eq(tbcmd_tbf_burst(0.1, 1500), 256 * 1024);
-	ck_assert_uint_eq(tbcmd_tbf_burst(1, 1500), 256 * 1024);
-	/* 2 ms of traffic at high rates: 10 Gbit/s -> 2.5 MB */
+	/* 2 ms of traffic at the rate: 0.1 Gbit/s -> 25 kB, 1 -> 250 kB, 10 -> 2.5 MB */
+	ck_assert_uint_eq(tbcmd_tbf_burst(0.1, 1500), 25000);
+	ck_assert_uint_eq(tbcmd_tbf_burst(1, 1500), 250000);
 	ck_assert_uint_eq(tbcmd_tbf_burst(10, 1500), 2500000);
 	ck_assert_uint_ge(tbcmd_tbf_burst(400, 9000), 100000000);
-	/* always holds a 64 KiB GSO segment and several jumbo frames */
-	ck_assert_uint_ge(tbcmd_tbf_burst(0.001, 9000), 4 * 9014);
-	ck_assert_uint_ge(tbcmd_tbf_burst(0.001, 9000), 65536);
+	/* at low rates 4 maximal frames, not a fixed floor: at 10 Mbit/s (rate_scale 0.001) a
+	 * 203 kB update must not pass an idle link at veth speed (the old 256 KiB floor did) */
+	ck_assert_uint_eq(tbcmd_tbf_burst(0.01, 1500), 4 * 1514);
+	ck_assert_uint_eq(tbcmd_tbf_burst(0.001, 9000), 4 * 9014);
+	ck_assert_uint_lt(tbcmd_tbf_burst(0.01, 1500), 203560 / 20);
 }
 END_TEST
 
