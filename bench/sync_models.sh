@@ -19,15 +19,18 @@
 # PARTS=hop-ref: Hop side by side with the server systems on the same cluster and settings (random
 # 6x slowdowns: folders *-rand6x; w7 4x slower: *-det4x): RR-Sync, MLfabric-A and MLfabric-S, each
 # with its conf/table2.json learning rate and momentum (the documented sweep), and Hop with its
-# best variant of PARTS=hop (one backup worker; with skipping when w7 is slow).
-# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|adsp|hop|hop-det-b1|hop-ref;
+# best variant of PARTS=hop (one backup worker; with skipping when w7 is slow), and Async; HOPREF
+# lists the ones to run (default "hop rrsync mlfabric-a mlfabric-s async").
+# PARTS=esync-nb: ESync's blocking and non-blocking State Server queries (esync.txt §4.2) in the
+# Fig. 3 setting (conf/exp-esync.json), folders esync-block, esync-nb.
+# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|esync-nb|adsp|hop|hop-det-b1|hop-ref;
 # EXTRA='jq filter' is applied last to every run's experiment, e.g. EXTRA='.batch_ms = 10')
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/runs/sync-models-$(date -u +%Y%m%dT%H%M%S)}
 SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}; PARTS=${PARTS:-all}
-case "$PARTS" in all|asp|esync|esync-noniid|adsp|hop|hop-det-b1|hop-ref) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, adsp, hop, hop-det-b1 or hop-ref, got $PARTS" >&2; exit 2 ;; esac
-case "${1:-}" in -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "$PARTS" in all|asp|esync|esync-noniid|esync-nb|adsp|hop|hop-det-b1|hop-ref) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, esync-nb, adsp, hop, hop-det-b1 or hop-ref, got $PARTS" >&2; exit 2 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 mkdir -p "$OUT"
 cd "$ROOT"
 # run NAME SEED JQ-FILTER [BASE]: one tools/mlf-cluster run of BASE (conf/exp-asp.json) changed
@@ -57,16 +60,24 @@ for seed in $(seq 1 "$SEEDS"); do
 		ps_rr='.systems = ["rr-sync"] | .lr = 0.01 | .lr_sync = 0.08 | .momentum = 0.9'
 		ps_a='.systems = ["mlfabric-a"] | .lr = 0.01 | .momentum = 0.5'
 		ps_s='.systems = ["mlfabric-s"] | .lr = 0.005 | .momentum = 0.5'
+		ps_async='.systems = ["async"] | .lr = 0.005 | .momentum = 0.5'
+		want() { case " ${HOPREF:-hop rrsync mlfabric-a mlfabric-s async} " in *" $1 "*) return 0 ;; esac; return 1; }
 		rand='.compute = "0.125,6"'
 		det='.compute = "0,1" | .speeds = [1, 1, 1, 1, 1, 1, 1, 4]'
 		for set in rand6x det4x; do
 			if [ $set = rand6x ]; then c=$rand; hop='.hop_backups = 1'
 			else c=$det; hop='.hop_backups = 1 | .hop_jump = 10'; fi
-			run "hop-$set" "$seed" "$c | $hop" conf/exp-hop.json
-			run "rrsync-$set" "$seed" "$c | $ps_rr" conf/exp-hop.json
-			run "mlfabric-a-$set" "$seed" "$c | $ps_a" conf/exp-hop.json
-			run "mlfabric-s-$set" "$seed" "$c | $ps_s" conf/exp-hop.json
+			want hop && run "hop-$set" "$seed" "$c | $hop" conf/exp-hop.json
+			want rrsync && run "rrsync-$set" "$seed" "$c | $ps_rr" conf/exp-hop.json
+			want mlfabric-a && run "mlfabric-a-$set" "$seed" "$c | $ps_a" conf/exp-hop.json
+			want mlfabric-s && run "mlfabric-s-$set" "$seed" "$c | $ps_s" conf/exp-hop.json
+			want async && run "async-$set" "$seed" "$c | $ps_async" conf/exp-hop.json
 		done
+		continue
+	fi
+	if [ "$PARTS" = esync-nb ]; then
+		run esync-block "$seed" '.systems = ["esync"]' conf/exp-esync.json
+		run esync-nb "$seed" '.systems = ["esync"] | .esync_nonblocking = true' conf/exp-esync.json
 		continue
 	fi
 	if [ "$PARTS" = hop-det-b1 ]; then

@@ -48,6 +48,26 @@ def local_steps(recdir, workers):
     return n
 
 
+def esync_waits(recdir, workers):
+    """ESync: seconds blocked in State Server queries and seconds of local iterations a READY
+    aborted (non-blocking mode), summed over the workers' rounds (pushes.jsonl query_wait_s,
+    aborted_s; None for runs that predate them)."""
+    q = a = 0.0
+    for w in workers:
+        try:
+            with open(os.path.join(recdir, w, "pushes.jsonl")) as f:
+                for line in f:
+                    if line.strip():
+                        r = json.loads(line)
+                        if "query_wait_s" not in r:
+                            return None
+                        q += r["query_wait_s"]
+                        a += r.get("aborted_s") or 0
+        except (OSError, ValueError):
+            return None
+    return q, a
+
+
 def fmt(vals, f="%.1f"):
     ok = [v for v in vals if v is not None and v != float("inf")]
     if not vals:
@@ -60,6 +80,7 @@ def fmt(vals, f="%.1f"):
 def main():
     root, target = sys.argv[1], float(sys.argv[2])
     rows = {}
+    waits = {}
     print("%-16s %-11s %8s %9s %10s %6s %6s" % ("run", "system", "reached", "t_target", "samples/s", "lead", "cpu"))
     for d in sorted(glob.glob(os.path.join(root, "*-seed*"))):
         if not os.path.isdir(d):
@@ -80,13 +101,18 @@ def main():
             # survive a worker stopped before it wrote worker.json), else one per iteration
             steps = (local_steps(os.path.join(d, sys_, "records"), workers)
                      if sys_ in ("esync", "local-sgd", "adsp") else None)
-            sps = (steps or v.get("iterations") or 0) * batch / wall if wall else 0
+            # RR-Sync counts iterations of the whole ring; its mini-batches are the gradients applied
+            grads = v.get("applied") if sys_ == "rr-sync" else v.get("iterations")
+            sps = (steps or grads or 0) * batch / wall if wall else 0
             lead = max_lead(os.path.join(d, sys_, "records"), workers)
             cpu = (v.get("cpu") or {}).get("machine_cores") if isinstance(v.get("cpu"), dict) else None
             print("%-16s %-11s %8s %9s %10.0f %6s %6s" % (os.path.basename(d), label, t is not None,
                                                         "%.1f" % t if t is not None else "miss", sps,
                                                         lead if lead is not None else "-",
                                                         "%.2f" % cpu if cpu is not None else "-"))
+            w = esync_waits(os.path.join(d, sys_, "records"), workers) if sys_ == "esync" else None
+            if w is not None:
+                waits.setdefault(label, []).append(w + (wall * len(workers),))
             r = rows.setdefault(label, {"t": [], "sps": [], "lead": [], "cpu": []})
             r["t"].append(t if t is not None else float("inf"))
             r["sps"].append(sps)
@@ -101,6 +127,14 @@ def main():
         print("| %s | %s | %d/%d | %s | %s | %s |" % (
             label, fmt(r["t"]), sum(1 for t in r["t"] if t != float("inf")), len(r["t"]), fmt(r["sps"], "%.0f"),
             fmt([x for x in r["lead"] if x is not None], "%d"), fmt([x for x in r["cpu"] if x is not None], "%.2f")))
+    if waits:
+        print()
+        print("| ESync run | blocked in queries, s (all workers) | in aborted iterations, s | share of worker time |")
+        print("|---|---|---|---|")
+        for label in sorted(waits):
+            v = waits[label]
+            print("| %s | %s | %s | %s |" % (label, fmt([x[0] for x in v], "%.2f"), fmt([x[1] for x in v], "%.2f"),
+                                          fmt([100 * (x[0] + x[1]) / x[2] if x[2] else 0 for x in v], "%.1f%%")))
 
 
 if __name__ == "__main__":
