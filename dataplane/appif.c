@@ -46,7 +46,8 @@ struct client {
 	struct appmsg **backlog; /* malloc'd copies of appmsg_len bytes each */
 	int nbacklog, capbacklog;
 	size_t backlog_bytes;    /* sum of appmsg_len of the backlog */
-	int overflow;            /* backlog cap exceeded: disconnected by the next appif_poll */
+	int overflow;            /* backlog cap exceeded, or a reply the socket refused for good
+				  * (not EAGAIN): disconnected by the next appif_poll */
 	struct warn_rate warns;  /* WARN lines about this connection */
 };
 
@@ -170,8 +171,16 @@ static int flush_backlog(int c)
 		return 1;
 	while (sent < cl->nbacklog && (rc = appmsg_send(cl->fd, cl->backlog[sent], -1)) == 0)
 		sent++;
-	if (rc < 0 && rc != -EAGAIN)
-		sent = cl->nbacklog; /* the app is gone: drop_client follows on its next read */
+	if (rc < 0 && rc != -EAGAIN) {
+		/* the app is gone (EPIPE), or a reply can never pass its socket (EMSGSIZE: a send
+		 * buffer smaller than one reply, found by fuzz_appif): disconnect it rather than let it
+		 * read on past the events it missed */
+		if (!cl->overflow && rc != -EPIPE && rc != -ECONNRESET)
+			log_warn("app connection %d (pid %d): a reply failed (%s); disconnecting it", c,
+				 (int)cl->pid, strerror(-rc));
+		cl->overflow = 1;
+		sent = cl->nbacklog;
+	}
 	for (int i = 0; i < sent; i++) {
 		cl->backlog_bytes -= appmsg_len(cl->backlog[i]);
 		free(cl->backlog[i]);
@@ -199,8 +208,16 @@ static void reply(int c, struct appmsg *m)
 	cl = &ai.cl[c];
 	if (flush_backlog(c))
 		rc = appmsg_send(cl->fd, m, -1);
-	if (rc != -EAGAIN)
+	if (rc == 0 || cl->overflow)
 		return;
+	if (rc != -EAGAIN) { /* as in flush_backlog: never skip an event silently */
+		if (rc != -EPIPE && rc != -ECONNRESET)
+			log_warn("app connection %d (pid %d): the event of transfer %llx failed (%s); "
+				 "disconnecting it", c, (int)cl->pid, (unsigned long long)m->id,
+				 strerror(-rc));
+		cl->overflow = 1;
+		return;
+	}
 	if (cl->backlog_bytes + len > APPIF_BACKLOG_MAX_BYTES) {
 		cl->overflow = 1;
 		log_warn("app connection %d (pid %d, uid %u) does not read its replies: %d (%zu bytes) "
@@ -270,9 +287,13 @@ static void deliver(void)
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
 			if (rc == -EAGAIN)
 				return; /* the app is slow to read: try again next poll */
-			if (rc < 0)
-				log_warn("delivery of transfer %llx to app %d failed: %s",
+			if (rc < 0) {
+				/* the listener cannot take it (gone, or a refused message): it is
+				 * disconnected, so it never reads on past a delivery it missed */
+				log_warn("delivery of transfer %llx to app %d failed: %s; disconnecting it",
 					 (unsigned long long)d->msg.id, c, strerror(-rc));
+				ai.cl[c].overflow = 1;
+			}
 			delivery_mark_done(&ai.order[d->msg.chan], d->msg.id);
 			if (d->fd >= 0)
 				close(d->fd);
