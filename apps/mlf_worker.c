@@ -301,6 +301,7 @@ struct wk_local {
 	long n_aborted;       /* steps aborted in all */
 	double aborted_s;     /* seconds spent in aborted steps in all */
 	double rtt_s;         /* the State Server's last measured round-trip time (s) */
+	int wait_err;         /* -errno of mlf_state_wait during the last step (0: none) */
 };
 
 /* One local iteration on the copy @wr: a mini-batch gradient (padded to --compute-s, slowed by
@@ -324,7 +325,9 @@ static double wk_local_step(struct wk_local *L, float *wr)
 		/* the emulated compute (--compute-s, then the slowdown) as a wait for READY */
 		double elapsed = clock_real_s() - ts;
 		double compute_s = elapsed > L->o->compute_min ? elapsed : L->o->compute_min;
-		if (mlf_state_wait(L->abort_f, L->abort_since, ts + compute_s * factor, &L->rtt_s) == 1) {
+		int w = mlf_state_wait(L->abort_f, L->abort_since, ts + compute_s * factor, &L->rtt_s);
+		L->wait_err = w < 0 ? w : 0;
+		if (w == 1) {
 			double took = clock_real_s() - ts;
 			L->aborted = 1;
 			L->n_aborted++;
@@ -700,6 +703,10 @@ int main(int argc, char **argv)
 				double c_k = wk_local_step(&L, wr);
 				if (c_k < 0) {
 					ready = -ENOMEM;
+					break;
+				}
+				if (L.wait_err) { /* no answer from the State Server for too long */
+					ready = L.wait_err;
 					break;
 				}
 				if (L.aborted) { /* READY during the iteration: aggregate 1..k */

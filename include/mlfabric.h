@@ -161,7 +161,9 @@ int64_t mlf_query_state_send(mlf_t *f, int64_t round, int k, double c_s);
  * such an answer until @until_s (CLOCK_REALTIME s; a time already past does not wait). @rtt_s:
  * if not NULL, set to the round-trip time (s) of the last query whose answer came before the
  * next was sent (0 before any). Returns 1 (READY: abort the local iteration in progress and
- * aggregate), 0 (no READY by @until_s), -EINVAL (@since < 1).
+ * aggregate), 0 (no READY by @until_s), -EINVAL (@since < 1), or -ETIMEDOUT when queries have
+ * waited longer than the endpoint's timeout (struct mlf_opts.timeout_s) without any answer
+ * (the error names the scheduler).
  */
 int mlf_state_wait(mlf_t *f, int64_t since, double until_s, double *rtt_s);
 

@@ -162,6 +162,7 @@ struct mlf_worker_state {
 		uint64_t ready_seq; /* the highest query answered READY (0: none) */
 		double sent_s;    /* CLOCK_REALTIME s the query `next` was sent */
 		double rtt_s;     /* s from sending a query to its answer, the last measured (0: none) */
+		double pending_s; /* CLOCK_REALTIME s since queries wait for an answer (0: none wait) */
 	} state;
 	struct {                  /* ADSP (mlf_commit_rate): the scheduler's last `commit_rate` */
 		int64_t check;    /* its checkpoint number (-1: none yet) */

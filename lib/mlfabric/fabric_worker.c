@@ -158,8 +158,11 @@ static int worker_command(struct mlf *f, struct fabric_cmd *c)
 			f->w.state.ready = c->keep;
 			if (c->keep)
 				f->w.state.ready_seq = c->id;
-			if (c->id == f->w.state.next)
+			if (c->id == f->w.state.next) {
 				f->w.state.rtt_s = clock_real_s() - f->w.state.sent_s;
+				f->w.state.pending_s = 0;
+			} else
+				f->w.state.pending_s = clock_real_s(); /* progress: later ones wait */
 		}
 		pthread_cond_broadcast(&f->cond);
 		pthread_mutex_unlock(&f->lock);
@@ -387,6 +390,8 @@ int64_t mlf_query_state_send(mlf_t *f, int64_t round, int k, double c_s)
 	}
 	seq = ++f->w.state.next;
 	f->w.state.sent_s = clock_real_s();
+	if (!f->w.state.pending_s)
+		f->w.state.pending_s = f->w.state.sent_s;
 	pthread_mutex_unlock(&f->lock);
 	fabric_core_ctl(f, json_pack("{s:s, s:I, s:I, s:i, s:f}", "type", "state_query", "seq",
 				     (json_int_t)seq, "round", (json_int_t)round, "k", k, "c", c_s));
@@ -405,7 +410,12 @@ int mlf_state_wait(mlf_t *f, int64_t since, double until_s, double *rtt_s)
 	ready = f->w.state.ready_seq >= (uint64_t)since;
 	if (rtt_s)
 		*rtt_s = f->w.state.rtt_s;
+	double pending = f->w.state.pending_s, limit = f->timeout_s;
 	pthread_mutex_unlock(&f->lock);
+	if (!ready && pending > 0 && clock_real_s() - pending > limit) {
+		fabric_core_set_err(f, "state query: no answer from the scheduler within %.1f s", limit);
+		return -ETIMEDOUT;
+	}
 	return ready;
 }
 

@@ -84,6 +84,39 @@ awk -v n="$qwait_nb" -v b="$qwait_b" 'BEGIN { exit !(n < b) }' ||
 	fail "esync-nb: $qwait_nb s blocked in queries, not less than blocking mode's $qwait_b s"
 acc_nb=$(jq -s 'map(.accuracy) | max' "$d/ps/accuracy.jsonl")
 awk -v a="$acc_nb" 'BEGIN { exit !(a > 0.5) }' || fail "esync-nb: accuracy only reached $acc_nb"
+
+# a State Server that goes silent: kill -9 the scheduler mid-run; every non-blocking worker must
+# stop within its --timeout (3 s) plus slack, naming the scheduler (the State Server's timeout
+# in a local iteration, the get's in the round's allreduce), instead of training locally forever
+d="$WORK/esync-dead"
+mkdir -p "$d/sched"
+apps_run sched ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$d/sched"
+for h in ps w0 w1 w2 w3; do dp_start $h; done
+apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-s --workers 4 --records "$d/ps"
+sleep 1
+for i in 0 1 2 3; do
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-s --shard $i/4 \
+		--lr 0.02 --iterations 100000 --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
+		--esync 4 --esync-nonblocking --timeout 3 $([ $i = 3 ] && echo --speed 4)
+done
+sleep 3
+[ "$(wc -l <"$d/w0/pushes.jsonl")" -ge 1 ] || fail "esync-dead: no round before the scheduler was killed"
+kill -9 "$PID_sched"
+t_kill=$(date +%s.%N)
+for i in 0 1 2 3; do
+	v=PID_w$i
+	timeout 20 tail --pid="${!v}" -f /dev/null || fail "esync-dead: worker w$i still runs 20 s after the scheduler died"
+	wait "${!v}" && fail "esync-dead: worker w$i exited 0 without its State Server"
+	# in a local iteration: the State Server's timeout; in the round's allreduce: the get's
+	grep -q -e "no answer from the scheduler within 3.0 s" -e "scheduler connection lost and not back within 3.0 s" "$WORK/w$i.log" ||
+		fail "esync-dead: worker w$i's log does not name what went silent: $(tail -2 "$WORK/w$i.log")"
+done
+t_dead=$(awk -v a="$t_kill" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+kill -TERM "$PID_ps" 2>/dev/null; wait "$PID_ps" 2>/dev/null || true
+for h in ps w0 w1 w2 w3; do v=DP_PID_$h; kill -TERM "${!v}" 2>/dev/null || true; done
+for h in ps w0 w1 w2 w3; do v=DP_PID_$h; timeout 10 tail --pid="${!v}" -f /dev/null || true; done
+ok "ESync non-blocking without its State Server: all 4 workers stopped ${t_dead} s after kill -9 of the scheduler (--timeout 3), naming it"
+
 ok "ESync non-blocking: $ROUNDS rounds in $WALL s, local iterations per round (median) fast $fast_nb, slow $slow_nb; blocked in queries $qwait_nb s in all (blocking mode: $qwait_b s); $aborted iterations aborted by a READY ($aborted_s s); accuracy $acc_nb"
 run_case ssgd
 n_ssgd=$(samples "$WORK/ssgd") wall_ssgd=$WALL
