@@ -160,6 +160,13 @@ static void client_warn(int c, const char *fmt, ...)
 }
 
 /* Sends what waits in @c's backlog; 1 when it is empty afterwards. */
+/* A send error that may pass on retry (the socket is full, or the kernel briefly short of
+ * buffers or of descriptors in flight): kept for the next poll, never a disconnection. */
+static int send_transient(int rc)
+{
+	return rc == -EAGAIN || rc == -ENOBUFS || rc == -ENOMEM || rc == -ETOOMANYREFS;
+}
+
 static int flush_backlog(int c)
 {
 	struct client *cl = &ai.cl[c];
@@ -171,7 +178,7 @@ static int flush_backlog(int c)
 		return 1;
 	while (sent < cl->nbacklog && (rc = appmsg_send(cl->fd, cl->backlog[sent], -1)) == 0)
 		sent++;
-	if (rc < 0 && rc != -EAGAIN) {
+	if (rc < 0 && !send_transient(rc)) {
 		/* the app is gone (EPIPE), or a reply can never pass its socket (EMSGSIZE: a send
 		 * buffer smaller than one reply, found by fuzz_appif): disconnect it rather than let it
 		 * read on past the events it missed */
@@ -206,11 +213,12 @@ static void reply(int c, struct appmsg *m)
 	if (c < 0 || ai.cl[c].fd < 0 || ai.cl[c].overflow)
 		return;
 	cl = &ai.cl[c];
-	if (flush_backlog(c))
+	/* after flush_backlog dropped the backlog of an app it disconnects, send it nothing more */
+	if (flush_backlog(c) && !cl->overflow)
 		rc = appmsg_send(cl->fd, m, -1);
 	if (rc == 0 || cl->overflow)
 		return;
-	if (rc != -EAGAIN) { /* as in flush_backlog: never skip an event silently */
+	if (!send_transient(rc)) { /* as in flush_backlog: never skip an event silently */
 		if (rc != -EPIPE && rc != -ECONNRESET)
 			log_warn("app connection %d (pid %d): the event of transfer %llx failed (%s); "
 				 "disconnecting it", c, (int)cl->pid, (unsigned long long)m->id,
@@ -285,7 +293,7 @@ static void deliver(void)
 			    !delivery_may_deliver(&ai.order[d->msg.chan], d->msg.id))
 				continue;
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
-			if (rc == -EAGAIN)
+			if (send_transient(rc))
 				return; /* the app is slow to read: try again next poll */
 			if (rc < 0) {
 				/* the listener cannot take it (gone, or a refused message): it is

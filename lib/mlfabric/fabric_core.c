@@ -540,6 +540,10 @@ static void scheduler_back(struct mlf *f)
 
 	pthread_mutex_lock(&f->lock);
 	f->sched_lost = 0;
+	/* ESync queries asked of the scheduler that went away get no answer: the State Server's
+	 * timeout (mlf_state_wait) counts from its return, not from those */
+	if (f->w.state.pending_s)
+		f->w.state.pending_s = clock_real_s();
 	reg = rereg_msg(f);
 	f->rereg_pending = reg != NULL;
 	f->rereg_at = 0;

@@ -159,7 +159,8 @@ static int worker_command(struct mlf *f, struct fabric_cmd *c)
 			if (c->keep)
 				f->w.state.ready_seq = c->id;
 			if (c->id == f->w.state.next) {
-				f->w.state.rtt_s = clock_real_s() - f->w.state.sent_s;
+				double rtt = clock_real_s() - f->w.state.sent_s;
+				f->w.state.rtt_s = rtt > 0 ? rtt : 0; /* a clock step back */
 				f->w.state.pending_s = 0;
 			} else
 				f->w.state.pending_s = clock_real_s(); /* progress: later ones wait */

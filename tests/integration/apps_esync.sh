@@ -99,8 +99,9 @@ for i in 0 1 2 3; do
 		--lr 0.02 --iterations 100000 --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
 		--esync 4 --esync-nonblocking --timeout 3 $([ $i = 3 ] && echo --speed 4)
 done
-sleep 3
-[ "$(wc -l <"$d/w0/pushes.jsonl")" -ge 1 ] || fail "esync-dead: no round before the scheduler was killed"
+for _ in $(seq 1 100); do [ -s "$d/w0/pushes.jsonl" ] && break; sleep 0.2; done
+[ -s "$d/w0/pushes.jsonl" ] || fail "esync-dead: no round within 20 s, before the scheduler was to be killed"
+sleep 1
 kill -9 "$PID_sched"
 t_kill=$(date +%s.%N)
 for i in 0 1 2 3; do
@@ -112,6 +113,7 @@ for i in 0 1 2 3; do
 		fail "esync-dead: worker w$i's log does not name what went silent: $(tail -2 "$WORK/w$i.log")"
 done
 t_dead=$(awk -v a="$t_kill" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+awk -v t="$t_dead" 'BEGIN { exit !(t < 10) }' || fail "esync-dead: the workers took $t_dead s to stop (--timeout 3)"
 kill -TERM "$PID_ps" 2>/dev/null; wait "$PID_ps" 2>/dev/null || true
 for h in ps w0 w1 w2 w3; do v=DP_PID_$h; kill -TERM "${!v}" 2>/dev/null || true; done
 for h in ps w0 w1 w2 w3; do v=DP_PID_$h; timeout 10 tail --pid="${!v}" -f /dev/null || true; done
