@@ -318,13 +318,15 @@ static double wk_local_step(struct wk_local *L, float *wr)
 	L->loss = mlp_grad(L->shape, wr, L->x, L->y, L->o->batch, L->u);
 	if (L->loss < 0)
 		return -1;
-	if (L->abort_f) {
-		/* the emulated compute (--compute-s, then the slowdown) as a wait for READY */
-		double elapsed = clock_real_s() - ts;
-		double compute_s = elapsed > L->o->compute_min ? elapsed : L->o->compute_min;
-		double factor = train_straggle_next(L->st) *
-				(clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
-		L->straggled += factor > 1;
+	/* the emulated compute: --compute-s (slept now, or with abort_f part of the wait below),
+	 * then the slowdown */
+	double elapsed = clock_real_s() - ts;
+	double compute_s = L->abort_f ? (elapsed > L->o->compute_min ? elapsed : L->o->compute_min)
+				       : train_compute_pad(ts, L->o->compute_min);
+	double factor = train_straggle_next(L->st) *
+			(clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
+	L->straggled += factor > 1;
+	if (L->abort_f) { /* ... as a wait for READY */
 		int w = mlf_state_wait(L->abort_f, L->abort_since, ts + compute_s * factor, &L->rtt_s);
 		L->wait_err = w < 0 ? w : 0;
 		if (w == 1) {
@@ -334,13 +336,8 @@ static double wk_local_step(struct wk_local *L, float *wr)
 			L->aborted_s += took;
 			return took;
 		}
-	} else {
-		double compute_s = train_compute_pad(ts, L->o->compute_min);
-		double factor = train_straggle_next(L->st) *
-				(clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
+	} else
 		train_straggle_sleep(compute_s, factor);
-		L->straggled += factor > 1;
-	}
 	vec_scale_f32(L->u, (float)-L->o->lr, L->n);
 	vec_add_f32(wr, L->u, L->n);
 	double took = clock_real_s() - ts;

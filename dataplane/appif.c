@@ -167,6 +167,17 @@ static int send_transient(int rc)
 	return rc == -EAGAIN || rc == -ENOBUFS || rc == -ENOMEM || rc == -ETOOMANYREFS;
 }
 
+/* Client @c cannot take what was sent to it (@rc, not transient): mark it for disconnection,
+ * with one WARN (@what names the message) unless it is simply gone, so it never reads on past
+ * an event it missed. */
+static void client_broken(int c, int rc, const char *what)
+{
+	if (!ai.cl[c].overflow && rc != -EPIPE && rc != -ECONNRESET)
+		log_warn("app connection %d (pid %d): %s failed (%s); disconnecting it", c,
+			 (int)ai.cl[c].pid, what, strerror(-rc));
+	ai.cl[c].overflow = 1;
+}
+
 static int flush_backlog(int c)
 {
 	struct client *cl = &ai.cl[c];
@@ -180,12 +191,8 @@ static int flush_backlog(int c)
 		sent++;
 	if (rc < 0 && !send_transient(rc)) {
 		/* the app is gone (EPIPE), or a reply can never pass its socket (EMSGSIZE: a send
-		 * buffer smaller than one reply, found by fuzz_appif): disconnect it rather than let it
-		 * read on past the events it missed */
-		if (!cl->overflow && rc != -EPIPE && rc != -ECONNRESET)
-			log_warn("app connection %d (pid %d): a reply failed (%s); disconnecting it", c,
-				 (int)cl->pid, strerror(-rc));
-		cl->overflow = 1;
+		 * buffer smaller than one reply, found by fuzz_appif) */
+		client_broken(c, rc, "a reply");
 		sent = cl->nbacklog;
 	}
 	for (int i = 0; i < sent; i++) {
@@ -219,11 +226,7 @@ static void reply(int c, struct appmsg *m)
 	if (rc == 0 || cl->overflow)
 		return;
 	if (!send_transient(rc)) { /* as in flush_backlog: never skip an event silently */
-		if (rc != -EPIPE && rc != -ECONNRESET)
-			log_warn("app connection %d (pid %d): the event of transfer %llx failed (%s); "
-				 "disconnecting it", c, (int)cl->pid, (unsigned long long)m->id,
-				 strerror(-rc));
-		cl->overflow = 1;
+		client_broken(c, rc, "an event");
 		return;
 	}
 	if (cl->backlog_bytes + len > APPIF_BACKLOG_MAX_BYTES) {
@@ -295,13 +298,8 @@ static void deliver(void)
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
 			if (send_transient(rc))
 				return; /* the app is slow to read: try again next poll */
-			if (rc < 0) {
-				/* the listener cannot take it (gone, or a refused message): it is
-				 * disconnected, so it never reads on past a delivery it missed */
-				log_warn("delivery of transfer %llx to app %d failed: %s; disconnecting it",
-					 (unsigned long long)d->msg.id, c, strerror(-rc));
-				ai.cl[c].overflow = 1;
-			}
+			if (rc < 0) /* the listener cannot take it: disconnected, as above */
+				client_broken(c, rc, "a delivery");
 			delivery_mark_done(&ai.order[d->msg.chan], d->msg.id);
 			if (d->fd >= 0)
 				close(d->fd);
