@@ -87,6 +87,7 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 	int lost = 0, parts = 1, finished = x->done; /* delivered or committed already */
 
 	x->done = 1;
+	x->failed |= !finished;
 	if (x->what == SCHED_WHAT_STATE) {
 		sched_repl_state_failed(s, reason);
 		return;

@@ -297,17 +297,17 @@ static int server_field(struct sched *s, int ci, const char *app, json_t *m)
 	return h;
 }
 
-static void on_register_server(struct sched *s, int ci, const char *app, json_t *m)
+static int on_register_server(struct sched *s, int ci, const char *app, json_t *m)
 {
 	struct sched_server sv = { .host = s->conns[ci].host };
 	uint64_t nw;
 	const char *mode = get_str(s, ci, app, m, "mode");
 
 	if (!mode)
-		return;
+		return -1;
 	if (strcmp(mode, "async") && strcmp(mode, "sync")) {
 		reply_err(s, ci, app, "register: field \"mode\": '%s' is not async or sync", mode);
-		return;
+		return -1;
 	}
 	sv.sync = !strcmp(mode, "sync");
 	if (get_u64(s, ci, app, m, "n_floats", &sv.n_floats) ||
@@ -316,17 +316,17 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 	    get_i64(s, ci, app, m, "tau_max", &sv.tau_max) ||
 	    get_num(s, ci, app, m, "momentum", &sv.momentum) ||
 	    get_u64(s, ci, app, m, "n_workers", &nw))
-		return;
+		return -1;
 	/* momentum is gamma of eq. 2: the planner bounds divergence with it (found by fuzz_sched:
 	 * a server registered with momentum 4 made every replica batch refused) */
 	if (!(sv.momentum >= 0 && sv.momentum < 1)) {
 		reply_err(s, ci, app, "register: field \"momentum\" must be in [0, 1), got %g", sv.momentum);
-		return;
+		return -1;
 	}
 	if (sv.bytes == 0 || nw == 0 || nw > 100000 || sv.tau_max < 0) {
 		reply_err(s, ci, app, "register: fields \"bytes\" and \"n_workers\" must be > 0 and "
 			  "\"tau_max\" >= 0");
-		return;
+		return -1;
 	}
 	if (sv.bytes > SCHED_MAX_BYTES || sv.tau_max > SCHED_MAX_TAU || sv.version < 0 ||
 	    sv.version > SCHED_MAX_VERSION) {
@@ -334,22 +334,23 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 			  "version 0..%lld)", sv.bytes > SCHED_MAX_BYTES ? "bytes" :
 			  sv.tau_max > SCHED_MAX_TAU ? "tau_max" : "version",
 			  (unsigned long long)SCHED_MAX_BYTES, (long long)SCHED_MAX_TAU, (long long)SCHED_MAX_VERSION);
-		return;
+		return -1;
 	}
 	sv.n_workers = (int)nw;
 	snprintf(sv.role, sizeof(sv.role), "server");
 	if (json_object_get(m, "n_shards")) {
 		char err[320];
-		if (sched_shard_register(s, ci >= 0 ? sv.host : -1, m, &sv, err, sizeof(err)))
+		if (sched_shard_register(s, ci >= 0 ? sv.host : -1, m, &sv, err, sizeof(err))) {
 			reply_err(s, ci, app, "%s", err);
-		else
-			s->hosts[sv.host].apps |= SCHED_ROLE_SERVER;
-		return;
+			return -1;
+		}
+		s->hosts[sv.host].apps |= SCHED_ROLE_SERVER;
+		return 0;
 	}
 	if (s->server.host >= 0 && s->server.host != sv.host && s->hosts[s->server.host].alive) {
 		reply_err(s, ci, app, "register: a server is already registered at %s",
 			  s->cl.hosts[s->server.host].name);
-		return;
+		return -1;
 	}
 	for (int i = 0; i < s->n_upd; i++)
 		if (s->upd[i].state == SCHED_UPD_PLANNED)
@@ -382,6 +383,7 @@ static void on_register_server(struct sched *s, int ci, const char *app, json_t 
 	log_info("server at %s: mode %s, %" PRIu64 " bytes per update, version %" PRId64
 		 ", tau_max %" PRId64 ", momentum %g, %d workers", s->cl.hosts[sv.host].name, mode,
 		 sv.bytes, sv.version, sv.tau_max, sv.momentum, sv.n_workers);
+	return 0;
 }
 
 /* `register` role replica (docs/replication.md). Returns 0 when accepted, else -1 (answered). */
@@ -444,8 +446,9 @@ static void on_register(struct sched *s, int ci, const char *app, json_t *m)
 		return;
 	}
 	if (bit == SCHED_ROLE_SERVER) {
-		on_register_server(s, ci, app, m);
-		if (s->server.host != h && sched_shard_of(s, h) < 0)
+		/* refused: no `registered` (a shard server refused again used to get one after the
+		 * error, its host still being the group's shard host) */
+		if (on_register_server(s, ci, app, m) < 0)
 			return;
 	} else if (bit == SCHED_ROLE_WORKER) {
 		if (server_field(s, ci, app, m) < 0)

@@ -41,12 +41,39 @@ static int group_live(const struct sched *s)
 	return 0;
 }
 
+/*
+ * Shard server at @h is back in its group (its host was taken for dead, or its dataplane lost
+ * the scheduler): the `skip`s of the legs failed while it was away may never have reached it,
+ * and its commit order would wait for them for good. Send them again (a skip of a transfer it
+ * applied or skipped already changes nothing).
+ */
+static void skip_again(struct sched *s, int h)
+{
+	json_t *ids = json_array();
+	int n = 0;
+
+	for (int i = 0; ids && i < s->n_xfers; i++) {
+		const struct sched_xfer *x = &s->xfers[i];
+		if (x->failed && x->chan == 1 && x->dst == h && !x->replica) {
+			json_array_append_new(ids, json_integer((json_int_t)x->xfer));
+			n++;
+		}
+	}
+	if (n)
+		sched_to_app(s, "server", h, json_pack("{s:s, s:i, s:o}", "type", "skip", "chan", 1,
+						       "xfers", ids));
+	else
+		json_decref(ids);
+}
+
 int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_server *sv,
 			 char *err, size_t cap)
 {
 	json_t *jk = json_object_get(m, "shard"), *jn = json_object_get(m, "n_shards");
 	json_t *jo = json_object_get(m, "offset"), *jt = json_object_get(m, "n_total");
 	struct sched_server *g = &s->server;
+	int64_t lag = 0;
+	int old = -1; /* the host shard k had in this group, -1: its first registration */
 
 	if (!json_is_integer(jk) || !json_is_integer(jn) || !json_is_integer(jo) ||
 	    !json_is_integer(jt)) {
@@ -98,18 +125,40 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 				 bad);
 			return -1;
 		}
-		int64_t v0 = g->ordered; /* nothing is planned before the group is complete */
-		if (sv->version != v0) {
-			snprintf(err, cap, "register: field \"version\": %" PRId64 ", the other shard "
-				 "servers are at %" PRId64, sv->version, v0);
-			return -1;
-		}
-		int old = g->shard[k].host;
+		old = g->shard[k].host;
 		if (old >= 0 && old != h && s->hosts[old].alive) {
 			snprintf(err, cap, "register: shard %" PRId64 " is already served by %s", k,
 				 s->cl.hosts[old].name);
 			return -1;
 		}
+		/*
+		 * The group version is g->ordered. A shard that skipped legs (a failed transfer, its
+		 * host taken for dead while its legs were failed) is behind it by those legs: it
+		 * joins with lag = ordered - its version, as sched_shard_skipped would have counted
+		 * (refusing it left the group without that shard for good). A shard ahead of the
+		 * others is possible only when it registers in this group for the first time (a
+		 * restarted scheduler, the lagging shard registered first): the group was never
+		 * complete, nothing is planned, so ordered moves up and the shards already
+		 * registered lag by the difference.
+		 */
+		int64_t v0 = g->ordered;
+		if (sv->version > v0 && old >= 0) { /* shard k is back: the group ran without it */
+			snprintf(err, cap, "register: field \"version\": %" PRId64 ", the other shard "
+				 "servers are at %" PRId64 " (a shard cannot be ahead of its group)",
+				 sv->version, v0);
+			return -1;
+		}
+		if (sv->version > v0) {
+			for (int i = 0; i < g->n_shards; i++)
+				if (i != k && g->shard[i].host >= 0)
+					g->shard[i].lag += sv->version - v0;
+			g->ordered = v0 = sv->version;
+		}
+		lag = v0 - sv->version;
+		if (lag)
+			log_warn("server shard %" PRId64 " at %s joins at version %" PRId64 ", the group "
+				 "is at %" PRId64 ": the %" PRId64 " update(s) it did not apply count as "
+				 "skipped", k, s->cl.hosts[h].name, sv->version, v0, lag);
 		for (int i = 0; i < g->n_shards; i++) {
 			const struct sched_shard *o = &g->shard[i];
 			if (i == k || o->host < 0)
@@ -122,7 +171,7 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 			}
 		}
 	}
-	g->shard[k] = (struct sched_shard){ .host = h, .version = sv->version,
+	g->shard[k] = (struct sched_shard){ .host = h, .version = sv->version, .lag = lag,
 					     .offset = (uint64_t)off, .n_floats = sv->n_floats };
 	if (g->host < 0 || !s->hosts[g->host].alive)
 		g->host = h;
@@ -139,6 +188,8 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 		g->shard[k].host = -1;
 		return -1;
 	}
+	if (old >= 0)
+		skip_again(s, h);
 	log_info("server shard %" PRId64 "/%" PRId64 " at %s: floats [%" PRId64 ", +%" PRIu64
 		 ") of %" PRId64 "%s", k, n, s->cl.hosts[h].name, off, sv->n_floats, total,
 		 have == g->n_shards ? "; every shard registered" : "");
@@ -164,8 +215,19 @@ void sched_shard_commit(struct sched *s, int h, int64_t version)
 
 	if (k < 0)
 		return;
-	if (version > s->server.shard[k].version)
-		s->server.shard[k].version = version;
+	struct sched_shard *d = &s->server.shard[k];
+	if (version > d->version)
+		d->version = version;
+	/* own + lag never passes the ordered count, unless the shard applied legs this scheduler
+	 * counted as skipped (failed while its host was taken for dead, yet delivered): then the
+	 * lag was too high, and copies at version - lag would find the shard past them for good */
+	if (d->version + d->lag > s->server.ordered) {
+		int64_t lag = s->server.ordered - d->version;
+		log_info("server shard %d at %s: version %" PRId64 " with lag %" PRId64 " passes the "
+			 "group's %" PRId64 ": lag %" PRId64 " now", k, s->cl.hosts[h].name, d->version,
+			 d->lag, s->server.ordered, lag > 0 ? lag : 0);
+		d->lag = lag > 0 ? lag : 0;
+	}
 	group_version(s);
 }
 

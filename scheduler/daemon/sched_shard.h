@@ -38,9 +38,11 @@ int sched_shard_ready(const struct sched *s);
  * sched_shard_register - `register` role server with `n_shards` from host @h: @sv holds the
  * fields common to every server registration (mode, n_floats and bytes of this shard, version,
  * tau_max, momentum, n_workers). The first shard starts a group (replacing a previous server
- * whose host is dead); the others must agree on n_shards, n_total, mode, version, tau_max,
- * momentum and n_workers, and their slices must not overlap. Returns 0 when accepted, or -1
- * with @err naming the field that disagrees.
+ * whose host is dead); the others must agree on n_shards, n_total, mode, tau_max, momentum and
+ * n_workers, and their slices must not overlap. A shard behind the group's version (legs it
+ * skipped, e.g. while its host was taken for dead) joins with lag = group - own version; one
+ * ahead is accepted only while the group is incomplete (nothing planned yet: the group moves up
+ * to it). Returns 0 when accepted, or -1 with @err naming the field that disagrees.
  */
 int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_server *sv,
 			 char *err, size_t cap);

@@ -145,6 +145,8 @@ struct sched_xfer {
 	uint64_t from_xfer; /* MODEL forwarded by a distributor (§10.3): the server's copy to src
 			     * it forwards; 0 = a copy the server sends itself */
 	int n_fwd;          /* MODEL from the server to a distributor: forwards of it planned */
+	int failed;         /* declared lost before any `done` (sched_fail_xfer): its destination
+			     * skips it (a shard server that was away hears it again when back) */
 };
 
 /** A dataplane or status-viewer connection (before `hello`, host is -1). */

@@ -14,6 +14,11 @@ tb_cleanup() {
 		for f in "$WORK"/dp-*.log; do [ -f "$f" ] && { echo "--- tail of $f"; tail -5 "$f"; }; done >&2
 	fi
 	[ -n "${CLUSTER:-}" ] && "$TB" down "$CLUSTER" >/dev/null 2>&1 || true
+	# MLF_KEEP_FAILED=DIR keeps a failed test's work directory (logs, records) as DIR/TEST.XXXXXX
+	if [ $rc -ne 0 ] && [ -n "$WORK" ] && [ -n "${MLF_KEEP_FAILED:-}" ]; then
+		mkdir -p "$MLF_KEEP_FAILED" && cp -a "$WORK" "$(mktemp -d "$MLF_KEEP_FAILED/$TEST_NAME.XXXXXX")/" &&
+			echo "kept $WORK in $MLF_KEEP_FAILED" >&2
+	fi
 	[ -n "$WORK" ] && rm -rf "$WORK"
 	if [ $rc -ne 0 ]; then echo "FAIL $TEST_NAME (exit $rc)"; fi
 	exit $rc
