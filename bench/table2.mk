@@ -9,7 +9,9 @@
 #   TABLE2_CELLS=c2-n1,c1-n1  TABLE2_SEEDS=1  TABLE2_SYSTEMS=mlfabric-a,rr-sync  TABLE2_TIME_LIMIT=60
 #   TABLE2_PARAMS=runs/table2-sweep-.../params.json  TABLE2_BASE=conf/exp-t2-16.json (16 workers)
 #   TABLE2_OUT=DIR (a rerun with the same DIR resumes)  TABLE2_NO_LOCK=1
-TABLE2_ARGS = $(if $(TABLE2_CELLS),--cells $(TABLE2_CELLS)) $(if $(TABLE2_SEEDS),--seeds $(TABLE2_SEEDS)) \
+#   TABLE2_GRID=conf/table2-shards4.json (C2-N1 with four shard servers: base, systems and a sweep
+#   in that cell over lr 0.005-0.04 x momentum 0.5, 0.9; BENCHMARKS.md "lr sweep at four shards")
+TABLE2_ARGS = $(if $(TABLE2_GRID),--grid $(TABLE2_GRID)) $(if $(TABLE2_CELLS),--cells $(TABLE2_CELLS)) $(if $(TABLE2_SEEDS),--seeds $(TABLE2_SEEDS)) \
 	$(if $(TABLE2_SYSTEMS),--systems $(TABLE2_SYSTEMS)) $(if $(TABLE2_TIME_LIMIT),--time-limit $(TABLE2_TIME_LIMIT)) \
 	$(if $(TABLE2_PARAMS),--params $(TABLE2_PARAMS)) $(if $(TABLE2_BASE),--base $(TABLE2_BASE)) \
 	$(if $(TABLE2_OUT),--out $(TABLE2_OUT)) $(if $(TABLE2_NO_LOCK),--no-lock)
