@@ -186,6 +186,18 @@ class Table(unittest.TestCase):
         self.assertEqual(len(g["cells"]), 9)
         table2.check_params(g["params"], g["systems"], "conf/table2.json")
 
+    def test_every_grid_file(self):
+        # every conf/table2*.json loads, names a base that exists, has params for its systems
+        # and a sweep in one of the grid's cells
+        import glob
+        files = sorted(glob.glob(os.path.join(ROOT, "conf", "table2*.json")))
+        self.assertGreaterEqual(len(files), 2)
+        for path in files:
+            g = table2.load_grid(path)
+            self.assertTrue(os.path.exists(os.path.join(ROOT, g["base"])), path)
+            table2.check_params(g["params"], g["systems"], path)
+            self.assertIn(g["sweep"]["cell"], table2.CELLS, path)
+
 
 class Cpu(unittest.TestCase):
     def test_parse_stat(self):
