@@ -21,16 +21,20 @@
 # with its conf/table2.json learning rate and momentum (the documented sweep), and Hop with its
 # best variant of PARTS=hop (one backup worker; with skipping when w7 is slow), and Async; HOPREF
 # lists the ones to run (default "hop rrsync mlfabric-a mlfabric-s async").
+# PARTS=side: every mode side by side in one experiment per seed, in the setting ESync's Fig. 3 and
+# ADSP's H = 3.2 share (conf/exp-esync.json: 4 workers at speeds 1:1:1:4, C3-N1): esync, adsp,
+# local-sgd, asp, ssp (s = 3), mlfabric-a, mlfabric-s, async and rr-sync (lr_sync = 4 x lr, the
+# Table 2 rule), folder side.
 # PARTS=esync-nb: ESync's blocking and non-blocking State Server queries (esync.txt §4.2) in the
 # Fig. 3 setting (conf/exp-esync.json), folders esync-block, esync-nb.
-# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|esync-nb|adsp|hop|hop-det-b1|hop-ref;
+# Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|esync-nb|adsp|hop|hop-det-b1|hop-ref|side;
 # EXTRA='jq filter' is applied last to every run's experiment, e.g. EXTRA='.batch_ms = 10')
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/runs/sync-models-$(date -u +%Y%m%dT%H%M%S)}
 SEEDS=${SEEDS:-3}; TARGET=${TARGET:-0.8}; LIMIT=${LIMIT:-90}; PARTS=${PARTS:-all}
-case "$PARTS" in all|asp|esync|esync-noniid|esync-nb|adsp|hop|hop-det-b1|hop-ref) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, esync-nb, adsp, hop, hop-det-b1 or hop-ref, got $PARTS" >&2; exit 2 ;; esac
-case "${1:-}" in -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "$PARTS" in all|asp|esync|esync-noniid|esync-nb|adsp|hop|hop-det-b1|hop-ref|side) ;; *) echo "bench-sync-models: PARTS is all, asp, esync, esync-noniid, esync-nb, adsp, hop, hop-det-b1, hop-ref or side, got $PARTS" >&2; exit 2 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 mkdir -p "$OUT"
 cd "$ROOT"
 # run NAME SEED JQ-FILTER [BASE]: one tools/mlf-cluster run of BASE (conf/exp-asp.json) changed
@@ -73,6 +77,10 @@ for seed in $(seq 1 "$SEEDS"); do
 			want mlfabric-s && run "mlfabric-s-$set" "$seed" "$c | $ps_s" conf/exp-hop.json
 			want async && run "async-$set" "$seed" "$c | $ps_async" conf/exp-hop.json
 		done
+		continue
+	fi
+	if [ "$PARTS" = side ]; then
+		run side "$seed" '.systems = ["esync", "adsp", "local-sgd", "asp", "ssp", "mlfabric-a", "mlfabric-s", "async", "rr-sync"] | .ssp_s = 3 | .lr_sync = 4 * .lr' conf/exp-esync.json
 		continue
 	fi
 	if [ "$PARTS" = esync-nb ]; then

@@ -21,7 +21,7 @@ static void skip_at_server(struct sched *s, int dst, uint64_t xfer, int parts)
 	sched_to_app(s, "server", h, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
 		     "chan", 1, "xfers", (json_int_t)xfer));
 	if (h == dst && s->server.n_shards)
-		sched_shard_skipped(s, dst, parts);
+		sched_shard_skipped(s, dst, parts, xfer);
 }
 
 /* A planned update that will never be committed: record it lost, tell its worker. */

@@ -603,7 +603,7 @@ static void on_commit(struct sched *s, int ci, const char *app, json_t *m)
 		return;
 	}
 	if (s->server.n_shards && sched_shard_of(s, s->conns[ci].host) >= 0) {
-		sched_shard_commit(s, s->conns[ci].host, version);
+		sched_shard_commit(s, s->conns[ci].host, version, xfer);
 	} else if (s->conns[ci].host != s->server.host) {
 		reply_err(s, ci, app, "commit: %s is not the registered server's host",
 			  s->cl.hosts[s->conns[ci].host].name);
@@ -656,7 +656,7 @@ static void on_partial(struct sched *s, int ci, const char *app, json_t *m)
 			sched_fail_update(s, &s->upd[ui], "aggregator sent the aggregate without it");
 	}
 	if (xi >= 0 && s->server.n_shards) /* that shard applies the aggregate without them */
-		sched_shard_skipped(s, s->xfers[xi].dst, (int)json_array_size(missing));
+		sched_shard_skipped(s, s->xfers[xi].dst, (int)json_array_size(missing), 0);
 	log_warn("aggregate %" PRIu64 " at %s sent without %zu input(s)", agg,
 		 s->cl.hosts[s->conns[ci].host].name, json_array_size(missing));
 }

@@ -41,11 +41,14 @@ static int group_live(const struct sched *s)
 	return 0;
 }
 
+static void group_version(struct sched *s);
+
 /*
- * Shard server at @h is back in its group (its host was taken for dead, or its dataplane lost
- * the scheduler): the `skip`s of the legs failed while it was away may never have reached it,
- * and its commit order would wait for them for good. Send them again (a skip of a transfer it
- * applied or skipped already changes nothing).
+ * Shard server at @h (re)registered: the `skip`s of the legs failed to that host in the last
+ * minute (transfers are kept 60 s after their planned end, sched_xfer_compact) may never have
+ * reached it (its host was taken for dead, its dataplane lost the scheduler), and its commit
+ * order would wait for them for good. Send them again (a skip of a transfer it applied or
+ * skipped already changes nothing; the library drops a late arrival it was told to skip).
  */
 static void skip_again(struct sched *s, int h)
 {
@@ -72,7 +75,7 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 	json_t *jk = json_object_get(m, "shard"), *jn = json_object_get(m, "n_shards");
 	json_t *jo = json_object_get(m, "offset"), *jt = json_object_get(m, "n_total");
 	struct sched_server *g = &s->server;
-	int64_t lag = 0;
+	int64_t lag = 0, raise = 0, v0 = 0;
 	int old = -1; /* the host shard k had in this group, -1: its first registration */
 
 	if (!json_is_integer(jk) || !json_is_integer(jn) || !json_is_integer(jo) ||
@@ -132,33 +135,29 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 			return -1;
 		}
 		/*
-		 * The group version is g->ordered. A shard that skipped legs (a failed transfer, its
-		 * host taken for dead while its legs were failed) is behind it by those legs: it
-		 * joins with lag = ordered - its version, as sched_shard_skipped would have counted
-		 * (refusing it left the group without that shard for good). A shard ahead of the
-		 * others is possible only when it registers in this group for the first time (a
-		 * restarted scheduler, the lagging shard registered first): the group was never
-		 * complete, nothing is planned, so ordered moves up and the shards already
-		 * registered lag by the difference.
+		 * The group version is g->ordered. A shard behind it is accepted (refusing it left
+		 * the group without that shard for good). Back at the same host (its host was taken
+		 * for dead, its dataplane reconnected), its lag stays what sched_shard_skipped
+		 * counted, the legs failed to it (less those it committed after all, on_commit),
+		 * and never more than ordered - version; legs still in flight to it are not lag.
+		 * A new server of the shard (another host, a restarted group) has only its version:
+		 * lag = ordered - version. A shard ahead of the group is refused when the group ran
+		 * without it; at its first registration in the group (a restarted scheduler, the
+		 * lagging shard registered first) the group moves up to it (below, after every
+		 * check) and the shards already registered lag by the difference.
 		 */
-		int64_t v0 = g->ordered;
+		v0 = g->ordered;
 		if (sv->version > v0 && old >= 0) { /* shard k is back: the group ran without it */
 			snprintf(err, cap, "register: field \"version\": %" PRId64 ", the other shard "
 				 "servers are at %" PRId64 " (a shard cannot be ahead of its group)",
 				 sv->version, v0);
 			return -1;
 		}
-		if (sv->version > v0) {
-			for (int i = 0; i < g->n_shards; i++)
-				if (i != k && g->shard[i].host >= 0)
-					g->shard[i].lag += sv->version - v0;
-			g->ordered = v0 = sv->version;
-		}
-		lag = v0 - sv->version;
-		if (lag)
-			log_warn("server shard %" PRId64 " at %s joins at version %" PRId64 ", the group "
-				 "is at %" PRId64 ": the %" PRId64 " update(s) it did not apply count as "
-				 "skipped", k, s->cl.hosts[h].name, sv->version, v0, lag);
+		if (sv->version > v0)
+			raise = sv->version - v0;
+		lag = v0 + raise - sv->version;
+		if (old == h && g->shard[k].lag < lag)
+			lag = g->shard[k].lag;
 		for (int i = 0; i < g->n_shards; i++) {
 			const struct sched_shard *o = &g->shard[i];
 			if (i == k || o->host < 0)
@@ -188,8 +187,18 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 		g->shard[k].host = -1;
 		return -1;
 	}
-	if (old >= 0)
-		skip_again(s, h);
+	if (raise) {
+		for (int i = 0; i < g->n_shards; i++)
+			if (i != k && g->shard[i].host >= 0)
+				g->shard[i].lag += raise;
+		g->ordered += raise;
+		group_version(s);
+	}
+	if (lag)
+		log_warn("server shard %" PRId64 " at %s joins at version %" PRId64 ", the group is at "
+			 "%" PRId64 ": lag %" PRId64 " (legs it skipped)", k, s->cl.hosts[h].name,
+			 sv->version, g->ordered, lag);
+	skip_again(s, h); /* harmless when nothing failed to it */
 	log_info("server shard %" PRId64 "/%" PRId64 " at %s: floats [%" PRId64 ", +%" PRIu64
 		 ") of %" PRId64 "%s", k, n, s->cl.hosts[h].name, off, sv->n_floats, total,
 		 have == g->n_shards ? "; every shard registered" : "");
@@ -209,18 +218,26 @@ static void group_version(struct sched *s)
 		s->server.version = v;
 }
 
-void sched_shard_commit(struct sched *s, int h, int64_t version)
+void sched_shard_commit(struct sched *s, int h, int64_t version, uint64_t xfer)
 {
-	int k = sched_shard_of(s, h);
+	int k = sched_shard_of(s, h), xi = sched_xfer_find(s, xfer);
 
 	if (k < 0)
 		return;
 	struct sched_shard *d = &s->server.shard[k];
 	if (version > d->version)
 		d->version = version;
-	/* own + lag never passes the ordered count, unless the shard applied legs this scheduler
-	 * counted as skipped (failed while its host was taken for dead, yet delivered): then the
-	 * lag was too high, and copies at version - lag would find the shard past them for good */
+	/* a leg counted as skipped (failed: its host taken for dead) that the shard applied after
+	 * all (delivered before the failure was declared): its parts are not lag */
+	if (xi >= 0 && s->xfers[xi].skipped && s->xfers[xi].dst == h) {
+		d->lag = d->lag > s->xfers[xi].skipped ? d->lag - s->xfers[xi].skipped : 0;
+		log_info("server shard %d at %s committed transfer %" PRIu64 " counted as skipped: "
+			 "lag %" PRId64 " now", k, s->cl.hosts[h].name, xfer, d->lag);
+		s->xfers[xi].skipped = 0;
+	}
+	/* own + lag never passes the ordered count: a safety net for a skipped leg applied after
+	 * its transfer record was dropped (copies at version - lag would find the shard past them
+	 * for good) */
 	if (d->version + d->lag > s->server.ordered) {
 		int64_t lag = s->server.ordered - d->version;
 		log_info("server shard %d at %s: version %" PRId64 " with lag %" PRId64 " passes the "
@@ -231,12 +248,14 @@ void sched_shard_commit(struct sched *s, int h, int64_t version)
 	group_version(s);
 }
 
-void sched_shard_skipped(struct sched *s, int h, int n)
+void sched_shard_skipped(struct sched *s, int h, int n, uint64_t xfer)
 {
-	int k = sched_shard_of(s, h);
+	int k = sched_shard_of(s, h), xi = sched_xfer_find(s, xfer);
 
 	if (k < 0 || n <= 0)
 		return;
+	if (xi >= 0 && s->xfers[xi].dst == h)
+		s->xfers[xi].skipped += n;
 	s->server.shard[k].lag += n;
 	group_version(s);
 }

@@ -39,25 +39,32 @@ int sched_shard_ready(const struct sched *s);
  * fields common to every server registration (mode, n_floats and bytes of this shard, version,
  * tau_max, momentum, n_workers). The first shard starts a group (replacing a previous server
  * whose host is dead); the others must agree on n_shards, n_total, mode, tau_max, momentum and
- * n_workers, and their slices must not overlap. A shard behind the group's version (legs it
- * skipped, e.g. while its host was taken for dead) joins with lag = group - own version; one
- * ahead is accepted only while the group is incomplete (nothing planned yet: the group moves up
- * to it). Returns 0 when accepted, or -1 with @err naming the field that disagrees.
+ * n_workers, and their slices must not overlap. A shard behind the group's version joins: back
+ * at the same host (its host was taken for dead) with the lag counted for it, at most group -
+ * own version; a new server of the shard with lag = group - own version. One ahead is refused
+ * when the group ran without it, and otherwise (its first registration in the group, e.g. after
+ * a scheduler restart) lifts the group to its version, the other shards lagging by the
+ * difference. Every accepted registration gets the `skip`s of the legs failed to its host in
+ * the last minute again. Returns 0 when accepted, or -1 with @err naming the field that
+ * disagrees (nothing in the group changed).
  */
 int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_server *sv,
 			 char *err, size_t cap);
 
 /**
- * sched_shard_commit - a shard server at host @h reported a commit at its own @version: the
- * group version becomes the lowest of the shards' (own version + lag).
+ * sched_shard_commit - a shard server at host @h reported a commit of transfer @xfer at its own
+ * @version: if @xfer was counted as skipped there (sched_shard_skipped), those parts leave the
+ * lag (it was delivered after all); the group version becomes the lowest of the shards'
+ * (own version + lag).
  */
-void sched_shard_commit(struct sched *s, int h, int64_t version);
+void sched_shard_commit(struct sched *s, int h, int64_t version, uint64_t xfer);
 
 /**
  * sched_shard_skipped - @n updates ordered to the shard server at @h will never be applied there
- * (a skipped leg or aggregate, an aggregate sent without some inputs): lag + @n.
+ * (a skipped leg or aggregate, an aggregate sent without some inputs): lag + @n. @xfer: the
+ * failed transfer that carried them (remembered, so that its commit takes them back), or 0.
  */
-void sched_shard_skipped(struct sched *s, int h, int n);
+void sched_shard_skipped(struct sched *s, int h, int n, uint64_t xfer);
 
 /**
  * sched_shard_fill - the sharded part of batch @b (already filled for one server): the shard

@@ -147,6 +147,8 @@ struct sched_xfer {
 	int n_fwd;          /* MODEL from the server to a distributor: forwards of it planned */
 	int failed;         /* declared lost before any `done` (sched_fail_xfer): its destination
 			     * skips it (a shard server that was away hears it again when back) */
+	int skipped;        /* parts counted in its destination shard's lag (sched_shard_skipped);
+			     * a commit of it after all takes them back (sched_shard_commit) */
 };
 
 /** A dataplane or status-viewer connection (before `hello`, host is -1). */
@@ -213,7 +215,8 @@ typedef void (*sched_batch_hook)(void *arg, int batch_no, const struct plan_batc
 struct sched_shard {
 	int host;          /* host index, -1 until it registered */
 	int64_t version;   /* last committed version it reported (its own count) */
-	int64_t lag;       /* legs ordered to it that it skipped (lost): group - own version */
+	int64_t lag;       /* parts ordered to it that it skipped (lost): group version = own +
+			    * lag once the legs in flight to it are applied */
 	uint64_t offset, n_floats;
 };
 

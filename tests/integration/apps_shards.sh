@@ -60,14 +60,16 @@ for k in 0 1; do
 	[ "$dups" = 0 ] || fail "shard $k applied $dups updates more than once"
 done
 n0=$(wc -l <"$WORK/applied0.txt"); n1=$(wc -l <"$WORK/applied1.txt")
-# A shard leg that fails (its peer silent for the dataplane's --timeout on a starved machine) is
-# skipped at that shard only: the update stays applied at the other shard, and the scheduler logs
-# "transfer X a -> pK failed (...): N update(s) lost". Only such updates may differ.
-lost=$(grep -hE 'transfer [0-9]+ [A-Za-z0-9_-]+ -> p[01] failed \(' "$WORK/sched.log" |
-	sed -nE 's/.*: ([0-9]+) update\(s\) lost.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+# A shard leg that fails (its host taken for dead, or its peer silent for the dataplane's
+# --timeout on a starved machine) is skipped at that shard only: the update stays applied at the
+# other shard, and the scheduler records it lost (sched/updates.jsonl, fate "lost"). Only such
+# updates may differ between the shards.
+jq -r 'select(.fate == "lost") | .id' "$WORK/sched/updates.jsonl" | sort -u >"$WORK/lost.txt"
+lost=$(wc -l <"$WORK/lost.txt")
 jq -r .id "$WORK/ps0/applied.jsonl" | sort >"$WORK/ids0.txt"
 jq -r .id "$WORK/ps1/applied.jsonl" | sort >"$WORK/ids1.txt"
-only=$(comm -3 "$WORK/ids0.txt" "$WORK/ids1.txt" | wc -l)
+comm -3 "$WORK/ids0.txt" "$WORK/ids1.txt" | tr -d '\t' | sort >"$WORK/only.txt"
+only=$(wc -l <"$WORK/only.txt")
 if [ "$only" = 0 ]; then
 	cmp -s "$WORK/applied0.txt" "$WORK/applied1.txt" ||
 		fail "the shards applied different updates or versions ($n0 and $n1 lines; first difference: $(diff "$WORK/applied0.txt" "$WORK/applied1.txt" | sed -n 2p))"
@@ -75,13 +77,14 @@ if [ "$only" = 0 ]; then
 		fail "shard versions differ at the end: $(jq .version "$WORK/ps0/server.json") and $(jq .version "$WORK/ps1/server.json")"
 	note="at the same versions"
 else
-	[ "$only" -le "$lost" ] ||
-		fail "$only update(s) applied by one shard only, but the scheduler logged $lost lost by failed shard transfers: $(comm -3 "$WORK/ids0.txt" "$WORK/ids1.txt" | head -3 | tr '\n' ' ')"
+	unexplained=$(comm -23 "$WORK/only.txt" "$WORK/lost.txt" | head -3 | tr '\n' ' ')
+	[ -z "$unexplained" ] ||
+		fail "update(s) applied by one shard only that the scheduler did not record lost: $unexplained"
 	comm -12 "$WORK/ids0.txt" "$WORK/ids1.txt" >"$WORK/both.txt"
 	for k in 0 1; do jq -r .id "$WORK/ps$k/applied.jsonl" | grep -Fxf "$WORK/both.txt" >"$WORK/order$k.txt" || true; done
 	cmp -s "$WORK/order0.txt" "$WORK/order1.txt" ||
 		fail "the shards applied their common updates in different orders (first difference: $(diff "$WORK/order0.txt" "$WORK/order1.txt" | sed -n 2p))"
-	note="except $only lost by a failed shard transfer ($(grep -hE -m1 -- '-> p[01] failed \(' "$WORK/sched.log" | sed -E 's/.*failed \(([^)]*)\).*/\1/'))"
+	note="except $only recorded lost ($(grep -hE -m1 -- '-> p[01] failed \(' "$WORK/sched.log" | sed -E 's/.*failed \(([^)]*)\).*/\1/'))"
 fi
 grep -q "peer p0 silent" "$WORK/sched.log" || fail "the scheduler did not take p0 for dead while its dataplane was stopped"
 regs=$(grep -c "server shard 0/2 at p0" "$WORK/sched.log" || true)
@@ -91,9 +94,12 @@ aggs=$(jq -s 'map(select(.parts > 1)) | length' "$WORK/ps0/applied.jsonl")
 [ "$aggs" -gt 0 ] || fail "no update applied via an aggregate: the per-shard aggregation did not run"
 ok "two shards applied the same updates in the same order $note ($aggs via aggregates); shard 0 rejoined after p0 was silent 3.4 s"
 
-# models: assembled from both shards at one version; the shard copies never failed
+# models: assembled from both shards at one version; the shard copies never failed, except
+# copies already commanded to p0 when it stopped (their at_version counts legs it then skipped:
+# those pulls are answered again), so only when updates were lost
 models=$(cat "$WORK"/ps*.log | grep -c "model copy for pull" || true)
-[ "${models:-0}" = 0 ] || fail "$models shard model copies failed: $(grep -h "model copy for pull" "$WORK"/ps*.log | head -1)"
+[ "${models:-0}" = 0 ] || [ "$lost" -gt 0 ] ||
+	fail "$models shard model copies failed: $(grep -h "model copy for pull" "$WORK"/ps*.log | head -1)"
 gets=$(cat "$WORK"/w*/pushes.jsonl | wc -l)
 [ "$gets" -gt 30 ] || fail "only $gets iterations in 20 s"
 first=$(head -1 "$WORK/w0/accuracy.jsonl" | jq .accuracy)
@@ -101,6 +107,9 @@ last=$(tail -1 "$WORK/w0/accuracy.jsonl" | jq .accuracy)
 awk -v a="$last" -v f="$first" 'BEGIN { exit !(a > 0.5 && a > f) }' ||
 	fail "accuracy of the assembled models went from $first to $last (expected > 0.5)"
 # the versions the workers computed from are group versions every shard reached
+# (a group version counts the legs a shard skipped: at most the updates applied + those lost)
 maxv=$(cat "$WORK"/w*/pushes.jsonl | jq -s 'map(.version) | max')
-[ "$maxv" -le "$n0" ] || fail "a worker got model version $maxv, the shards applied only $n0 updates"
+nmax=$((n0 > n1 ? n0 : n1))
+[ "$maxv" -le $((nmax + lost)) ] ||
+	fail "a worker got model version $maxv, the shards applied only $n0 and $n1 updates ($lost lost)"
 ok "$gets iterations on models assembled from both shards (versions up to $maxv); accuracy $first -> $last"

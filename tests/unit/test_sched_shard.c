@@ -68,12 +68,6 @@ static int order_ids(int i, uint64_t *x)
 	return n;
 }
 
-/*
- * Two updates and a pull in one batch: each update is sent as two legs (its slices [0, HALF) to
- * ps and [HALF, 2 HALF) to a0, `keep` on the first), both shard servers get one commit order
- * naming their legs in the same update order; each shard server sends its slice of the model
- * to the pulling worker, at the group version (5) and before the batch's order.
- */
 /* Update 1001 from w0, then its leg to shard 1 (fake @s1) fails: returns that leg's id. */
 static uint64_t lose_leg_to_s1(const int *w, int s1)
 {
@@ -109,6 +103,12 @@ static void pull_copies(int wk, int id, int ps, int s1, int from, int64_t at0, i
 	ck_assert_int_eq(json_integer_value(json_object_get(got[m1].m, "version")), v);
 }
 
+/*
+ * Two updates and a pull in one batch: each update is sent as two legs (its slices [0, HALF) to
+ * ps and [HALF, 2 HALF) to a0, `keep` on the first), both shard servers get one commit order
+ * naming their legs in the same update order; each shard server sends its slice of the model
+ * to the pulling worker, at the group version (5) and before the batch's order.
+ */
 START_TEST(update_legs_orders_and_pull_copies)
 {
 	int w[N_W], s1, ps = two_shards(w, &s1);
@@ -252,6 +252,25 @@ START_TEST(lagging_shard_rejoins)
 END_TEST
 
 /*
+ * A leg declared lost (lag 1 at a0) that a0 commits after all (delivered before the failure was
+ * declared): its part leaves the lag, so the next pull's copy from a0 is at its own version 6,
+ * not 5 (the copy would find a0 past it for good).
+ */
+START_TEST(skipped_leg_committed_after_all)
+{
+	int w[N_W], s1, ps = two_shards(w, &s1);
+	uint64_t x1 = lose_leg_to_s1(w, s1);
+
+	fake_send(s1, json_pack("{s:s, s:s, s:I, s:i, s:f, s:[i]}", "type", "commit", "app",
+				"server@a0", "xfer", (json_int_t)x1, "version", 6, "t",
+				clock_real_s(), "parts", 1001));
+	pump(0.3);
+	pull_copies(w[2], 303, ps, s1, n_got, 6, 6, 6);
+	stop_daemon();
+}
+END_TEST
+
+/*
  * After a scheduler restart the lagging shard may register first: the second, ahead of it,
  * lifts the (still incomplete, unplanned) group to its version and the first lags by the
  * difference, so a pull gets copies at own versions 5 and 7 of group version 7.
@@ -373,6 +392,7 @@ int main(void)
 	tcase_add_test(tc, group_version_waits_for_every_shard);
 	tcase_add_test(tc, lost_leg_skipped_at_its_shard);
 	tcase_add_test(tc, lagging_shard_rejoins);
+	tcase_add_test(tc, skipped_leg_committed_after_all);
 	tcase_add_test(tc, shard_ahead_lifts_incomplete_group);
 	tcase_add_test(tc, bad_shard_registrations_refused);
 	tcase_add_test(tc, aggregates_per_shard);
