@@ -1,6 +1,7 @@
 /* mlf_worker.c - a training worker: gets the model, computes a mini-batch update (paper eq. 1), pushes it through the fabric. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,8 @@ struct wk_opts {
 	uint64_t init_seed; /* --init-seed: Hop's common initial model p0 (mlf-ps --seed's) */
 	int adsp;        /* --adsp: ADSP (adsp-aaai2020 Alg. 2): train locally without waiting,
 			  * commit at the scheduler's commit rate */
+	int overlap;     /* --overlap: compute the next gradient while the next model's get is in
+			  * flight (MLfabric-A / Async; issue 11) */
 	size_t eval_images;
 	long iterations;
 	size_t train_images;
@@ -87,6 +90,11 @@ static void wk_usage(FILE *f)
 		"                         commit E x (copy - model) as an update at the commit rate the\n"
 		"                         scheduler sends each check period (Alg. 2), then get the model\n"
 		"                         (--global-lr E, default 1: the update added as Async adds it)\n"
+		"  --overlap              MLfabric-A or Async: pipeline computation and communication\n"
+		"                         (issue 11): compute each gradient on the model in hand while\n"
+		"                         the get of the next model is in flight, so an iteration takes\n"
+		"                         max(compute, get) instead of their sum; each update is then\n"
+		"                         computed from a model one get older (larger delays)\n"
 		"  --hop H1,H2,...        Hop (hop-asplos2019, issue 12; needs --mode async, no server\n"
 		"                         or scheduler): decentralized training with these neighbours\n"
 		"                         (an undirected graph): each iteration send the parameters to\n"
@@ -130,7 +138,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		{ "shard-by-label", 0, 0, 'B' }, { "local-steps", 1, 0, 'T' }, { "adsp", 0, 0, 'A' },
 		{ "hop", 1, 0, 'O' }, { "hop-backups", 1, 0, 'U' }, { "hop-staleness", 1, 0, 'Z' },
 		{ "hop-max-ig", 1, 0, 'I' }, { "hop-jump", 1, 0, 'J' }, { "init-seed", 1, 0, 'N' },
-		{ "esync-nonblocking", 0, 0, 'K' },
+		{ "esync-nonblocking", 0, 0, 'K' }, { "overlap", 0, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *shard = NULL;
@@ -185,6 +193,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		case 'B': o->by_label = 1; break;
 		case 'A': o->adsp = 1; break;
 		case 'K': o->esync_nb = 1; break;
+		case 'V': o->overlap = 1; break;
 		case 'O': o->hop = optarg; break;
 		case 'N': o->init_seed = strtoull(optarg, NULL, 10); break;
 		case 'U': case 'Z': case 'I': {
@@ -261,6 +270,9 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 	if (o->adsp && (o->mode != MLF_MODE_ASYNC || o->esync || o->momentum > 0))
 		return fprintf(stderr, "mlf-worker: --adsp commits updates asynchronously: it needs "
 			       "--mode mlfabric-a, and neither --esync nor --momentum\n"), -1;
+	if (o->overlap && (o->mode == MLF_MODE_SYNC || o->esync || o->adsp || o->hop))
+		return fprintf(stderr, "mlf-worker: --overlap pipelines an asynchronous worker's get: it "
+			       "needs --mode mlfabric-a or async, and neither --esync, --adsp nor --hop\n"), -1;
 	if (o->esync && o->momentum > 0)
 		return fprintf(stderr, "mlf-worker: --esync with --momentum is not supported (ESync's "
 			       "local SGD has none)\n"), -1;
@@ -344,6 +356,49 @@ static double wk_local_step(struct wk_local *L, float *wr)
 	L->busy += took;
 	L->steps++;
 	return took;
+}
+
+/* One mini-batch gradient of an MLfabric-A / Async / MLfabric-S iteration: its inputs and what
+ * it yields. With --overlap it runs on a thread of its own while the main thread gets the next
+ * model; it touches neither the fabric nor anything the main thread uses meanwhile. */
+struct wk_grad {
+	const struct wk_opts *o;
+	const struct mlp_shape *shape;
+	const struct idx_dataset *shard;
+	struct train_straggle *st;
+	uint64_t *rng;
+	float *x, *u;
+	uint8_t *y;
+	const float *w;   /* the model the gradient is computed from */
+	double t0;        /* the worker's start (CLOCK_REALTIME s), for --speed F@T */
+	double ts, te;    /* out: when the computation began and ended (CLOCK_REALTIME s) */
+	double loss;      /* out: the mini-batch loss (< 0: no memory) */
+	double compute_s; /* out: the compute time before the slowdown, s (--compute-s padded) */
+	double factor;    /* out: the slowdown drawn for it (>= 1) */
+};
+
+/* The gradient of @g->w on a sampled mini-batch into @g->u, padded to --compute-s and slowed by
+ * the straggler settings (slept). Sets the out fields of @g. */
+static void wk_gradient(struct wk_grad *g)
+{
+	g->ts = clock_real_s();
+	train_sample_batch(g->shard, 0, g->shard->n, g->o->batch, g->rng, g->x, g->y);
+	g->loss = mlp_grad(g->shape, g->w, g->x, g->y, g->o->batch, g->u);
+	if (g->loss < 0) {
+		g->te = clock_real_s();
+		return;
+	}
+	g->compute_s = train_compute_pad(g->ts, g->o->compute_min);
+	g->factor = train_straggle_next(g->st) *
+		    (clock_real_s() - g->t0 >= g->o->speed_at ? g->o->speed : 1);
+	train_straggle_sleep(g->compute_s, g->factor);
+	g->te = clock_real_s();
+}
+
+static void *wk_gradient_thread(void *arg)
+{
+	wk_gradient(arg);
+	return NULL;
 }
 
 /* Hop's neighbours: the --hop list, split. */
@@ -476,10 +531,12 @@ int main(int argc, char **argv)
 	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
 	float *h = o.momentum > 0 ? calloc(n, sizeof(float)) : NULL; /* worker-side momentum, h_0 = 0 */
 	/* ESync, ADSP: the local copy w_{t,k} */
-	float *wr = o.esync || o.adsp || o.hop ? malloc(sizeof(float) * n) : NULL; /* Hop: -lr g */
+	/* ... --overlap: the next model, got while the gradient is computed */
+	int need_wr = o.esync || o.adsp || o.hop || o.overlap;
+	float *wr = need_wr ? malloc(sizeof(float) * n) : NULL; /* Hop: -lr g */
 	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
 	uint8_t *y = malloc((size_t)o.batch);
-	if (!w || !u || !x || !y || (o.momentum > 0 && !h) || ((o.esync || o.adsp || o.hop) && !wr))
+	if (!w || !u || !x || !y || (o.momentum > 0 && !h) || (need_wr && !wr))
 		return log_err("no memory for the model and update buffers (%zu floats)", n), 1;
 	rng = o.seed * 7919u + (uint64_t)o.shard_i + 1;
 
@@ -532,9 +589,13 @@ int main(int argc, char **argv)
 	       (!o.duration || clock_real_s() - t0 < o.duration)) {
 		double ts, compute_s, factor, norm;
 		int64_t r, id = 0, v_g;
+		double get_s = 0; /* seconds this iteration waited in its model get */
 
-		if ((o.mode != MLF_MODE_SYNC || it == 0) && (!o.adsp || need_get) && !o.hop) {
+		if ((o.mode != MLF_MODE_SYNC || it == 0) && (!o.adsp || need_get) && !o.hop &&
+		    (!o.overlap || it == 0)) {
+			double tg = clock_real_s();
 			r = mlf_get(f, o.server, w, n, &version, o.timeout);
+			get_s = clock_real_s() - tg;
 			if (r) {
 				rc = wk_fail(f, &o, "model get", r);
 				break;
@@ -755,17 +816,37 @@ int main(int argc, char **argv)
 			}
 			continue;
 		}
-		ts = clock_real_s();
-		train_sample_batch(&shard, 0, shard.n, o.batch, &rng, x, y);
-		loss = mlp_grad(&shape, w, x, y, o.batch, u);
+		struct wk_grad g = { .o = &o, .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
+				     .x = x, .u = u, .y = y, .w = w, .t0 = t0 };
+		int64_t v_next = version;
+		if (o.overlap && it > 0) {
+			/* the gradient of w on its own thread; meanwhile the next model into wr */
+			pthread_t th;
+			int e = pthread_create(&th, NULL, wk_gradient_thread, &g);
+			if (e) {
+				rc = 1;
+				log_err("cannot start the gradient thread: %s", strerror(e));
+				break;
+			}
+			double tg = clock_real_s();
+			r = mlf_get(f, o.server, wr, n, &v_next, o.timeout);
+			get_s = clock_real_s() - tg;
+			pthread_join(th, NULL);
+			if (r) {
+				rc = wk_fail(f, &o, "model get", r);
+				break;
+			}
+		} else
+			wk_gradient(&g);
+		ts = g.ts;
+		loss = g.loss;
 		if (loss < 0) {
 			rc = 1;
 			log_err("no memory for the gradient");
 			break;
 		}
-		compute_s = train_compute_pad(ts, o.compute_min);
-		factor = train_straggle_next(&st) * (clock_real_s() - t0 >= o.speed_at ? o.speed : 1);
-		train_straggle_sleep(compute_s, factor);
+		compute_s = g.compute_s;
+		factor = g.factor;
 		straggled += factor > 1;
 		v_g = version; /* v(g): the model version this update is computed from */
 		vec_scale_f32(u, (float)-o.lr, n); /* u = -lr * gradient (eq. 1) */
@@ -791,11 +872,18 @@ int main(int argc, char **argv)
 			}
 		}
 		it++;
-		busy += clock_real_s() - ts;
-		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b,s:f}", "t", clock_real_s(), "id",
+		/* with --overlap the iteration also waited for the get; busy counts the compute */
+		busy += o.overlap ? g.te - ts : clock_real_s() - ts;
+		if (o.overlap && it > 1) { /* the next iteration computes on the model just got */
+			float *t = w;
+			w = wr;
+			wr = t;
+			version = v_next;
+		}
+		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b,s:f,s:f}", "t", clock_real_s(), "id",
 						 id > 0 ? json_integer(id) : json_null(), "version",
 						 (json_int_t)v_g, "norm", norm, "compute_s", compute_s,
-						 "straggled", factor > 1, "factor", factor));
+						 "straggled", factor > 1, "factor", factor, "get_s", get_s));
 		if (clock_real_s() >= next_progress) {
 			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", clock_real_s() - t0, it,
 				 (long long)version, loss);

@@ -3,6 +3,9 @@
 # and 3 mlf-workers train the default model for ~20 s; the links cannot carry every update, so the
 # scheduler drops some; test accuracy rises above 0.5, every applied update respects the delay bound
 # 2, each update is applied at most once, and every pushed update is applied or dropped/lost.
+# w2 runs with --overlap (issue 11: its gradient is computed while the next model's get is in
+# flight) and an emulated compute of 0.05 s: most of its iterations take less than their compute
+# plus their get, which a worker that gets and then computes cannot do.
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] && [ -x "$ROOT/build/mlf-aggregator" ] ||
 	{ echo "SKIP $TEST_NAME: build/mlf-scheduler or build/mlf-aggregator not built"; exit 0; }
@@ -20,8 +23,10 @@ apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 
 sleep 1
 kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 for i in 0 1 2; do
+	extra=()
+	[ $i = 2 ] && extra=(--overlap --compute-s 0.05)
 	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/3 \
-		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i"
+		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i" "${extra[@]}"
 done
 for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
 sleep 1
@@ -47,3 +52,13 @@ dropped=$(jq -s 'map(.dropped) | add' "$WORK"/w*/worker.json)
 [ "$dropped" -gt 0 ] || fail "no update dropped: the 1 Gbit/s links did not constrain the run"
 aggs=$(jq -s 'map(select(.parts > 1)) | length' "$WORK/ps/applied.jsonl")
 ok "delays <= $TAU (max $maxd), each update applied at most once, $dropped dropped at the workers, $aggs parts via aggregates"
+# --overlap: iteration k (from the third on) ends at most max(compute, get) + the push after the
+# previous one; gotten then computed, it would take their sum
+read -r n_ov n_short med_get med_it <<<"$(jq -s '.[2:] as $a | [range(1; $a | length) |
+	{ it: ($a[.].t - $a[. - 1].t), sum: ($a[.].compute_s * $a[.].factor + $a[.].get_s), get: $a[.].get_s }] |
+	[length, (map(select(.it < .sum - 0.01)) | length), (map(.get) | sort | .[length / 2 | floor]),
+	 (map(.it) | sort | .[length / 2 | floor])] | @tsv' -r "$WORK/w2/pushes.jsonl")"
+[ "$n_ov" -ge 20 ] || fail "--overlap: w2 made only $n_ov iterations"
+[ $((2 * n_short)) -ge "$n_ov" ] ||
+	fail "--overlap: only $n_short of w2's $n_ov iterations took less than compute + get (median get $med_get s, iteration $med_it s)"
+ok "--overlap: $n_short of w2's $n_ov iterations took less than their compute + get (median get $med_get s, iteration $med_it s)"

@@ -175,6 +175,14 @@ class Validation(Tmp):
         self.bad("adsp_global_lr: a number in (0, 4096] expected", systems=["adsp"], adsp_global_lr=0)
         self.bad("unknown system", systems=["adsp2"])
 
+    def test_overlap(self):
+        """Issue 11: overlap (mlf-worker --overlap) is a boolean, off by default, C workers only."""
+        self.assertIs(self.exp(systems=["mlfabric-a"]).overlap, False)
+        self.assertIs(self.exp(systems=["mlfabric-a", "async"], overlap=True).overlap, True)
+        self.bad("overlap: true or false expected, got 1", systems=["mlfabric-a"], overlap=1)
+        self.bad("overlap: needs worker_program c", systems=["mlfabric-a"], overlap=True,
+                 worker_program="torch")
+
     def test_esync_nonblocking(self):
         """Issue 12: esync_nonblocking (esync.txt §4.2) is a boolean, off by default."""
         self.assertIs(self.exp(systems=["esync"]).esync_nb, False)

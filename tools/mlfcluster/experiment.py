@@ -38,7 +38,7 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "data_split": "iid", "local_steps": 4, "adsp_period_s": 1, "adsp_eval_s": 6,
             "adsp_rate": None, "adsp_global_lr": None, "hop_graph": "ring", "hop_backups": 0,
             "hop_staleness": 0, "hop_max_ig": 4, "hop_jump": None, "hop_jump_behind": 1,
-            "esync_nonblocking": False}
+            "esync_nonblocking": False, "overlap": False}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -191,6 +191,13 @@ class Experiment:
         self.esync_nb = x.get("esync_nonblocking", False)
         if not isinstance(self.esync_nb, bool):
             self.err("esync_nonblocking: true or false expected, got %s" % json.dumps(self.esync_nb))
+        # overlap: MLfabric-A and Async workers compute each gradient while the next model's get is
+        # in flight (mlf-worker --overlap, issue 11); other systems ignore it
+        self.overlap = x.get("overlap", False)
+        if not isinstance(self.overlap, bool):
+            self.err("overlap: true or false expected, got %s" % json.dumps(self.overlap))
+        if self.overlap and x.get("worker_program", "c") != "c":
+            self.err("overlap: needs worker_program c (mlf-worker --overlap)")
         # data_split: "iid" (each worker a slice of the set) or "by-label" (non-i.i.d.: worker i
         # holds the classes l with l % workers == i; mlf-worker --shard-by-label, issue 12)
         self.data_split = x.get("data_split", "iid")

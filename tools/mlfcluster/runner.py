@@ -329,6 +329,7 @@ class Runner:
                                (["--global-lr", e.s["esync_global_lr"]]
                                 if sys_ == "esync" and e.s["esync_global_lr"] is not None else []) +
                                (["--esync-nonblocking"] if sys_ == "esync" and e.esync_nb else []) +
+                               (["--overlap"] if sys_ in ("mlfabric-a", "async") and e.overlap else []) +
                                (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
                                 if (sharded or sys_ == "hop") and i == 0 else []) +
                                (e.hop_args(h) if sys_ == "hop" else []))
