@@ -818,9 +818,11 @@ int main(int argc, char **argv)
 		}
 		struct wk_grad g = { .o = &o, .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
 				     .x = x, .u = u, .y = y, .w = w, .t0 = t0 };
-		int64_t v_next = version;
-		if (o.overlap && it > 0) {
-			/* the gradient of w on its own thread; meanwhile the next model into wr */
+		int64_t v_next = version, r_get = 0; /* --overlap: the next model's version, get error */
+		double t_joined = 0; /* --overlap: when both the get and the gradient were done */
+		if (o.overlap && it > 0 && !(o.iterations && it + 1 >= o.iterations)) {
+			/* the gradient of w on its own thread; meanwhile the next model into wr (not in
+			 * the last of --iterations: nothing would use it) */
 			pthread_t th;
 			int e = pthread_create(&th, NULL, wk_gradient_thread, &g);
 			if (e) {
@@ -829,13 +831,12 @@ int main(int argc, char **argv)
 				break;
 			}
 			double tg = clock_real_s();
-			r = mlf_get(f, o.server, wr, n, &v_next, o.timeout);
+			r_get = mlf_get(f, o.server, wr, n, &v_next, o.timeout);
 			get_s = clock_real_s() - tg;
 			pthread_join(th, NULL);
-			if (r) {
-				rc = wk_fail(f, &o, "model get", r);
-				break;
-			}
+			t_joined = clock_real_s();
+			/* a failed get stops the worker after this gradient is pushed, as it would
+			 * without --overlap (there the get comes after the push) */
 		} else
 			wk_gradient(&g);
 		ts = g.ts;
@@ -872,9 +873,9 @@ int main(int argc, char **argv)
 			}
 		}
 		it++;
-		/* with --overlap the iteration also waited for the get; busy counts the compute */
-		busy += o.overlap ? g.te - ts : clock_real_s() - ts;
-		if (o.overlap && it > 1) { /* the next iteration computes on the model just got */
+		/* busy: compute and push, not the get (with --overlap the get ran alongside) */
+		busy += t_joined > 0 ? (g.te - ts) + (clock_real_s() - t_joined) : clock_real_s() - ts;
+		if (t_joined > 0 && !r_get) { /* the next iteration computes on the model just got */
 			float *t = w;
 			w = wr;
 			wr = t;
@@ -884,6 +885,10 @@ int main(int argc, char **argv)
 						 id > 0 ? json_integer(id) : json_null(), "version",
 						 (json_int_t)v_g, "norm", norm, "compute_s", compute_s,
 						 "straggled", factor > 1, "factor", factor, "get_s", get_s));
+		if (r_get) {
+			rc = wk_fail(f, &o, "model get", r_get);
+			break;
+		}
 		if (clock_real_s() >= next_progress) {
 			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", clock_real_s() - t0, it,
 				 (long long)version, loss);
