@@ -7,7 +7,9 @@
 # distance to w3 times max_ig) ahead of w3; w0's model (evaluated every second) rises above 0.5.
 # Case "backup" (w3 4x slower, one backup worker, max_ig 8): w0 and w2 may go on without w3's
 # update, so w0 runs ahead of w3 by more than the 2 of plain decentralized training, but the token
-# queue still holds it within max_ig = 8 of its neighbour w3 (§4.3: the gap stays bounded).
+# queue still holds it within max_ig = 8 of its neighbour w3 (§4.3: the gap stays bounded), plus
+# one in the iterations counted at the stop: w3 may be stopped inside an iteration whose token it
+# already gave (a CI run on 2026-11-26 ended w0 66, w3 57).
 # Case "skip" (w3 4x slower, staleness 2, max_ig 2, --hop-jump 4): w3 skips iterations (skipped > 0
 # in its worker.json) and ends within max_ig + 1 of w1.
 . "$(dirname "$0")/apps_lib.sh"
@@ -39,8 +41,8 @@ awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "tokens: w0's model reached 
 
 run_case backup --hop-backups 1 --hop-max-ig 8
 b0=$(iters backup w0) b3=$(iters backup w3)
-[ $((b0 - b3)) -ge 4 ] && [ $((b0 - b3)) -le 8 ] ||
-	fail "backup: w0 did $b0 iterations against the slow w3's $b3: expected 4 to 8 (max_ig) ahead"
+[ $((b0 - b3)) -ge 4 ] && [ $((b0 - b3)) -le 9 ] ||
+	fail "backup: w0 did $b0 iterations against the slow w3's $b3: expected 4 to 9 (max_ig + the stop's iteration) ahead"
 
 run_case skip --hop-staleness 2 --hop-max-ig 2 --hop-jump 4
 s1=$(iters skip w1) s3=$(iters skip w3)
