@@ -362,15 +362,8 @@ static double wk_local_step(struct wk_local *L, float *wr)
  * it yields. With --overlap it runs on a thread of its own while the main thread gets the next
  * model; it touches neither the fabric nor anything the main thread uses meanwhile. */
 struct wk_grad {
-	const struct wk_opts *o;
-	const struct mlp_shape *shape;
-	const struct idx_dataset *shard;
-	struct train_straggle *st;
-	uint64_t *rng;
-	float *x, *u;
-	uint8_t *y;
+	const struct wk_local *L; /* the settings, data, scratch and random state it uses */
 	const float *w;   /* the model the gradient is computed from */
-	double t0;        /* the worker's start (CLOCK_REALTIME s), for --speed F@T */
 	double ts, te;    /* out: when the computation began and ended (CLOCK_REALTIME s) */
 	double loss;      /* out: the mini-batch loss (< 0: no memory) */
 	double compute_s; /* out: the compute time before the slowdown, s (--compute-s padded) */
@@ -381,16 +374,18 @@ struct wk_grad {
  * the straggler settings (slept). Sets the out fields of @g. */
 static void wk_gradient(struct wk_grad *g)
 {
+	const struct wk_local *L = g->L;
+
 	g->ts = clock_real_s();
-	train_sample_batch(g->shard, 0, g->shard->n, g->o->batch, g->rng, g->x, g->y);
-	g->loss = mlp_grad(g->shape, g->w, g->x, g->y, g->o->batch, g->u);
+	train_sample_batch(L->shard, 0, L->shard->n, L->o->batch, L->rng, L->x, L->y);
+	g->loss = mlp_grad(L->shape, g->w, L->x, L->y, L->o->batch, L->u);
 	if (g->loss < 0) {
 		g->te = clock_real_s();
 		return;
 	}
-	g->compute_s = train_compute_pad(g->ts, g->o->compute_min);
-	g->factor = train_straggle_next(g->st) *
-		    (clock_real_s() - g->t0 >= g->o->speed_at ? g->o->speed : 1);
+	g->compute_s = train_compute_pad(g->ts, L->o->compute_min);
+	g->factor = train_straggle_next(L->st) *
+		    (clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
 	train_straggle_sleep(g->compute_s, g->factor);
 	g->te = clock_real_s();
 }
@@ -816,8 +811,7 @@ int main(int argc, char **argv)
 			}
 			continue;
 		}
-		struct wk_grad g = { .o = &o, .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
-				     .x = x, .u = u, .y = y, .w = w, .t0 = t0 };
+		struct wk_grad g = { .L = &L, .w = w };
 		int64_t v_next = version, r_get = 0; /* --overlap: the next model's version, get error */
 		double t_joined = 0; /* --overlap: when both the get and the gradient were done */
 		if (o.overlap && it > 0 && !(o.iterations && it + 1 >= o.iterations)) {
