@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # torch_train.sh - the PyTorch example (examples/torch_fashion_mnist.py) as the worker program of
 # tools/mlf-cluster (issue 13): conf/exp-torch.json (conf/cluster-fabric.json, 4 workers, C2-N1)
-# with MLfabric-A must reach test accuracy >= 0.85 (time limit 150 s), evaluated by the root worker
+# with MLfabric-A must reach test accuracy >= 0.85 (time limit 420 s), evaluated by the root worker
 # w0 on the model the server built from w0's initial model (mlf-ps --init-from w0); the gloo
 # baseline (torch.distributed all-reduce, no fabric process) must run 30 s in the same namespaces,
 # every rank making the same number of steps, and write evaluations that rise above chance.
-# Reads results.json and the records; about 3 minutes. Needs root; run under
+# Reads results.json and the records; about 3 minutes (up to 8 on a slow machine). Needs root; run under
 # `flock /tmp/mlf-netns.lock`.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -39,12 +39,16 @@ cleanup() {
 trap cleanup EXIT
 
 # the two variants of conf/exp-torch.json: MLfabric-A to the target, gloo for 30 s. MLfabric-A
-# gets 240 s, not the bench's 150: over 7 runs (BENCHMARKS.md) it reached 0.85 after 64-101 s
-# six times and once was at 0.83-0.85 still at 150 s (asynchronous timing makes each run differ)
+# gets 420 s, not the bench's 150. It reaches 0.85 after some 4,000 model versions (the 1000-image
+# evaluation moves by +-0.01 near there; more when many updates are dropped), and how long those
+# take follows the machine:
+# on 2026-11-23 (BENCHMARKS.md) 64-101 s in six runs of seven, on 2026-11-26 113.9 s (version 3857,
+# iteration 0.102 s), and in a CI run the same day it was at 0.823 after 240 s (version 3929,
+# iteration 0.171 s, 24% of the updates dropped). The limit only bounds a run that fails.
 "$PY" - "$ROOT/conf/exp-torch.json" "$WORK" <<'EOF'
 import json, sys
 x = json.load(open(sys.argv[1]))
-for name, systems, limit in (("a", ["mlfabric-a"], 240), ("g", ["gloo"], 30)):
+for name, systems, limit in (("a", ["mlfabric-a"], 420), ("g", ["gloo"], 30)):
     json.dump(dict(x, name="torch-test-" + name, systems=systems, time_limit_s=limit),
               open("%s/exp-%s.json" % (sys.argv[2], name), "w"))
 EOF
