@@ -45,7 +45,8 @@ sleep 0.5
 kill -TERM "$PID_ps2"; wait "$PID_ps2" || fail "restored mlf-ps did not exit cleanly: $(tail -2 "$WORK/ps2.err")"
 [ "$(jq .version "$WORK/ps2/server.json")" = 70 ] || fail "restored server ended at version $(jq .version "$WORK/ps2/server.json"), expected 70"
 truncate -s 1000 "$ck"
-"$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --model $MODEL --restore "$ck" >"$WORK/bad.out" 2>&1 &&
+"$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --model $MODEL --restore "$ck" --records "$WORK/bad" \
+	>"$WORK/bad.out" 2>&1 &&
 	fail "a truncated checkpoint was accepted"
 grep -q "checkpoint.bin: truncated" "$WORK/bad.out" || fail "truncated checkpoint not named: $(cat "$WORK/bad.out")"
 ok "checkpoints every 20 updates (3 in 60, version 60 on disk, 24 + 8n bytes), restore serves version 60 and goes on to 70, truncated checkpoint refused"
