@@ -564,6 +564,19 @@ static void scheduler_back(struct mlf *f)
 	pthread_mutex_unlock(&f->lock);
 	log_info("%s: a scheduler is back: registering again, %d held update(s) announced again",
 		 f->app, n);
+	if (f->role == FABRIC_ROLE_SERVER || f->role == FABRIC_ROLE_REPLICA) {
+		/* The lost scheduler's commit orders (chan 1, 4) may name transfers it never
+		 * commanded: killed between an `order` and its `send`s, or the sender's update
+		 * still held and announced again above (the new scheduler plans it afresh, maybe
+		 * into an aggregate). Such an id would hold every later arrival for the dataplane's
+		 * hold timeout (30 s). So the orders are emptied before registering: what the lost
+		 * scheduler did command is applied as it arrives (a replica catches up from the
+		 * server's state anyway), and the new scheduler orders only what it plans. */
+		uint64_t none = 0;
+		for (uint16_t chan = 1; chan <= 4; chan += 3)
+			if (mlfabric_commit_order(f->dp, chan, &none, 0, 1) < 0)
+				log_warn("%s: cannot empty the commit order of channel %u", f->app, chan);
+	}
 	if (reg)
 		fabric_core_ctl(f, reg);
 	json_array_foreach(msgs, i, m)

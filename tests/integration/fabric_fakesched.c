@@ -1,6 +1,6 @@
 /* fabric_fakesched.c - a tiny scripted scheduler on lib/proto/ctl.h for tests/integration/fabric_*.sh:
  * prints every message it receives and answers with fixed commands (scenario relay, aggregate,
- * replica or chain). */
+ * replica, chain or restart). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +38,8 @@ static unsigned long long next_xfer = 1;
 /* replica / chain scenarios */
 static double send_delay = 0.05; /* s from now to the start of a commanded send */
 static int n_updates, server_version, replica_commits, promoted, server_up, replica_up;
+/* restart scenario */
+static int die_now, restarted;
 
 /* Sends @msg (stolen) to the connection of the host named after '@' in @app (or @host). */
 static void to_host(const char *host, json_t *msg)
@@ -150,6 +152,31 @@ static void replica_commit(const char *app, json_t *m)
 	}
 }
 
+/*
+ * Scenario restart (a scheduler killed between an `order` and its `send`s, then restarted):
+ * update 1 is ordered and sent to the server; update 2 is ordered (chan 1) but never commanded,
+ * and the scheduler "dies" (every connection closed; the dataplanes reconnect). After the
+ * restart the worker announces update 2 again (it still holds it) and it is ordered and sent
+ * under a fresh transfer id, as a restarted scheduler's plan would (an aggregate, say).
+ */
+static void restart_update(const char *app, json_t *m)
+{
+	json_int_t id = json_integer_value(json_object_get(m, "id"));
+
+	n_updates++;
+	if (!restarted && n_updates == 1) {
+		to_host(server_host, order_cmd(server_app, 1, id));
+		to_host(app, send_cmd(app, "update", id, id, server_host, 1, 0));
+	} else if (!restarted) {
+		to_host(server_host, order_cmd(server_app, 1, id));
+		die_now = 1;
+	} else {
+		json_int_t x = (json_int_t)(XFER_BASE | next_xfer++);
+		to_host(server_host, order_cmd(server_app, 1, x));
+		to_host(app, send_cmd(app, "update", id, x, server_host, 1, 0));
+	}
+}
+
 static void handle(int i, json_t *m)
 {
 	const char *type = ctl_type(m), *app = json_string_value(json_object_get(m, "app"));
@@ -204,6 +231,8 @@ static void handle(int i, json_t *m)
 		}
 	} else if (!strcmp(type, "update") && (!strcmp(scenario, "replica") || !strcmp(scenario, "chain"))) {
 		replica_update(app, m);
+	} else if (!strcmp(type, "update") && !strcmp(scenario, "restart")) {
+		restart_update(app, m);
 	} else if (!strcmp(type, "promoted") && app) {
 		promoted = 1;
 		server_host = replica_host;
@@ -247,7 +276,7 @@ int main(int argc, char **argv)
 		case 't': limit = atof(optarg); break;
 		case 'd': send_delay = atof(optarg); break;
 		default:
-			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate|replica|chain] [--count N]\n"
+			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate|replica|chain|restart] [--count N]\n"
 			       "         [--weights JSON-ARRAY] [--phantom] [--skip-phantom] [--time-limit S] [--send-delay S]\n"
 			       "relay: answer register with registered + a drop, and send a command to an unknown app.\n"
 			       "aggregate: route N updates to aggregator host ag, then order + aggregate them to ps;\n"
@@ -255,7 +284,10 @@ int main(int argc, char **argv)
 			       "           aggregator so (skip, chan 2). Pulls are answered after a commit.\n"
 			       "replica: update 1 to server ps (keep) and replica r1, the others to ps; at ps version N\n"
 			       "         a state send to r1, then snapshot tags 1..18 and promote r1; later workers go to r1.\n"
-			       "chain: ps is told to chain-replicate to r1; updates go to ps.\n");
+			       "chain: ps is told to chain-replicate to r1; updates go to ps.\n"
+			       "restart: update 1 ordered and sent to ps; update 2 ordered but never sent, then every\n"
+			       "         connection closed ('restart t=...'); after the reconnect update 2 is ordered\n"
+			       "         and sent again under a fresh transfer id. Pulls wait for a commit of each life.\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -307,6 +339,22 @@ int main(int argc, char **argv)
 				ctl_close(&conns[i].c);
 				conns[i].used = 0;
 			}
+		}
+		if (die_now) { /* scenario restart: the scheduler "dies"; its successor knows nothing */
+			/* FIN after what was sent (a close with unread input would reset the connection
+			 * and could lose the last `order`); closed when the dataplane closes its end, and
+			 * nameless until then so that commands go to the new connections */
+			for (int i = 0; i < MAX_CONNS; i++)
+				if (conns[i].used && conns[i].host[0]) {
+					shutdown(conns[i].c.fd, SHUT_WR);
+					conns[i].host[0] = '\0';
+				}
+			die_now = 0;
+			restarted = 1;
+			commit_seen = 0;
+			json_array_clear(pulls);
+			printf("restart t=%.6f\n", clock_real_s());
+			fflush(stdout);
 		}
 	}
 	return 0;
