@@ -480,30 +480,318 @@ static int wk_hop_tokens(mlf_t *f, struct wk_hop *hp, int64_t count)
 	return 0;
 }
 
+/* What the training loop's per-mode iterations share: the fabric, the model buffers and the
+ * counters that end up in worker.json and pushes.jsonl. */
+struct wk_run {
+	const struct wk_opts *o;
+	mlf_t *f;
+	struct wk_local L;
+	struct wk_hop hp;
+	size_t n;           /* model floats */
+	float *w;           /* the model the next gradient is computed from */
+	float *wr;          /* ESync, ADSP: the local copy w_{t,k}; Hop: -lr g; --overlap: the next model */
+	float *u;           /* the update pushed (n floats) */
+	float *h;           /* worker-side momentum (NULL: off) */
+	int64_t version;    /* the version of w */
+	long it, straggled; /* iterations (ESync: rounds; ADSP: commits); slowed by a straggler */
+	double t0, busy, next_progress;
+	FILE *pushes;
+	int64_t esync_round;  /* ESync: communication rounds done (aggregations) */
+	double esync_c;       /* ESync: seconds the last local iteration took (c of Alg. 1) */
+	struct mlf_commit_rate rate; /* ADSP: the commit rate in force */
+	int64_t rate_j;       /* ADSP: commits made in its check period */
+	long since_commit;    /* ADSP: local iterations since the last commit */
+	double adsp_o;        /* ADSP: O_i, seconds a commit takes (push + get; EWMA 0.2) */
+	int need_get;         /* ADSP: the model is to be got (at the start, after a commit) */
+};
+
+/* What an iteration tells the loop: go on, stop after an error (exit status 1), or stop without
+ * one (a signal, --duration reached while waiting). */
+enum { WK_GO = 0, WK_ERR = 1, WK_END = 2 };
+
+/* Whether a progress line is due (one every 2 s of a long run); 1 moves the next one on. */
+static int wk_progress_due(struct wk_run *R)
+{
+	if (clock_real_s() < R->next_progress)
+		return 0;
+	R->next_progress += 2;
+	return 1;
+}
+
+/* Hop (hop-asplos2019 Fig. 7-9): send, compute, Recv, Reduce, apply, tokens; one iteration. */
+static int wk_hop_iteration(struct wk_run *R)
+{
+	const struct wk_opts *o = R->o;
+	struct wk_hop *hp = &R->hp;
+	double tw, end = o->duration ? R->t0 + o->duration : 0;
+	size_t n = R->n;
+	int used;
+
+	for (int i = 0; i < hp->n; i++)
+		if (mlf_peer_send(R->f, hp->names[i], R->w, n, hp->h.k))
+			return log_err("parameters to %s: %s", hp->names[i], mlf_error(R->f)), WK_ERR;
+	/* the gradient on x_k, applied after the Reduce: u = -lr g on a copy of x_k */
+	memcpy(R->wr, R->w, sizeof(float) * n);
+	if (wk_local_step(&R->L, R->wr) < 0)
+		return log_err("no memory for the gradient"), WK_ERR;
+	for (size_t j = 0; j < n; j++)
+		R->wr[j] -= R->w[j]; /* wr = -lr g */
+	if ((tw = wk_hop_wait(R->f, hp, hop_can_reduce, "updates", o->timeout, end)) < 0)
+		return tw == -2 ? WK_END : WK_ERR;
+	hp->wait_s += tw;
+	used = hop_reduce(&hp->h, R->w);
+	vec_add_f32(R->w, R->wr, n);
+	if ((tw = wk_hop_wait(R->f, hp, hop_can_advance, "tokens", o->timeout, end)) < 0)
+		return tw == -2 ? WK_END : WK_ERR;
+	hp->wait_s += tw;
+	hop_advance(&hp->h);
+	if (o->hop_cfg.max_ig && wk_hop_tokens(R->f, hp, 1))
+		return WK_ERR;
+	int64_t jump = hop_jump(&hp->h);
+	if (jump > 0) {
+		/* skipping (§5): renew the parameters with what the neighbours sent, then jump,
+		 * taking and giving one token per skipped iteration */
+		hop_skip(&hp->h, jump);
+		hop_reduce(&hp->h, R->w);
+		if (wk_hop_tokens(R->f, hp, jump))
+			return WK_ERR;
+	}
+	R->version = hp->h.k;
+	R->it++;
+	train_rec_line(R->pushes, json_pack("{s:f,s:I,s:i,s:f,s:I}", "t", clock_real_s(), "iter",
+					    (json_int_t)hp->h.k, "reduced", used, "wait_s", hp->wait_s,
+					    "jumped", (json_int_t)jump));
+	if (wk_progress_due(R))
+		log_info("t=%.1fs iteration %lld (skipped %lld) waited %.1f s loss %.4f",
+			 clock_real_s() - R->t0, (long long)hp->h.k, (long long)hp->h.jumped, hp->wait_s,
+			 R->L.loss);
+	return WK_GO;
+}
+
+/* ADSP (adsp-aaai2020 Alg. 2): never wait; one local iteration, or, when the timer of the
+ * scheduler's commit rate is due, a commit (a commit carries at least one iteration). */
+static int wk_adsp_iteration(struct wk_run *R)
+{
+	const struct wk_opts *o = R->o;
+	struct mlf_commit_rate cr;
+	size_t n = R->n;
+	int64_t id, r, v_g;
+
+	if (mlf_commit_rate(R->f, &cr) == 0 && (cr.check != R->rate.check || cr.t != R->rate.t)) {
+		R->rate = cr; /* a new check period: its commits count from 1 */
+		R->rate_j = 0;
+	}
+	double tc = clock_real_s();
+	if (R->rate.check < 0 || R->since_commit == 0 ||
+	    tc < train_adsp_commit_due(R->rate.t, R->rate_j + 1, R->rate.delta, R->rate.period_s, R->adsp_o)) {
+		if (wk_local_step(&R->L, R->wr) < 0)
+			return log_err("no memory for the gradient"), WK_ERR;
+		R->since_commit++;
+		return WK_GO;
+	}
+	/* TIMEOUT(): commit E x the accumulated update U_i = copy - model, get the model */
+	float scale = (float)(o->global_lr > 0 ? o->global_lr : 1);
+	for (size_t j = 0; j < n; j++)
+		R->u[j] = (R->wr[j] - R->w[j]) * scale;
+	double norm = vec_norm2_f32(R->u, n);
+	v_g = R->version;
+	id = mlf_push(R->f, o->server, R->u, n, norm, R->version);
+	if (id < 0)
+		return wk_fail(R->f, o, "push", id);
+	r = mlf_get(R->f, o->server, R->w, n, &R->version, o->timeout);
+	if (r)
+		return wk_fail(R->f, o, "model get", r);
+	memcpy(R->wr, R->w, sizeof(float) * n);
+	double took = clock_real_s() - tc;
+	R->adsp_o = R->adsp_o > 0 ? 0.8 * R->adsp_o + 0.2 * took : took;
+	R->rate_j++;
+	R->it++;
+	train_rec_line(R->pushes, json_pack("{s:f,s:I,s:I,s:f,s:I,s:f,s:I,s:I}", "t", clock_real_s(),
+					    "id", (json_int_t)id, "version", (json_int_t)v_g,
+					    "norm", norm, "local_steps", (json_int_t)R->since_commit,
+					    "commit_s", took, "check", (json_int_t)R->rate.check,
+					    "delta", (json_int_t)R->rate.delta));
+	R->since_commit = 0;
+	if (wk_progress_due(R))
+		log_info("t=%.1fs commit %ld (%lld of %lld this period) model version %lld loss %.4f",
+			 clock_real_s() - R->t0, R->it, (long long)R->rate_j, (long long)R->rate.delta,
+			 (long long)R->version, R->L.loss);
+	return WK_GO;
+}
+
+/* ESync (esync.txt Alg. 1): one round: local iterations on a copy until the State Server says
+ * READY (or, fixed-rate local SGD, --local-steps of them), then the round's delta through the
+ * synchronous allreduce. */
+static int wk_esync_round(struct wk_run *R)
+{
+	const struct wk_opts *o = R->o;
+	struct wk_local *L = &R->L;
+	size_t n = R->n;
+	int k = 0, ready;
+	double t_round = clock_real_s(), tq, query_wait = 0;
+	long aborted0 = L->n_aborted;
+	double aborted_s0 = L->aborted_s;
+	int64_t r, v_g;
+
+	memcpy(R->wr, R->w, sizeof(float) * n);
+	L->abort_since = 0;
+	for (;;) {
+		tq = clock_real_s();
+		if (o->local_steps) /* fixed-rate local SGD: T local iterations, no asking */
+			ready = k >= o->local_steps;
+		else if (!o->esync_nb)
+			ready = mlf_query_state(R->f, R->esync_round, k, R->esync_c, o->timeout);
+		else {
+			/* §4.2: ask, take NOT-READY as implicit, train on until READY */
+			int64_t q = mlf_query_state_send(R->f, R->esync_round, k, R->esync_c + L->rtt_s);
+			if (q < 0) {
+				ready = (int)q;
+				break;
+			}
+			if (!L->abort_since)
+				L->abort_since = q;
+			ready = mlf_state_wait(R->f, L->abort_since, 0, &L->rtt_s);
+		}
+		query_wait += clock_real_s() - tq;
+		if (ready)
+			break;
+		double c_k = wk_local_step(L, R->wr);
+		if (c_k < 0) {
+			ready = -ENOMEM;
+			break;
+		}
+		if (L->wait_err) { /* no answer from the State Server for too long */
+			ready = L->wait_err;
+			break;
+		}
+		if (L->aborted) { /* READY during the iteration: aggregate 1..k */
+			ready = 1;
+			break;
+		}
+		R->esync_c = c_k;
+		k++;
+		if (wk_stop)
+			break;
+	}
+	if (ready < 0)
+		return ready == -ENOMEM ? (log_err("no memory for the gradient"), WK_ERR)
+					: wk_fail(R->f, o, "state query", ready);
+	if (wk_stop)
+		return WK_END;
+	/* E x Δw / p (Alg. 1 lines 17-20): the server sums the round's P pushes */
+	float scale = (float)((o->global_lr > 0 ? o->global_lr : o->esync) / o->esync);
+	for (size_t j = 0; j < n; j++)
+		R->u[j] = (R->wr[j] - R->w[j]) * scale;
+	double norm = vec_norm2_f32(R->u, n);
+	v_g = R->version;
+	r = mlf_allreduce(R->f, o->server, R->u, n, norm, R->version, R->w, &R->version, o->timeout);
+	if (r)
+		return wk_fail(R->f, o, "allreduce", r);
+	R->esync_round++;
+	R->it++;
+	/* how the round waited on the State Server: blocked in queries (query_wait_s), or
+	 * (non-blocking) in local iterations a READY aborted (aborted, aborted_s) */
+	train_rec_line(R->pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:i,s:f,s:f,s:I,s:f,s:f}",
+					    "t", clock_real_s(), "id", json_null(),
+					    "version", (json_int_t)v_g, "norm", norm,
+					    "round_s", clock_real_s() - t_round, "local_steps", k,
+					    "c", R->esync_c, "query_wait_s", query_wait,
+					    "aborted", (json_int_t)(L->n_aborted - aborted0),
+					    "aborted_s", L->aborted_s - aborted_s0, "rtt_s", L->rtt_s));
+	if (wk_progress_due(R))
+		log_info("t=%.1fs round %ld (%d local iterations) model version %lld loss %.4f",
+			 clock_real_s() - R->t0, R->it, k, (long long)R->version, L->loss);
+	return WK_GO;
+}
+
+/*
+ * One MLfabric-A / Async / MLfabric-S iteration (paper eq. 1-2): the gradient of w, the update
+ * u = -lr x gradient (with worker-side momentum if set), pushed (MLfabric-S: through the
+ * allreduce, which returns the next model). With --overlap the gradient is computed on a
+ * thread while the next model is got into wr (then w and wr swap). @get_s: the seconds this
+ * iteration's get took at the loop's top (pushes.jsonl's get_s).
+ */
+static int wk_sgd_iteration(struct wk_run *R, double get_s)
+{
+	const struct wk_opts *o = R->o;
+	size_t n = R->n;
+	struct wk_grad g = { .L = &R->L, .w = R->w };
+	int64_t v_next = R->version, r_get = 0, r, id = 0; /* --overlap: the next model's version, get error */
+	double t_joined = 0; /* --overlap: when both the get and the gradient were done */
+
+	if (o->overlap && R->it > 0 && !(o->iterations && R->it + 1 >= o->iterations)) {
+		/* the gradient of w on its own thread; meanwhile the next model into wr (not in the
+		 * last of --iterations: nothing would use it) */
+		pthread_t th;
+		int e = pthread_create(&th, NULL, wk_gradient_thread, &g);
+		if (e)
+			return log_err("cannot start the gradient thread: %s", strerror(e)), WK_ERR;
+		double tg = clock_real_s();
+		r_get = mlf_get(R->f, o->server, R->wr, n, &v_next, o->timeout);
+		get_s = clock_real_s() - tg;
+		pthread_join(th, NULL);
+		t_joined = clock_real_s();
+		/* a failed get stops the worker after this gradient is pushed, as it would without
+		 * --overlap (there the get comes after the push) */
+	} else
+		wk_gradient(&g);
+	if (g.loss < 0)
+		return log_err("no memory for the gradient"), WK_ERR;
+	R->straggled += g.factor > 1;
+	int64_t v_g = R->version; /* v(g): the model version this update is computed from */
+	vec_scale_f32(R->L.u, (float)-o->lr, n); /* u = -lr * gradient (eq. 1) */
+	if (R->h) {
+		/* eq. 2 at the worker: h_{t+1} = gamma h_t + u; the update pushed is h_{t+1}, which
+		 * the server adds as is (w += h), so grouping into aggregates changes nothing */
+		vec_scale_f32(R->h, (float)o->momentum, n);
+		vec_add_f32(R->h, R->L.u, n);
+		memcpy(R->L.u, R->h, sizeof(float) * n);
+	}
+	double norm = vec_norm2_f32(R->L.u, n);
+	if (o->mode == MLF_MODE_SYNC) {
+		r = mlf_allreduce(R->f, o->server, R->L.u, n, norm, R->version, R->w, &R->version, o->timeout);
+		if (r)
+			return wk_fail(R->f, o, "allreduce", r);
+	} else {
+		id = mlf_push(R->f, o->server, R->L.u, n, norm, R->version);
+		if (id < 0)
+			return wk_fail(R->f, o, "push", id);
+	}
+	R->it++;
+	/* busy: compute and push, not the get (with --overlap the get ran alongside) */
+	R->busy += t_joined > 0 ? (g.te - g.ts) + (clock_real_s() - t_joined) : clock_real_s() - g.ts;
+	if (t_joined > 0 && !r_get) { /* the next iteration computes on the model just got */
+		float *t = R->w;
+		R->w = R->wr;
+		R->wr = t;
+		R->version = v_next;
+	}
+	train_rec_line(R->pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b,s:f,s:f}", "t", clock_real_s(), "id",
+					    id > 0 ? json_integer(id) : json_null(), "version",
+					    (json_int_t)v_g, "norm", norm, "compute_s", g.compute_s,
+					    "straggled", g.factor > 1, "factor", g.factor, "get_s", get_s));
+	if (r_get)
+		return wk_fail(R->f, o, "model get", r_get);
+	if (wk_progress_due(R))
+		log_info("t=%.1fs iteration %ld model version %lld loss %.4f", clock_real_s() - R->t0,
+			 R->it, (long long)R->version, g.loss);
+	return WK_GO;
+}
+
 int main(int argc, char **argv)
 {
 	struct wk_opts o;
-	struct wk_hop hp = { 0 };
+	struct wk_run R = { .o = &o, .rate = { .check = -1 }, .need_get = 1 };
 	struct mlp_shape shape;
 	struct train_straggle st;
 	struct idx_dataset shard;
 	struct mlf_opts fo = { 0 };
 	struct mlf_worker_stats ws;
 	char err[512], comp[64];
-	int64_t version = 0;
 	uint64_t rng;
-	long it = 0, straggled = 0, local_steps = 0; /* ESync: local iterations in all */
-	int64_t esync_round = 0;  /* ESync: communication rounds done (aggregations) */
-	double esync_c = 0;       /* ESync: seconds the last local iteration took (c of Alg. 1) */
-	double t0, busy = 0, next_progress, loss = 0;
-	FILE *pushes, *acc_f = NULL;
+	FILE *acc_f = NULL;
 	struct idx_dataset test;
 	double next_eval = 0;
-	struct mlf_commit_rate rate = { .check = -1 }; /* ADSP: the commit rate in force */
-	int64_t rate_j = 0;       /* ADSP: commits made in its check period */
-	long since_commit = 0;    /* ADSP: local iterations since the last commit */
-	double adsp_o = 0;        /* ADSP: O_i, seconds a commit takes (push + get; EWMA 0.2) */
-	int need_get = 1;         /* ADSP: the model is to be got (at the start, after a commit) */
 	mlf_t *f;
 	int rc = wk_parse(argc, argv, &o);
 
@@ -523,15 +811,16 @@ int main(int argc, char **argv)
 				 !(acc_f = train_rec_open(o.records, "accuracy.jsonl", err, sizeof(err)))))
 		return log_err("%s", err), 1;
 	size_t n = mlp_param_count(&shape);
-	float *w = malloc(sizeof(float) * n), *u = malloc(sizeof(float) * n);
-	float *h = o.momentum > 0 ? calloc(n, sizeof(float)) : NULL; /* worker-side momentum, h_0 = 0 */
-	/* ESync, ADSP: the local copy w_{t,k} */
-	/* ... --overlap: the next model, got while the gradient is computed */
+	R.n = n;
+	R.w = malloc(sizeof(float) * n);
+	R.u = malloc(sizeof(float) * n);
+	R.h = o.momentum > 0 ? calloc(n, sizeof(float)) : NULL; /* worker-side momentum, h_0 = 0 */
+	/* ESync, ADSP: the local copy w_{t,k}; Hop: -lr g; --overlap: the next model */
 	int need_wr = o.esync || o.adsp || o.hop || o.overlap;
-	float *wr = need_wr ? malloc(sizeof(float) * n) : NULL; /* Hop: -lr g */
+	R.wr = need_wr ? malloc(sizeof(float) * n) : NULL;
 	float *x = malloc(sizeof(float) * (size_t)o.batch * 784);
 	uint8_t *y = malloc((size_t)o.batch);
-	if (!w || !u || !x || !y || (o.momentum > 0 && !h) || (need_wr && !wr))
+	if (!R.w || !R.u || !x || !y || (o.momentum > 0 && !R.h) || (need_wr && !R.wr))
 		return log_err("no memory for the model and update buffers (%zu floats)", n), 1;
 	rng = o.seed * 7919u + (uint64_t)o.shard_i + 1;
 
@@ -540,24 +829,24 @@ int main(int argc, char **argv)
 	fo.sock = o.sock;
 	fo.mode = o.mode;
 	fo.timeout_s = o.timeout;
-	f = mlf_open(&fo, err, sizeof(err));
+	f = R.f = mlf_open(&fo, err, sizeof(err));
 	if (!f)
 		return log_err("cannot open the fabric endpoint: %s", err), 1;
 	if (o.hop) {
 		int nb[64];
-		if (wk_hop_parse(&o, &hp)) {
+		if (wk_hop_parse(&o, &R.hp)) {
 			mlf_close(f);
 			return 2;
 		}
-		for (int i = 0; i < hp.n; i++)
+		for (int i = 0; i < R.hp.n; i++)
 			nb[i] = i;
-		if (hop_init(&hp.h, &o.hop_cfg, nb, hp.n, nb, hp.n, n)) {
+		if (hop_init(&R.hp.h, &o.hop_cfg, nb, R.hp.n, nb, R.hp.n, n)) {
 			log_err("bad Hop settings: --hop-backups %d must be below the %d neighbours",
-				o.hop_cfg.backups, hp.n);
+				o.hop_cfg.backups, R.hp.n);
 			mlf_close(f);
 			return 2;
 		}
-		mlp_init(&shape, o.init_seed, w); /* p0, the same at every worker */
+		mlp_init(&shape, o.init_seed, R.w); /* p0, the same at every worker */
 	}
 	rc = o.hop ? mlf_register_as_peer(f) : mlf_register_as_worker(f, o.server);
 	if (rc) {
@@ -565,330 +854,57 @@ int main(int argc, char **argv)
 		mlf_close(f);
 		return 1;
 	}
-	if (!(pushes = train_rec_open(o.records, "pushes.jsonl", err, sizeof(err)))) {
+	if (!(R.pushes = train_rec_open(o.records, "pushes.jsonl", err, sizeof(err)))) {
 		log_err("%s", err);
 		mlf_close(f);
 		return 1;
 	}
 	signal(SIGTERM, wk_on_signal);
 	signal(SIGINT, wk_on_signal);
-	t0 = clock_real_s();
-	next_progress = t0 + 2;
-	struct wk_local L = { .o = &o, .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
-			      .x = x, .u = u, .y = y, .n = n, .t0 = t0,
-			      .abort_f = o.esync_nb ? f : NULL };
+	R.t0 = clock_real_s();
+	R.next_progress = R.t0 + 2;
+	R.L = (struct wk_local){ .o = &o, .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
+				 .x = x, .u = R.u, .y = y, .n = n, .t0 = R.t0,
+				 .abort_f = o.esync_nb ? f : NULL };
 	log_info("worker of %s, mode %s, shard %d/%d (%zu images), model %s", o.server, o.mode_name,
 		 o.shard_i, o.shard_n, shard.n, o.model);
-	rc = 0;
-	while (!wk_stop && (!o.iterations || it < o.iterations) &&
-	       (!o.duration || clock_real_s() - t0 < o.duration)) {
-		double ts, compute_s, factor, norm;
-		int64_t r, id = 0, v_g;
+	rc = WK_GO;
+	while (!wk_stop && (!o.iterations || R.it < o.iterations) &&
+	       (!o.duration || clock_real_s() - R.t0 < o.duration)) {
 		double get_s = 0; /* seconds this iteration waited in its model get */
 
-		if ((o.mode != MLF_MODE_SYNC || it == 0) && (!o.adsp || need_get) && !o.hop &&
-		    (!o.overlap || it == 0)) {
+		/* the model first: every iteration (MLfabric-S: the first only, then the allreduce
+		 * returns it; ADSP: after a commit; --overlap: the first only; Hop: never) */
+		if ((o.mode != MLF_MODE_SYNC || R.it == 0) && (!o.adsp || R.need_get) && !o.hop &&
+		    (!o.overlap || R.it == 0)) {
 			double tg = clock_real_s();
-			r = mlf_get(f, o.server, w, n, &version, o.timeout);
+			int64_t r = mlf_get(f, o.server, R.w, n, &R.version, o.timeout);
 			get_s = clock_real_s() - tg;
 			if (r) {
 				rc = wk_fail(f, &o, "model get", r);
 				break;
 			}
 			if (o.adsp) {
-				memcpy(wr, w, sizeof(float) * n);
-				need_get = 0;
+				memcpy(R.wr, R.w, sizeof(float) * n);
+				R.need_get = 0;
 			}
 		}
 		if (acc_f && clock_real_s() >= next_eval) {
 			double acc, eloss;
 			next_eval = clock_real_s() + o.eval_every;
-			if (train_eval(&shape, w, &test, o.eval_images, &acc, &eloss) == 0) {
+			if (train_eval(&shape, R.w, &test, o.eval_images, &acc, &eloss) == 0) {
 				train_rec_line(acc_f, json_pack("{s:f,s:I,s:f,s:f}", "t", clock_real_s(), "version",
-								(json_int_t)version, "accuracy", acc, "loss", eloss));
-				log_info("t=%.1fs model version %lld accuracy %.4f loss %.4f", clock_real_s() - t0,
-					 (long long)version, acc, eloss);
+								(json_int_t)R.version, "accuracy", acc, "loss", eloss));
+				log_info("t=%.1fs model version %lld accuracy %.4f loss %.4f", clock_real_s() - R.t0,
+					 (long long)R.version, acc, eloss);
 			}
 		}
-		if (o.hop) {
-			/* Hop (hop-asplos2019 Fig. 7-9): send, compute, Recv, Reduce, apply, tokens */
-			double tw;
-			int used;
-			for (int i = 0; i < hp.n; i++)
-				if (mlf_peer_send(f, hp.names[i], w, n, hp.h.k)) {
-					rc = 1;
-					log_err("parameters to %s: %s", hp.names[i], mlf_error(f));
-					break;
-				}
-			if (rc)
-				break;
-			/* the gradient on x_k, applied after the Reduce: u = -lr g on a copy of x_k */
-			memcpy(wr, w, sizeof(float) * n);
-			if (wk_local_step(&L, wr) < 0) {
-				rc = 1;
-				log_err("no memory for the gradient");
-				break;
-			}
-			for (size_t j = 0; j < n; j++)
-				wr[j] -= w[j]; /* wr = -lr g */
-			if ((tw = wk_hop_wait(f, &hp, hop_can_reduce, "updates", o.timeout,
-						 o.duration ? t0 + o.duration : 0)) < 0) {
-				rc = tw == -2 ? 0 : 1;
-				break;
-			}
-			hp.wait_s += tw;
-			used = hop_reduce(&hp.h, w);
-			vec_add_f32(w, wr, n);
-			if ((tw = wk_hop_wait(f, &hp, hop_can_advance, "tokens", o.timeout,
-						 o.duration ? t0 + o.duration : 0)) < 0) {
-				rc = tw == -2 ? 0 : 1;
-				break;
-			}
-			hp.wait_s += tw;
-			hop_advance(&hp.h);
-			if (o.hop_cfg.max_ig && wk_hop_tokens(f, &hp, 1)) {
-				rc = 1;
-				break;
-			}
-			int64_t jump = hop_jump(&hp.h);
-			if (jump > 0) {
-				/* skipping (§5): renew the parameters with what the neighbours sent, then
-				 * jump, taking and giving one token per skipped iteration */
-				hop_skip(&hp.h, jump);
-				hop_reduce(&hp.h, w);
-				if (wk_hop_tokens(f, &hp, jump)) {
-					rc = 1;
-					break;
-				}
-			}
-			version = hp.h.k;
-			it++;
-			train_rec_line(pushes, json_pack("{s:f,s:I,s:i,s:f,s:I}", "t", clock_real_s(), "iter",
-							 (json_int_t)hp.h.k, "reduced", used, "wait_s", hp.wait_s,
-							 "jumped", (json_int_t)jump));
-			if (clock_real_s() >= next_progress) {
-				log_info("t=%.1fs iteration %lld (skipped %lld) waited %.1f s loss %.4f",
-					 clock_real_s() - t0, (long long)hp.h.k, (long long)hp.h.jumped,
-					 hp.wait_s, L.loss);
-				next_progress += 2;
-			}
-			continue;
-		}
-		if (o.adsp) {
-			/* ADSP (adsp-aaai2020 Alg. 2): never wait; commit when the timer of the
-			 * scheduler's commit rate is due (a commit carries at least one iteration) */
-			struct mlf_commit_rate cr;
-			if (mlf_commit_rate(f, &cr) == 0 && (cr.check != rate.check || cr.t != rate.t)) {
-				rate = cr;  /* a new check period: its commits count from 1 */
-				rate_j = 0;
-			}
-			double tc = clock_real_s();
-			if (rate.check < 0 || since_commit == 0 ||
-			    tc < train_adsp_commit_due(rate.t, rate_j + 1, rate.delta, rate.period_s, adsp_o)) {
-				if (wk_local_step(&L, wr) < 0) {
-					rc = 1;
-					log_err("no memory for the gradient");
-					break;
-				}
-				since_commit++;
-				continue;
-			}
-			/* TIMEOUT(): commit E x the accumulated update U_i = copy - model, get the model */
-			float scale = (float)(o.global_lr > 0 ? o.global_lr : 1);
-			for (size_t j = 0; j < n; j++)
-				u[j] = (wr[j] - w[j]) * scale;
-			norm = vec_norm2_f32(u, n);
-			v_g = version;
-			id = mlf_push(f, o.server, u, n, norm, version);
-			if (id < 0) {
-				rc = wk_fail(f, &o, "push", id);
-				break;
-			}
-			r = mlf_get(f, o.server, w, n, &version, o.timeout);
-			if (r) {
-				rc = wk_fail(f, &o, "model get", r);
-				break;
-			}
-			memcpy(wr, w, sizeof(float) * n);
-			double took = clock_real_s() - tc;
-			adsp_o = adsp_o > 0 ? 0.8 * adsp_o + 0.2 * took : took;
-			rate_j++;
-			it++;
-			train_rec_line(pushes, json_pack("{s:f,s:I,s:I,s:f,s:I,s:f,s:I,s:I}", "t", clock_real_s(),
-							 "id", (json_int_t)id, "version", (json_int_t)v_g,
-							 "norm", norm, "local_steps", (json_int_t)since_commit,
-							 "commit_s", took, "check", (json_int_t)rate.check,
-							 "delta", (json_int_t)rate.delta));
-			since_commit = 0;
-			if (clock_real_s() >= next_progress) {
-				log_info("t=%.1fs commit %ld (%lld of %lld this period) model version %lld loss %.4f",
-					 clock_real_s() - t0, it, (long long)rate_j, (long long)rate.delta,
-					 (long long)version, L.loss);
-				next_progress += 2;
-			}
-			continue;
-		}
-		if (o.esync) {
-			/* ESync (esync.txt Alg. 1): local iterations on a copy until the State Server
-			 * says READY, then the round's delta through the synchronous allreduce */
-			int k = 0, ready;
-			double t_round = clock_real_s(), tq, query_wait = 0;
-			long aborted0 = L.n_aborted;
-			double aborted_s0 = L.aborted_s;
-			memcpy(wr, w, sizeof(float) * n);
-			L.abort_since = 0;
-			for (;;) {
-				tq = clock_real_s();
-				if (o.local_steps) /* fixed-rate local SGD: T local iterations, no asking */
-					ready = k >= o.local_steps;
-				else if (!o.esync_nb)
-					ready = mlf_query_state(f, esync_round, k, esync_c, o.timeout);
-				else {
-					/* §4.2: ask, take NOT-READY as implicit, train on until READY */
-					int64_t q = mlf_query_state_send(f, esync_round, k, esync_c + L.rtt_s);
-					if (q < 0) {
-						ready = (int)q;
-						break;
-					}
-					if (!L.abort_since)
-						L.abort_since = q;
-					ready = mlf_state_wait(f, L.abort_since, 0, &L.rtt_s);
-				}
-				query_wait += clock_real_s() - tq;
-				if (ready)
-					break;
-				double c_k = wk_local_step(&L, wr);
-				if (c_k < 0) {
-					ready = -ENOMEM;
-					break;
-				}
-				if (L.wait_err) { /* no answer from the State Server for too long */
-					ready = L.wait_err;
-					break;
-				}
-				if (L.aborted) { /* READY during the iteration: aggregate 1..k */
-					ready = 1;
-					break;
-				}
-				esync_c = c_k;
-				k++;
-				if (wk_stop)
-					break;
-			}
-			if (ready < 0) {
-				rc = ready == -ENOMEM ? (log_err("no memory for the gradient"), 1)
-						      : wk_fail(f, &o, "state query", ready);
-				break;
-			}
-			if (wk_stop)
-				break;
-			/* E x Δw / p (Alg. 1 lines 17-20): the server sums the round's P pushes */
-			float scale = (float)((o.global_lr > 0 ? o.global_lr : o.esync) / o.esync);
-			for (size_t j = 0; j < n; j++)
-				u[j] = (wr[j] - w[j]) * scale;
-			norm = vec_norm2_f32(u, n);
-			v_g = version;
-			r = mlf_allreduce(f, o.server, u, n, norm, version, w, &version, o.timeout);
-			if (r) {
-				rc = wk_fail(f, &o, "allreduce", r);
-				break;
-			}
-			esync_round++;
-			it++;
-			/* how the round waited on the State Server: blocked in queries (query_wait_s), or
-			 * (non-blocking) in local iterations a READY aborted (aborted, aborted_s) */
-			train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:i,s:f,s:f,s:I,s:f,s:f}",
-							 "t", clock_real_s(), "id", json_null(),
-							 "version", (json_int_t)v_g, "norm", norm,
-							 "round_s", clock_real_s() - t_round, "local_steps", k,
-							 "c", esync_c, "query_wait_s", query_wait,
-							 "aborted", (json_int_t)(L.n_aborted - aborted0),
-							 "aborted_s", L.aborted_s - aborted_s0, "rtt_s", L.rtt_s));
-			if (clock_real_s() >= next_progress) {
-				log_info("t=%.1fs round %ld (%d local iterations) model version %lld loss %.4f",
-					 clock_real_s() - t0, it, k, (long long)version, L.loss);
-				next_progress += 2;
-			}
-			continue;
-		}
-		struct wk_grad g = { .L = &L, .w = w };
-		int64_t v_next = version, r_get = 0; /* --overlap: the next model's version, get error */
-		double t_joined = 0; /* --overlap: when both the get and the gradient were done */
-		if (o.overlap && it > 0 && !(o.iterations && it + 1 >= o.iterations)) {
-			/* the gradient of w on its own thread; meanwhile the next model into wr (not in
-			 * the last of --iterations: nothing would use it) */
-			pthread_t th;
-			int e = pthread_create(&th, NULL, wk_gradient_thread, &g);
-			if (e) {
-				rc = 1;
-				log_err("cannot start the gradient thread: %s", strerror(e));
-				break;
-			}
-			double tg = clock_real_s();
-			r_get = mlf_get(f, o.server, wr, n, &v_next, o.timeout);
-			get_s = clock_real_s() - tg;
-			pthread_join(th, NULL);
-			t_joined = clock_real_s();
-			/* a failed get stops the worker after this gradient is pushed, as it would
-			 * without --overlap (there the get comes after the push) */
-		} else
-			wk_gradient(&g);
-		ts = g.ts;
-		loss = g.loss;
-		if (loss < 0) {
-			rc = 1;
-			log_err("no memory for the gradient");
+		rc = o.hop ? wk_hop_iteration(&R) : o.adsp ? wk_adsp_iteration(&R)
+		     : o.esync ? wk_esync_round(&R) : wk_sgd_iteration(&R, get_s);
+		if (rc != WK_GO)
 			break;
-		}
-		compute_s = g.compute_s;
-		factor = g.factor;
-		straggled += factor > 1;
-		v_g = version; /* v(g): the model version this update is computed from */
-		vec_scale_f32(u, (float)-o.lr, n); /* u = -lr * gradient (eq. 1) */
-		if (h) {
-			/* eq. 2 at the worker: h_{t+1} = gamma h_t + u; the update pushed is h_{t+1}, which
-			 * the server adds as is (w += h), so grouping into aggregates changes nothing */
-			vec_scale_f32(h, (float)o.momentum, n);
-			vec_add_f32(h, u, n);
-			memcpy(u, h, sizeof(float) * n);
-		}
-		norm = vec_norm2_f32(u, n);
-		if (o.mode == MLF_MODE_SYNC) {
-			r = mlf_allreduce(f, o.server, u, n, norm, version, w, &version, o.timeout);
-			if (r) {
-				rc = wk_fail(f, &o, "allreduce", r);
-				break;
-			}
-		} else {
-			id = mlf_push(f, o.server, u, n, norm, version);
-			if (id < 0) {
-				rc = wk_fail(f, &o, "push", id);
-				break;
-			}
-		}
-		it++;
-		/* busy: compute and push, not the get (with --overlap the get ran alongside) */
-		busy += t_joined > 0 ? (g.te - ts) + (clock_real_s() - t_joined) : clock_real_s() - ts;
-		if (t_joined > 0 && !r_get) { /* the next iteration computes on the model just got */
-			float *t = w;
-			w = wr;
-			wr = t;
-			version = v_next;
-		}
-		train_rec_line(pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b,s:f,s:f}", "t", clock_real_s(), "id",
-						 id > 0 ? json_integer(id) : json_null(), "version",
-						 (json_int_t)v_g, "norm", norm, "compute_s", compute_s,
-						 "straggled", factor > 1, "factor", factor, "get_s", get_s));
-		if (r_get) {
-			rc = wk_fail(f, &o, "model get", r_get);
-			break;
-		}
-		if (clock_real_s() >= next_progress) {
-			log_info("t=%.1fs iteration %ld model version %lld loss %.4f", clock_real_s() - t0, it,
-				 (long long)version, loss);
-			next_progress += 2;
-		}
 	}
+	rc = rc == WK_ERR ? 1 : 0;
 	/* let the pushed updates leave before closing (close fails what is still pending) */
 	for (double until = clock_real_s() + o.timeout;; usleep(10000)) {
 		mlf_get_worker_stats(f, &ws);
@@ -900,9 +916,8 @@ int main(int argc, char **argv)
 			 (unsigned long long)(ws.pushed - ws.sent - ws.dropped - ws.aggregated), o.server,
 			 o.timeout);
 	mlf_close(f);
-	straggled += L.straggled;
-	busy += L.busy;
-	local_steps = L.steps;
+	long straggled = R.straggled + R.L.straggled, local_steps = R.L.steps, it = R.it;
+	double busy = R.busy + R.L.busy;
 	log_info("stopped after %ld iterations (%ld straggled): pushed %llu sent %llu dropped %llu aggregated %llu",
 		 it, straggled, (unsigned long long)ws.pushed, (unsigned long long)ws.sent,
 		 (unsigned long long)ws.dropped, (unsigned long long)ws.aggregated);
@@ -911,23 +926,23 @@ int main(int argc, char **argv)
 				     (json_int_t)ws.pushed, "sent", (json_int_t)ws.sent, "dropped",
 				     (json_int_t)ws.dropped, "aggregated", (json_int_t)ws.aggregated,
 				     "mean_iteration_s", it ? busy / (double)(o.esync || o.adsp ? local_steps : it) : 0.0,
-				     "local_steps", (json_int_t)local_steps, "hop_wait_s", hp.wait_s,
-				     "hop_skipped", (json_int_t)hp.h.jumped, "esync_aborted",
-				     (json_int_t)L.n_aborted, "esync_aborted_s", L.aborted_s),
+				     "local_steps", (json_int_t)local_steps, "hop_wait_s", R.hp.wait_s,
+				     "hop_skipped", (json_int_t)R.hp.h.jumped, "esync_aborted",
+				     (json_int_t)R.L.n_aborted, "esync_aborted_s", R.L.aborted_s),
 			   err, sizeof(err))) {
 		log_err("%s", err);
 		rc = 1;
 	}
-	fclose(pushes);
+	fclose(R.pushes);
 	if (acc_f)
 		fclose(acc_f);
 	idx_free(&test);
-	free(w);
-	free(u);
-	free(h);
-	free(wr);
+	free(R.w);
+	free(R.u);
+	free(R.h);
+	free(R.wr);
 	if (o.hop)
-		hop_free(&hp.h);
+		hop_free(&R.hp.h);
 	free(x);
 	free(y);
 	idx_free(&shard);
