@@ -49,7 +49,8 @@ static const char usage[] =
 	"                                 background, wait until its socket exists, print its pid\n"
 	"                                 (default log " RUN_DIR "/<cluster>-<host>.log, core =\n"
 	"                                 host index mod online cores, timeout 30 s; binary: next to\n"
-	"                                 mlf-testbed or $MLF_DATAPLANE)\n"
+	"                                 mlf-testbed or $MLF_DATAPLANE; --shaper-gbps = the host's\n"
+	"                                 up_gbps unless DATAPLANE-ARGS set one)\n"
 	"  eal-args CLUSTER HOST [--core N]\n"
 	"                                 print the EAL arguments a DPDK program of HOST uses in the\n"
 	"                                 testbed (one per line), e.g. for bench/mlf-txloop\n"
@@ -535,6 +536,19 @@ static int cmd_dataplane(const struct cluster *c, const char *cluster_path, int 
 	tbcmd_add(&a, "%s", abs_cluster);
 	tbcmd_add(&a, "--host");
 	tbcmd_add(&a, "%s", host);
+	/* the dataplane's egress shaper at the host's uplink rate (what its tbf carries), unless
+	 * the caller sets one: transfers that overlap beyond their plan, retransmissions and
+	 * unscheduled (Async) transfers then queue at the sender instead of overflowing the tbf.
+	 * Without it a 0.1 Gbit/s uplink with concurrent model copies lost most frames (thousands
+	 * of retransmissions per 2 MB copy, copies failing 'peer silent' for seconds); mlf-cluster
+	 * sets the same shaper with the network settings (docs/testbed.md). */
+	int has_shaper = 0;
+	for (int i = 0; i < dp_argc; i++)
+		has_shaper |= !strcmp(dp_argv[i], "--shaper-gbps");
+	if (!has_shaper && c->hosts[idx].up_gbps > 0) {
+		tbcmd_add(&a, "--shaper-gbps");
+		tbcmd_add(&a, "%g", c->hosts[idx].up_gbps);
+	}
 	for (int i = 0; i < dp_argc; i++)
 		tbcmd_add(&a, "%s", dp_argv[i]);
 	if (a.err) {

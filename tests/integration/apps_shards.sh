@@ -42,9 +42,12 @@ done
 # to and from it; when p0 is back its shard server registers again (behind the group by the
 # legs it missed) and the training goes on: the workers must finish without a get timeout.
 # Their get timeout is 20 s, not the default 10: in a CI run on 2026-11-26, p0's copies to all
-# three workers, sent about 4 s after it resumed, reached none of them for 3 s (cause not found;
-# each failed 'peer silent' and its pull was planned again), and a pull made just before the stop
-# was still unanswered after 10 s. The recovery, not its speed, is what this case checks.
+# three workers, sent about 4 s after it resumed, reached none of them for 3 s (each failed 'peer
+# silent' and its pull was planned again), and a pull made just before the stop was still
+# unanswered after 10 s. The likely cause: the tests' dataplanes ran without an egress shaper,
+# so copies overlapping on p0's 0.25 Gbit/s uplink overflowed its tbf (8,557 retransmissions in
+# 174 copies in one run); `mlf-testbed dataplane` now sets the shaper to the uplink (0-10). The
+# recovery, not its speed, is what this case checks.
 sleep 8
 kill -STOP "$DP_PID_p0"
 sleep 3.4
