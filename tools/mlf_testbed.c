@@ -50,7 +50,8 @@ static const char usage[] =
 	"                                 (default log " RUN_DIR "/<cluster>-<host>.log, core =\n"
 	"                                 host index mod online cores, timeout 30 s; binary: next to\n"
 	"                                 mlf-testbed or $MLF_DATAPLANE; --shaper-gbps = the host's\n"
-	"                                 up_gbps unless DATAPLANE-ARGS set one)\n"
+	"                                 up_gbps when a tbf shapes its uplink, unless\n"
+	"                                 DATAPLANE-ARGS set one)\n"
 	"  eal-args CLUSTER HOST [--core N]\n"
 	"                                 print the EAL arguments a DPDK program of HOST uses in the\n"
 	"                                 testbed (one per line), e.g. for bench/mlf-txloop\n"
@@ -536,16 +537,19 @@ static int cmd_dataplane(const struct cluster *c, const char *cluster_path, int 
 	tbcmd_add(&a, "%s", abs_cluster);
 	tbcmd_add(&a, "--host");
 	tbcmd_add(&a, "%s", host);
-	/* the dataplane's egress shaper at the host's uplink rate (what its tbf carries), unless
-	 * the caller sets one: transfers that overlap beyond their plan, retransmissions and
-	 * unscheduled (Async) transfers then queue at the sender instead of overflowing the tbf.
-	 * Without it a 0.1 Gbit/s uplink with concurrent model copies lost most frames (thousands
-	 * of retransmissions per 2 MB copy, copies failing 'peer silent' for seconds); mlf-cluster
-	 * sets the same shaper with the network settings (docs/testbed.md). */
+	/* the dataplane's egress shaper at the host's uplink rate when a tbf shapes that uplink
+	 * (not after `up --unshaped`), unless the caller sets one: transfers that overlap beyond
+	 * their plan, retransmissions and unscheduled (Async) transfers then queue at the sender
+	 * instead of overflowing the tbf. Without it a 0.1 Gbit/s uplink with concurrent model
+	 * copies lost most frames (thousands of retransmissions per 2 MB copy, copies failing
+	 * 'peer silent' for seconds); mlf-cluster sets the same shaper with the network settings
+	 * (docs/testbed.md). */
 	int has_shaper = 0;
+	char up_tbf[32];
 	for (int i = 0; i < dp_argc; i++)
 		has_shaper |= !strcmp(dp_argv[i], "--shaper-gbps");
-	if (!has_shaper && c->hosts[idx].up_gbps > 0) {
+	tbf_rate(ns, "eth0", up_tbf, sizeof(up_tbf));
+	if (!has_shaper && c->hosts[idx].up_gbps > 0 && strcmp(up_tbf, "-")) {
 		tbcmd_add(&a, "--shaper-gbps");
 		tbcmd_add(&a, "%g", c->hosts[idx].up_gbps);
 	}
