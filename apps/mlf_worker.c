@@ -316,6 +316,13 @@ struct wk_local {
 	int wait_err;         /* -errno of mlf_state_wait during the last step (0: none) */
 };
 
+/* The slowdown factor (>= 1) of the next iteration: the straggler setting's draw (C1-C3) times
+ * --speed F once its start time has passed. */
+static double wk_slowdown(const struct wk_local *L)
+{
+	return train_straggle_next(L->st) * (clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
+}
+
 /* One local iteration on the copy @wr: a mini-batch gradient (padded to --compute-s, slowed by
  * the straggler settings), then wr += -lr x gradient (eq. 1 on the copy). With L->abort_f set
  * (ESync non-blocking, esync.txt §4.2), a READY that arrives before the iteration's end aborts
@@ -335,8 +342,7 @@ static double wk_local_step(struct wk_local *L, float *wr)
 	double elapsed = clock_real_s() - ts;
 	double compute_s = L->abort_f ? (elapsed > L->o->compute_min ? elapsed : L->o->compute_min)
 				       : train_compute_pad(ts, L->o->compute_min);
-	double factor = train_straggle_next(L->st) *
-			(clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
+	double factor = wk_slowdown(L);
 	L->straggled += factor > 1;
 	if (L->abort_f) { /* ... as a wait for READY */
 		int w = mlf_state_wait(L->abort_f, L->abort_since, ts + compute_s * factor, &L->rtt_s);
@@ -384,8 +390,7 @@ static void wk_gradient(struct wk_grad *g)
 		return;
 	}
 	g->compute_s = train_compute_pad(g->ts, L->o->compute_min);
-	g->factor = train_straggle_next(L->st) *
-		    (clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
+	g->factor = wk_slowdown(L);
 	train_straggle_sleep(g->compute_s, g->factor);
 	g->te = clock_real_s();
 }

@@ -547,7 +547,7 @@ static int cmd_dataplane(const struct cluster *c, const char *cluster_path, int 
 	int has_shaper = 0;
 	char up_tbf[32];
 	for (int i = 0; i < dp_argc; i++)
-		has_shaper |= !strcmp(dp_argv[i], "--shaper-gbps");
+		has_shaper |= !strncmp(dp_argv[i], "--shaper-gbps", 13) && (!dp_argv[i][13] || dp_argv[i][13] == '=');
 	tbf_rate(ns, "eth0", up_tbf, sizeof(up_tbf));
 	if (!has_shaper && c->hosts[idx].up_gbps > 0 && strcmp(up_tbf, "-")) {
 		tbcmd_add(&a, "--shaper-gbps");
