@@ -27,3 +27,21 @@ bench-aggregator: $(BUILD)/bench-aggregator
 
 # the Table 2 grid (`make bench-table2`, `make bench-table2-sweep`)
 include bench/table2.mk
+
+# bench-sgd-delay: worker gradients to a target accuracy for sync SGD and async SGD with a fixed
+# delay, on the Table 2 workload without a network (issue 11: statistical efficiency apart from
+# throughput; BENCHMARKS.md "Throughput against statistical efficiency"). SGD_DELAY_ARGS="--workers 16
+# --systems sync,async:15" passes options (build/bench-sgd-delay --help); the default grid takes ~7 min.
+$(BUILD)/bench/sgd_delay.o: INC_bench += $(INC_LEARN)
+$(BUILD)/bench-sgd-delay: $(BUILD)/bench/sgd_delay.o $(LIB_LEARN) $(LIB_BASE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
+PROGRAMS += $(BUILD)/bench-sgd-delay
+BENCHES += bench-sgd-delay
+.PHONY: bench-sgd-delay
+bench-sgd-delay: $(BUILD)/bench-sgd-delay
+	$(BUILD)/bench-sgd-delay $(SGD_DELAY_ARGS)
+UNIT_TESTS += $(BUILD)/tests/test_sgd_delay
+$(BUILD)/tests/test_sgd_delay: tests/cli/test_sgd_delay.sh $(BUILD)/bench-sgd-delay
+	@mkdir -p $(@D)
+	install -m 755 $< $@

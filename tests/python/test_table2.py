@@ -134,6 +134,29 @@ class Table(unittest.TestCase):
         self.assertIn("90% / 50%", arow)
         self.assertNotIn("MLfabric-S over RR-Sync", t)  # not run: no grid
 
+    def test_efficiency_decomposition(self):
+        def r(t, applied, wall, pushed=None, drop=0.0, reached=True):
+            x = self.rec(t, reached)
+            x.update({"applied": applied, "wall": wall, "pushed": pushed, "dropped_fraction": drop})
+            return x
+        data = {("c2-n1", "mlfabric-a"): {1: r(98, 930, 100, 1186, 0.22), 2: r(110, 1000, 112, 1250, 0.2),
+                                         3: r(INF, 1400, 150, 1800, 0.2, False)},
+                ("c2-n1", "rr-sync"): {1: r(72, 408, 74), 2: r(80, 440, 81), 3: r(60, 336, 62)}}
+        t = table2.build_table(data, ["c2-n1"], 3, ["mlfabric-a", "rr-sync"], 150)
+        rows = [l for l in t.splitlines() if l.startswith("| C2-N1 |") and "gradients" not in l]
+        eff = [l for l in rows if l.count("|") == 11]
+        # RR-Sync first (the base): medians of 408/74, 440/81, 336/62 applied per s and of 408, 440, 336
+        self.assertTrue(eff[0].startswith("| C2-N1 | rr-sync | 3 | 5.4 | 5.4 | 0% | 408 | 1.00x | 1.00x | 1.00x |"), eff[0])
+        # MLfabric-A: only the two seeds that reached count; applied/s median of 9.30 and 8.93 = 9.11,
+        # computed (11.86 + 11.16) / 2 = 11.5, gradients (930 + 1000) / 2 = 965
+        a = eff[1]
+        self.assertTrue(a.startswith("| C2-N1 | mlfabric-a | 2 | 11.5 | 9.1 | 21% | 965 |"), a)
+        ratio_app, ratio_g = (930 / 100 + 1000 / 112) / 2 / (440 / 81), 965 / 408  # RR-Sync: median 440/81
+        self.assertIn("%.2fx | %.2fx | %.2fx |" % (ratio_app, ratio_g, ratio_app / ratio_g), a)
+        # without the records (older runs) no such table
+        self.assertNotIn("gradients to target", table2.build_table(
+            {("c2-n1", "rr-sync"): {1: self.rec(60)}}, ["c2-n1"], 1, ["rr-sync"], 100))
+
     def test_bad_knobs(self):
         for fn, arg, word in [(table2.parse_cells, "c4-n1", "unknown cell"), (table2.parse_cells, "", "at least one"),
                               (table2.parse_seeds, "0", "seeds"), (table2.parse_seeds, "1.5", "seeds"),

@@ -242,7 +242,8 @@ def collect(out, cells, seeds, systems):
                        "final": v.get("final_accuracy") if v else None,
                        "cpu": (v or {}).get("cpu"), "links": ((v or {}).get("links") or {}).get("verdict"),
                        "run_cpu": wc, "stop": (v or {}).get("stop_reason"),
-                       "applied": (v or {}).get("applied"), "dropped_fraction": (v or {}).get("dropped_fraction")}
+                       "applied": (v or {}).get("applied"), "dropped_fraction": (v or {}).get("dropped_fraction"),
+                       "wall": (v or {}).get("wall_s"), "pushed": (v or {}).get("pushed")}
                 rec["t"] = v["time_to_target_s"] if v and v.get("reached") else INF
                 data.setdefault((cell, sys_), {})[seed] = rec
     return data
@@ -324,7 +325,44 @@ def build_table(data, cells, seeds, systems, limit):
                 pct(statistics.median(su)) if su else "-", pct(statistics.median(sd)) if sd else "-",
                 pct(statistics.median(wm)) if wm else "-", first_lk.get("busiest") or "-"))
     lines.append("")
+    lines += efficiency_lines(data, present_cells, systems)
     return "\n".join(lines) + "\n"
+
+
+def efficiency_lines(data, present_cells, systems):
+    """Time to target = gradients to target / gradients per second (issue 11): per cell and system,
+    the medians over the seeds that reached the target of the worker gradients computed and
+    applied per second of the run, the fraction dropped, and the gradients applied when the target
+    was reached (the run stops there; RR-Sync applies workers x iterations), each also as a ratio
+    to RR-Sync's. speed-up over RR-Sync = (applied/s ratio) / (gradients-to-target ratio)."""
+    rows = []
+    for cell in present_cells:
+        base = None
+        for s in ["rr-sync"] + [x for x in SYSTEM_ORDER if x in systems and x != "rr-sync"]:
+            recs = [r for r in data.get((cell, s), {}).values()
+                    if r["reached"] and r.get("wall") and r.get("applied")]
+            if s not in systems or not recs:
+                continue
+            app_s = statistics.median(r["applied"] / r["wall"] for r in recs)
+            comp_s = statistics.median(((r.get("pushed") or r["applied"]) / r["wall"]) for r in recs)
+            grads = statistics.median(r["applied"] for r in recs)
+            drop = statistics.median((r.get("dropped_fraction") or 0) for r in recs)
+            if s == "rr-sync":
+                base = (app_s, grads)
+            rr = ("%.2fx | %.2fx | %.2fx" % (app_s / base[0], grads / base[1], (app_s / base[0]) / (grads / base[1]))
+                  if base else "- | - | -")
+            rows.append("| %s | %s | %d | %.1f | %.1f | %.0f%% | %.0f | %s |" % (
+                cell.upper(), s, len(recs), comp_s, app_s, 100 * drop, grads, rr))
+    if not rows:
+        return []
+    return ["Throughput against statistical efficiency (time to target = gradients to target / gradients "
+            "applied per second; medians over the seeds that reached the target; a gradient is one worker's "
+            "mini-batch gradient, RR-Sync applies workers x iterations; the run stops at the target, so "
+            "gradients to target are the applied count at the stop; `make bench-sgd-delay` measures the "
+            "gradients ratio without a network):", "",
+            "| cell | system | seeds | gradients computed /s | applied /s | dropped | gradients to target | "
+            "applied /s over RR-Sync | gradients over RR-Sync | predicted speed-up |",
+            "|---|---|---|---|---|---|---|---|---|---|"] + rows + [""]
 
 
 # ---- plots --------------------------------------------------------------------------------
