@@ -289,11 +289,23 @@ static void fmt_grads(char *buf, size_t len, long k, const struct sd_opts *o)
 		snprintf(buf, len, "%ld", k);
 }
 
+/* Releases the workers' shards and buffers (@wk from calloc: zeroed ones are fine) and @test. */
+static void sd_free(struct sd_worker *wk, int n, struct idx_dataset *test)
+{
+	for (int i = 0; wk && i < n; i++) {
+		idx_free(&wk[i].shard);
+		free(wk[i].x);
+		free(wk[i].y);
+	}
+	free(wk);
+	idx_free(test);
+}
+
 int main(int argc, char **argv)
 {
 	struct sd_opts o;
 	struct mlp_shape shape;
-	struct idx_dataset test;
+	struct idx_dataset test = { 0 };
 	struct sd_worker *wk;
 	char err[512];
 
@@ -305,14 +317,14 @@ int main(int argc, char **argv)
 		return fprintf(stderr, "bench-sgd-delay: %s\n", err), 1;
 	wk = calloc((size_t)o.workers, sizeof(*wk));
 	if (!wk)
-		return fprintf(stderr, "bench-sgd-delay: out of memory\n"), 1;
+		return fprintf(stderr, "bench-sgd-delay: out of memory\n"), sd_free(wk, 0, &test), 1;
 	for (int i = 0; i < o.workers; i++) {
 		if (train_load_shard(o.data, o.train_images, i, o.workers, &wk[i].shard, err, sizeof(err)))
-			return fprintf(stderr, "bench-sgd-delay: %s\n", err), 1;
+			return fprintf(stderr, "bench-sgd-delay: %s\n", err), sd_free(wk, o.workers, &test), 1;
 		wk[i].x = malloc(sizeof(float) * (size_t)o.batch * shape.sizes[0]);
 		wk[i].y = malloc((size_t)o.batch);
 		if (!wk[i].x || !wk[i].y)
-			return fprintf(stderr, "bench-sgd-delay: out of memory\n"), 1;
+			return fprintf(stderr, "bench-sgd-delay: out of memory\n"), sd_free(wk, o.workers, &test), 1;
 	}
 	printf("# bench-sgd-delay: model %s, batch %d, %d workers, target %g on %d test images, eval every %d "
 	       "gradients, limit %d gradients, seeds 1-%d\n", o.model, o.batch, o.workers, o.target,
@@ -332,7 +344,8 @@ int main(int argc, char **argv)
 					double acc;
 					r[k] = run_one(&o, &shape, wk, &test, o.sys[s], o.lr[a], o.mom[b], k + 1, &acc);
 					if (r[k] == -2)
-						return fprintf(stderr, "bench-sgd-delay: out of memory\n"), 1;
+						return fprintf(stderr, "bench-sgd-delay: out of memory\n"),
+						       sd_free(wk, o.workers, &test), 1;
 					printf("%s %g %g %d %ld %.3f\n", o.sys[s], o.lr[a], o.mom[b], k + 1, r[k], acc);
 					fflush(stdout);
 					sorted[k] = key(r[k], &o);
@@ -366,5 +379,6 @@ int main(int argc, char **argv)
 			snprintf(ratio, sizeof(ratio), "%.2fx", (double)best_med[s] / (double)sync_med);
 		printf("| %s | %g | %g | %s (%s-%s) | %s |\n", o.sys[s], best_lr[s], best_mom[s], a, b, c, ratio);
 	}
+	sd_free(wk, o.workers, &test);
 	return 0;
 }
