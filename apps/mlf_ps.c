@@ -22,6 +22,7 @@ struct ps_opts {
 	const char *server, *replication, *verify, *ckpt_dir, *restore;
 	const char *init_from, *init_file; /* the model comes from a worker or a file (flat, not evaluated) */
 	const char *shard;                 /* --shard K/S: this server holds slice K of S (§10.2) */
+	const char *init_weights;          /* --init-weights: an MLP's pre-trained weights (version 0) */
 	int shard_k, shard_n;
 	enum mlf_mode mode;
 	int workers, replica, model_given;
@@ -80,6 +81,11 @@ static void ps_usage(FILE *f)
 		"  --init-file F       the same from file F (raw little-endian float32, version 0);\n"
 		"                      also for --replica (which cannot take --init-from)\n"
 		"  --init-timeout S    seconds --init-from waits for the model (default 120)\n"
+		"  --init-weights F    start the --model MLP from the pre-trained weights in file F (raw\n"
+		"                      little-endian float32, exactly the model's parameter count) instead\n"
+		"                      of --seed's initialisation; evaluated as usual; with --shard every\n"
+		"                      shard takes its slice of F (the paper's Table 2 starts from a\n"
+		"                      pre-trained model, §7); a --restore checkpoint replaces them\n"
 		"  --momentum G        gamma of eq. 2 (default 0.9)\n"
 		"  --tau-max T         delay bound in versions (default 8)\n"
 		"  --eval-every S      seconds between evaluations (default 2)\n"
@@ -103,6 +109,7 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		{ "replication", 1, 0, 'L' }, { "verify", 1, 0, 'V' }, { "checkpoint-every", 1, 0, 'C' },
 		{ "checkpoint-dir", 1, 0, 'K' }, { "restore", 1, 0, 'E' }, { "init-from", 1, 0, 'I' },
 		{ "init-file", 1, 0, 'F' }, { "init-timeout", 1, 0, 'W' }, { "shard", 1, 0, 'X' },
+		{ "init-weights", 1, 0, 'N' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -139,6 +146,7 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		case 'F': o->init_file = optarg; break;
 		case 'W': o->init_timeout = atof(optarg); break;
 		case 'X': o->shard = optarg; break;
+		case 'N': o->init_weights = optarg; break;
 		case 'h': ps_usage(stdout); return 1;
 		default: ps_usage(stderr); return -1;
 		}
@@ -157,6 +165,8 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		return fprintf(stderr, "mlf-ps: --div-max must be >= 0 and --replication mlfabric or chain\n"), -1;
 	if (o->init_from && o->init_file)
 		return fprintf(stderr, "mlf-ps: --init-from and --init-file exclude each other\n"), -1;
+	if (o->init_weights && (o->init_from || o->init_file))
+		return fprintf(stderr, "mlf-ps: --init-weights excludes --init-from and --init-file\n"), -1;
 	if (o->init_from && o->replica)
 		return fprintf(stderr, "mlf-ps: --init-from is for the server (workers send the initial model to it); "
 			       "a replica takes --init-file F\n"), -1;
@@ -400,6 +410,11 @@ int main(int argc, char **argv)
 			return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
 		if (train_model_init(&ps.m, &shape, o.seed, o.momentum))
 			return log_err("no memory for the model '%s'", o.model), 2;
+		if (o.init_weights) {
+			if (train_init_weights(&ps.m, o.init_weights, err, sizeof(err)))
+				return log_err("bad --init-weights %s", err), 2;
+			log_info("model %s starts from the weights in %s", o.model, o.init_weights);
+		}
 	} else if (o.init_file && ps_init_file(&ps, &o) < 0) {
 		return 2;
 	}

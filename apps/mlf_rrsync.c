@@ -17,6 +17,7 @@
 /* Command-line settings (docs/fabric.md). */
 struct rr_opts {
 	const char *model, *straggle, *records, *data;
+	const char *init_weights; /* --init-weights: pre-trained weights to start from (raw float32) */
 	int batch;
 	double lr, momentum, eval_every, time_limit, target, compute_min;
 	size_t eval_images, train_images;
@@ -43,6 +44,10 @@ static void rr_usage(FILE *f)
 		"  --momentum G           gamma of eq. 2 (default 0.9)\n"
 		"  --straggle R,S|C1..C3  slow an iteration down by S with probability R (default none)\n"
 		"  --eval-every S         seconds between evaluations on rank 0 (default 2)\n"
+		"  --init-weights F       start from the pre-trained weights in file F (raw little-endian\n"
+		"                         float32, the model's parameter count) instead of --seed's\n"
+		"                         initialisation (the paper's Table 2 starts from a pre-trained\n"
+		"                         model, §7); every rank reads F\n"
 		"  --eval-images K        evaluate on the first K test images (default 1000)\n"
 		"  --train-images N       shard the first N training images (default 60000)\n"
 		"  --records DIR          write rank 0's record files there (default: none)\n"
@@ -88,7 +93,7 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
 		{ "eval-images", 1, 0, 'k' }, { "train-images", 1, 0, 'n' }, { "records", 1, 0, 'r' },
 		{ "data", 1, 0, 'd' }, { "time-limit", 1, 0, 't' }, { "target-accuracy", 1, 0, 'a' },
 		{ "iterations", 1, 0, 'i' }, { "seed", 1, 0, 'S' }, { "compute-s", 1, 0, 'C' }, { "help", 0, 0, 'h' },
-		{ "speeds", 1, 0, 'F' }, { "speeds-at", 1, 0, 'T' }, { 0, 0, 0, 0 },
+		{ "speeds", 1, 0, 'F' }, { "speeds-at", 1, 0, 'T' }, { "init-weights", 1, 0, 'W' }, { 0, 0, 0, 0 },
 	};
 	int c;
 
@@ -108,6 +113,7 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
 		case 'n': o->train_images = strtoul(optarg, NULL, 10); break;
 		case 'r': o->records = optarg; break;
 		case 'd': o->data = optarg; break;
+		case 'W': o->init_weights = optarg; break;
 		case 't': o->time_limit = atof(optarg); break;
 		case 'a': o->target = atof(optarg); break;
 		case 'i': o->iterations = atol(optarg); break;
@@ -196,6 +202,11 @@ int main(int argc, char **argv)
 		rr_fatal("bad --straggle: expected R,S with R in [0,1] and S >= 1, or C1, C2, C3, none");
 	if (train_model_init(&m, &shape, o.seed, o.momentum))
 		rr_fatal("bad --momentum (must be in [0, 1)) or out of memory for the model");
+	if (o.init_weights && train_init_weights(&m, o.init_weights, err, sizeof(err))) {
+		char msg[sizeof(err) + 32];
+		snprintf(msg, sizeof(msg), "bad --init-weights %s", err);
+		rr_fatal(msg);
+	}
 	if (train_load_shard(o.data, o.train_images, rank, size, &shard, err, sizeof(err)))
 		rr_fatal(err);
 	double speed = rr_speed(o.speeds, rank, size);

@@ -43,6 +43,10 @@ struct sd_opts {
 	int batch, workers, seeds, eval_every, eval_images, max_grads;
 	size_t train_images;
 	double target;
+	long pretrain;             /* --pretrain: gradients of sync SGD before every run (0 = none) */
+	double pretrain_lr;        /* its per-gradient lr (momentum 0.9) */
+	const char *save_model;    /* --save-model: write the pre-trained model (raw float32) */
+	int pretrain_only;         /* --pretrain-only: write it and stop */
 	double lr[MAX_LIST], mom[MAX_LIST];
 	int n_lr, n_mom;
 	char sys[MAX_LIST][16];
@@ -81,6 +85,14 @@ static void usage(FILE *f)
 		"                      (default 6000)\n"
 		"  --data DIR          Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
 		"  --train-images T    shard the first T training images (default 60000)\n"
+		"  --pretrain G        start every run from one model pre-trained by G gradients of sync\n"
+		"                      SGD (seed 1000, momentum 0.9; the paper's Table 2 starts from a\n"
+		"                      pre-trained model, §7); default 0: from the initial model\n"
+		"  --pretrain-lr L     the per-gradient lr of that pre-training (default 0.01)\n"
+		"  --save-model FILE   write the pre-trained model to FILE (raw little-endian float32,\n"
+		"                      what mlf-ps and mlf-rrsync --init-weights read; experiment key\n"
+		"                      init_weights)\n"
+		"  --pretrain-only     with --pretrain and --save-model: write the model, run nothing else\n"
 		"  -h, --help          this text\n");
 }
 
@@ -134,13 +146,14 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 		{ "workers", 1, 0, 'w' }, { "seeds", 1, 0, 'k' }, { "target", 1, 0, 't' },
 		{ "model", 1, 0, 'm' }, { "batch", 1, 0, 'b' }, { "eval-every", 1, 0, 'e' },
 		{ "eval-images", 1, 0, 'E' }, { "max-grads", 1, 0, 'M' }, { "data", 1, 0, 'd' },
-		{ "train-images", 1, 0, 'T' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "train-images", 1, 0, 'T' }, { "pretrain", 1, 0, 'P' }, { "pretrain-lr", 1, 0, 'L' },
+		{ "save-model", 1, 0, 'O' }, { "pretrain-only", 0, 0, 'Y' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int c;
 
 	*o = (struct sd_opts){ .model = "784,64,10", .data = DEFAULT_DATA, .batch = 32, .workers = 8,
 			       .seeds = 3, .eval_every = 24, .eval_images = 1000, .max_grads = 6000,
-			       .train_images = 60000, .target = 0.8 };
+			       .train_images = 60000, .target = 0.8, .pretrain_lr = 0.01 };
 	o->n_lr = parse_list("0.005,0.01,0.02,0.04", o->lr);
 	o->n_mom = parse_list("0,0.5,0.9", o->mom);
 	parse_systems("sync,async:0,async:4,async:7", o);
@@ -168,6 +181,10 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 		case 'M': o->max_grads = atoi(optarg); break;
 		case 'd': o->data = optarg; break;
 		case 'T': o->train_images = strtoul(optarg, NULL, 10); break;
+		case 'P': o->pretrain = atol(optarg); break;
+		case 'L': o->pretrain_lr = atof(optarg); break;
+		case 'O': o->save_model = optarg; break;
+		case 'Y': o->pretrain_only = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -175,9 +192,13 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 	if (optind < argc)
 		return fprintf(stderr, "bench-sgd-delay: unexpected argument '%s'\n", argv[optind]), -1;
 	if (o->workers < 1 || o->workers > 64 || o->seeds < 1 || o->seeds > MAX_SEEDS || o->batch < 1 ||
-	    o->eval_every < 1 || o->eval_images < 1 || o->max_grads < 1 || !(o->target > 0 && o->target <= 1))
+	    o->eval_every < 1 || o->eval_images < 1 || o->max_grads < 1 || !(o->target > 0 && o->target <= 1) ||
+	    o->pretrain < 0 || !(o->pretrain_lr > 0))
 		return fprintf(stderr, "bench-sgd-delay: --workers 1-64, --seeds 1-%d, --batch, --eval-every, "
-			       "--eval-images, --max-grads >= 1, --target in (0, 1]\n", MAX_SEEDS), -1;
+			       "--eval-images, --max-grads >= 1, --target in (0, 1], --pretrain >= 0, "
+			       "--pretrain-lr > 0\n", MAX_SEEDS), -1;
+	if (o->pretrain_only && (!o->pretrain || !o->save_model))
+		return fprintf(stderr, "bench-sgd-delay: --pretrain-only needs --pretrain G and --save-model F\n"), -1;
 	for (int i = 0; i < o->n_mom; i++)
 		if (!(o->mom[i] >= 0 && o->mom[i] < 1))
 			return fprintf(stderr, "bench-sgd-delay: momentum %g not in [0, 1)\n", o->mom[i]), -1;
@@ -188,13 +209,14 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 }
 
 /*
- * One run: @sys with @lr, @mom, @seed. Returns the gradients at the first evaluation that
- * reached the target, or -1 for a miss (after --max-grads); *@acc_out = the last accuracy.
+ * One run: @sys with @lr, @mom, @seed from model @w0 (NULL: the initial model of @seed), for at
+ * most @max_grads gradients. Returns the gradients at the first evaluation that reached @target,
+ * or -1 for a miss; *@acc_out = the last accuracy; @w_out (if not NULL) gets the final model.
  * -2 when memory runs out.
  */
 static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, struct sd_worker *wk,
-		    const struct idx_dataset *test, const char *sys, double lr, double mom, int seed,
-		    double *acc_out)
+		    const struct idx_dataset *test, const float *w0, const char *sys, double lr, double mom,
+		    int seed, long max_grads, double target, float *w_out, double *acc_out)
 {
 	int delay = strcmp(sys, "sync") ? atoi(sys + 6) : 0, sync = !strcmp(sys, "sync");
 	struct train_model m;
@@ -203,7 +225,8 @@ static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, stru
 	float *g = NULL, *u = NULL, *ring = NULL; /* ring: models after the last delay+1 updates */
 	double acc = 0, loss;
 
-	if (train_model_init(&m, shape, (uint64_t)seed, mom))
+	if (w0 ? train_model_init_flat(&m, w0, mlp_param_count(shape), 0, mom)
+	       : train_model_init(&m, shape, (uint64_t)seed, mom))
 		return -2;
 	n = m.n;
 	g = malloc(sizeof(float) * n);
@@ -216,7 +239,7 @@ static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, stru
 	for (int i = 0; i < o->workers; i++)
 		wk[i].rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(seed * 131 + i + 1);
 	memcpy(ring, m.w, sizeof(float) * n); /* slot of version 0 */
-	while (grads < o->max_grads) {
+	while (grads < max_grads) {
 		if (sync) {
 			memset(u, 0, sizeof(float) * n);
 			for (int i = 0; i < o->workers; i++) {
@@ -254,7 +277,7 @@ static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, stru
 			}
 			if (!isfinite(loss) && !isfinite(acc))
 				break;
-			if (acc >= o->target) {
+			if (acc >= target) {
 				result = grads;
 				break;
 			}
@@ -262,6 +285,8 @@ static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, stru
 	}
 out:
 	*acc_out = acc;
+	if (w_out && result != -2)
+		memcpy(w_out, m.w, sizeof(float) * n);
 	free(g);
 	free(u);
 	free(ring);
@@ -326,6 +351,27 @@ int main(int argc, char **argv)
 		if (!wk[i].x || !wk[i].y)
 			return fprintf(stderr, "bench-sgd-delay: out of memory\n"), sd_free(wk, o.workers, &test), 1;
 	}
+	float *w0 = NULL;
+	if (o.pretrain > 0) {
+		double acc;
+		w0 = malloc(sizeof(float) * mlp_param_count(&shape));
+		if (!w0 || run_one(&o, &shape, wk, &test, NULL, "sync", o.pretrain_lr, 0.9, 1000, o.pretrain, 2.0,
+				   w0, &acc) == -2)
+			return fprintf(stderr, "bench-sgd-delay: out of memory\n"), free(w0), sd_free(wk, o.workers, &test), 1;
+		printf("# pre-trained: %ld gradients of sync SGD (lr %g, momentum 0.9, seed 1000): accuracy %.3f\n",
+		       o.pretrain, o.pretrain_lr, acc);
+		if (o.save_model) {
+			FILE *f = fopen(o.save_model, "wb");
+			size_t n = mlp_param_count(&shape);
+			if (!f || fwrite(w0, sizeof(float), n, f) != n || fclose(f)) {
+				fprintf(stderr, "bench-sgd-delay: cannot write %s: %s\n", o.save_model, strerror(errno));
+				return free(w0), sd_free(wk, o.workers, &test), 1;
+			}
+			printf("# pre-trained model written to %s (%zu float32)\n", o.save_model, n);
+		}
+		if (o.pretrain_only)
+			return free(w0), sd_free(wk, o.workers, &test), 0;
+	}
 	printf("# bench-sgd-delay: model %s, batch %d, %d workers, target %g on %d test images, eval every %d "
 	       "gradients, limit %d gradients, seeds 1-%d\n", o.model, o.batch, o.workers, o.target,
 	       o.eval_images, o.eval_every, o.max_grads, o.seeds);
@@ -342,9 +388,10 @@ int main(int argc, char **argv)
 				long r[MAX_SEEDS], sorted[MAX_SEEDS];
 				for (int k = 0; k < o.seeds; k++) {
 					double acc;
-					r[k] = run_one(&o, &shape, wk, &test, o.sys[s], o.lr[a], o.mom[b], k + 1, &acc);
+					r[k] = run_one(&o, &shape, wk, &test, w0, o.sys[s], o.lr[a], o.mom[b], k + 1,
+							o.max_grads, o.target, NULL, &acc);
 					if (r[k] == -2)
-						return fprintf(stderr, "bench-sgd-delay: out of memory\n"),
+						return fprintf(stderr, "bench-sgd-delay: out of memory\n"), free(w0),
 						       sd_free(wk, o.workers, &test), 1;
 					printf("%s %g %g %d %ld %.3f\n", o.sys[s], o.lr[a], o.mom[b], k + 1, r[k], acc);
 					fflush(stdout);
@@ -379,6 +426,7 @@ int main(int argc, char **argv)
 			snprintf(ratio, sizeof(ratio), "%.2fx", (double)best_med[s] / (double)sync_med);
 		printf("| %s | %g | %g | %s (%s-%s) | %s |\n", o.sys[s], best_lr[s], best_mom[s], a, b, c, ratio);
 	}
+	free(w0);
 	sd_free(wk, o.workers, &test);
 	return 0;
 }

@@ -50,6 +50,25 @@ int train_model_init_flat(struct train_model *m, const float *w, size_t n, int64
 	return 0;
 }
 
+int train_init_weights(struct train_model *m, const char *path, char *err, size_t errlen)
+{
+	float *w;
+	size_t n;
+	int rc = train_f32_read(path, &w, &n, err, errlen);
+
+	if (rc)
+		return rc;
+	if (n != m->n) {
+		snprintf(err, errlen, "%s: %zu floats, the model has %zu", path, n, m->n);
+		free(w);
+		return -EINVAL;
+	}
+	memcpy(m->w, w, sizeof(float) * n);
+	memcpy(m->w_prev, w, sizeof(float) * n);
+	free(w);
+	return 0;
+}
+
 int train_f32_read(const char *path, float **w, size_t *n, char *err, size_t errlen)
 {
 	struct stat st;

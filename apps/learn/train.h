@@ -52,6 +52,16 @@ int train_f32_read(const char *path, float **w, size_t *n, char *err, size_t err
 void train_model_free(struct train_model *m);
 
 /**
+ * train_init_weights - replace the weights of model @m (w and w_prev: no momentum at the first
+ * step; the version is kept) with the raw little-endian float32 file @path, which must hold
+ * exactly m->n floats: a pre-trained model to start from, as the paper's Table 2 runs do (§7:
+ * "we start with a pre-trained model"); `bench-sgd-delay --pretrain G --save-model F` writes one.
+ * Returns 0, train_f32_read's errors, or -EINVAL when the file holds another number of floats;
+ * @err names the path and, for a size mismatch, both counts.
+ */
+int train_init_weights(struct train_model *m, const char *path, char *err, size_t errlen);
+
+/**
  * train_apply - the server's apply of paper eq. 2: w_{t+1} = w_t + u + gamma (w_t - w_{t-1}),
  * where @u (m->n floats) is a worker update u = -lr * gradient (eq. 1) or the sum of @parts
  * updates (an aggregate, applied as one step with the sum). Advances the version by @parts

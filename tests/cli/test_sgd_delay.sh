@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 [ -x "$PROG" ] || { echo "FAIL: $PROG not built"; exit 1; }
 "$PROG" --help | grep -q -- "--systems" || fail "--help does not describe --systems"
 
-for bad in "--systems sink" "--systems async:-1" "--lr 0.1,x" "--momentum 1" "--workers 0" "--target 2" "extra"; do
+for bad in "--systems sink" "--systems async:-1" "--lr 0.1,x" "--momentum 1" "--workers 0" "--target 2" "extra" "--pretrain 10 --pretrain-only"; do
   # shellcheck disable=SC2086
   "$PROG" $bad >"$tmp/out" 2>"$tmp/err"
   rc=$?
@@ -36,5 +36,12 @@ runs() { awk -v s="$1" '$1 == s { print $2, $3, $4, $5 }' "$tmp/out"; }
 runs sync | awk '$4 > 0 { ok = 1 } END { exit !ok }' || fail "no sync run reached 0.7 in 800 gradients"
 [ "$(runs async:3)" != "$(runs async:0)" ] || fail "a delay of 3 changed nothing"
 grep -q "^| async:0 | .* | 1.00x |$" "$tmp/out" || fail "the table does not give async:0 at 1.00x of sync: $(grep '^|' "$tmp/out")"
+
+# --pretrain-only: the pre-trained model, model-sized (784,8,10: 6,370 floats), nothing else run
+"$PROG" --model 784,8,10 --pretrain 96 --pretrain-only --save-model "$tmp/w.f32" --train-images 6000 \
+  --eval-images 300 >"$tmp/out" 2>"$tmp/err" || fail "pretrain: exit $?: $(cat "$tmp/err")"
+[ "$(stat -c %s "$tmp/w.f32" 2>/dev/null)" = 25480 ] || fail "pre-trained model: $(stat -c %s "$tmp/w.f32" 2>/dev/null) bytes, want 25480"
+grep -q "^# pre-trained: 96 gradients" "$tmp/out" || fail "pretrain: no summary line: $(cat "$tmp/out")"
+grep -qv "^#" "$tmp/out" && fail "--pretrain-only ran systems: $(grep -v '^#' "$tmp/out" | head -2)"
 
 [ "$fails" = 0 ] && echo "test_sgd_delay: all checks passed" || { echo "test_sgd_delay: $fails failed"; exit 1; }

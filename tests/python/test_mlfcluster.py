@@ -183,6 +183,24 @@ class Validation(Tmp):
         self.bad("overlap: needs worker_program c", systems=["mlfabric-a"], overlap=True,
                  worker_program="torch")
 
+    def test_init_weights(self):
+        """Issue 11: init_weights names a file of exactly the model's float32 parameters (the
+        paper's Table 2 starts from a pre-trained model); refused with one line otherwise."""
+        self.assertIsNone(self.exp(systems=["mlfabric-a"]).init_weights)
+        n = 784 * 8 + 8 + 8 * 10 + 10
+        good = os.path.join(self.dir, "w.f32")
+        with open(good, "wb") as f:
+            f.write(b"\0" * 4 * n)
+        e = self.exp(systems=["mlfabric-a", "async", "rr-sync", "mlfabric-s"], model="784,8,10", init_weights=good)
+        self.assertEqual(e.init_weights, good)
+        self.bad("init_weights: %s holds %d bytes; model 784,16,10 needs" % (good, 4 * n),
+                 systems=["mlfabric-a"], model="784,16,10", init_weights=good)
+        self.bad("init_weights: cannot read %s/none.f32" % self.dir, systems=["mlfabric-a"], model="784,8,10",
+                 init_weights=os.path.join(self.dir, "none.f32"))
+        self.bad("init_weights: a file name expected, got 3", systems=["mlfabric-a"], init_weights=3)
+        self.bad("init_weights: only for systems", systems=["mlfabric-a", "hop"], model="784,8,10",
+                 init_weights=good)
+
     def test_esync_nonblocking(self):
         """Issue 12: esync_nonblocking (esync.txt §4.2) is a boolean, off by default."""
         self.assertIs(self.exp(systems=["esync"]).esync_nb, False)

@@ -11,6 +11,7 @@
 #include "ck_run.h"
 #include "idx.h"
 #include "mlp.h"
+#include "train.h"
 #include "vec.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist/"
@@ -179,6 +180,53 @@ START_TEST(mlp_learns_fashion_mnist)
 }
 END_TEST
 
+/* train_init_weights: the file's floats become w and w_prev (version kept); a file of another
+ * size, a missing file and a size not a multiple of 4 are refused, naming the path, and leave the
+ * model as it was. */
+START_TEST(init_weights_from_file)
+{
+	struct mlp_shape shape;
+	struct train_model m;
+	char path[] = "/tmp/mlf-test-initw-XXXXXX", err[256];
+	int fd = mkstemp(path);
+	size_t n;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(mlp_shape_parse("784,8,10", &shape), 0);
+	ck_assert_int_eq(train_model_init(&m, &shape, 1, 0.9), 0);
+	n = m.n;
+	m.version = 7;
+	float *w = malloc(sizeof(float) * n), *before = malloc(sizeof(float) * n);
+	for (size_t i = 0; i < n; i++)
+		w[i] = (float)i * 0.25f - 3.0f;
+	ck_assert_int_eq(write(fd, w, sizeof(float) * (n - 1)), (ssize_t)(sizeof(float) * (n - 1)));
+	memcpy(before, m.w, sizeof(float) * n);
+	/* one float short */
+	ck_assert_int_eq(train_init_weights(&m, path, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	ck_assert_ptr_nonnull(strstr(err, "floats, the model has"));
+	ck_assert_int_eq(memcmp(before, m.w, sizeof(float) * n), 0);
+	/* two bytes more: not float32 */
+	ck_assert_int_eq(write(fd, "ab", 2), 2);
+	ck_assert_int_eq(train_init_weights(&m, path, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "multiple of 4"));
+	/* exact */
+	ck_assert_int_eq(ftruncate(fd, 0), 0);
+	ck_assert_int_eq(pwrite(fd, w, sizeof(float) * n, 0), (ssize_t)(sizeof(float) * n));
+	ck_assert_int_eq(train_init_weights(&m, path, err, sizeof(err)), 0);
+	ck_assert_int_eq(memcmp(w, m.w, sizeof(float) * n), 0);
+	ck_assert_int_eq(memcmp(w, m.w_prev, sizeof(float) * n), 0);
+	ck_assert_int_eq(m.version, 7);
+	close(fd);
+	unlink(path);
+	ck_assert_int_eq(train_init_weights(&m, path, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	free(w);
+	free(before);
+	train_model_free(&m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("learn");
@@ -190,6 +238,7 @@ int main(void)
 	tcase_add_test(tc, mlp_shape_parsing);
 	tcase_add_test(tc, mlp_gradient_matches_finite_differences);
 	tcase_add_test(tc, mlp_learns_fashion_mnist);
+	tcase_add_test(tc, init_weights_from_file);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

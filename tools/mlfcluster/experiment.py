@@ -38,7 +38,7 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "data_split": "iid", "local_steps": 4, "adsp_period_s": 1, "adsp_eval_s": 6,
             "adsp_rate": None, "adsp_global_lr": None, "hop_graph": "ring", "hop_backups": 0,
             "hop_staleness": 0, "hop_max_ig": 4, "hop_jump": None, "hop_jump_behind": 1,
-            "esync_nonblocking": False, "overlap": False}
+            "esync_nonblocking": False, "overlap": False, "init_weights": None}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -217,6 +217,39 @@ class Experiment:
         self._load_speeds()
         self._check_data_split()
         self._load_hop()
+        self._load_init_weights()
+
+    # systems whose model starts at the server (the workers get it) or at every RR-Sync rank
+    INIT_WEIGHTS_SYSTEMS = ("mlfabric-a", "mlfabric-s", "async", "rr-sync")
+
+    def _load_init_weights(self):
+        """init_weights: a file of pre-trained weights (raw little-endian float32, exactly the
+        model's parameter count) that every system starts from instead of the seed's
+        initialisation (mlf-ps / mlf-rrsync --init-weights; the paper's Table 2 starts from a
+        pre-trained model, §7; `bench-sgd-delay --pretrain G --pretrain-only --save-model F`
+        writes one). A relative path is tried from the current directory, then the repository."""
+        v = self.raw.get("init_weights")
+        self.init_weights = None
+        if v is None:
+            return
+        if not isinstance(v, str) or not v:
+            self.err("init_weights: a file name expected, got %s" % json.dumps(v))
+        path = v if v.startswith("/") or os.access(v, os.R_OK) else os.path.join(self.root, v)
+        try:
+            size = os.path.getsize(path)
+        except OSError as e:
+            self.err("init_weights: cannot read %s (%s)" % (v, e.strerror))
+        sizes = [int(t) for t in self.s["model"].split(",")]
+        n = sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+        if size != 4 * n:
+            self.err("init_weights: %s holds %d bytes; model %s needs %d float32 (%d bytes)"
+                     % (v, size, self.s["model"], n, 4 * n))
+        bad = [s for s in self.systems if s not in self.INIT_WEIGHTS_SYSTEMS]
+        if bad:
+            self.err("init_weights: only for systems %s (not %s)" % (", ".join(self.INIT_WEIGHTS_SYSTEMS), ", ".join(bad)))
+        if self.worker_program != "c":
+            self.err("init_weights: needs worker_program c")
+        self.init_weights = os.path.abspath(path)
 
     def _load_hop(self):
         """hop_graph (system hop): "ring" (each worker with the previous and the next in the

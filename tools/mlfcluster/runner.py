@@ -206,6 +206,8 @@ class Runner:
         ps_common = ["--cluster", e.cluster, "--mode", mode, "--workers", str(e.nw), "--model", e.s["model"],
                      "--momentum", ps_mom, "--tau-max", e.s["tau_max"], "--eval-every", e.s["eval_every_s"],
                      "--eval-images", e.s["eval_images"], "--seed", e.s["seed"]]
+        if e.init_weights:
+            ps_common += ["--init-weights", e.init_weights]
         ps_extra, verify, sched_extra = [], [], []
         if torch:
             # the model is the root worker's (broadcast_parameters): an opaque vector, no evaluation
@@ -342,6 +344,7 @@ class Runner:
                              "--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"],
                              "--records", rec, "--time-limit", e.s["time_limit_s"],
                              "--target-accuracy", e.s["target_accuracy"], "--seed", e.s["seed"]] +
+                            (["--init-weights", e.init_weights] if e.init_weights else []) +
                             # deterministic stragglers: rank i runs on workers[i] (mlf-mpirun)
                             (["--speeds", ",".join(e.speeds), "--speeds-at", e.s["speeds_at_s"]] if e.speeds else []))
         except NotReady as x:
