@@ -86,6 +86,7 @@ static void usage(FILE *f)
 		"  --data DIR          Fashion-MNIST directory (default " DEFAULT_DATA ")\n"
 		"  --train-images T    shard the first T training images (default 60000)\n"
 		"  --pretrain G        start every run from one model pre-trained by G gradients of sync\n"
+		"                      (rounded down to whole steps of --workers gradients)\n"
 		"                      SGD (seed 1000, momentum 0.9; the paper's Table 2 starts from a\n"
 		"                      pre-trained model, §7); default 0: from the initial model\n"
 		"  --pretrain-lr L     the per-gradient lr of that pre-training (default 0.01)\n"
@@ -94,6 +95,20 @@ static void usage(FILE *f)
 		"                      init_weights)\n"
 		"  --pretrain-only     with --pretrain and --save-model: write the model, run nothing else\n"
 		"  -h, --help          this text\n");
+}
+
+/* Parses the whole of @s as an integer in [@lo, @hi] into *@out. Returns 0, -1 if not. */
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
 }
 
 /* Parses a comma list of doubles into @v (at most MAX_LIST). Returns the count, -1 if bad. */
@@ -150,6 +165,7 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 		{ "save-model", 1, 0, 'O' }, { "pretrain-only", 0, 0, 'Y' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int c;
+	long v;
 
 	*o = (struct sd_opts){ .model = "784,64,10", .data = DEFAULT_DATA, .batch = 32, .workers = 8,
 			       .seeds = 3, .eval_every = 24, .eval_images = 1000, .max_grads = 6000,
@@ -171,17 +187,57 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 			if ((o->n_mom = parse_list(optarg, o->mom)) < 0)
 				return fprintf(stderr, "bench-sgd-delay: bad --momentum '%s'\n", optarg), -1;
 			break;
-		case 'w': o->workers = atoi(optarg); break;
-		case 'k': o->seeds = atoi(optarg); break;
+		case 'w':
+			if (parse_long(optarg, 1, 64, &v))
+				return fprintf(stderr, "bench-sgd-delay: bad --workers '%s' (an integer in [%ld, %ld])\n",
+					       optarg, (long)(1), (long)(64)), -1;
+			o->workers = (int)v;
+			break;
+		case 'k':
+			if (parse_long(optarg, 1, MAX_SEEDS, &v))
+				return fprintf(stderr, "bench-sgd-delay: bad --seeds '%s' (an integer in [%ld, %ld])\n",
+					       optarg, (long)(1), (long)(MAX_SEEDS)), -1;
+			o->seeds = (int)v;
+			break;
 		case 't': o->target = atof(optarg); break;
 		case 'm': o->model = optarg; break;
-		case 'b': o->batch = atoi(optarg); break;
-		case 'e': o->eval_every = atoi(optarg); break;
-		case 'E': o->eval_images = atoi(optarg); break;
-		case 'M': o->max_grads = atoi(optarg); break;
+		case 'b':
+			if (parse_long(optarg, 1, 1 << 20, &v))
+				return fprintf(stderr, "bench-sgd-delay: bad --batch '%s' (an integer in [%ld, %ld])\n",
+					       optarg, (long)(1), (long)(1 << 20)), -1;
+			o->batch = (int)v;
+			break;
+		case 'e':
+			if (parse_long(optarg, 1, 1L << 30, &v))
+				return fprintf(stderr, "bench-sgd-delay: bad --eval-every '%s' (an integer in [%ld, %ld])\n",
+					       optarg, (long)(1), (long)(1L << 30)), -1;
+			o->eval_every = (int)v;
+			break;
+		case 'E':
+			if (parse_long(optarg, 1, 10000, &v))
+				return fprintf(stderr, "bench-sgd-delay: bad --eval-images '%s' (an integer in [%ld, %ld])\n",
+					       optarg, (long)(1), (long)(10000)), -1;
+			o->eval_images = (int)v;
+			break;
+		case 'M':
+			if (parse_long(optarg, 1, 1L << 30, &v))
+				return fprintf(stderr, "bench-sgd-delay: bad --max-grads '%s' (an integer in [%ld, %ld])\n",
+					       optarg, (long)(1), (long)(1L << 30)), -1;
+			o->max_grads = (int)v;
+			break;
 		case 'd': o->data = optarg; break;
-		case 'T': o->train_images = strtoul(optarg, NULL, 10); break;
-		case 'P': o->pretrain = atol(optarg); break;
+		case 'T':
+			if (parse_long(optarg, 1, 60000, &v))
+				return fprintf(stderr, "bench-sgd-delay: bad --train-images '%s' (an integer in [%ld, %ld])\n",
+					       optarg, (long)(1), (long)(60000)), -1;
+			o->train_images = (size_t)v;
+			break;
+		case 'P':
+			if (parse_long(optarg, 0, 1L << 30, &v))
+				return fprintf(stderr, "bench-sgd-delay: bad --pretrain '%s' (an integer in [%ld, %ld])\n",
+					       optarg, (long)(0), (long)(1L << 30)), -1;
+			o->pretrain = v;
+			break;
 		case 'L': o->pretrain_lr = atof(optarg); break;
 		case 'O': o->save_model = optarg; break;
 		case 'Y': o->pretrain_only = 1; break;
@@ -199,6 +255,14 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 			       "--pretrain-lr > 0\n", MAX_SEEDS), -1;
 	if (o->pretrain_only && (!o->pretrain || !o->save_model))
 		return fprintf(stderr, "bench-sgd-delay: --pretrain-only needs --pretrain G and --save-model F\n"), -1;
+	if (o->pretrain && o->pretrain < o->workers)
+		return fprintf(stderr, "bench-sgd-delay: --pretrain %ld is less than one step of %d workers\n",
+			       o->pretrain, o->workers), -1;
+	if (o->save_model && !o->pretrain)
+		return fprintf(stderr, "bench-sgd-delay: --save-model needs --pretrain G (it writes the pre-trained model)\n"), -1;
+	if (o->train_images < (size_t)o->workers)
+		return fprintf(stderr, "bench-sgd-delay: --train-images %zu leaves some of the %d workers no image\n",
+			       o->train_images, o->workers), -1;
 	for (int i = 0; i < o->n_mom; i++)
 		if (!(o->mom[i] >= 0 && o->mom[i] < 1))
 			return fprintf(stderr, "bench-sgd-delay: momentum %g not in [0, 1)\n", o->mom[i]), -1;
@@ -221,7 +285,7 @@ static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, stru
 	int delay = strcmp(sys, "sync") ? atoi(sys + 6) : 0, sync = !strcmp(sys, "sync");
 	struct train_model m;
 	size_t n;
-	long grads = 0, next_eval = o->eval_every, result = -1;
+	long grads = 0, next_eval = o->eval_every, result = -1, eval_at = -1; /* eval_at: grads at the last evaluation */
 	float *g = NULL, *u = NULL, *ring = NULL; /* ring: models after the last delay+1 updates */
 	double acc = 0, loss;
 
@@ -239,7 +303,8 @@ static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, stru
 	for (int i = 0; i < o->workers; i++)
 		wk[i].rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(seed * 131 + i + 1);
 	memcpy(ring, m.w, sizeof(float) * n); /* slot of version 0 */
-	while (grads < max_grads) {
+	/* a sync step adds N gradients: none starts that would pass @max_grads */
+	while (grads + (sync ? o->workers : 1) <= max_grads) {
 		if (sync) {
 			memset(u, 0, sizeof(float) * n);
 			for (int i = 0; i < o->workers; i++) {
@@ -271,11 +336,12 @@ static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, stru
 		}
 		if (grads >= next_eval) {
 			next_eval += o->eval_every;
+			eval_at = grads;
 			if (train_eval(shape, m.w, test, (size_t)o->eval_images, &acc, &loss)) {
 				result = -2;
 				goto out;
 			}
-			if (!isfinite(loss) && !isfinite(acc))
+			if (!isfinite(loss)) /* diverged: a miss */
 				break;
 			if (acc >= target) {
 				result = grads;
@@ -283,6 +349,9 @@ static long run_one(const struct sd_opts *o, const struct mlp_shape *shape, stru
 			}
 		}
 	}
+	/* the model handed back or reported is the last one, evaluated as such */
+	if (result == -1 && eval_at != grads && train_eval(shape, m.w, test, (size_t)o->eval_images, &acc, &loss))
+		result = -2;
 out:
 	*acc_out = acc;
 	if (w_out && result != -2)
@@ -336,8 +405,9 @@ int main(int argc, char **argv)
 
 	if (parse_opts(argc, argv, &o))
 		return 2;
-	if (mlp_shape_parse(o.model, &shape))
-		return fprintf(stderr, "bench-sgd-delay: bad --model '%s'\n", o.model), 2;
+	if (mlp_shape_parse(o.model, &shape) || shape.sizes[0] != 784 || shape.sizes[shape.n_layers] != 10)
+		return fprintf(stderr, "bench-sgd-delay: bad --model '%s' (layer sizes like 784,64,10: 784 inputs, "
+			       "10 outputs)\n", o.model), 2;
 	if (train_load(o.data, 1, (size_t)o.eval_images, &test, err, sizeof(err)))
 		return fprintf(stderr, "bench-sgd-delay: %s\n", err), 1;
 	wk = calloc((size_t)o.workers, sizeof(*wk));
@@ -359,12 +429,19 @@ int main(int argc, char **argv)
 				   w0, &acc) == -2)
 			return fprintf(stderr, "bench-sgd-delay: out of memory\n"), free(w0), sd_free(wk, o.workers, &test), 1;
 		printf("# pre-trained: %ld gradients of sync SGD (lr %g, momentum 0.9, seed 1000): accuracy %.3f\n",
-		       o.pretrain, o.pretrain_lr, acc);
+		       o.pretrain / o.workers * o.workers, o.pretrain_lr, acc);
 		if (o.save_model) {
 			FILE *f = fopen(o.save_model, "wb");
 			size_t n = mlp_param_count(&shape);
-			if (!f || fwrite(w0, sizeof(float), n, f) != n || fclose(f)) {
-				fprintf(stderr, "bench-sgd-delay: cannot write %s: %s\n", o.save_model, strerror(errno));
+			int bad = !f;
+			errno = 0;
+			if (f) {
+				bad = fwrite(w0, sizeof(float), n, f) != n;
+				bad |= fclose(f) != 0;
+			}
+			if (bad) {
+				fprintf(stderr, "bench-sgd-delay: cannot write %s: %s\n", o.save_model,
+					errno ? strerror(errno) : "short write");
 				return free(w0), sd_free(wk, o.workers, &test), 1;
 			}
 			printf("# pre-trained model written to %s (%zu float32)\n", o.save_model, n);

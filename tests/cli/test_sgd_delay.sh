@@ -15,7 +15,8 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 [ -x "$PROG" ] || { echo "FAIL: $PROG not built"; exit 1; }
 "$PROG" --help | grep -q -- "--systems" || fail "--help does not describe --systems"
 
-for bad in "--systems sink" "--systems async:-1" "--lr 0.1,x" "--momentum 1" "--workers 0" "--target 2" "extra" "--pretrain 10 --pretrain-only"; do
+for bad in "--systems sink" "--systems async:-1" "--lr 0.1,x" "--momentum 1" "--workers 0" "--target 2" "extra" "--pretrain 10 --pretrain-only" \
+           "--model 100,10" "--workers 8x" "--train-images 4" "--save-model $tmp/x.f32" "--pretrain 4"; do
   # shellcheck disable=SC2086
   "$PROG" $bad >"$tmp/out" 2>"$tmp/err"
   rc=$?
