@@ -111,6 +111,15 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
+/* parse_long for option --@name, or one error line naming it and the range. Returns 0 or -1. */
+static int opt_long(const char *name, const char *s, long lo, long hi, long *out)
+{
+	if (!parse_long(s, lo, hi, out))
+		return 0;
+	fprintf(stderr, "bench-sgd-delay: bad --%s '%s' (an integer in [%ld, %ld])\n", name, s, lo, hi);
+	return -1;
+}
+
 /* Parses a comma list of doubles into @v (at most MAX_LIST). Returns the count, -1 if bad. */
 static int parse_list(const char *s, double *v)
 {
@@ -188,54 +197,46 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 				return fprintf(stderr, "bench-sgd-delay: bad --momentum '%s'\n", optarg), -1;
 			break;
 		case 'w':
-			if (parse_long(optarg, 1, 64, &v))
-				return fprintf(stderr, "bench-sgd-delay: bad --workers '%s' (an integer in [%ld, %ld])\n",
-					       optarg, (long)(1), (long)(64)), -1;
+			if (opt_long("workers", optarg, 1, 64, &v))
+				return -1;
 			o->workers = (int)v;
 			break;
 		case 'k':
-			if (parse_long(optarg, 1, MAX_SEEDS, &v))
-				return fprintf(stderr, "bench-sgd-delay: bad --seeds '%s' (an integer in [%ld, %ld])\n",
-					       optarg, (long)(1), (long)(MAX_SEEDS)), -1;
+			if (opt_long("seeds", optarg, 1, MAX_SEEDS, &v))
+				return -1;
 			o->seeds = (int)v;
 			break;
 		case 't': o->target = atof(optarg); break;
 		case 'm': o->model = optarg; break;
 		case 'b':
-			if (parse_long(optarg, 1, 1 << 20, &v))
-				return fprintf(stderr, "bench-sgd-delay: bad --batch '%s' (an integer in [%ld, %ld])\n",
-					       optarg, (long)(1), (long)(1 << 20)), -1;
+			if (opt_long("batch", optarg, 1, 1 << 20, &v))
+				return -1;
 			o->batch = (int)v;
 			break;
 		case 'e':
-			if (parse_long(optarg, 1, 1L << 30, &v))
-				return fprintf(stderr, "bench-sgd-delay: bad --eval-every '%s' (an integer in [%ld, %ld])\n",
-					       optarg, (long)(1), (long)(1L << 30)), -1;
+			if (opt_long("eval-every", optarg, 1, 1L << 30, &v))
+				return -1;
 			o->eval_every = (int)v;
 			break;
 		case 'E':
-			if (parse_long(optarg, 1, 10000, &v))
-				return fprintf(stderr, "bench-sgd-delay: bad --eval-images '%s' (an integer in [%ld, %ld])\n",
-					       optarg, (long)(1), (long)(10000)), -1;
+			if (opt_long("eval-images", optarg, 1, 10000, &v))
+				return -1;
 			o->eval_images = (int)v;
 			break;
 		case 'M':
-			if (parse_long(optarg, 1, 1L << 30, &v))
-				return fprintf(stderr, "bench-sgd-delay: bad --max-grads '%s' (an integer in [%ld, %ld])\n",
-					       optarg, (long)(1), (long)(1L << 30)), -1;
+			if (opt_long("max-grads", optarg, 1, 1L << 30, &v))
+				return -1;
 			o->max_grads = (int)v;
 			break;
 		case 'd': o->data = optarg; break;
 		case 'T':
-			if (parse_long(optarg, 1, 60000, &v))
-				return fprintf(stderr, "bench-sgd-delay: bad --train-images '%s' (an integer in [%ld, %ld])\n",
-					       optarg, (long)(1), (long)(60000)), -1;
+			if (opt_long("train-images", optarg, 1, 60000, &v))
+				return -1;
 			o->train_images = (size_t)v;
 			break;
 		case 'P':
-			if (parse_long(optarg, 0, 1L << 30, &v))
-				return fprintf(stderr, "bench-sgd-delay: bad --pretrain '%s' (an integer in [%ld, %ld])\n",
-					       optarg, (long)(0), (long)(1L << 30)), -1;
+			if (opt_long("pretrain", optarg, 0, 1L << 30, &v))
+				return -1;
 			o->pretrain = v;
 			break;
 		case 'L': o->pretrain_lr = atof(optarg); break;
@@ -247,12 +248,9 @@ static int parse_opts(int argc, char **argv, struct sd_opts *o)
 	}
 	if (optind < argc)
 		return fprintf(stderr, "bench-sgd-delay: unexpected argument '%s'\n", argv[optind]), -1;
-	if (o->workers < 1 || o->workers > 64 || o->seeds < 1 || o->seeds > MAX_SEEDS || o->batch < 1 ||
-	    o->eval_every < 1 || o->eval_images < 1 || o->max_grads < 1 || !(o->target > 0 && o->target <= 1) ||
-	    o->pretrain < 0 || !(o->pretrain_lr > 0))
-		return fprintf(stderr, "bench-sgd-delay: --workers 1-64, --seeds 1-%d, --batch, --eval-every, "
-			       "--eval-images, --max-grads >= 1, --target in (0, 1], --pretrain >= 0, "
-			       "--pretrain-lr > 0\n", MAX_SEEDS), -1;
+	/* the integer options were range-checked as they were parsed (opt_long) */
+	if (!(o->target > 0 && o->target <= 1) || !(o->pretrain_lr > 0))
+		return fprintf(stderr, "bench-sgd-delay: --target in (0, 1] and --pretrain-lr > 0 expected\n"), -1;
 	if (o->pretrain_only && (!o->pretrain || !o->save_model))
 		return fprintf(stderr, "bench-sgd-delay: --pretrain-only needs --pretrain G and --save-model F\n"), -1;
 	if (o->pretrain && o->pretrain < o->workers)

@@ -238,8 +238,8 @@ class Experiment:
         try:
             size = os.path.getsize(path)
         except OSError as e:
-            self.err("init_weights: cannot read %s (%s)%s" % (v, e.strerror, "; `make %s` builds it" % v
-                                                             if v.endswith("pretrained-t2.f32") else ""))
+            self.err("init_weights: cannot read %s (%s; `bench-sgd-delay --pretrain G --pretrain-only "
+                     "--save-model F` writes one, `make build/pretrained-t2.f32` the Table 2 one)" % (v, e.strerror))
         sizes = [int(t) for t in self.s["model"].split(",")]
         n = sum(a * b + b for a, b in zip(sizes, sizes[1:]))
         if size != 4 * n:
