@@ -55,6 +55,8 @@ struct client {
 struct delivery {
 	struct appmsg msg;
 	int fd;
+	int unannounced; /* the scheduler did not announce it: never handed to a listener that
+			  * requires announcements (APPMSG_LISTEN_ANNOUNCED) */
 };
 
 static struct {
@@ -64,6 +66,7 @@ static struct {
 	char path[108];
 	struct client cl[MAX_CLIENTS];
 	int listener[MAX_CHANS];  /* client index per channel, -1 = none */
+	uint64_t require;         /* bit c: channel c's listener takes only announced transfers */
 	struct delivery pend[MAX_PENDING];
 	int npend;
 	struct delivery_list order[MAX_CHANS];
@@ -82,6 +85,7 @@ int appif_init(const char *path, gid_t group, const struct appif_ops *ops, char 
 		ai.cl[i].fd = -1;
 	for (int i = 0; i < MAX_CHANS; i++)
 		ai.listener[i] = -1;
+	ai.require = 0;
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "socket path '%s' too long", path);
 		return -ENAMETOOLONG;
@@ -292,6 +296,17 @@ static void deliver(void)
 		for (int i = 0; i < ai.npend; i++) {
 			struct delivery *d = &ai.pend[i];
 			int c = ai.listener[d->msg.chan], rc;
+			if (c >= 0 && d->unannounced && (ai.require >> d->msg.chan & 1)) {
+				/* it arrived before its listener, which takes only announced ones */
+				log_warn("transfer %llx from %s on channel %u dropped: not announced by the "
+					 "scheduler, and the channel's listener takes only announced transfers",
+					 (unsigned long long)d->msg.id, d->msg.peer, d->msg.chan);
+				if (d->fd >= 0)
+					close(d->fd);
+				ai.pend[i--] = ai.pend[--ai.npend];
+				progress = 1;
+				continue;
+			}
 			if (c < 0 || ai.cl[c].fd < 0 || ai.cl[c].overflow ||
 			    !delivery_may_deliver(&ai.order[d->msg.chan], d->msg.id))
 				continue;
@@ -309,8 +324,9 @@ static void deliver(void)
 	}
 }
 
-/* Queues a delivery event (takes @fd) and hands over what may go; logs and drops it when full. */
-static void enqueue(const struct appmsg *m, int fd)
+/* Queues a delivery event (takes @fd; @unannounced: see struct delivery) and hands over what
+ * may go; logs and drops it when full. */
+static void enqueue_rx(const struct appmsg *m, int fd, int unannounced)
 {
 	if (ai.npend >= MAX_PENDING) {
 		log_err("transfer %llx from %s dropped: %d deliveries already wait for listeners",
@@ -320,14 +336,22 @@ static void enqueue(const struct appmsg *m, int fd)
 		return;
 	}
 	ai.pend[ai.npend].msg = *m;
+	ai.pend[ai.npend].unannounced = unannounced;
 	ai.pend[ai.npend++].fd = fd;
 	deliver();
+}
+
+static void enqueue(const struct appmsg *m, int fd)
+{
+	enqueue_rx(m, fd, 0);
 }
 
 static int rx_room(void)
 {
 	return ai.npend < MAX_PENDING;
 }
+
+static void fail_awaited(uint64_t id, int status, const char *peer, const char *reason);
 
 static void rx_done(const struct xfer_rx *x, int status, const char *reason)
 {
@@ -338,7 +362,12 @@ static void rx_done(const struct xfer_rx *x, int status, const char *reason)
 	snprintf(m.reason, sizeof(m.reason), "%s", reason ? reason : "");
 	if (status && x->fd >= 0)
 		close(x->fd);
-	enqueue(&m, status == 0 ? x->fd : -1);
+	if (status == -EACCES && !x->announced) {
+		/* refused for want of an announcement: no app expected it, unless an order waits */
+		fail_awaited(x->id, status, m.peer, m.reason);
+		return;
+	}
+	enqueue_rx(&m, status == 0 ? x->fd : -1, !x->announced);
 }
 
 /* A failure event for @id on every channel whose commit order still waits for it. */
@@ -424,8 +453,11 @@ static void drop_client(int c)
 	ai.cl[c].overflow = 0;
 	ai.cl[c].warns = (struct warn_rate){ 0 };
 	for (int i = 0; i < MAX_CHANS; i++)
-		if (ai.listener[i] == c)
+		if (ai.listener[i] == c) {
 			ai.listener[i] = -1;
+			ai.require &= ~(1ULL << i);
+			transport_require_announce((unsigned)i, 0);
+		}
 	transport_cancel(owner); /* its events are dropped: the generation changed */
 	ai.ops->client_gone(c);
 }
@@ -561,6 +593,11 @@ static void serve(int c)
 				break;
 			}
 			ai.listener[m.chan] = c;
+			if (m.flags & APPMSG_LISTEN_ANNOUNCED)
+				ai.require |= 1ULL << m.chan;
+			else
+				ai.require &= ~(1ULL << m.chan);
+			transport_require_announce(m.chan, !!(m.flags & APPMSG_LISTEN_ANNOUNCED));
 			deliver();
 			break;
 		}

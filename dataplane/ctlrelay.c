@@ -20,6 +20,7 @@
 #include "dp.h"
 #include "log.h"
 #include "monitor.h"
+#include "transport.h"
 #include "auth.h"
 #include "proto.h"
 
@@ -237,6 +238,54 @@ static int find_app(const char *name)
 	return -1;
 }
 
+#define EXPECT_MAX_IDS 4096 /* transfer ids in one `expect` */
+
+/*
+ * `expect` (docs/control.md): the scheduler announces incoming transfers: `src` (a cluster host,
+ * not this one), `chan` (0..63) and either `xfers` (ids, at most EXPECT_MAX_IDS) or `standing`
+ * (bool: every transfer from src on chan, or no longer). Only from a welcomed scheduler. A bad
+ * field: `error` naming it, nothing stored.
+ */
+static void on_expect(json_t *msg)
+{
+	const char *src = json_string_value(json_object_get(msg, "src"));
+	json_t *chan = json_object_get(msg, "chan"), *xs = json_object_get(msg, "xfers");
+	json_t *standing = json_object_get(msg, "standing"), *v;
+	char err[160] = "";
+	int peer = src ? cluster_find(&dp.cluster, src) : -1;
+	size_t i;
+
+	if (!cr.welcomed)
+		snprintf(err, sizeof(err), "expect before welcome");
+	else if (!src || peer < 0 || peer == dp.me)
+		snprintf(err, sizeof(err), "expect: 'src' must name another host of the cluster%s%s",
+			 src ? ", not " : "", src ? src : "");
+	else if (!json_is_integer(chan) || json_integer_value(chan) < 0 ||
+		 json_integer_value(chan) >= TRANSPORT_MAX_CHANS)
+		snprintf(err, sizeof(err), "expect: 'chan' must be an integer in [0, %d]",
+			 TRANSPORT_MAX_CHANS - 1);
+	else if (!!xs == !!standing || (xs && (!json_is_array(xs) || json_array_size(xs) > EXPECT_MAX_IDS)) ||
+		 (standing && !json_is_boolean(standing)))
+		snprintf(err, sizeof(err), "expect: needs exactly one of 'xfers' (an array of at most %d "
+			 "ids) or 'standing' (true/false)", EXPECT_MAX_IDS);
+	json_array_foreach(xs, i, v)
+		if (!err[0] && (!json_is_integer(v) || json_integer_value(v) <= 0))
+			snprintf(err, sizeof(err), "expect: 'xfers'[%zu] is not a positive transfer id", i);
+	if (err[0]) {
+		log_warn("scheduler %s: %s", cr.addr, err);
+		to_sched(json_pack("{s:s, s:s}", "type", "error", "reason", err));
+		return;
+	}
+	if (standing) {
+		transport_announce(peer, (unsigned)json_integer_value(chan), 0, json_is_true(standing));
+		log_info("scheduler %s: every transfer from %s on channel %d %s", cr.addr, src,
+			 (int)json_integer_value(chan), json_is_true(standing) ? "announced" : "no longer announced");
+		return;
+	}
+	json_array_foreach(xs, i, v)
+		transport_announce(peer, (unsigned)json_integer_value(chan), (uint64_t)json_integer_value(v), 1);
+}
+
 /* Routes one scheduler message by its "app"; handles the dataplane's own ones. */
 static void from_sched(json_t *msg)
 {
@@ -290,6 +339,8 @@ static void from_sched(json_t *msg)
 					appif_ctl_to(a, "{\"type\":\"scheduler_back\"}");
 			cr.was_lost = 0;
 		}
+		else if (!strcmp(type, "expect"))
+			on_expect(msg);
 		else if (!strcmp(type, "error"))
 			log_warn("scheduler %s refused a message: %s", cr.addr,
 				 json_string_value(json_object_get(msg, "reason")) ?: "(no reason)");

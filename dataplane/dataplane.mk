@@ -1,7 +1,7 @@
 # dataplane/dataplane.mk - mlf-dataplane (DPDK), mlf-xfer, mlf-tel and their Check tests.
 # The dataplane is a daemon above the protocols: it sees lib/proto and lib/base, never the
 # application library (include/, lib/mlfabric). Its layers (docs/dataplane.md, Architecture):
-#   dataplane/core    DPDK-free engine parts (pacer, sack, tbucket, fault, delivery): compiled
+#   dataplane/core    DPDK-free engine parts (pacer, sack, tbucket, fault, delivery, announce): compiled
 #                     without the DPDK flags, so the build proves they need none; unit-tested
 #                     without EAL
 #   dataplane         the daemon: main -> ctlrelay -> appif -> transport -> portio (monitor
@@ -35,7 +35,7 @@ $(BUILD)/mlf-tel: $(BUILD)/dataplane/tools/mlf_tel.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^
 
-DP_TESTS := test_dp_wire test_dp_pacer test_dp_sack test_dp_fault test_dp_delivery test_dp_appmsg
+DP_TESTS := test_dp_wire test_dp_pacer test_dp_sack test_dp_fault test_dp_delivery test_dp_appmsg test_dp_announce
 UNIT_TESTS += $(DP_TESTS:%=$(BUILD)/tests/%)
 
 # the tests of the core see its headers (and, like the core, no DPDK)

@@ -19,6 +19,8 @@ struct dp_counters {
 	uint64_t fault_rx_drop, fault_rx_dup, fault_rx_reorder, fault_rx_delay;
 	uint64_t fault_tx_drop, fault_tx_dup, fault_tx_reorder, fault_tx_delay, fault_cut;
 	uint64_t xfer_tx_ok, xfer_tx_failed, xfer_rx_ok, xfer_rx_failed;
+	uint64_t rx_held, rx_unannounced; /* incoming transfers held for an announcement; refused
+					   * because none came (docs/security.md) */
 };
 
 /** The clock sample of one loop iteration. */

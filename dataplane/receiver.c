@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "announce.h"
 #include "dp.h"
 #include "egress.h"
 #include "log.h"
@@ -23,6 +24,10 @@
 #define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
 #define PAST_CAP 16384           /* finished incoming transfers remembered (oldest forgotten first) */
 #define WR_IOV_MAX 64            /* segments gathered into one pwritev (>= 2 * PORTIO_BURST) */
+#define ANNOUNCE_TTL_NS 60000000000ULL /* an announced transfer that never came is forgotten after
+					* 60 s (the scheduler keeps its transfers as long) */
+#define HOLD_MAX_NS 1000000000ULL /* an unannounced transfer is held at most 1 s (or half the
+				   * timeout) for its announcement, then refused */
 
 /*
  * A finished incoming transfer, remembered so that late DATA frames (our final SACK was lost, or
@@ -49,6 +54,8 @@ static struct {
 	uint64_t wr_off, wr_len;
 	int wr_n;
 	struct iovec wr_iov[WR_IOV_MAX];
+	struct announce ann;     /* what the scheduler announced (receiver_announce) */
+	uint64_t require;        /* bit c: channel c takes only announced transfers */
 } rcv;
 
 int receiver_init(int max, uint32_t seg, void (*rx_done)(const struct xfer_rx *x, int status,
@@ -59,11 +66,19 @@ int receiver_init(int max, uint32_t seg, void (*rx_done)(const struct xfer_rx *x
 	rcv.rx_room = rx_room;
 	rcv.max = max;
 	rcv.seg = seg;
+	rcv.require = 0;
 	rcv.rx = calloc((size_t)max, sizeof(*rcv.rx));
 	rcv.past = calloc(PAST_CAP, sizeof(*rcv.past));
-	if (!rcv.rx || !rcv.past)
+	if (!rcv.rx || !rcv.past ||
+	    announce_init(&rcv.ann, dp.cluster.n_hosts > 0 ? dp.cluster.n_hosts : 1, ANNOUNCE_TTL_NS))
 		return -ENOMEM;
 	return 0;
+}
+
+/* How long an unannounced transfer on a channel that requires announcements is held. */
+static uint64_t hold_ns(void)
+{
+	return dp.timeout_ns / 2 < HOLD_MAX_NS ? dp.timeout_ns / 2 : HOLD_MAX_NS;
 }
 
 static struct xfer_rx *find_rx(int peer, uint64_t id)
@@ -145,9 +160,14 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 	x->bytes = h->total;
 	x->state = XFER_ACTIVE;
 	x->first_ns = x->last_data_ns = x->last_sack_ns = dp.clk.mono_ns;
+	x->announced = announce_take(&rcv.ann, peer, x->chan, x->id, dp.clk.mono_ns) == 1;
+	x->held = !x->announced && (rcv.require >> x->chan & 1);
 	rcv.rx[rcv.nrx++] = x;
-	log_info("xfer %llx: from %s, %llu bytes, channel %u", (unsigned long long)x->id, dp_host_name(peer),
-		 (unsigned long long)x->bytes, x->chan);
+	if (x->held)
+		dp.cnt.rx_held++;
+	log_info("xfer %llx: from %s, %llu bytes, channel %u%s", (unsigned long long)x->id, dp_host_name(peer),
+		 (unsigned long long)x->bytes, x->chan,
+		 x->held ? ", not announced yet: held for its announcement" : "");
 	return rcv.rx_hint = x;
 }
 
@@ -159,6 +179,8 @@ static void send_sack(struct xfer_rx *x)
 	struct wire_hdr h = { .type = WIRE_SACK, .id = x->id, .offset = cum, .len = (uint32_t)n,
 			      .total = x->bytes, .seg = (uint16_t)x->sack.seg };
 
+	if (x->held) /* the sender hears nothing until the transfer is announced */
+		return;
 	if (sack_rx_complete(&x->sack))
 		h.flags |= WIRE_F_DONE;
 	if (egress_now(x->peer, &h, bm) == 0)
@@ -269,6 +291,23 @@ static uint32_t sack_every(uint32_t seg)
 	return n > SACK_EVERY_MIN ? n : SACK_EVERY_MIN;
 }
 
+/* Every byte of @x is here (and it is not held): into the memfd, DONE to the sender, to the app. */
+static void complete_rx(struct xfer_rx *x)
+{
+	receiver_flush(); /* every byte is in the memfd before the sender hears DONE */
+	if (x->state != XFER_ACTIVE)
+		return;
+	if (!rcv.rx_room()) {
+		/* no room to queue it for the app: the sender must not be told it succeeded */
+		const char *why = "receiver's delivery queue is full (apps do not collect transfers)";
+		egress_abort(x->peer, x->id, why);
+		finish_rx(x, -ENOBUFS, why);
+		return;
+	}
+	send_sack(x);
+	finish_rx(x, 0, NULL);
+}
+
 void receiver_on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 {
 	struct xfer_rx *x = find_rx(peer, h->id);
@@ -312,23 +351,13 @@ void receiver_on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 		rcv.wr_len += h->len;
 		x->frames++;
 	}
-	if (sack_rx_complete(&x->sack)) {
-		receiver_flush(); /* every byte is in the memfd before the sender hears DONE */
-		if (x->state != XFER_ACTIVE)
-			return;
-	}
-	if (sack_rx_complete(&x->sack) && !rcv.rx_room()) {
-		/* no room to queue it for the app: the sender must not be told it succeeded */
-		const char *why = "receiver's delivery queue is full (apps do not collect transfers)";
-		egress_abort(peer, x->id, why);
-		finish_rx(x, -ENOBUFS, why);
-	} else if (sack_rx_complete(&x->sack)) {
+	if (x->held) /* nothing is acknowledged or completed before its announcement */
+		return;
+	if (sack_rx_complete(&x->sack))
+		complete_rx(x);
+	else if (x->sack.since_sack >= sack_every(x->sack.seg) || (h->flags & WIRE_F_ACKREQ) ||
+		 ((x->sack.gap || rc == 0) && dp.clk.mono_ns - x->last_sack_ns > SACK_GAP_NS))
 		send_sack(x);
-		finish_rx(x, 0, NULL);
-	} else if (x->sack.since_sack >= sack_every(x->sack.seg) || (h->flags & WIRE_F_ACKREQ) ||
-		   ((x->sack.gap || rc == 0) && dp.clk.mono_ns - x->last_sack_ns > SACK_GAP_NS)) {
-		send_sack(x);
-	}
 }
 
 int receiver_timers(void)
@@ -339,7 +368,20 @@ int receiver_timers(void)
 	for (int i = 0; i < rcv.nrx; i++) {
 		struct xfer_rx *x = rcv.rx[i];
 		if (x->state == XFER_ACTIVE) {
-			if (dp.clk.mono_ns - x->last_data_ns > dp.timeout_ns) {
+			if (x->held && dp.clk.mono_ns - x->first_ns > hold_ns()) {
+				snprintf(reason, sizeof(reason), "transfer from %s on channel %u was not "
+					 "announced by the scheduler within %.1f s: refused",
+					 dp_host_name(x->peer), x->chan, (double)hold_ns() / 1e9);
+				static double last;
+				if (log_ratelimited(&last, 5.0))
+					log_warn("xfer %llx: %s", (unsigned long long)x->id, reason);
+				dp.cnt.rx_unannounced++;
+				egress_abort(x->peer, x->id, "receiver refused the transfer: not announced "
+					     "by the scheduler");
+				x->held = 0; /* failed: the late-frame answers are ABORTs */
+				finish_rx(x, -EACCES, reason);
+				changed = 1;
+			} else if (dp.clk.mono_ns - x->last_data_ns > dp.timeout_ns) {
 				snprintf(reason, sizeof(reason), "peer %s silent for %.1f s",
 					 dp_host_name(x->peer), (double)dp.timeout_ns / 1e9);
 				egress_abort(x->peer, x->id, "receiver timed out waiting for data");
@@ -388,6 +430,8 @@ void receiver_free(void)
 	rcv.wr_n = 0;
 	rcv.wr_len = 0;
 	rcv.npast = rcv.past_head = 0;
+	announce_free(&rcv.ann);
+	rcv.require = 0;
 }
 
 int receiver_busy(uint64_t id)
@@ -429,4 +473,49 @@ int receiver_abort(int peer, uint64_t id, const char *reason)
 	if (r && r->state == XFER_ACTIVE)
 		finish_rx(r, -ECONNABORTED, reason);
 	return r || find_past(peer, id);
+}
+
+int receiver_announce(int peer, unsigned chan, uint64_t id)
+{
+	struct xfer_rx *x = find_rx(peer, id);
+	int rc;
+
+	if (x && x->state == XFER_ACTIVE && x->chan == chan) {
+		/* it came before its announcement: release it */
+		x->announced = 1;
+		if (x->held) {
+			x->held = 0;
+			log_info("xfer %llx from %s: announced after %.3f s held", (unsigned long long)id,
+				 dp_host_name(peer), (double)(dp.clk.mono_ns - x->first_ns) / 1e9);
+			if (sack_rx_complete(&x->sack))
+				complete_rx(x);
+			else
+				send_sack(x);
+		}
+		return 0;
+	}
+	rc = announce_add(&rcv.ann, peer, chan, id, dp.clk.mono_ns);
+	return rc;
+}
+
+int receiver_announce_standing(int peer, unsigned chan, int on)
+{
+	int rc = announce_standing(&rcv.ann, peer, chan, on);
+
+	for (int i = 0; rc == 0 && on && i < rcv.nrx; i++) {
+		struct xfer_rx *x = rcv.rx[i];
+		if (x->peer == peer && x->chan == chan && x->state == XFER_ACTIVE && !x->announced)
+			receiver_announce(peer, chan, x->id);
+	}
+	return rc;
+}
+
+void receiver_require_announce(unsigned chan, int on)
+{
+	if (chan >= XFER_MAX_CHANS)
+		return;
+	if (on)
+		rcv.require |= 1ULL << chan;
+	else
+		rcv.require &= ~(1ULL << chan);
 }

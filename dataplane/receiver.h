@@ -58,4 +58,26 @@ int receiver_active(void);
 /** receiver_stats - copy up to @max transfers' figures into @out; returns how many. */
 int receiver_stats(struct xfer_stat *out, int max);
 
+/**
+ * receiver_announce - the scheduler announced transfer @id from host index @peer on channel
+ * @chan (docs/security.md "Announced transfers"): remembered for 60 s, taken when its first
+ * frame arrives; a transfer already here and held is released (SACKed, completed when whole).
+ * Returns 0, or -EINVAL (bad peer, channel or id 0).
+ */
+int receiver_announce(int peer, unsigned chan, uint64_t id);
+
+/**
+ * receiver_announce_standing - every transfer from @peer on @chan counts as announced (@on) or
+ * no longer (chain replication: the server forwards what it applied). Returns 0 or -EINVAL.
+ */
+int receiver_announce_standing(int peer, unsigned chan, int on);
+
+/**
+ * receiver_require_announce - channel @chan takes only announced transfers (@on; its listener
+ * asked for it) or any transfer from a cluster host. An unannounced transfer on a channel that
+ * requires it is held (no SACK, not completed) for at most min(1 s, timeout / 2) waiting for
+ * its announcement, then refused: ABORT to the sender, -EACCES, counter rx_unannounced.
+ */
+void receiver_require_announce(unsigned chan, int on);
+
 #endif

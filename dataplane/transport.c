@@ -150,6 +150,18 @@ int transport_rx_busy(uint64_t id)
 	return receiver_busy(id);
 }
 
+int transport_announce(int peer, unsigned chan, uint64_t id, int on)
+{
+	if (peer < 0 || peer >= dp.cluster.n_hosts || peer == dp.me || chan >= XFER_MAX_CHANS)
+		return -EINVAL;
+	return id ? receiver_announce(peer, chan, id) : receiver_announce_standing(peer, chan, on);
+}
+
+void transport_require_announce(unsigned chan, int on)
+{
+	receiver_require_announce(chan, on);
+}
+
 uint64_t transport_next_due_ns(uint64_t grain_ns, uint64_t rx_ns, uint64_t poll_ns)
 {
 	uint64_t d = sender_next_due_ns(grain_ns, poll_ns);

@@ -127,6 +127,19 @@ int transport_active(void);
 /** transport_stats - copy up to @max transfers' figures into @out; returns how many. */
 int transport_stats(struct xfer_stat *out, int max);
 
+/**
+ * transport_announce - the scheduler announced incoming transfer @id from host index @peer on
+ * channel @chan (receiver_announce); with @id 0, a standing announcement of every transfer
+ * from @peer on @chan (@on 1) or its end (@on 0). Returns 0 or -EINVAL (bad peer or channel).
+ */
+int transport_announce(int peer, unsigned chan, uint64_t id, int on);
+
+/**
+ * transport_require_announce - channel @chan takes only announced transfers (@on) or any
+ * (receiver_require_announce; docs/security.md "Announced transfers").
+ */
+void transport_require_announce(unsigned chan, int on);
+
 /** transport_set_shaper - port egress shaper rate in Gbit/s of L2 frames (0 = off). */
 void transport_set_shaper(double gbps);
 

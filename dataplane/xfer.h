@@ -58,6 +58,9 @@ struct xfer_rx {
 	uint64_t first_ns, last_data_ns, last_sack_ns, end_ns, linger_until_ns;
 	uint64_t frames;
 	enum xfer_state state;
+	int announced;         /* the scheduler announced it (docs/security.md "Announced transfers") */
+	int held;              /* not announced, on a channel whose listener requires it: no SACK,
+				* no completion until an announcement comes (receiver_announce) */
 	struct sack_rx sack;
 };
 

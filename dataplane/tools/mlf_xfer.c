@@ -22,7 +22,7 @@ static void usage(FILE *out)
 		"                     [--steps MS:GBPS,...] [--start-at NS_REALTIME | --start-in MS]\n"
 		"                     [--timeout S] [--count K] [--chan C] [--id FIRST_HEX]\n"
 		"       mlf-xfer recv --sock PATH [--count K] [--out FILE_OR_DIR] [--timeout S] [--chan C]\n"
-		"                     [--order HEX_ID,HEX_ID,...]\n"
+		"                     [--order HEX_ID,HEX_ID,...] [--announced-only]\n"
 		"send: K concurrent transfers of N bytes (or the file) to HOST, at GBPS (default unpaced)\n"
 		"  or along --steps (offset in ms from the start : Gbit/s), starting at an absolute\n"
 		"  CLOCK_REALTIME ns or MS from now; --timeout is the peer silence that fails a transfer.\n"
@@ -34,6 +34,8 @@ static void usage(FILE *out)
 		"recv: waits for K incoming transfers (--timeout S overall, default 0 = forever), writes\n"
 		"  each payload to FILE (K=1) or DIR/<id>, prints: recv id= from= bytes= status=ok|failed.\n"
 		"  --order: commit order; those transfers are handed over in this order (early ones held).\n"
+		"  --announced-only: take only transfers the scheduler announced to this host (`expect`,\n"
+		"  docs/security.md); others are held up to 1 s for their announcement, then refused.\n"
 		"  Exit 0 iff all ok.\n");
 }
 
@@ -288,7 +290,7 @@ static int do_recv(mlfabric_t *m, int argc, char **argv)
 		{ "count", required_argument, NULL, 'k' }, { "out", required_argument, NULL, 'o' },
 		{ "timeout", required_argument, NULL, 'T' }, { "chan", required_argument, NULL, 'c' },
 		{ "sock", required_argument, NULL, 's' },  { "order", required_argument, NULL, 'O' },
-		{ NULL, 0, NULL, 0 },
+		{ "announced-only", no_argument, NULL, 'A' }, { NULL, 0, NULL, 0 },
 	};
 	uint64_t order[MAX_COUNT];
 	int n_order = 0;
@@ -296,7 +298,7 @@ static int do_recv(mlfabric_t *m, int argc, char **argv)
 	uint64_t count = 1, chan = 0, got = 0;
 	double timeout = 0;
 	uint64_t deadline;
-	int c, failed = 0, rc;
+	int c, failed = 0, rc, announced_only = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -306,6 +308,7 @@ static int do_recv(mlfabric_t *m, int argc, char **argv)
 		case 'k': if (parse_u64("--count", optarg, &count)) return 2; break;
 		case 'c': if (parse_u64("--chan", optarg, &chan)) return 2; break;
 		case 'T': if (parse_double("--timeout", optarg, 0, 1e6, &timeout)) return 2; break;
+		case 'A': announced_only = 1; break;
 		case 'O':
 			for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
 				if (n_order == MAX_COUNT || parse_hex_id("--order", tok, &order[n_order]))
@@ -328,7 +331,8 @@ static int do_recv(mlfabric_t *m, int argc, char **argv)
 		fprintf(stderr, "mlf-xfer: commit order: %s\n", strerror(-rc));
 		return 1;
 	}
-	if ((rc = mlfabric_listen(m, (uint16_t)chan)) < 0) {
+	if ((rc = announced_only ? mlfabric_listen_announced(m, (uint16_t)chan)
+				 : mlfabric_listen(m, (uint16_t)chan)) < 0) {
 		fprintf(stderr, "mlf-xfer: listen: %s\n", strerror(-rc));
 		return 1;
 	}

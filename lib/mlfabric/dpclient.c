@@ -197,6 +197,12 @@ int mlfabric_listen(mlfabric_t *m, uint16_t chan)
 	return appmsg_send(m->sock, &msg, -1);
 }
 
+int mlfabric_listen_announced(mlfabric_t *m, uint16_t chan)
+{
+	struct appmsg msg = { .type = APPMSG_LISTEN, .chan = chan, .flags = APPMSG_LISTEN_ANNOUNCED };
+	return appmsg_send(m->sock, &msg, -1);
+}
+
 /* ORDER messages of at most APPMSG_MAX_IDS ids each; @first_flags on the first, @flags after. */
 static int send_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, uint32_t first_flags,
 		      uint32_t flags)

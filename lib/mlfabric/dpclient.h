@@ -87,6 +87,14 @@ int mlfabric_send(mlfabric_t *m, const struct mlfabric_send *req, uint64_t *id, 
 int mlfabric_listen(mlfabric_t *m, uint16_t chan);
 
 /**
+ * mlfabric_listen_announced - as mlfabric_listen, but the dataplane hands this app only the
+ * transfers of @chan that the scheduler announced to it (docs/security.md "Announced
+ * transfers"); others are held for their announcement, then refused. For the channels of
+ * scheduled transfers (1-4) when a scheduler plans them. 0 or -errno (dataplane gone).
+ */
+int mlfabric_listen_announced(mlfabric_t *m, uint16_t chan);
+
+/**
  * mlfabric_commit_order - tell the dataplane the commit order of incoming transfers of @chan:
  * ids in this order are handed over only after every earlier one of the list arrived or failed.
  * @replace: 1 replaces the current order, 0 appends. Returns 0 or -errno.

@@ -908,6 +908,13 @@ void fabric_core_set_role(struct mlf *f, enum fabric_role role, const struct fab
 	pthread_mutex_unlock(&f->lock);
 }
 
+int fabric_core_listen(struct mlf *f, uint16_t chan)
+{
+	if (f->mode != MLF_MODE_DIRECT && chan >= 1 && chan <= FABRIC_CHAN_SCHEDULED_MAX)
+		return mlfabric_listen_announced(f->dp, chan);
+	return mlfabric_listen(f->dp, chan);
+}
+
 int fabric_core_register(struct mlf *f, enum fabric_role role, const struct fabric_role_ops *ops,
 			 const uint16_t *chans, int n_chans, json_t *reg)
 {
@@ -923,7 +930,7 @@ int fabric_core_register(struct mlf *f, enum fabric_role role, const struct fabr
 	f->role = role;
 	snprintf(f->app, sizeof(f->app), "%s@%s", role_names[role], f->cl.hosts[f->me].name);
 	for (int i = 0; i < n_chans; i++)
-		if ((rc = mlfabric_listen(f->dp, chans[i])) < 0) {
+		if ((rc = fabric_core_listen(f, chans[i])) < 0) {
 			fabric_core_set_err(f, "dataplane of host %s: %s", f->cl.hosts[f->me].name, strerror(-rc));
 			json_decref(reg);
 			return -ENOTCONN;

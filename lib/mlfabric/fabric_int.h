@@ -52,6 +52,8 @@
 #define FABRIC_SEQ_MASK ((UINT64_C(1) << 40) - 1) /* sequence bits of an update/pull id */
 #define MLF_CHAN_INIT 6           /* initial models (mlf_send_model, docs/control.md), never scheduled */
 #define MLF_CHAN_PEER 7           /* worker to worker (decentralized training, Hop; fabric_peer.c) */
+#define FABRIC_CHAN_SCHEDULED_MAX 4 /* channels 1..4 carry only transfers a scheduler commands: with
+				     * one, they take only announced transfers (fabric_core_listen) */
 #define FABRIC_PEER_MAX 1024      /* neighbour messages queued for mlf_peer_recv; more are dropped */
 
 /* A neighbour's message waiting for mlf_peer_recv (fabric_peer.c). */
@@ -410,6 +412,13 @@ void fabric_core_send(struct mlf *f, struct fabric_cmd *c);
  * caller holds the lock. 0 or ETIMEDOUT (positive, as pthread_cond_timedwait).
  */
 int fabric_core_wait_until(struct mlf *f, double deadline);
+
+/**
+ * fabric_core_listen - listen on @chan; in the scheduled modes channels 1..4 take only the
+ * transfers the scheduler announced (mlfabric_listen_announced, docs/security.md "Announced
+ * transfers"). 0 or -errno (dataplane gone).
+ */
+int fabric_core_listen(struct mlf *f, uint16_t chan);
 
 /**
  * fabric_core_register - make this endpoint @role with @ops, listen on @chans and, in the

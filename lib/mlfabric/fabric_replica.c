@@ -80,7 +80,7 @@ static void cmd_promote(struct mlf *f, const struct fabric_cmd *c)
 	int64_t v;
 	int rc;
 
-	if ((rc = mlfabric_listen(f->dp, 1)) < 0) {
+	if ((rc = fabric_core_listen(f, 1)) < 0) {
 		log_err("%s: promote: cannot receive on channel 1: %s", f->app, strerror(-rc));
 		fabric_core_ctl(f, json_pack("{s:s, s:s}", "type", "error", "reason",
 					     "promote: the dataplane refused channel 1"));

@@ -15,6 +15,8 @@
 #define APPMSG_CTL_MAX 16384 /* bytes of control JSON text per CTL message (docs/control.md) */
 #define APPMSG_ORDER_REPLACE 1u /* ORDER flag: replace the channel's order instead of appending */
 #define APPMSG_ORDER_SKIP 2u    /* ORDER flag: these ids will never arrive; stop waiting for them */
+#define APPMSG_LISTEN_ANNOUNCED 4u /* LISTEN flag: this channel takes only transfers the scheduler
+				    * announced (docs/security.md "Announced transfers") */
 
 /** Message types; the direction is in brackets. */
 enum appmsg_type {
@@ -54,7 +56,7 @@ struct appmsg {
 	uint64_t frames;       /* TX_DONE: data frames sent, RX_DONE: data frames received */
 	uint16_t chan;       /* application channel at the destination (SEND, LISTEN, ORDER, RX_DONE) */
 	uint16_t n;          /* SEND: rate steps (0 = unpaced); ORDER: ids; CTL: text bytes (1..APPMSG_CTL_MAX) */
-	uint32_t flags;      /* ORDER: APPMSG_ORDER_REPLACE or APPMSG_ORDER_SKIP */
+	uint32_t flags;      /* ORDER: APPMSG_ORDER_REPLACE or APPMSG_ORDER_SKIP; LISTEN: APPMSG_LISTEN_ANNOUNCED */
 	char peer[APPMSG_NAME_MAX];     /* SEND: destination host; DONE: the other end */
 	char reason[APPMSG_REASON_MAX]; /* failures: what went wrong, naming the peer */
 	union {

@@ -122,11 +122,17 @@ int sched_repl_carry(struct sched *s, const struct plan_batch *b, const struct p
 	return 0;
 }
 
-/* Tell the server about its chain replica (@h, or none with -1). */
+/* Tell the server about its chain replica (@h, or none with -1): the replica's dataplane takes
+ * every transfer from the server on chan 4 (its chain forwards are not commanded one by one),
+ * from a replica no longer chained the standing announcement is withdrawn. */
 static void tell_chain(struct sched *s, int h)
 {
 	if (s->server.host < 0)
 		return;
+	if (h >= 0)
+		sched_announce(s, s->server.host, h, 4, 0, 1);
+	else if (s->repl.host >= 0)
+		sched_announce(s, s->server.host, s->repl.host, 4, 0, 0);
 	sched_to_app(s, "server", s->server.host, json_pack("{s:s, s:s, s:s}", "type", "replica",
 		     "host", h >= 0 ? s->cl.hosts[h].name : "", "replication", "chain"));
 }

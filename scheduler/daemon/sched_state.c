@@ -50,6 +50,41 @@ void sched_flush_host(struct sched *s, int host)
 		log_debug("%s: flush failed: the poll loop disconnects it", s->cl.hosts[host].name);
 }
 
+void sched_announce(struct sched *s, int src, int dst, int chan, uint64_t xfer, int standing)
+{
+	json_t *m;
+
+	if (src < 0 || dst < 0 || src == dst || !s->hosts[dst].alive || s->hosts[dst].conn < 0)
+		return;
+	m = xfer ? json_pack("{s:s, s:s, s:i, s:[I]}", "type", "expect", "src", s->cl.hosts[src].name,
+			     "chan", chan, "xfers", (json_int_t)xfer)
+		 : json_pack("{s:s, s:s, s:i, s:b}", "type", "expect", "src", s->cl.hosts[src].name,
+			     "chan", chan, "standing", standing);
+	sched_conn_queue(s, s->hosts[dst].conn, m);
+	sched_flush_host(s, dst); /* before the command that starts it reaches the sender */
+}
+
+/* A command that makes @host send a transfer (`send`, `forward`, `aggregate`) is announced to
+ * its destination first (docs/security.md "Announced transfers"). */
+static void announce_command(struct sched *s, int host, json_t *msg)
+{
+	const char *type = json_string_value(json_object_get(msg, "type"));
+	const char *dst = json_string_value(json_object_get(msg, "dst"));
+	json_t *x, *chan = json_object_get(msg, "chan");
+
+	if (!type || !dst || !json_is_integer(chan))
+		return;
+	if (!strcmp(type, "send") || !strcmp(type, "forward"))
+		x = json_object_get(msg, "xfer");
+	else if (!strcmp(type, "aggregate"))
+		x = json_object_get(msg, "agg");
+	else
+		return;
+	if (json_is_integer(x) && json_integer_value(x) > 0)
+		sched_announce(s, host, cluster_find(&s->cl, dst), (int)json_integer_value(chan),
+			       (uint64_t)json_integer_value(x), 1);
+}
+
 void sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
 {
 	char app[96];
@@ -58,6 +93,7 @@ void sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
 		json_decref(msg);
 		return;
 	}
+	announce_command(s, host, msg);
 	if (!strcmp(role, "server") && host == s->server.host && s->server.role[0])
 		role = s->server.role;
 	snprintf(app, sizeof(app), "%s@%s", role, s->cl.hosts[host].name);

@@ -363,9 +363,20 @@ void sched_conn_queue(struct sched *s, int ci, json_t *msg);
 void sched_flush_host(struct sched *s, int host);
 
 /**
+ * sched_announce - tell host @dst's dataplane that host @src will send it transfer @xfer on
+ * channel @chan (`expect`, docs/control.md), flushed at once so that it arrives before the
+ * command that starts the transfer; with @xfer 0, every transfer from @src on @chan from now on
+ * (@standing 1) or no longer (0). Nothing when @src == @dst or @dst has no live connection.
+ * sched_to_app calls it for every `send`, `forward` and `aggregate` (docs/security.md
+ * "Announced transfers").
+ */
+void sched_announce(struct sched *s, int src, int dst, int chan, uint64_t xfer, int standing);
+
+/**
  * sched_to_app - queue @msg (reference stolen) for application "<role>@<host name>": adds
  * "app" and sends it over that host's dataplane connection (role "server" at the server's
- * host is the name the server uses, see sched_server.role). Without a live connection to
+ * host is the name the server uses, see sched_server.role); a command that starts a transfer
+ * is announced to its destination first (sched_announce). Without a live connection to
  * the host the message is discarded: the peer's death is handled by the failure detection
  * (sched_fail.h); a queueing error is handled by sched_conn_queue.
  */

@@ -41,11 +41,41 @@ static int n_updates, server_version, replica_commits, promoted, server_up, repl
 /* restart scenario */
 static int die_now, restarted;
 
+static int no_announce; /* --no-announce: commands are not announced (the refusal case) */
+
+static void to_host(const char *host, json_t *msg);
+
+/* As the real scheduler (docs/control.md `expect`): a command that makes @src send a transfer is
+ * announced to its destination first; `replica` with chain replication announces every chan-4
+ * transfer from the server to the replica. */
+static void announce(const char *src, json_t *msg)
+{
+	const char *type = json_string_value(json_object_get(msg, "type"));
+	const char *dst = json_string_value(json_object_get(msg, "dst"));
+	const char *at = strchr(src, '@');
+	json_t *x = json_object_get(msg, type && !strcmp(type, "aggregate") ? "agg" : "xfer");
+
+	src = at ? at + 1 : src;
+	if (no_announce || !type)
+		return;
+	if (!strcmp(type, "replica") && json_string_value(json_object_get(msg, "host"))[0]) {
+		to_host(json_string_value(json_object_get(msg, "host")),
+			json_pack("{s:s, s:s, s:i, s:b}", "type", "expect", "src", src, "chan", 4, "standing", 1));
+		return;
+	}
+	if ((strcmp(type, "send") && strcmp(type, "forward") && strcmp(type, "aggregate")) || !dst ||
+	    !strcmp(dst, src) || !json_is_integer(x))
+		return;
+	to_host(dst, json_pack("{s:s, s:s, s:O, s:[O]}", "type", "expect", "src", src, "chan",
+			       json_object_get(msg, "chan"), "xfers", x));
+}
+
 /* Sends @msg (stolen) to the connection of the host named after '@' in @app (or @host). */
 static void to_host(const char *host, json_t *msg)
 {
 	const char *at = strchr(host, '@');
 
+	announce(host, msg);
 	host = at ? at + 1 : host;
 	for (int i = 0; i < MAX_CONNS; i++)
 		if (conns[i].used && !strcmp(conns[i].host, host)) {
@@ -258,8 +288,11 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "listen", 1, NULL, 'l' }, { "scenario", 1, NULL, 's' }, { "count", 1, NULL, 'n' },
 		{ "weights", 1, NULL, 'w' }, { "phantom", 0, NULL, 'p' }, { "time-limit", 1, NULL, 't' },
-		{ "send-delay", 1, NULL, 'd' }, { "skip-phantom", 0, NULL, 'k' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "send-delay", 1, NULL, 'd' }, { "skip-phantom", 0, NULL, 'k' }, { "help", 0, NULL, 'h' },
+		{ "no-announce", 0, NULL, 'N' }, { "inject-file", 1, NULL, 'i' }, { NULL, 0, NULL, 0 },
 	};
+	FILE *inject = NULL;
+	char line[4096];
 	const char *listen_at = "0.0.0.0:7070";
 	double limit = 60, t0 = clock_real_s();
 	char err[256];
@@ -275,9 +308,19 @@ int main(int argc, char **argv)
 		case 'k': phantom = skip_phantom = 1; break;
 		case 't': limit = atof(optarg); break;
 		case 'd': send_delay = atof(optarg); break;
+		case 'N': no_announce = 1; break;
+		case 'i':
+			if (!(inject = fopen(optarg, "a+"))) {
+				fprintf(stderr, "fabric_fakesched: --inject-file %s: %s\n", optarg, strerror(errno));
+				return 2;
+			}
+			break;
 		default:
 			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate|replica|chain|restart] [--count N]\n"
 			       "         [--weights JSON-ARRAY] [--phantom] [--skip-phantom] [--time-limit S] [--send-delay S]\n"
+			       "         [--no-announce] [--inject-file PATH]\n"
+			       "--no-announce: commands are not announced to their destinations (`expect`).\n"
+			       "--inject-file: each line 'HOST JSON' appended to PATH is sent to HOST's dataplane as is.\n"
 			       "relay: answer register with registered + a drop, and send a command to an unknown app.\n"
 			       "aggregate: route N updates to aggregator host ag, then order + aggregate them to ps;\n"
 			       "           --phantom adds an input that never arrives; --skip-phantom also tells the\n"
@@ -303,6 +346,19 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	while (!quit && clock_real_s() - t0 < limit) {
 		struct pollfd p[MAX_CONNS + 1] = { { .fd = lfd, .events = POLLIN } };
+		while (inject && fgets(line, sizeof(line), inject)) {
+			char *sp = strchr(line, ' ');
+			json_t *m = sp ? json_loads(sp + 1, 0, NULL) : NULL;
+			if (sp)
+				*sp = '\0';
+			if (m)
+				to_host(line, m);
+			else
+				printf("inject: bad line for %s\n", line);
+			fflush(stdout);
+		}
+		if (inject)
+			clearerr(inject); /* read what is appended later */
 		for (int i = 0; i < MAX_CONNS; i++)
 			p[i + 1] = (struct pollfd){ .fd = conns[i].used ? conns[i].c.fd : -1, .events = POLLIN };
 		if (poll(p, MAX_CONNS + 1, 100) <= 0)
