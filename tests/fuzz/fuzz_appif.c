@@ -46,6 +46,7 @@
 
 #define N_CLIENTS 3
 #define N_OPS 13
+#define ANN_MAX 256 /* announcements remembered by the harness per input */
 #define MAX_XFERS 16             /* small, so that "too many transfers" is reachable */
 #define ACC_IDS 256              /* ids of accepted SENDs remembered per client */
 #define EXPECT_MAX 4096          /* SENDs awaiting their ACCEPTED per client */
@@ -67,6 +68,8 @@ static const char *cluster_json =
 struct fclient {
 	int fd;                        /* -1: not connected */
 	uint64_t listened;             /* channels (< 64) it sent LISTEN for */
+	uint64_t announced_only;       /* of those, the ones whose last LISTEN asked for announced
+					* transfers only (APPMSG_LISTEN_ANNOUNCED) */
 	uint64_t acc[ACC_IDS];         /* ids of its accepted SENDs */
 	int nacc;
 	uint8_t expect[EXPECT_MAX];    /* per SEND sent, oldest first: 1 = must be refused */
@@ -91,6 +94,9 @@ static struct {
 	long live_ext;                 /* extmem regions not yet unmapped */
 	uint64_t frames;
 	unsigned replies[APPMSG_CTL + 1]; /* read by the apps, per type (MLF_FUZZ_VERBOSE) */
+	struct ann_rec { uint64_t id; int peer; unsigned chan; } ann[ANN_MAX]; /* op_announce */
+	int nann;
+	uint64_t standing_ever[3];     /* per host: channels ever announced standing */
 } fz;
 
 static char sock_path[108];
@@ -268,6 +274,8 @@ static int client_accepted(const struct fclient *cl, uint64_t id)
 	return 0;
 }
 
+static int was_announced(int peer, unsigned chan, uint64_t id);
+
 /* Checks one reply @m (with descriptor @fd) to client @c; closes @fd. */
 static void check_reply(int c, const struct appmsg *m, int fd)
 {
@@ -301,6 +309,13 @@ static void check_reply(int c, const struct appmsg *m, int fd)
 		if (m->status != 0) {
 			CHECK(fd < 0, "client %d: a failed RX_DONE carries a descriptor", c);
 			break;
+		}
+		if (cl->announced_only >> m->chan & 1) {
+			int peer = cluster_find(&dp.cluster, m->peer);
+			CHECK(peer == dp.me || was_announced(peer, m->chan, m->id),
+			      "client %d: transfer %llx from %s on channel %u delivered to a listener of "
+			      "announced transfers only, never announced", c, (unsigned long long)m->id,
+			      m->peer, m->chan);
 		}
 		CHECK(fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size >= m->bytes,
 		      "client %d: RX_DONE of %llu bytes without a memfd that holds them", c,
@@ -471,12 +486,52 @@ static uint16_t chan_arg(void)
 	return ch & 0x80 ? (uint16_t)(ch | u8() << 8) : (uint16_t)(ch % 4);
 }
 
+/* LISTEN on a channel; bit 0x40 of a small channel byte asks for announced transfers only. */
 static void op_listen(int c)
 {
-	struct appmsg m = { .type = APPMSG_LISTEN, .chan = chan_arg() };
+	unsigned ch = u8();
+	struct appmsg m = { .type = APPMSG_LISTEN,
+			    .chan = ch & 0x80 ? (uint16_t)(ch | u8() << 8) : (uint16_t)(ch % 4),
+			    .flags = (ch & 0xc0) == 0x40 ? APPMSG_LISTEN_ANNOUNCED : 0 };
 
-	if (client_send(c, &m, -1) == 0 && m.chan < 64)
+	if (m.flags)
+		client_read(c, 0); /* deliveries queued before this LISTEN are checked without it */
+	if (client_send(c, &m, -1) == 0 && m.chan < 64) {
 		fz.cl[c].listened |= 1ULL << m.chan;
+		if (m.flags)
+			fz.cl[c].announced_only |= 1ULL << m.chan;
+		else
+			fz.cl[c].announced_only &= ~(1ULL << m.chan);
+	}
+}
+
+/* The scheduler's `expect` as the control relay passes it on: one transfer of the rx pool, or a
+ * standing announcement, from any host index (valid or not) on a small channel or any. Every
+ * accepted one is remembered (fz.ann) for the RX_DONE check. */
+static void op_announce(void)
+{
+	unsigned k = u8(), mode = u8();
+	int peer = (int)(mode & 3) + (mode & 0x20 ? 2 : 0) - 1; /* -1..4: this host, peers, invalid */
+	unsigned chan = mode & 0x10 ? (unsigned)u8() : mode >> 6;
+	uint64_t id = mode & 4 ? 0 : rx_id(k);
+
+	if (transport_announce(peer, chan, id, !!(mode & 8)) != 0)
+		return;
+	if (!id && (mode & 8))
+		fz.standing_ever[peer] |= 1ULL << chan;
+	else if (id && fz.nann < ANN_MAX)
+		fz.ann[fz.nann++] = (struct ann_rec){ .id = id, .peer = peer, .chan = chan };
+}
+
+/* 1 when transfer @id from @peer on @chan was ever announced (consumption is not modelled). */
+static int was_announced(int peer, unsigned chan, uint64_t id)
+{
+	if (peer >= 0 && peer < 3 && chan < 64 && (fz.standing_ever[peer] >> chan & 1))
+		return 1;
+	for (int i = 0; i < fz.nann; i++)
+		if (fz.ann[i].id == id && fz.ann[i].peer == peer && fz.ann[i].chan == chan)
+			return 1;
+	return 0;
 }
 
 /* ORDER of up to 7 ids of the rx pool (or one sent locally), REPLACE/SKIP from the input. */
@@ -681,6 +736,8 @@ static void op(unsigned b, int depth)
 		unsigned f = u8();
 		if (f & 1)
 			restart(f & 2);
+		else if ((f & 0xc0) == 0xc0)
+			op_announce();
 		else
 			op_shrink(f & 2);
 		break;

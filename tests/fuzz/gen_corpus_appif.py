@@ -49,6 +49,20 @@ def listen(client, chan):
     return op(LISTEN, client) + (bytes([chan]) if chan < 4 else bytes([chan & 0xff, chan >> 8]))
 
 
+def listen_announced(client, chan):
+    """LISTEN on chan 0-3 taking only announced transfers (APPMSG_LISTEN_ANNOUNCED)."""
+    return op(LISTEN, client) + bytes([0x40 | chan])
+
+
+def announce(k, chan, standing=None):
+    """The scheduler's expect of pool transfer k (its peer: h1 for even k, h2 for odd) on chan
+    0-3, or with standing True/False every transfer of that peer on chan."""
+    mode = (2 if k % 2 == 0 else 3) | chan << 6
+    if standing is not None:
+        mode |= 4 | (8 if standing else 0)
+    return op(MISC) + bytes([0xc0, k, mode])
+
+
 def order(client, chan, ids, flags=0):
     return op(ORDER, client) + bytes([flags | len(ids) << 2, chan]) + bytes(ids)
 
@@ -110,6 +124,10 @@ seeds = {
     + time() + sack(0, done=False) + time(big=40) + read(0),
     'dup-ids-too-many': bytes([0]) + send(0, H1, 1000, id_=5) + send(0, H2, 1000, id_=5)
     + b''.join(send(0, H1 + i % 2, 2000) for i in range(18)) + abort(0, outgoing=True) + read(0),
+    'announced-only': bytes([0]) + listen_announced(0, 1) + announce(0, 1) + data(0, 5000, chan=1)
+    + data(2, 3000, chan=1) + time(big=20) + data(4, 4000, chan=1, mode=2) + announce(4, 1)
+    + data(4, 4000, chan=1) + announce(1, 1, standing=True) + data(1, 2000, chan=1)
+    + announce(6, 2) + data(6, 1000, chan=1) + time(big=20) + read(0),
 }
 
 out = 'tests/fuzz/corpus/appif'
