@@ -55,8 +55,9 @@ struct client {
 struct delivery {
 	struct appmsg msg;
 	int fd;
-	int unannounced; /* the scheduler did not announce it: never handed to a listener that
-			  * requires announcements (APPMSG_LISTEN_ANNOUNCED) */
+	int unannounced; /* the scheduler did not announce it: its bytes are never handed to a
+			  * listener that requires announcements (APPMSG_LISTEN_ANNOUNCED); a
+			  * failure event carries no bytes and goes (a commit order may wait for it) */
 };
 
 static struct {
@@ -296,7 +297,7 @@ static void deliver(void)
 		for (int i = 0; i < ai.npend; i++) {
 			struct delivery *d = &ai.pend[i];
 			int c = ai.listener[d->msg.chan], rc;
-			if (c >= 0 && d->unannounced && (ai.require >> d->msg.chan & 1)) {
+			if (c >= 0 && d->unannounced && d->msg.status == 0 && (ai.require >> d->msg.chan & 1)) {
 				/* it arrived before its listener, which takes only announced ones */
 				log_warn("transfer %llx from %s on channel %u dropped: not announced by the "
 					 "scheduler, and the channel's listener takes only announced transfers",

@@ -162,6 +162,7 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 	x->first_ns = x->last_data_ns = x->last_sack_ns = dp.clk.mono_ns;
 	x->announced = announce_take(&rcv.ann, peer, x->chan, x->id, dp.clk.mono_ns) == 1;
 	x->held = !x->announced && (rcv.require >> x->chan & 1);
+	x->hold_since_ns = x->first_ns;
 	rcv.rx[rcv.nrx++] = x;
 	if (x->held)
 		dp.cnt.rx_held++;
@@ -175,12 +176,14 @@ static void send_sack(struct xfer_rx *x)
 {
 	uint8_t bm[WIRE_SACK_MAX_BYTES];
 	uint64_t cum;
-	size_t n = sack_rx_build(&x->sack, &cum, bm, sizeof(bm));
-	struct wire_hdr h = { .type = WIRE_SACK, .id = x->id, .offset = cum, .len = (uint32_t)n,
-			      .total = x->bytes, .seg = (uint16_t)x->sack.seg };
+	size_t n;
+	struct wire_hdr h = { .type = WIRE_SACK, .id = x->id, .total = x->bytes, .seg = (uint16_t)x->sack.seg };
 
 	if (x->held) /* the sender hears nothing until the transfer is announced */
 		return;
+	n = sack_rx_build(&x->sack, &cum, bm, sizeof(bm));
+	h.offset = cum;
+	h.len = (uint32_t)n;
 	if (sack_rx_complete(&x->sack))
 		h.flags |= WIRE_F_DONE;
 	if (egress_now(x->peer, &h, bm) == 0)
@@ -368,7 +371,7 @@ int receiver_timers(void)
 	for (int i = 0; i < rcv.nrx; i++) {
 		struct xfer_rx *x = rcv.rx[i];
 		if (x->state == XFER_ACTIVE) {
-			if (x->held && dp.clk.mono_ns - x->first_ns > hold_ns()) {
+			if (x->held && dp.clk.mono_ns - x->hold_since_ns > hold_ns()) {
 				snprintf(reason, sizeof(reason), "transfer from %s on channel %u was not "
 					 "announced by the scheduler within %.1f s: refused",
 					 dp_host_name(x->peer), x->chan, (double)hold_ns() / 1e9);
@@ -475,6 +478,18 @@ int receiver_abort(int peer, uint64_t id, const char *reason)
 	return r || find_past(peer, id);
 }
 
+/* Held transfer @x may go on (@why: "announced" or "no longer required"): SACK, complete. */
+static void release_rx(struct xfer_rx *x, const char *why)
+{
+	x->held = 0;
+	log_info("xfer %llx from %s: %s after %.3f s held", (unsigned long long)x->id,
+		 dp_host_name(x->peer), why, (double)(dp.clk.mono_ns - x->hold_since_ns) / 1e9);
+	if (sack_rx_complete(&x->sack))
+		complete_rx(x);
+	else
+		send_sack(x);
+}
+
 int receiver_announce(int peer, unsigned chan, uint64_t id)
 {
 	struct xfer_rx *x = find_rx(peer, id);
@@ -483,15 +498,8 @@ int receiver_announce(int peer, unsigned chan, uint64_t id)
 	if (x && x->state == XFER_ACTIVE && x->chan == chan) {
 		/* it came before its announcement: release it */
 		x->announced = 1;
-		if (x->held) {
-			x->held = 0;
-			log_info("xfer %llx from %s: announced after %.3f s held", (unsigned long long)id,
-				 dp_host_name(peer), (double)(dp.clk.mono_ns - x->first_ns) / 1e9);
-			if (sack_rx_complete(&x->sack))
-				complete_rx(x);
-			else
-				send_sack(x);
-		}
+		if (x->held)
+			release_rx(x, "announced");
 		return 0;
 	}
 	rc = announce_add(&rcv.ann, peer, chan, id, dp.clk.mono_ns);
@@ -518,4 +526,17 @@ void receiver_require_announce(unsigned chan, int on)
 		rcv.require |= 1ULL << chan;
 	else
 		rcv.require &= ~(1ULL << chan);
+	/* transfers in flight follow the channel's new rule: held from now on, or released */
+	for (int i = 0; i < rcv.nrx; i++) {
+		struct xfer_rx *x = rcv.rx[i];
+		if (x->chan != chan || x->state != XFER_ACTIVE || x->announced)
+			continue;
+		if (on && !x->held) {
+			x->held = 1;
+			x->hold_since_ns = dp.clk.mono_ns;
+			dp.cnt.rx_held++;
+		} else if (!on && x->held) {
+			release_rx(x, "no longer required to be announced");
+		}
+	}
 }

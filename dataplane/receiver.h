@@ -77,6 +77,8 @@ int receiver_announce_standing(int peer, unsigned chan, int on);
  * asked for it) or any transfer from a cluster host. An unannounced transfer on a channel that
  * requires it is held (no SACK, not completed) for at most min(1 s, timeout / 2) waiting for
  * its announcement, then refused: ABORT to the sender, -EACCES, counter rx_unannounced.
+ * Transfers already in flight on @chan follow the new rule at once: unannounced ones are held
+ * from now on (@on) or released (not @on).
  */
 void receiver_require_announce(unsigned chan, int on);
 

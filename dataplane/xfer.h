@@ -61,6 +61,7 @@ struct xfer_rx {
 	int announced;         /* the scheduler announced it (docs/security.md "Announced transfers") */
 	int held;              /* not announced, on a channel whose listener requires it: no SACK,
 				* no completion until an announcement comes (receiver_announce) */
+	uint64_t hold_since_ns; /* when it started to be held (monotonic ns) */
 	struct sack_rx sack;
 };
 

@@ -95,7 +95,7 @@ static struct {
 	uint64_t frames;
 	unsigned replies[APPMSG_CTL + 1]; /* read by the apps, per type (MLF_FUZZ_VERBOSE) */
 	struct ann_rec { uint64_t id; int peer; unsigned chan; } ann[ANN_MAX]; /* op_announce */
-	int nann;
+	int nann, ann_lost;            /* ann_lost: more than ANN_MAX announcements */
 	uint64_t standing_ever[3];     /* per host: channels ever announced standing */
 } fz;
 
@@ -521,12 +521,14 @@ static void op_announce(void)
 		fz.standing_ever[peer] |= 1ULL << chan;
 	else if (id && fz.nann < ANN_MAX)
 		fz.ann[fz.nann++] = (struct ann_rec){ .id = id, .peer = peer, .chan = chan };
+	else if (id)
+		fz.ann_lost = 1; /* forgotten: the delivery check is off for this input */
 }
 
 /* 1 when transfer @id from @peer on @chan was ever announced (consumption is not modelled). */
 static int was_announced(int peer, unsigned chan, uint64_t id)
 {
-	if (peer >= 0 && peer < 3 && chan < 64 && (fz.standing_ever[peer] >> chan & 1))
+	if (fz.ann_lost || (peer >= 0 && peer < 3 && chan < 64 && (fz.standing_ever[peer] >> chan & 1)))
 		return 1;
 	for (int i = 0; i < fz.nann; i++)
 		if (fz.ann[i].id == id && fz.ann[i].peer == peer && fz.ann[i].chan == chan)

@@ -39,6 +39,7 @@ inject ps '{"type":"expect","src":"w0","chan":1}'
 inject ps '{"type":"expect","src":"w0","chan":1,"xfers":[5, -3]}'
 inject ps '{"type":"expect","src":"w0","chan":1,"xfers":[5],"standing":true}'
 wait_for "$WORK/sched.out" "xfers'\[1\] is not a positive" 5
+for i in $(seq 50); do [ "$(grep -c "needs exactly one of 'xfers'" "$WORK/sched.out")" -ge 2 ] && break; sleep 0.1; done
 for pat in "'src' must name another host of the cluster, not nobody" \
 	"'src' must name another host of the cluster, not ps" "'chan' must be an integer in \[0, 63\]" \
 	"needs exactly one of 'xfers'"; do
@@ -68,7 +69,6 @@ grep -q 'not announced by the scheduler' "$WORK/otherchan.out" || fail "wrong re
 send late 3000 "$WORK/b.bin" &
 late_pid=$!
 wait_for "$WORK/dp-ps.log" "xfer 3000: .*not announced yet: held" 5
-sleep 0.2
 inject ps '{"type":"expect","src":"w0","chan":1,"xfers":[12288]}'
 wait "$late_pid" || fail "transfer announced while held failed: $(cat "$WORK/late.out" "$WORK/late.err")"
 grep -q "xfer 3000 from w0: announced after 0\.[0-9]* s held" "$WORK/dp-ps.log" || fail "release not logged"

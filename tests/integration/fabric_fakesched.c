@@ -41,13 +41,11 @@ static int n_updates, server_version, replica_commits, promoted, server_up, repl
 /* restart scenario */
 static int die_now, restarted;
 
-static int no_announce; /* --no-announce: commands are not announced (the refusal case) */
-
 static void to_host(const char *host, json_t *msg);
 
-/* As the real scheduler (docs/control.md `expect`): a command that makes @src send a transfer is
- * announced to its destination first; `replica` with chain replication announces every chan-4
- * transfer from the server to the replica. */
+/* Like the real scheduler (docs/control.md `expect`): a command that makes @src send a transfer is
+ * announced to its destination first; `replica` naming a host (this fake sends it only for chain
+ * replication) announces every chan-4 transfer from the server to that host, never withdrawn. */
 static void announce(const char *src, json_t *msg)
 {
 	const char *type = json_string_value(json_object_get(msg, "type"));
@@ -56,9 +54,10 @@ static void announce(const char *src, json_t *msg)
 	json_t *x = json_object_get(msg, type && !strcmp(type, "aggregate") ? "agg" : "xfer");
 
 	src = at ? at + 1 : src;
-	if (no_announce || !type)
+	if (!type)
 		return;
-	if (!strcmp(type, "replica") && json_string_value(json_object_get(msg, "host"))[0]) {
+	if (!strcmp(type, "replica") && json_string_value(json_object_get(msg, "host")) &&
+	    json_string_value(json_object_get(msg, "host"))[0]) {
 		to_host(json_string_value(json_object_get(msg, "host")),
 			json_pack("{s:s, s:s, s:i, s:b}", "type", "expect", "src", src, "chan", 4, "standing", 1));
 		return;
@@ -289,7 +288,7 @@ int main(int argc, char **argv)
 		{ "listen", 1, NULL, 'l' }, { "scenario", 1, NULL, 's' }, { "count", 1, NULL, 'n' },
 		{ "weights", 1, NULL, 'w' }, { "phantom", 0, NULL, 'p' }, { "time-limit", 1, NULL, 't' },
 		{ "send-delay", 1, NULL, 'd' }, { "skip-phantom", 0, NULL, 'k' }, { "help", 0, NULL, 'h' },
-		{ "no-announce", 0, NULL, 'N' }, { "inject-file", 1, NULL, 'i' }, { NULL, 0, NULL, 0 },
+		{ "inject-file", 1, NULL, 'i' }, { NULL, 0, NULL, 0 },
 	};
 	FILE *inject = NULL;
 	char line[4096];
@@ -308,7 +307,6 @@ int main(int argc, char **argv)
 		case 'k': phantom = skip_phantom = 1; break;
 		case 't': limit = atof(optarg); break;
 		case 'd': send_delay = atof(optarg); break;
-		case 'N': no_announce = 1; break;
 		case 'i':
 			if (!(inject = fopen(optarg, "a+"))) {
 				fprintf(stderr, "fabric_fakesched: --inject-file %s: %s\n", optarg, strerror(errno));
@@ -318,8 +316,7 @@ int main(int argc, char **argv)
 		default:
 			printf("usage: fabric_fakesched [--listen IP:PORT] [--scenario relay|aggregate|replica|chain|restart] [--count N]\n"
 			       "         [--weights JSON-ARRAY] [--phantom] [--skip-phantom] [--time-limit S] [--send-delay S]\n"
-			       "         [--no-announce] [--inject-file PATH]\n"
-			       "--no-announce: commands are not announced to their destinations (`expect`).\n"
+			       "         [--inject-file PATH]\n"
 			       "--inject-file: each line 'HOST JSON' appended to PATH is sent to HOST's dataplane as is.\n"
 			       "relay: answer register with registered + a drop, and send a command to an unknown app.\n"
 			       "aggregate: route N updates to aggregator host ag, then order + aggregate them to ps;\n"
