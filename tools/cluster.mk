@@ -25,10 +25,13 @@ bench-fabric: programs
 	bench/fabric_bench.sh
 
 # the replication targets over SEEDS seeds (median, min-max; bench/replication_seeds.sh), then
-# the one-seed table with the server kills (bench/replication_bench.sh)
+# the same where the network is the bottleneck (conf/exp-repl-net.json: MLfabric at 16x against
+# chain, about 12 minutes a seed), then the one-seed table with the server kills
+# (bench/replication_bench.sh)
 SEEDS ?= 3
 bench-replication: programs
 	bench/replication_seeds.sh --seeds $(SEEDS)
+	bench/replication_seeds.sh --seeds $(SEEDS) --base conf/exp-repl-net.json --only mlfabric-16x,chain
 	bench/replication_bench.sh
 
 # issue 12: the other papers' synchronization models side by side (so far ASP against SSP s=1,2,3,
