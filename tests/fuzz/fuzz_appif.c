@@ -580,6 +580,16 @@ static void op_ctl(int c)
  * A datagram of the input's bytes (any length; never typed SEND, whose reply the checks would
  * not expect), or the fixed fields of a message from the input (any type) with n = 0.
  */
+/* A raw datagram that may have been a LISTEN on @chan: the channel counts as listened on (the
+ * RX_DONE check gets weaker, never wrong) and not as announced-only (the same). */
+static void raw_listen(int c, uint32_t type, unsigned chan)
+{
+	if (type == APPMSG_LISTEN && chan < 64 && fz.cl[c].fd >= 0) {
+		fz.cl[c].listened |= 1ULL << chan;
+		fz.cl[c].announced_only &= ~(1ULL << chan);
+	}
+}
+
 static void op_raw(int c)
 {
 	static struct appmsg m;
@@ -594,6 +604,7 @@ static void op_raw(int c)
 		m.type = f >> 1 & 0xf;
 		if (client_send(c, &m, -1) == 0 && m.type == APPMSG_SEND)
 			expect(c, 1); /* no buffer */
+		raw_listen(c, m.type, m.chan);
 		return;
 	}
 	size_t len = u16() % (sizeof(m) + 16);
@@ -604,6 +615,13 @@ static void op_raw(int c)
 		buf[1] = 1;
 	if (len && fz.cl[c].fd >= 0)
 		(void)send(fz.cl[c].fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (len >= offsetof(struct appmsg, chan) + sizeof(m.chan)) {
+		uint32_t type;
+		uint16_t chan;
+		memcpy(&type, buf + offsetof(struct appmsg, type), sizeof(type));
+		memcpy(&chan, buf + offsetof(struct appmsg, chan), sizeof(chan));
+		raw_listen(c, type, chan);
+	}
 }
 
 /* Time passes (up to ~0.65 s, or seconds): the transport's timers, the hold of the commit order. */
