@@ -67,7 +67,6 @@ static struct {
 	char path[108];
 	struct client cl[MAX_CLIENTS];
 	int listener[MAX_CHANS];  /* client index per channel, -1 = none */
-	uint64_t require;         /* bit c: channel c's listener takes only announced transfers */
 	struct delivery pend[MAX_PENDING];
 	int npend;
 	struct delivery_list order[MAX_CHANS];
@@ -86,7 +85,6 @@ int appif_init(const char *path, gid_t group, const struct appif_ops *ops, char 
 		ai.cl[i].fd = -1;
 	for (int i = 0; i < MAX_CHANS; i++)
 		ai.listener[i] = -1;
-	ai.require = 0;
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "socket path '%s' too long", path);
 		return -ENAMETOOLONG;
@@ -297,7 +295,7 @@ static void deliver(void)
 		for (int i = 0; i < ai.npend; i++) {
 			struct delivery *d = &ai.pend[i];
 			int c = ai.listener[d->msg.chan], rc;
-			if (c >= 0 && d->unannounced && d->msg.status == 0 && (ai.require >> d->msg.chan & 1)) {
+			if (c >= 0 && d->unannounced && d->msg.status == 0 && transport_announce_required(d->msg.chan)) {
 				/* it arrived before its listener, which takes only announced ones */
 				log_warn("transfer %llx from %s on channel %u dropped: not announced by the "
 					 "scheduler, and the channel's listener takes only announced transfers",
@@ -456,7 +454,6 @@ static void drop_client(int c)
 	for (int i = 0; i < MAX_CHANS; i++)
 		if (ai.listener[i] == c) {
 			ai.listener[i] = -1;
-			ai.require &= ~(1ULL << i);
 			transport_require_announce((unsigned)i, 0);
 		}
 	transport_cancel(owner); /* its events are dropped: the generation changed */
@@ -594,10 +591,6 @@ static void serve(int c)
 				break;
 			}
 			ai.listener[m.chan] = c;
-			if (m.flags & APPMSG_LISTEN_ANNOUNCED)
-				ai.require |= 1ULL << m.chan;
-			else
-				ai.require &= ~(1ULL << m.chan);
 			transport_require_announce(m.chan, !!(m.flags & APPMSG_LISTEN_ANNOUNCED));
 			deliver();
 			break;

@@ -540,3 +540,8 @@ void receiver_require_announce(unsigned chan, int on)
 		}
 	}
 }
+
+int receiver_announce_required(unsigned chan)
+{
+	return chan < XFER_MAX_CHANS && (rcv.require >> chan & 1);
+}

@@ -82,4 +82,7 @@ int receiver_announce_standing(int peer, unsigned chan, int on);
  */
 void receiver_require_announce(unsigned chan, int on);
 
+/** receiver_announce_required - 1 when channel @chan takes only announced transfers, else 0. */
+int receiver_announce_required(unsigned chan);
+
 #endif

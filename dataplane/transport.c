@@ -162,6 +162,11 @@ void transport_require_announce(unsigned chan, int on)
 	receiver_require_announce(chan, on);
 }
 
+int transport_announce_required(unsigned chan)
+{
+	return receiver_announce_required(chan);
+}
+
 uint64_t transport_next_due_ns(uint64_t grain_ns, uint64_t rx_ns, uint64_t poll_ns)
 {
 	uint64_t d = sender_next_due_ns(grain_ns, poll_ns);

@@ -140,6 +140,9 @@ int transport_announce(int peer, unsigned chan, uint64_t id, int on);
  */
 void transport_require_announce(unsigned chan, int on);
 
+/** transport_announce_required - 1 when channel @chan takes only announced transfers, else 0. */
+int transport_announce_required(unsigned chan);
+
 /** transport_set_shaper - port egress shaper rate in Gbit/s of L2 frames (0 = off). */
 void transport_set_shaper(double gbps);
 
