@@ -40,6 +40,8 @@ static double send_delay = 0.05; /* s from now to the start of a commanded send 
 static int n_updates, server_version, replica_commits, promoted, server_up, replica_up;
 /* restart scenario */
 static int die_now, restarted;
+static char held_app[64];  /* after the restart: an update that came before the server */
+static json_int_t held_id;
 
 static void to_host(const char *host, json_t *msg);
 
@@ -188,10 +190,8 @@ static void replica_commit(const char *app, json_t *m)
  * restart the worker announces update 2 again (it still holds it) and it is ordered and sent
  * under a fresh transfer id, as a restarted scheduler's plan would (an aggregate, say).
  */
-static void restart_update(const char *app, json_t *m)
+static void restart_update(const char *app, json_int_t id)
 {
-	json_int_t id = json_integer_value(json_object_get(m, "id"));
-
 	n_updates++;
 	if (!restarted && n_updates == 1) {
 		to_host(server_host, order_cmd(server_app, 1, id));
@@ -199,6 +199,13 @@ static void restart_update(const char *app, json_t *m)
 	} else if (!restarted) {
 		to_host(server_host, order_cmd(server_app, 1, id));
 		die_now = 1;
+	} else if (!server_up) {
+		/* like the real scheduler, which plans nothing before the server registered again
+		 * (its dataplane may reconnect after the worker's): kept for the registration */
+		snprintf(held_app, sizeof(held_app), "%s", app);
+		held_id = id;
+		n_updates--; /* counted when it is ordered */
+		printf("update %lld held until the server registers again\n", (long long)id);
 	} else {
 		json_int_t x = (json_int_t)(XFER_BASE | next_xfer++);
 		to_host(server_host, order_cmd(server_app, 1, x));
@@ -227,6 +234,11 @@ static void handle(int i, json_t *m)
 		to_host(app, json_pack("{s:s, s:s, s:I}", "type", "registered", "app", app, "xfer_base", (json_int_t)XFER_BASE));
 		server_up |= !strncmp(app, "server@", 7);
 		replica_up |= !strncmp(app, "replica@", 8);
+		if (held_id && server_up) { /* scenario restart: the update that came first */
+			json_int_t id = held_id;
+			held_id = 0;
+			restart_update(held_app, id);
+		}
 		if (!strcmp(scenario, "chain") && server_up && replica_up &&
 		    (!strncmp(app, "server@", 7) || !strncmp(app, "replica@", 8)))
 			to_host(server_host, json_pack("{s:s, s:s, s:s, s:s}", "type", "replica", "app", server_app,
@@ -261,7 +273,7 @@ static void handle(int i, json_t *m)
 	} else if (!strcmp(type, "update") && (!strcmp(scenario, "replica") || !strcmp(scenario, "chain"))) {
 		replica_update(app, m);
 	} else if (!strcmp(type, "update") && !strcmp(scenario, "restart")) {
-		restart_update(app, m);
+		restart_update(app, json_integer_value(json_object_get(m, "id")));
 	} else if (!strcmp(type, "promoted") && app) {
 		promoted = 1;
 		server_host = replica_host;
@@ -405,6 +417,7 @@ int main(int argc, char **argv)
 			die_now = 0;
 			restarted = 1;
 			commit_seen = 0;
+			server_up = 0;
 			json_array_clear(pulls);
 			printf("restart t=%.6f\n", clock_real_s());
 			fflush(stdout);
