@@ -38,6 +38,10 @@ static void usage(FILE *f)
 		"  --xfer-timeout S     a transfer with no done S after its planned end is lost (10)\n"
 		"  --aggregators H,H    only these hosts may aggregate (default: every registered one)\n"
 		"  --headroom F         plan capacity = link capacity x F (default 0.95)\n"
+		"  --copy-wait M        sharded servers: a model copy is planned to start after the\n"
+		"                       legs in flight to its shard: updates (their planned ends),\n"
+		"                       legs (updates and aggregates) or learned (legs plus the\n"
+		"                       shard's measured lateness; default)\n"
 		"  --max-batch N        most updates per batch, 1..62 (default 62)\n"
 		"  --records DIR        write batches/updates/transfers/failover.jsonl into DIR\n"
 		"  --replica-aggregators H,H  hosts that may aggregate replica copies (default:\n"
@@ -97,6 +101,7 @@ int main(int argc, char **argv)
 		{ "distributors", required_argument, 0, 'D' },
 		{ "max-updates-per-host", required_argument, 0, 'U' },
 		{ "max-pulls-per-host", required_argument, 0, 'P' },
+		{ "copy-wait", required_argument, 0, 'Y' },
 		{ "ssp", required_argument, 0, 'Z' },
 		{ "asp", no_argument, 0, 'A' },
 		{ "asp-weak", required_argument, 0, 'W' },
@@ -130,6 +135,19 @@ int main(int argc, char **argv)
 		case 'R': snprintf(cfg.replica_aggregators, sizeof(cfg.replica_aggregators), "%s", optarg); break;
 		case 'V': bad |= num_arg("--verify-every", optarg, 0, 1e9, &d); cfg.verify_every = (int)d; break;
 		case 'C': bad |= num_arg("--catchup-timeout", optarg, 0, 86400, &cfg.catchup_timeout_s); break;
+		case 'Y':
+			if (!strcmp(optarg, "updates"))
+				cfg.copy_wait = SCHED_COPY_WAIT_UPDATES;
+			else if (!strcmp(optarg, "legs"))
+				cfg.copy_wait = SCHED_COPY_WAIT_LEGS;
+			else if (!strcmp(optarg, "learned"))
+				cfg.copy_wait = SCHED_COPY_WAIT_LEARNED;
+			else {
+				fprintf(stderr, "mlf-scheduler: --copy-wait: '%s' is not updates, legs "
+					"or learned\n", optarg);
+				bad = 1;
+			}
+			break;
 		case 'S':
 			if (strcmp(optarg, "eager") && strcmp(optarg, "all")) {
 				fprintf(stderr, "mlf-scheduler: --sync-batching: '%s' is not eager or all\n",

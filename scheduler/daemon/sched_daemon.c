@@ -32,6 +32,7 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->t_lag_s = 0.2;
 	cfg->peer_timeout_s = 2.0;
 	cfg->headroom = 0.95;
+	cfg->copy_wait = SCHED_COPY_WAIT_LEARNED;
 	cfg->lead_s = 0.01;
 	cfg->sync_timeout_s = 30.0;
 	cfg->xfer_timeout_s = 10.0;

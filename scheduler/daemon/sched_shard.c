@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "mlf_payload.h"
 #include "sched_cmd.h"
@@ -218,6 +219,32 @@ static void group_version(struct sched *s)
 		s->server.version = v;
 }
 
+/* A leg (update or aggregate on chan 1) to shard host @h. */
+static int is_leg(const struct sched_xfer *x, int h)
+{
+	return x->chan == 1 && x->dst == h &&
+	       (x->what == SCHED_WHAT_UPDATE || x->what == SCHED_WHAT_AGGREGATE);
+}
+
+double sched_shard_copy_ready(const struct sched *s, int k, double now_s)
+{
+	const struct sched_shard *d = &s->server.shard[k];
+	enum sched_copy_wait mode = (enum sched_copy_wait)s->cfg.copy_wait;
+	double ready = now_s, late = mode == SCHED_COPY_WAIT_LEARNED ? d->late_s : 0;
+
+	for (int i = 0; i < s->n_xfers; i++) {
+		const struct sched_xfer *x = &s->xfers[i];
+		if (x->done || x->dst != d->host || x->chan != 1)
+			continue;
+		if (x->what != SCHED_WHAT_UPDATE &&
+		    (mode == SCHED_COPY_WAIT_UPDATES || x->what != SCHED_WHAT_AGGREGATE))
+			continue;
+		if (x->end + late > ready)
+			ready = x->end + late;
+	}
+	return ready;
+}
+
 void sched_shard_commit(struct sched *s, int h, int64_t version, uint64_t xfer)
 {
 	int k = sched_shard_of(s, h), xi = sched_xfer_find(s, xfer);
@@ -227,6 +254,12 @@ void sched_shard_commit(struct sched *s, int h, int64_t version, uint64_t xfer)
 	struct sched_shard *d = &s->server.shard[k];
 	if (version > d->version)
 		d->version = version;
+	if (xi >= 0 && is_leg(&s->xfers[xi], h) && !s->xfers[xi].failed) {
+		/* plan time is CLOCK_REALTIME - t0 (sched_batch: now_s = now - t0 + lead) */
+		double late = clock_real_s() - s->t0 - s->xfers[xi].end;
+		late = late > 0 ? late : 0;
+		d->late_s = d->n_late++ ? d->late_s + SCHED_LATE_WEIGHT * (late - d->late_s) : late;
+	}
 	/* a leg counted as skipped (failed: its host taken for dead) that the shard applied after
 	 * all (delivered before the failure was declared): its parts are not lag */
 	if (xi >= 0 && s->xfers[xi].skipped && s->xfers[xi].dst == h) {
@@ -300,14 +333,8 @@ int sched_shard_fill(struct sched *s, struct plan_batch *b)
 				.bytes = mlf_payload_bytes(g->shard[k].n_floats) };
 	}
 	for (int k = 0; k < S; k++) {
-		/* shard k's snapshot waits for the legs ordered to it before this batch */
-		double ready = b->now_s;
-		for (int i = 0; i < s->n_xfers; i++) {
-			const struct sched_xfer *x = &s->xfers[i];
-			if (!x->done && x->what == SCHED_WHAT_UPDATE && x->chan == 1 &&
-			    x->dst == g->shard[k].host && x->end > ready)
-				ready = x->end;
-		}
+		/* shard k's copies wait for the legs ordered to it before this batch (--copy-wait) */
+		double ready = sched_shard_copy_ready(s, k, b->now_s);
 		for (int q = 0; q < n_p; q++) {
 			struct plan_pull *e = &pl[(size_t)q * (size_t)S + (size_t)k];
 			*e = b->pulls[q];

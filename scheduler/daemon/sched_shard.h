@@ -52,10 +52,21 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 			 char *err, size_t cap);
 
 /**
+ * sched_shard_copy_ready - when (plan time: seconds since sched.t0) shard @k's model copies of
+ * a batch planned at @now_s may start (§10.2): they carry the version of every update ordered
+ * before the batch, so they wait for the legs in flight to the shard (not `done`), by
+ * s->cfg.copy_wait: the update legs' planned ends (SCHED_COPY_WAIT_UPDATES), the update and
+ * aggregate legs' (SCHED_COPY_WAIT_LEGS), or those plus the shard's learned lateness late_s
+ * (SCHED_COPY_WAIT_LEARNED). At least @now_s. Cannot fail.
+ */
+double sched_shard_copy_ready(const struct sched *s, int k, double now_s);
+
+/**
  * sched_shard_commit - a shard server at host @h reported a commit of transfer @xfer at its own
  * @version: if @xfer was counted as skipped there (sched_shard_skipped), those parts leave the
  * lag (it was delivered after all); the group version becomes the lowest of the shards'
- * (own version + lag).
+ * (own version + lag). A leg's commit also updates the shard's learned lateness (late_s: how
+ * long after the leg's planned end it was committed, read by sched_shard_copy_ready).
  */
 void sched_shard_commit(struct sched *s, int h, int64_t version, uint64_t xfer);
 

@@ -15,6 +15,7 @@
 #include "sched_esync.h"
 #include "sched_index.h"
 
+#define SCHED_LATE_WEIGHT 0.1     /* weight of one leg in sched_shard.late_s */
 #define SCHED_LINK_HIST 32        /* link reports kept per host (one every 0.1 s: 3.2 s) */
 #define SCHED_XFER_FRESH (1ull << 62) /* scheduler-chosen transfer ids: 1 << 62 | counter */
 /* Ranges of the numbers hosts send (docs/control.md "Limits"): far beyond any real value, and
@@ -163,6 +164,20 @@ struct sched_conn {
 	char nc[AUTH_NONCE_HEX + 1], ns[AUTH_NONCE_HEX + 1]; /* the host's and our nonce */
 };
 
+/**
+ * When a shard server's model copy is planned to start (--copy-wait; §10.2). A copy of batch b
+ * carries the version of every update ordered before b, so its shard sends it only once the
+ * legs of those updates have arrived and been applied (`at_version`); a copy planned to start
+ * earlier starts late, and runs into the copies planned after it on the same links.
+ */
+enum sched_copy_wait {
+	SCHED_COPY_WAIT_UPDATES = 0, /* after the planned arrival of the update legs in flight to
+				      * the shard (before 2026-11-26) */
+	SCHED_COPY_WAIT_LEGS = 1,    /* ... and of the aggregate legs too */
+	SCHED_COPY_WAIT_LEARNED = 2, /* legs, each shifted by its shard's learned lateness
+				      * (sched_shard.late_s; the default) */
+};
+
 /** Daemon options (mlf-scheduler flags, docs/scheduler.md). */
 struct sched_config {
 	char listen[64];        /* "IP:PORT"; "" = the scheduler host's IP and control_port */
@@ -170,6 +185,8 @@ struct sched_config {
 	double t_lag_s;         /* --t-lag: a link report is used from t + t_lag on */
 	double peer_timeout_s;  /* --peer-timeout */
 	double headroom;        /* --headroom: plan capacity = link capacity x headroom */
+	int copy_wait;          /* --copy-wait: when a sharded model copy may start
+				 * (enum sched_copy_wait, docs/scheduler.md "Sharded servers") */
 	double lead_s;          /* --lead-ms / 1000: plans start this long after now */
 	double sync_timeout_s;  /* --sync-timeout */
 	double xfer_timeout_s;  /* --xfer-timeout: no `done` this long after the planned end = lost */
@@ -218,6 +235,10 @@ struct sched_shard {
 	int64_t lag;       /* parts ordered to it that it skipped (lost): group version = own +
 			    * lag once the legs in flight to it are applied */
 	uint64_t offset, n_floats;
+	double late_s;     /* EWMA (weight SCHED_LATE_WEIGHT) of how long after its planned end a
+			    * leg (update or aggregate) was committed by this shard, seconds,
+			    * >= 0: arrival late on the wire plus the time to apply it */
+	int n_late;        /* legs measured into late_s */
 };
 
 /** The server registration (`register` with role server). */

@@ -353,6 +353,26 @@ int rec_count(const char *name, const char *needle)
 	return n;
 }
 
+json_t *rec_find(const char *name, const char *key, uint64_t val)
+{
+	char path[256], line[4096];
+	json_t *found = NULL;
+	snprintf(path, sizeof(path), "%s/%s", records, name);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	while (!found && fgets(line, sizeof(line), f)) {
+		json_t *o = json_loads(line, 0, NULL);
+		json_t *v = json_object_get(o, key);
+		if (json_is_integer(v) && (uint64_t)json_integer_value(v) == val)
+			found = o;
+		else
+			json_decref(o);
+	}
+	fclose(f);
+	return found;
+}
+
 /* start_daemon() tweak: the aggregator list is just w2 (so a0 is none). */
 void no_agg(struct sched_config *c)
 {

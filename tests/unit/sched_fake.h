@@ -112,6 +112,9 @@ void expect_skip(int ps, uint64_t xfer);
 /* rec_count - the number of lines of records file @name containing @needle (0 if the file
  * is missing). */
 int rec_count(const char *name, const char *needle);
+/* rec_find - the first line of records file @name whose integer field @key is @val, parsed
+ * (json_decref it), or NULL. */
+json_t *rec_find(const char *name, const char *key, uint64_t val);
 /* no_agg - start_daemon() tweak: the aggregator list is just w2 (so a0 is none). */
 void no_agg(struct sched_config *c);
 

@@ -1,6 +1,7 @@
 /* test_sched_shard.c - Check tests of the daemon's sharded servers (§10.2, docs/scheduler.md). */
 #include <check.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -352,6 +353,133 @@ START_TEST(aggregates_per_shard)
 }
 END_TEST
 
+/* The planned start or end (CLOCK_REALTIME s) of transfer @x in transfers.jsonl; asserts it. */
+static double rec_time(uint64_t x, const char *k)
+{
+	json_t *r = rec_find("transfers.jsonl", "xfer", x);
+	ck_assert_msg(r != NULL, "transfer %" PRIu64 " not in transfers.jsonl", x);
+	double v = json_number_value(json_object_get(r, k));
+	json_decref(r);
+	return v;
+}
+
+static int wait_mode;
+static void set_copy_wait(struct sched_config *c)
+{
+	c->copy_wait = wait_mode;
+}
+
+/*
+ * --copy-wait and the aggregate legs: three updates of 40 MB (two 20 MB legs each) aggregated
+ * at a0, then a pull from w0 while the aggregate to ps is still in flight. The pull's copy
+ * from ps carries the version that includes the aggregate, so with `legs` it is planned to
+ * start once the aggregate's planned end is reached; with `updates` (before 2026-11-26) it was
+ * planned at once and the shard, waiting for that version, started it late.
+ */
+static void copy_after_aggregate(int mode, int waits)
+{
+	int w[N_W], a0;
+	char app[64];
+	const int64_t nf = (int64_t)HALF * 5000; /* floats per shard: 20 MB legs */
+
+	wait_mode = mode;
+	start_daemon(set_copy_wait);
+	int ps = setup(NULL, 0, 0, N_W, w, &a0);
+	int s1 = fake_open("r0");
+	for (int k = 0; k < 2; k++) {
+		json_t *r = shard_reg(k ? "r0" : "ps", k, "async", 2 * nf, k * nf);
+		json_object_set_new(r, "n_floats", json_integer(nf));
+		fake_send(k ? s1 : ps, r);
+		ck_assert_ptr_nonnull(wait_msg(k ? s1 : ps, "registered", 2.0));
+	}
+	for (int i = 0; i < N_W; i++)
+		push(w[i], 3001 + (uint64_t)i, 5, 1024 + 4 * 2 * (uint64_t)nf);
+	json_t *ag = NULL;
+	while ((ag = wait_msg(a0, "aggregate", 2.0)) && strcmp(str(ag, "dst"), "ps"))
+		;
+	ck_assert_ptr_nonnull(ag);
+	uint64_t aggx = jid(ag, "agg");
+	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
+				  app_of(w[0], "worker", app), "id", 310, "server", "ps"));
+	json_t *cp = wait_msg(ps, "send", 2.0);
+	ck_assert_ptr_nonnull(cp);
+	ck_assert_str_eq(str(cp, "what"), "model");
+	double agg_end = rec_time(aggx, "end"), copy_start = rec_time(jid(cp, "xfer"), "start");
+	double batch_t = json_number_value(json_object_get(cp, "start"));
+	ck_assert_msg(fabs(batch_t - copy_start) < 1e-3, "send start %.4f, record %.4f", batch_t,
+		      copy_start);
+	if (waits)
+		ck_assert_msg(copy_start >= agg_end - 1e-3, "copy planned at %.4f, before the "
+			      "aggregate's planned end %.4f", copy_start, agg_end);
+	else
+		ck_assert_msg(copy_start < agg_end - 0.02, "copy planned at %.4f, aggregate's "
+			      "planned end %.4f: the pull came too late to show the old rule",
+			      copy_start, agg_end);
+	stop_daemon();
+}
+
+START_TEST(copy_waits_for_aggregate_legs)
+{
+	copy_after_aggregate(SCHED_COPY_WAIT_LEGS, 1);
+}
+END_TEST
+
+START_TEST(copy_waits_for_aggregate_legs_learned)
+{
+	copy_after_aggregate(SCHED_COPY_WAIT_LEARNED, 1);
+}
+END_TEST
+
+START_TEST(copy_wait_updates_ignores_aggregates)
+{
+	copy_after_aggregate(SCHED_COPY_WAIT_UPDATES, 0);
+}
+END_TEST
+
+/*
+ * --copy-wait learned (the default): shard ps commits a leg 0.3 s after its planned end; a later
+ * pull's copy from ps is planned that much after the planned end of the leg still in flight to
+ * ps, while a0's copy (a0 committed nothing: no lateness learned) is not held back.
+ */
+START_TEST(copy_waits_for_learned_lateness)
+{
+	int w[N_W], s1, ps = two_shards(w, &s1);
+	char app[64];
+	uint64_t x0[8], x1[8];
+
+	push(w[0], 1001, 5, UPD_BYTES);
+	pump(0.3);
+	order_ids(first(ps, "order", NULL, 0), x0);
+	double end0 = rec_time(x0[0], "end"), t_commit = clock_real_s();
+	fake_send(ps, json_pack("{s:s, s:s, s:I, s:i, s:f, s:[i]}", "type", "commit", "app",
+				"server@ps", "xfer", (json_int_t)x0[0], "version", 6, "t",
+				t_commit, "parts", 1001));
+	pump(0.1);
+	double late = t_commit - end0; /* the daemon measured at least this */
+	ck_assert_double_gt(late, 0.15);
+	int from = n_got;
+	push(w[1], 1002, 6, UPD_BYTES);
+	for (int i = 0; i < 200 && first(ps, "order", NULL, from) < 0; i++)
+		pump(0.01);
+	int oi = first(ps, "order", NULL, from);
+	ck_assert_int_ge(oi, 0);
+	order_ids(oi, x1);
+	fake_send(w[2], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
+				  app_of(w[2], "worker", app), "id", 311, "server", "ps"));
+	pump(0.3);
+	int m0 = first(ps, "send", "model", from), m1 = first(s1, "send", "model", from);
+	ck_assert_int_ge(m0, 0);
+	ck_assert_int_ge(m1, 0);
+	double end1 = rec_time(x1[0], "end");
+	double c0 = json_number_value(json_object_get(got[m0].m, "start"));
+	double c1 = json_number_value(json_object_get(got[m1].m, "start"));
+	ck_assert_msg(c0 >= end1 + late - 0.01, "ps copy at %.4f, leg end %.4f + late %.3f", c0,
+		      end1, late);
+	ck_assert_msg(c1 < c0 - 0.1, "a0 copy at %.4f held back like ps's (%.4f)", c1, c0);
+	stop_daemon();
+}
+END_TEST
+
 /* Registrations that do not fit the group are refused, naming the field. */
 START_TEST(bad_shard_registrations_refused)
 {
@@ -396,6 +524,10 @@ int main(void)
 	tcase_add_test(tc, shard_ahead_lifts_incomplete_group);
 	tcase_add_test(tc, bad_shard_registrations_refused);
 	tcase_add_test(tc, aggregates_per_shard);
+	tcase_add_test(tc, copy_waits_for_aggregate_legs);
+	tcase_add_test(tc, copy_waits_for_aggregate_legs_learned);
+	tcase_add_test(tc, copy_wait_updates_ignores_aggregates);
+	tcase_add_test(tc, copy_waits_for_learned_lateness);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
