@@ -40,3 +40,12 @@ BENCHES += bench-shards
 .PHONY: bench-shards
 bench-shards: programs
 	bench/shards.sh
+
+# Sharded model copies: when may a copy start (mlf-scheduler --copy-wait, docs/scheduler.md
+# "Sharded servers")? C2-N1 with four shard servers (conf/exp-t2-shards4.json), MLfabric-A under
+# --copy-wait updates and learned, and RR-Sync, interleaved seed by seed; each run takes the
+# namespace lock itself (bench/copy_wait.py). Knobs: COPY_WAIT_ARGS="--seeds 3 --time-limit 150".
+BENCHES += bench-copy-wait
+.PHONY: bench-copy-wait
+bench-copy-wait: programs
+	bench/copy_wait.py $(COPY_WAIT_ARGS)

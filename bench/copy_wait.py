@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""bench/copy_wait.py - sharded model copies: when may a copy start? (`make bench-copy-wait`)
+
+Runs Table 2's C2-N1 cell with four shard servers (conf/exp-t2-shards4.json) for MLfabric-A under
+mlf-scheduler's `--copy-wait updates` (the rule before 2026-11-26: a copy is planned after the
+update legs in flight to its shard) and `--copy-wait learned` (the default: after the update and
+aggregate legs, shifted by the shard's learned lateness), plus RR-Sync, seed by seed and
+interleaved (seed 1: updates, learned, rr-sync; seed 2: ...), each run under the namespace lock.
+Then prints, per setting, the median and min-max over the seeds of:
+- time to the target accuracy (a miss counts as over the limit),
+- the workers' get per iteration (pushes.jsonl get_s) and updates applied per second,
+- copies started more than 5 ms after their planned start (from the shard servers' dataplane logs:
+  the command's arrival plus its "start in"), and the mean lateness of a pull's last copy
+  (its completion at the worker against its planned end),
+- the machine's CPU during the run (/proc/stat busy time over wall time, in cores).
+
+usage: bench/copy_wait.py [--seeds N] [--time-limit S] [--out DIR] [--params FILE]
+       bench/copy_wait.py --report DIR     (the table of a finished run, nothing run)
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from mlfcluster import cpu  # noqa: E402
+
+LOCK = "/tmp/mlf-netns.lock"
+BASE = os.path.join(ROOT, "conf", "exp-t2-shards4.json")
+MODES = ("updates", "learned")
+# the swept settings of BENCHMARKS.md "Throughput against statistical efficiency" (same rule for both)
+PARAMS = {"mlfabric-a": {"lr": 0.02, "momentum": 0.0}, "rr-sync": {"lr": 0.005, "momentum": 0.9}}
+CMD_RE = re.compile(r"(\S+) INFO dataplane\[\w+\]: xfer (\w+): to \w+, \d+ bytes, start in (-?[\d.]+) ms")
+RX_RE = re.compile(r"(\S+) INFO dataplane\[\w+\]: xfer (\w+) from \S+ complete")
+
+
+def experiment(base, seed, system, mode, limit, params):
+    x = dict(base)
+    p = params[system]
+    nw = 8
+    x.update(name="cw-s%d-%s" % (seed, mode or system), seed=seed, systems=[system], compute="C2",
+             network="N1", lr=p["lr"], momentum=p["momentum"], lr_sync=round(nw * p["lr"], 10),
+             time_limit_s=limit)
+    if mode:
+        x["scheduler_args"] = ["--copy-wait", mode]
+    return x
+
+
+def run(out, name, exp):
+    ep = os.path.join(out, name + ".json")
+    with open(ep, "w") as f:
+        json.dump(exp, f, indent=1)
+    c0, t0 = cpu.machine_ticks(), time.time()
+    with open(os.path.join(out, name + ".out"), "w") as o:
+        rc = subprocess.call(["flock", "-o", LOCK, os.path.join(ROOT, "tools", "mlf-cluster"), "run", ep,
+                              "--out", os.path.join(out, name)], stdout=o, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+    c1, t1 = cpu.machine_ticks(), time.time()
+    with open(os.path.join(out, name + ".cpu.json"), "w") as f:
+        json.dump({"machine_cores": round(((c1 or 0) - (c0 or 0)) / cpu.HZ / (t1 - t0), 3), "wall_s": t1 - t0}, f)
+    return rc
+
+
+def copies(sysdir):
+    """(fraction of copies started > 5 ms late, mean lateness s of a pull's last copy at its
+    worker) from records/transfers.jsonl and the dataplanes' logs; (None, None) without them."""
+    tp = os.path.join(sysdir, "records", "transfers.jsonl")
+    if not os.path.isfile(tp):
+        return None, None
+    tr = [json.loads(l) for l in open(tp) if l.strip()]
+    cmd, rx = {}, {}
+    for f in glob.glob(os.path.join(sysdir, "logs", "dp-*.log")):
+        for line in open(f, errors="replace"):
+            m = CMD_RE.match(line)
+            if m:
+                cmd[int(m.group(2), 16)] = float(m.group(1)) + max(float(m.group(3)), 0) / 1e3
+                continue
+            m = RX_RE.match(line)
+            if m:
+                rx[int(m.group(2), 16)] = float(m.group(1))
+    late, n, pulls = 0, 0, {}
+    for t in tr:
+        if t.get("what") != "model":
+            continue
+        if t["xfer"] in cmd:
+            n += 1
+            late += cmd[t["xfer"]] - t["start"] > 0.005
+        pulls.setdefault(t.get("pull"), []).append(t)
+    lasts = []
+    for cs in pulls.values():
+        if all(c["xfer"] in rx for c in cs):
+            lasts.append(max(rx[c["xfer"]] for c in cs) - max(c["end"] for c in cs))
+    return (late / n if n else None), (statistics.mean(lasts) if lasts else None)
+
+
+def summary(out, name, system, limit):
+    d = os.path.join(out, name)
+    try:
+        r = json.load(open(os.path.join(d, "results.json")))["systems"][system]
+    except (OSError, ValueError, KeyError):
+        return None
+    s = {"t": r["time_to_target_s"] if r.get("reached") else float("inf"), "final": r.get("final_accuracy")}
+    try:
+        s["cores"] = json.load(open(os.path.join(out, name + ".cpu.json")))["machine_cores"]
+    except (OSError, ValueError, KeyError):
+        s["cores"] = None
+    if system == "mlfabric-a":
+        sysdir = os.path.join(d, system)
+        gets = []
+        for p in glob.glob(os.path.join(sysdir, "records", "w*", "pushes.jsonl")):
+            gets += [json.loads(l).get("get_s") for l in open(p) if l.strip()]
+        gets = [g for g in gets if isinstance(g, (int, float))]
+        s["get"] = statistics.mean(gets) if gets else None
+        s["applied_s"] = r["applied"] / r["wall_s"] if r.get("wall_s") else None
+        s["dropped"] = r.get("dropped_fraction")
+        s["late_frac"], s["last_late"] = copies(sysdir)
+    return s
+
+
+def fmt(vals, f="%.1f"):
+    v = [x for x in vals if x is not None]
+    if not v:
+        return "-"
+    lo, hi, md = min(v), max(v), statistics.median(v)
+    g = lambda x: ("> limit" if x == float("inf") else f % x)
+    return "%s (%s - %s)" % (g(md), g(lo), g(hi))
+
+
+def report(out, seeds, limit):
+    rows = [("mlfabric-a", m) for m in MODES] + [("rr-sync", None)]
+    print("| system | --copy-wait | reached | time to target s, median (min-max) | get per iteration s | "
+          "applied /s | dropped | copies started > 5 ms late | last copy of a pull, mean s after its planned end | machine CPU cores |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    res = {}
+    for system, mode in rows:
+        ss = [summary(out, "s%d-%s" % (k, mode or system), system, limit) for k in range(1, seeds + 1)]
+        ss = [s for s in ss if s]
+        res[(system, mode)] = ss
+        col = lambda k, f="%.3f": fmt([s.get(k) for s in ss], f)
+        print("| %s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s |" % (
+            system, mode or "-", sum(s["t"] != float("inf") for s in ss), len(ss), fmt([s["t"] for s in ss]),
+            col("get"), col("applied_s", "%.1f"), col("dropped", "%.2f"), col("late_frac", "%.3f"),
+            col("last_late"), col("cores", "%.2f")))
+    rr = [s["t"] for s in res[("rr-sync", None)]]
+    for m in MODES:
+        a = [s["t"] for s in res[("mlfabric-a", m)]]
+        if a and rr:
+            print("MLfabric-A (--copy-wait %s) over RR-Sync: %.2fx (median RR-Sync / median MLfabric-A)" % (
+                m, statistics.median(rr) / statistics.median(a)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--seeds", type=int, default=3, help="seeds 1..N (default 3)")
+    ap.add_argument("--time-limit", type=float, default=150, help="per run, s (default 150)")
+    ap.add_argument("--out", default=None, help="run folder (default runs/bench-copy-wait-<UTC time>)")
+    ap.add_argument("--params", default=None, help='{"mlfabric-a": {"lr", "momentum"}, "rr-sync": {...}}')
+    ap.add_argument("--report", default=None, metavar="DIR", help="only print the table of a finished run")
+    a = ap.parse_args()
+    if a.seeds < 1 or a.time_limit <= 0:
+        ap.error("--seeds must be >= 1 and --time-limit > 0")
+    if a.report:
+        report(a.report, a.seeds, a.time_limit)
+        return 0
+    params = dict(PARAMS)
+    if a.params:
+        try:
+            params.update(json.load(open(a.params)))
+        except (OSError, ValueError) as e:
+            ap.error("--params %s: %s" % (a.params, e))
+    out = a.out or os.path.join(ROOT, "runs", time.strftime("bench-copy-wait-%Y%m%dT%H%M%SZ", time.gmtime()))
+    os.makedirs(out, exist_ok=True)
+    base = json.load(open(BASE))
+    plan = []
+    for k in range(1, a.seeds + 1):
+        plan += [(k, "mlfabric-a", m) for m in MODES] + [(k, "rr-sync", None)]
+    for i, (k, system, mode) in enumerate(plan):
+        name = "s%d-%s" % (k, mode or system)
+        print("[%d/%d] %s %s seed %d ..." % (i + 1, len(plan), system, ("--copy-wait " + mode) if mode else "", k),
+              flush=True)
+        rc = run(out, name, experiment(base, k, system, mode, a.time_limit, params))
+        s = summary(out, name, system, a.time_limit)
+        print("    exit %d: %s" % (rc, "time to target %s s" % (s["t"] if s else "?")), flush=True)
+    report(out, a.seeds, a.time_limit)
+    print("run folder: %s" % out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
