@@ -9,13 +9,19 @@ interleaved (seed 1: updates, learned, rr-sync; seed 2: ...), each run under the
 Then prints, per setting, the median and min-max over the seeds of:
 - time to the target accuracy (a miss counts as over the limit),
 - the workers' get per iteration (pushes.jsonl get_s) and updates applied per second,
+- retransmitted segments per completed transfer (the senders' dataplane logs),
 - copies started more than 5 ms after their planned start (from the shard servers' dataplane logs:
   the command's arrival plus its "start in"), and the mean lateness of a pull's last copy
   (its completion at the worker against its planned end),
 - the machine's CPU during the run (/proc/stat busy time over wall time, in cores).
 
 usage: bench/copy_wait.py [--seeds N] [--time-limit S] [--out DIR] [--params FILE]
-       bench/copy_wait.py --report DIR     (the table of a finished run, nothing run)
+                          [--variant NAME=TREE:MODE ...]
+       bench/copy_wait.py --report DIR [--variant ...]  (the table of a finished run)
+
+--variant runs MLfabric-A with the build of another source tree (e.g. a checkout of an older
+commit, built with `make`) under --copy-wait MODE, as row NAME; the default variants are
+updates=.:updates and learned=.:learned (this tree). RR-Sync always runs from this tree.
 """
 import argparse
 import glob
@@ -38,13 +44,14 @@ MODES = ("updates", "learned")
 PARAMS = {"mlfabric-a": {"lr": 0.02, "momentum": 0.0}, "rr-sync": {"lr": 0.005, "momentum": 0.9}}
 CMD_RE = re.compile(r"(\S+) INFO dataplane\[\w+\]: xfer (\w+): to \w+, \d+ bytes, start in (-?[\d.]+) ms")
 RX_RE = re.compile(r"(\S+) INFO dataplane\[\w+\]: xfer (\w+) from \S+ complete")
+TX_RE = re.compile(r"\S+ INFO dataplane\[\w+\]: xfer \w+ to \S+ complete: .* (\d+) retransmits")
 
 
-def experiment(base, seed, system, mode, limit, params):
+def experiment(base, seed, system, mode, limit, params, label=None):
     x = dict(base)
     p = params[system]
     nw = 8
-    x.update(name="cw-s%d-%s" % (seed, mode or system), seed=seed, systems=[system], compute="C2",
+    x.update(name="cw-s%d-%s" % (seed, label or system), seed=seed, systems=[system], compute="C2",
              network="N1", lr=p["lr"], momentum=p["momentum"], lr_sync=round(nw * p["lr"], 10),
              time_limit_s=limit)
     if mode:
@@ -52,13 +59,16 @@ def experiment(base, seed, system, mode, limit, params):
     return x
 
 
-def run(out, name, exp):
+def run(out, name, exp, tree=ROOT):
     ep = os.path.join(out, name + ".json")
+    for k in ("cluster",):  # the variant tree reads conf/ relative to itself: make it absolute
+        if not os.path.isabs(exp[k]):
+            exp[k] = os.path.join(ROOT, exp[k])
     with open(ep, "w") as f:
         json.dump(exp, f, indent=1)
     c0, t0 = cpu.machine_ticks(), time.time()
     with open(os.path.join(out, name + ".out"), "w") as o:
-        rc = subprocess.call(["flock", "-o", LOCK, os.path.join(ROOT, "tools", "mlf-cluster"), "run", ep,
+        rc = subprocess.call(["flock", "-o", LOCK, os.path.join(tree, "tools", "mlf-cluster"), "run", ep,
                               "--out", os.path.join(out, name)], stdout=o, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL)
     c1, t1 = cpu.machine_ticks(), time.time()
@@ -69,14 +79,19 @@ def run(out, name, exp):
 
 def copies(sysdir):
     """(fraction of copies started > 5 ms late, mean lateness s of a pull's last copy at its
-    worker) from records/transfers.jsonl and the dataplanes' logs; (None, None) without them."""
+    worker, retransmitted segments per completed transfer) from records/transfers.jsonl and the
+    dataplanes' logs; Nones without them."""
     tp = os.path.join(sysdir, "records", "transfers.jsonl")
     if not os.path.isfile(tp):
-        return None, None
+        return None, None, None
     tr = [json.loads(l) for l in open(tp) if l.strip()]
-    cmd, rx = {}, {}
+    cmd, rx, retx = {}, {}, []
     for f in glob.glob(os.path.join(sysdir, "logs", "dp-*.log")):
         for line in open(f, errors="replace"):
+            m = TX_RE.match(line)
+            if m:
+                retx.append(int(m.group(1)))
+                continue
             m = CMD_RE.match(line)
             if m:
                 cmd[int(m.group(2), 16)] = float(m.group(1)) + max(float(m.group(3)), 0) / 1e3
@@ -96,7 +111,8 @@ def copies(sysdir):
     for cs in pulls.values():
         if all(c["xfer"] in rx for c in cs):
             lasts.append(max(rx[c["xfer"]] for c in cs) - max(c["end"] for c in cs))
-    return (late / n if n else None), (statistics.mean(lasts) if lasts else None)
+    return ((late / n if n else None), (statistics.mean(lasts) if lasts else None),
+            (sum(retx) / len(retx) if retx else None))
 
 
 def summary(out, name, system, limit):
@@ -119,7 +135,7 @@ def summary(out, name, system, limit):
         s["get"] = statistics.mean(gets) if gets else None
         s["applied_s"] = r["applied"] / r["wall_s"] if r.get("wall_s") else None
         s["dropped"] = r.get("dropped_fraction")
-        s["late_frac"], s["last_late"] = copies(sysdir)
+        s["late_frac"], s["last_late"], s["retx"] = copies(sysdir)
     return s
 
 
@@ -132,27 +148,28 @@ def fmt(vals, f="%.1f"):
     return "%s (%s - %s)" % (g(md), g(lo), g(hi))
 
 
-def report(out, seeds, limit):
-    rows = [("mlfabric-a", m) for m in MODES] + [("rr-sync", None)]
-    print("| system | --copy-wait | reached | time to target s, median (min-max) | get per iteration s | "
-          "applied /s | dropped | copies started > 5 ms late | last copy of a pull, mean s after its planned end | machine CPU cores |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+def report(out, seeds, limit, variants):
+    rows = [("mlfabric-a", v[0]) for v in variants] + [("rr-sync", None)]
+    print("| system | variant | reached | time to target s, median (min-max) | get per iteration s | "
+          "applied /s | dropped | copies started > 5 ms late | last copy of a pull, mean s after its planned end | "
+          "retransmits per transfer | machine CPU cores |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     res = {}
     for system, mode in rows:
         ss = [summary(out, "s%d-%s" % (k, mode or system), system, limit) for k in range(1, seeds + 1)]
         ss = [s for s in ss if s]
         res[(system, mode)] = ss
         col = lambda k, f="%.3f": fmt([s.get(k) for s in ss], f)
-        print("| %s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             system, mode or "-", sum(s["t"] != float("inf") for s in ss), len(ss), fmt([s["t"] for s in ss]),
             col("get"), col("applied_s", "%.1f"), col("dropped", "%.2f"), col("late_frac", "%.3f"),
-            col("last_late"), col("cores", "%.2f")))
+            col("last_late"), col("retx", "%.2f"), col("cores", "%.2f")))
     rr = [s["t"] for s in res[("rr-sync", None)]]
-    for m in MODES:
-        a = [s["t"] for s in res[("mlfabric-a", m)]]
+    for v in variants:
+        a = [s["t"] for s in res[("mlfabric-a", v[0])]]
         if a and rr:
-            print("MLfabric-A (--copy-wait %s) over RR-Sync: %.2fx (median RR-Sync / median MLfabric-A)" % (
-                m, statistics.median(rr) / statistics.median(a)))
+            print("MLfabric-A (%s: %s, --copy-wait %s) over RR-Sync: %.2fx (median RR-Sync / median MLfabric-A)" % (
+                v[0], v[1], v[2], statistics.median(rr) / statistics.median(a)))
 
 
 def main():
@@ -163,11 +180,25 @@ def main():
     ap.add_argument("--out", default=None, help="run folder (default runs/bench-copy-wait-<UTC time>)")
     ap.add_argument("--params", default=None, help='{"mlfabric-a": {"lr", "momentum"}, "rr-sync": {...}}')
     ap.add_argument("--report", default=None, metavar="DIR", help="only print the table of a finished run")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=TREE:MODE",
+                    help="an MLfabric-A row from another built source tree (repeatable)")
     a = ap.parse_args()
     if a.seeds < 1 or a.time_limit <= 0:
         ap.error("--seeds must be >= 1 and --time-limit > 0")
+    variants = []
+    for v in a.variant or ["%s=%s:%s" % (m, ROOT, m) for m in MODES]:
+        m = re.match(r"^([A-Za-z0-9_.-]+)=(.+):(updates|legs|learned)$", v)
+        if not m:
+            ap.error("--variant %s: expected NAME=TREE:MODE (MODE updates, legs or learned)" % v)
+        tree = os.path.abspath(m.group(2))
+        if not os.access(os.path.join(tree, "tools", "mlf-cluster"), os.X_OK) or not os.path.isfile(
+                os.path.join(tree, "build", "mlf-scheduler")):
+            ap.error("--variant %s: %s has no tools/mlf-cluster or build/mlf-scheduler (run make there)" % (v, tree))
+        variants.append((m.group(1), tree, m.group(3)))
+    if len({v[0] for v in variants}) != len(variants) or "rr-sync" in {v[0] for v in variants}:
+        ap.error("--variant: names must be distinct and not rr-sync")
     if a.report:
-        report(a.report, a.seeds, a.time_limit)
+        report(a.report, a.seeds, a.time_limit, variants)
         return 0
     params = dict(PARAMS)
     if a.params:
@@ -180,15 +211,16 @@ def main():
     base = json.load(open(BASE))
     plan = []
     for k in range(1, a.seeds + 1):
-        plan += [(k, "mlfabric-a", m) for m in MODES] + [(k, "rr-sync", None)]
-    for i, (k, system, mode) in enumerate(plan):
-        name = "s%d-%s" % (k, mode or system)
-        print("[%d/%d] %s %s seed %d ..." % (i + 1, len(plan), system, ("--copy-wait " + mode) if mode else "", k),
-              flush=True)
-        rc = run(out, name, experiment(base, k, system, mode, a.time_limit, params))
+        plan += [(k, "mlfabric-a", v) for v in variants] + [(k, "rr-sync", None)]
+    for i, (k, system, v) in enumerate(plan):
+        name = "s%d-%s" % (k, v[0] if v else system)
+        print("[%d/%d] %s %s seed %d ..." % (i + 1, len(plan), system,
+                                            "%s (%s, --copy-wait %s)" % v if v else "", k), flush=True)
+        rc = run(out, name, experiment(base, k, system, v[2] if v else None, a.time_limit, params,
+                                       v[0] if v else None), v[1] if v else ROOT)
         s = summary(out, name, system, a.time_limit)
         print("    exit %d: %s" % (rc, "time to target %s s" % (s["t"] if s else "?")), flush=True)
-    report(out, a.seeds, a.time_limit)
+    report(out, a.seeds, a.time_limit, variants)
     print("run folder: %s" % out)
     return 0
 

@@ -16,6 +16,7 @@ struct dp_counters {
 	uint64_t rx_multiseg;              /* frames not in one mbuf (dropped) */
 	uint64_t rx_data, rx_data_dup, rx_sack, rx_abort, rx_stray; /* stray: unknown transfer */
 	uint64_t tx_data, tx_retx, tx_sack, tx_abort, tx_nobuf;
+	uint64_t tx_rate_cuts; /* paced transfers slowed after a loss (pacer_on_loss) */
 	uint64_t fault_rx_drop, fault_rx_dup, fault_rx_reorder, fault_rx_delay;
 	uint64_t fault_tx_drop, fault_tx_dup, fault_tx_reorder, fault_tx_delay, fault_cut;
 	uint64_t xfer_tx_ok, xfer_tx_failed, xfer_rx_ok, xfer_rx_failed;

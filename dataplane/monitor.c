@@ -54,7 +54,7 @@ static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	}
 #define C(f) rte_tel_data_add_dict_u64(d, #f, mon.cnt.f)
 	C(rx_multiseg); C(rx_data); C(rx_data_dup); C(rx_sack); C(rx_abort); C(rx_stray);
-	C(tx_data); C(tx_retx); C(tx_sack); C(tx_abort); C(tx_nobuf);
+	C(tx_data); C(tx_retx); C(tx_sack); C(tx_abort); C(tx_nobuf); C(tx_rate_cuts);
 	C(fault_rx_drop); C(fault_rx_dup); C(fault_rx_reorder); C(fault_rx_delay);
 	C(fault_tx_drop); C(fault_tx_dup); C(fault_tx_reorder); C(fault_tx_delay); C(fault_cut);
 	C(xfer_tx_ok); C(xfer_tx_failed); C(xfer_rx_ok); C(xfer_rx_failed);

@@ -184,10 +184,11 @@ static void finish_tx(struct xfer_tx *x, int status, const char *reason)
 		log_warn("xfer %llx to %s failed: %s", (unsigned long long)x->id, dp_host_name(x->peer), x->reason);
 	} else {
 		dp.cnt.xfer_tx_ok++;
-		log_info("xfer %llx to %s complete: %llu bytes, %.3f Gbit/s, %llu retransmits",
-			 (unsigned long long)x->id, dp_host_name(x->peer), (unsigned long long)x->bytes,
+		log_info("xfer %llx to %s complete: %llu bytes, %.3f Gbit/s, %llu retransmits, %llu "
+			 "rate cuts", (unsigned long long)x->id, dp_host_name(x->peer),
+			 (unsigned long long)x->bytes,
 			 x->bytes * 8.0 / (double)(x->end_ns - x->first_tx_ns + 1),
-			 (unsigned long long)x->sack.retransmits);
+			 (unsigned long long)x->sack.retransmits, (unsigned long long)x->pacer.cuts);
 	}
 	snd.tx_done(x, status);
 }
@@ -216,6 +217,14 @@ static int tail_repair(struct xfer_tx *x, uint32_t bytes)
 		return 0;
 	tbucket_refill(&x->tail, dp.clk.tsc);
 	return tbucket_take(&x->tail, bytes);
+}
+
+/* One round trip of @x in TSC ticks for the pacer's loss response: its smoothed RTT, at least
+ * 1 ms (no sample yet, or a loopback-fast path: one cut per loss burst, not per frame). */
+static uint64_t rtt_ticks(const struct xfer_tx *x)
+{
+	double us = x->sack.srtt_us > 1000.0 ? x->sack.srtt_us : 1000.0;
+	return (uint64_t)(us * dp.hz / 1e6);
 }
 
 static void refund(struct xfer_tx *x, int repair, uint32_t bytes)
@@ -289,6 +298,8 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		x->frames++;
 		dp.cnt.tx_data++;
 		dp.cnt.tx_retx += (uint64_t)retx;
+		if (retx && !repair) /* a loss: the links carry less than the commanded rate */
+			dp.cnt.tx_rate_cuts += (uint64_t)pacer_on_loss(&x->pacer, dp.clk.tsc, rtt_ticks(x));
 		n++;
 	}
 	return n;
@@ -331,8 +342,12 @@ void sender_on_sack(int peer, const struct wire_hdr *h, const uint8_t *body)
 	}
 	if (x->state != XFER_ACTIVE)
 		return;
-	if (sack_tx_on_sack(&x->sack, h->offset, body, h->len, h->flags & WIRE_F_DONE, dp.clk.mono_ns) < 0)
+	int acked = sack_tx_on_sack(&x->sack, h->offset, body, h->len, h->flags & WIRE_F_DONE,
+				    dp.clk.mono_ns);
+	if (acked < 0)
 		dp.cnt.rx_reject[WIRE_ELEN]++;
+	else if (acked > 0)
+		pacer_on_progress(&x->pacer, dp.clk.tsc, rtt_ticks(x));
 	if (x->sack.done)
 		finish_tx(x, 0, NULL);
 }

@@ -29,12 +29,14 @@ int pacer_init(struct pacer *p, uint64_t start, double hz, const struct pacer_st
 	p->cur = -1; /* before the first step: rate 0 */
 	p->burst_ticks = burst_s * hz;
 	p->min_burst = min_burst;
+	p->scale = 1.0;
 	return 0;
 }
 
+/* bytes per tick of step @i at the current scale (0 before the first step) */
 static double rate_of(const struct pacer *p, int i)
 {
-	return i < 0 ? 0.0 : p->step_bpt[i];
+	return i < 0 ? 0.0 : p->step_bpt[i] * p->scale;
 }
 
 void pacer_advance(struct pacer *p, uint64_t now)
@@ -102,6 +104,27 @@ uint64_t pacer_wait_ticks(const struct pacer *p, double bytes)
 		t = end;
 		i++;
 	}
+}
+
+int pacer_on_loss(struct pacer *p, uint64_t now, uint64_t rtt_ticks)
+{
+	if (p->n_steps == 0 || (p->cuts && now - p->cut_at < rtt_ticks))
+		return 0;
+	pacer_advance(p, now);
+	p->scale = p->scale / 2 > PACER_MIN_SCALE ? p->scale / 2 : PACER_MIN_SCALE;
+	p->cut_at = p->grow_at = now;
+	p->cuts++;
+	return 1;
+}
+
+void pacer_on_progress(struct pacer *p, uint64_t now, uint64_t rtt_ticks)
+{
+	if (p->n_steps == 0 || p->scale >= 1.0 || now - p->cut_at < rtt_ticks ||
+	    now - p->grow_at < rtt_ticks)
+		return;
+	pacer_advance(p, now);
+	p->scale = p->scale + PACER_AI_STEP < 1.0 ? p->scale + PACER_AI_STEP : 1.0;
+	p->grow_at = now;
 }
 
 double pacer_gbps_at(const struct pacer *p, uint64_t now, double hz)

@@ -5,6 +5,8 @@
 #include <stdint.h>
 
 #define PACER_MAX_STEPS 256
+#define PACER_MIN_SCALE (1.0 / 16) /* lowest fraction of the commanded rate after loss cuts */
+#define PACER_AI_STEP 0.125        /* fraction of the commanded rate regained per loss-free RTT */
 
 /** One step of a rate schedule: from @at_ns after the start, send at @gbps (0 = pause). */
 struct pacer_step {
@@ -26,6 +28,11 @@ struct pacer {
 	double credit;          /* bytes that may be sent now */
 	double burst_ticks;     /* credit is capped at this many ticks worth of the current rate */
 	double min_burst;       /* ... but never below this many bytes (one or two frames) */
+	/* loss response (pacer_on_loss / pacer_on_progress): credit accrues at the commanded
+	 * rate x scale, scale in [PACER_MIN_SCALE, 1], 1 until the first loss */
+	double scale;
+	uint64_t cut_at, grow_at; /* ticks of the last cut and of the last increase */
+	uint64_t cuts;            /* loss cuts so far */
 };
 
 /**
@@ -74,6 +81,24 @@ void pacer_refund(struct pacer *p, double bytes);
  * is due instead of polling (issue 11: CPU proportional to traffic).
  */
 uint64_t pacer_wait_ticks(const struct pacer *p, double bytes);
+
+/**
+ * pacer_on_loss - the sender inferred a loss at tick @now (it is about to retransmit): the
+ * network carries less than the commanded rate, here because transfers the plan kept apart
+ * overlap on a link and its queue overflows. Halves the pacing scale (not below
+ * PACER_MIN_SCALE), at most once per @rtt_ticks (one cut per loss episode, as TCP's fast
+ * recovery). Credit accrued up to @now keeps the old scale. Returns 1 when it cut, else 0
+ * (unpaced transfers: always 0).
+ */
+int pacer_on_loss(struct pacer *p, uint64_t now, uint64_t rtt_ticks);
+
+/**
+ * pacer_on_progress - a SACK acknowledged new data at tick @now: once @rtt_ticks have passed
+ * since the last cut and the last increase, the scale grows by PACER_AI_STEP (up to 1: the
+ * commanded rate again). Additive increase, multiplicative decrease: overlapping transfers
+ * converge to a share the link carries instead of losing most of what they send.
+ */
+void pacer_on_progress(struct pacer *p, uint64_t now, uint64_t rtt_ticks);
 
 /** pacer_gbps_at - the commanded rate (Gbit/s) at tick @now; -1 when unpaced, 0 before start. */
 double pacer_gbps_at(const struct pacer *p, uint64_t now, double hz);

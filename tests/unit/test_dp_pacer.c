@@ -220,11 +220,68 @@ START_TEST(token_bucket_wait_ticks)
 }
 END_TEST
 
+/*
+ * Loss response: a loss halves the pacing rate (once per RTT), down to PACER_MIN_SCALE; acked
+ * progress regains PACER_AI_STEP of the commanded rate per loss-free RTT, up to the commanded
+ * rate; pacer_wait_ticks follows the slower rate; unpaced transfers are never cut.
+ */
+START_TEST(loss_halves_rate_progress_regains_it)
+{
+	struct pacer p, u;
+	struct pacer_step step = { 0, 1.0 };
+	const uint64_t rtt = 1000000; /* 1 ms */
+	double sent;
+
+	ck_assert_int_eq(pacer_init(&p, 0, HZ, &step, 1, 500e-6, 2 * FRAME), 0);
+	sent = run(&p, 0, 2000000); /* 2 ms at 1 Gbit/s: 250000 bytes */
+	ck_assert_msg(fabs(sent - 250000) <= FRAME, "before any loss: %.0f bytes", sent);
+	ck_assert_int_eq(pacer_on_loss(&p, 2000000, rtt), 1);
+	ck_assert_int_eq(pacer_on_loss(&p, 2500000, rtt), 0); /* same loss episode */
+	sent = run(&p, 2000000, 4000000); /* at 0.5 Gbit/s: 125000 bytes */
+	ck_assert_msg(fabs(sent - 125000) <= 2 * FRAME, "after one cut: %.0f bytes", sent);
+	/* at half rate the missing credit accrues at 0.0625 bytes/ns, not 0.125 */
+	double want = ceil((FRAME - p.credit) / 0.0625);
+	ck_assert_double_eq_tol((double)pacer_wait_ticks(&p, FRAME), want, 1.0);
+	/* progress within one RTT of the cut changes nothing; after it, +1/8 per RTT */
+	pacer_on_progress(&p, 2900000, rtt);
+	ck_assert_double_eq_tol(p.scale, 0.5, 1e-12);
+	pacer_on_progress(&p, 4000000, rtt);
+	ck_assert_double_eq_tol(p.scale, 0.5 + PACER_AI_STEP, 1e-12);
+	pacer_on_progress(&p, 4500000, rtt); /* within an RTT of the last increase */
+	ck_assert_double_eq_tol(p.scale, 0.5 + PACER_AI_STEP, 1e-12);
+	for (uint64_t t = 5000000; t < 20000000; t += rtt)
+		pacer_on_progress(&p, t, rtt);
+	ck_assert_double_eq_tol(p.scale, 1.0, 1e-12); /* never above the commanded rate */
+	pacer_advance(&p, 20000000);
+	while (pacer_allow(&p, FRAME)) /* drain the burst accrued while nothing was sent */
+		;
+	sent = run(&p, 20000000, 22000000);
+	ck_assert_msg(fabs(sent - 250000) <= 2 * FRAME, "recovered: %.0f bytes in 2 ms", sent);
+	/* repeated losses stop at PACER_MIN_SCALE */
+	for (uint64_t t = 30000000; t < 60000000; t += rtt)
+		pacer_on_loss(&p, t, rtt);
+	ck_assert_double_eq_tol(p.scale, PACER_MIN_SCALE, 1e-12);
+	ck_assert_uint_eq(p.cuts, 1 + 30);
+	pacer_advance(&p, 60000000);
+	while (pacer_allow(&p, FRAME))
+		;
+	sent = run(&p, 60000000, 76000000); /* 16 ms at 1/16 Gbit/s: 125000 bytes */
+	ck_assert_msg(fabs(sent - 125000) <= 2 * FRAME, "at the floor: %.0f bytes", sent);
+	/* the commanded rate is still what pacer_gbps_at reports */
+	ck_assert_double_eq_tol(pacer_gbps_at(&p, 70000000, HZ), 1.0, 1e-9);
+	/* unpaced: no cut */
+	ck_assert_int_eq(pacer_init(&u, 0, HZ, NULL, 0, 500e-6, 2 * FRAME), 0);
+	ck_assert_int_eq(pacer_on_loss(&u, 1000, rtt), 0);
+	pacer_advance(&u, 2000);
+	ck_assert_int_eq(pacer_allow(&u, FRAME), 1);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { follows_rate_steps, burst_is_capped_after_a_stall,
 				 catches_up_after_deschedules_never_ahead, unpaced_and_invalid,
 				 token_bucket_rate_and_runtime_change, wait_ticks_drives_a_sleeping_loop,
-				 token_bucket_wait_ticks };
-	return test_dp_run("pacer", tests, 7);
+				 token_bucket_wait_ticks, loss_halves_rate_progress_regains_it };
+	return test_dp_run("pacer", tests, 8);
 }
