@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/copy_wait.py - sharded model copies: when may a copy start? (`make bench-copy-wait`)
 
-Runs Table 2's C2-N1 cell with four shard servers (conf/exp-t2-shards4.json) for MLfabric-A under
+Runs Table 2's C2-N1 cell (--cell to change it) with four shard servers (conf/exp-t2-shards4.json) for MLfabric-A under
 mlf-scheduler's `--copy-wait updates` (the rule before 2026-11-26: a copy is planned after the
 update legs in flight to its shard) and `--copy-wait learned` (the default: after the update and
 aggregate legs, shifted by the shard's learned lateness), plus RR-Sync, seed by seed and
@@ -15,7 +15,7 @@ Then prints, per setting, the median and min-max over the seeds of:
   (its completion at the worker against its planned end),
 - the machine's CPU during the run (/proc/stat busy time over wall time, in cores).
 
-usage: bench/copy_wait.py [--seeds N] [--time-limit S] [--out DIR] [--params FILE]
+usage: bench/copy_wait.py [--seeds N] [--time-limit S] [--out DIR] [--params FILE] [--cell C]
                           [--variant NAME=TREE:MODE ...]
        bench/copy_wait.py --report DIR [--variant ...]  (the table of a finished run)
 
@@ -47,12 +47,13 @@ RX_RE = re.compile(r"(\S+) INFO dataplane\[\w+\]: xfer (\w+) from \S+ complete")
 TX_RE = re.compile(r"\S+ INFO dataplane\[\w+\]: xfer \w+ to \S+ complete: .* (\d+) retransmits")
 
 
-def experiment(base, seed, system, mode, limit, params, label=None):
+def experiment(base, seed, system, mode, limit, params, label=None, cell="c2-n1"):
     x = dict(base)
     p = params[system]
     nw = 8
-    x.update(name="cw-s%d-%s" % (seed, label or system), seed=seed, systems=[system], compute="C2",
-             network="N1", lr=p["lr"], momentum=p["momentum"], lr_sync=round(nw * p["lr"], 10),
+    c, n = cell.upper().split("-")
+    x.update(name="cw-s%d-%s" % (seed, label or system), seed=seed, systems=[system], compute=c,
+             network=n, lr=p["lr"], momentum=p["momentum"], lr_sync=round(nw * p["lr"], 10),
              time_limit_s=limit)
     if mode:
         x["scheduler_args"] = ["--copy-wait", mode]
@@ -178,6 +179,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=3, help="seeds 1..N (default 3)")
     ap.add_argument("--time-limit", type=float, default=150, help="per run, s (default 150)")
     ap.add_argument("--out", default=None, help="run folder (default runs/bench-copy-wait-<UTC time>)")
+    ap.add_argument("--cell", default="c2-n1", help="Table 2 cell, e.g. c1-n1 (default c2-n1)")
     ap.add_argument("--params", default=None, help='{"mlfabric-a": {"lr", "momentum"}, "rr-sync": {...}}')
     ap.add_argument("--report", default=None, metavar="DIR", help="only print the table of a finished run")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=TREE:MODE",
@@ -185,6 +187,8 @@ def main():
     a = ap.parse_args()
     if a.seeds < 1 or a.time_limit <= 0:
         ap.error("--seeds must be >= 1 and --time-limit > 0")
+    if not re.match(r"^c[123]-n[123]$", a.cell):
+        ap.error("--cell %s: expected c1-n1 .. c3-n3" % a.cell)
     variants = []
     for v in a.variant or ["%s=%s:%s" % (m, ROOT, m) for m in MODES]:
         m = re.match(r"^([A-Za-z0-9_.-]+)=(.+):(updates|legs|learned)$", v)
@@ -217,7 +221,7 @@ def main():
         print("[%d/%d] %s %s seed %d ..." % (i + 1, len(plan), system,
                                             "%s (%s, --copy-wait %s)" % v if v else "", k), flush=True)
         rc = run(out, name, experiment(base, k, system, v[2] if v else None, a.time_limit, params,
-                                       v[0] if v else None), v[1] if v else ROOT)
+                                       v[0] if v else None, a.cell), v[1] if v else ROOT)
         s = summary(out, name, system, a.time_limit)
         print("    exit %d: %s" % (rc, "time to target %s s" % (s["t"] if s else "?")), flush=True)
     report(out, a.seeds, a.time_limit, variants)
