@@ -298,8 +298,13 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		x->frames++;
 		dp.cnt.tx_data++;
 		dp.cnt.tx_retx += (uint64_t)retx;
-		if (retx && !repair) /* a loss: the links carry less than the commanded rate */
-			dp.cnt.tx_rate_cuts += (uint64_t)pacer_on_loss(&x->pacer, dp.clk.tsc, rtt_ticks(x));
+		/* a loss of a segment first sent after the last cut: the links carry less than the
+		 * commanded rate (losses of older segments belong to the episode already cut for) */
+		if (retx && !repair && (uint64_t)s >= x->recover_seg &&
+		    pacer_on_loss(&x->pacer, dp.clk.tsc, rtt_ticks(x))) {
+			x->recover_seg = x->sack.next_new;
+			dp.cnt.tx_rate_cuts++;
+		}
 		n++;
 	}
 	return n;

@@ -44,6 +44,9 @@ struct xfer_tx {
 	struct tbucket tail;  /* repairs after a final rate step of 0: holes are resent at the last
 	                       * non-zero rate of the schedule (rate 0 when it has none) */
 	struct sack_tx sack;
+	uint64_t recover_seg; /* loss response: segments from here on were first sent after the
+	                       * last rate cut; only the loss of one of them starts a new episode
+	                       * (one cut per episode, as TCP NewReno's recovery point) */
 	char reason[APPMSG_REASON_MAX];
 };
 

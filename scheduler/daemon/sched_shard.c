@@ -234,7 +234,8 @@ double sched_shard_copy_ready(const struct sched *s, int k, double now_s)
 
 	for (int i = 0; i < s->n_xfers; i++) {
 		const struct sched_xfer *x = &s->xfers[i];
-		if (x->done || x->dst != d->host || x->chan != 1)
+		/* a leg counts until its shard applied it: the sender's `done` comes first */
+		if (x->committed || x->failed || x->dst != d->host || x->chan != 1)
 			continue;
 		if (x->what != SCHED_WHAT_UPDATE &&
 		    (mode == SCHED_COPY_WAIT_UPDATES || x->what != SCHED_WHAT_AGGREGATE))
@@ -254,12 +255,16 @@ void sched_shard_commit(struct sched *s, int h, int64_t version, uint64_t xfer)
 	struct sched_shard *d = &s->server.shard[k];
 	if (version > d->version)
 		d->version = version;
-	if (xi >= 0 && is_leg(&s->xfers[xi], h) && !s->xfers[xi].failed) {
+	if (xi >= 0 && is_leg(&s->xfers[xi], h) && !s->xfers[xi].failed &&
+	    !s->xfers[xi].committed) {
 		/* plan time is CLOCK_REALTIME - t0 (sched_batch: now_s = now - t0 + lead) */
 		double late = clock_real_s() - s->t0 - s->xfers[xi].end;
-		late = late > 0 ? late : 0;
-		d->late_s = d->n_late++ ? d->late_s + SCHED_LATE_WEIGHT * (late - d->late_s) : late;
+		late = late > 0 ? (late < SCHED_LATE_MAX ? late : SCHED_LATE_MAX) : 0;
+		d->late_s = d->late_init ? d->late_s + SCHED_LATE_WEIGHT * (late - d->late_s) : late;
+		d->late_init = 1;
 	}
+	if (xi >= 0 && s->xfers[xi].dst == h)
+		s->xfers[xi].committed = 1;
 	/* a leg counted as skipped (failed: its host taken for dead) that the shard applied after
 	 * all (delivered before the failure was declared): its parts are not lag */
 	if (xi >= 0 && s->xfers[xi].skipped && s->xfers[xi].dst == h) {

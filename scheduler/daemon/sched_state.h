@@ -16,6 +16,8 @@
 #include "sched_index.h"
 
 #define SCHED_LATE_WEIGHT 0.1     /* weight of one leg in sched_shard.late_s */
+#define SCHED_LATE_MAX 0.5        /* one leg's lateness counts at most this, s (a leg held
+				   * behind a lost one for --xfer-timeout must not teach seconds) */
 #define SCHED_LINK_HIST 32        /* link reports kept per host (one every 0.1 s: 3.2 s) */
 #define SCHED_XFER_FRESH (1ull << 62) /* scheduler-chosen transfer ids: 1 << 62 | counter */
 /* Ranges of the numbers hosts send (docs/control.md "Limits"): far beyond any real value, and
@@ -150,6 +152,9 @@ struct sched_xfer {
 			     * skips it (a shard server that was away hears it again when back) */
 	int skipped;        /* parts counted in its destination shard's lag (sched_shard_skipped);
 			     * a commit of it after all takes them back (sched_shard_commit) */
+	int committed;      /* a shard server reported its commit (sched_shard_commit): a leg
+			     * `done` at its sender but not yet applied still holds the copies
+			     * that wait for it (sched_shard_copy_ready) */
 };
 
 /** A dataplane or status-viewer connection (before `hello`, host is -1). */
@@ -237,8 +242,9 @@ struct sched_shard {
 	uint64_t offset, n_floats;
 	double late_s;     /* EWMA (weight SCHED_LATE_WEIGHT) of how long after its planned end a
 			    * leg (update or aggregate) was committed by this shard, seconds,
-			    * >= 0: arrival late on the wire plus the time to apply it */
-	int n_late;        /* legs measured into late_s */
+			    * each leg counted in [0, SCHED_LATE_MAX]: arrival late on the wire
+			    * plus the time to apply it */
+	int late_init;     /* late_s holds a measurement (the first leg sets it; EWMA after) */
 };
 
 /** The server registration (`register` with role server). */

@@ -437,19 +437,24 @@ START_TEST(copy_wait_updates_ignores_aggregates)
 END_TEST
 
 /*
- * --copy-wait learned (the default): shard ps commits a leg 0.3 s after its planned end; a later
+ * --copy-wait learned (the default): shard ps commits a leg @wait_s after it was ordered (its
+ * lateness: that minus the leg's planned duration, counted at most SCHED_LATE_MAX); a later
  * pull's copy from ps is planned that much after the planned end of the leg still in flight to
- * ps, while a0's copy (a0 committed nothing: no lateness learned) is not held back.
+ * ps, while a0's copy (a0 committed nothing: no lateness learned) is not held back. With
+ * @done_first the in-flight leg's sender reports `done` before the pull: the leg still holds
+ * the copy, as its shard has not applied it.
  */
-START_TEST(copy_waits_for_learned_lateness)
+static void learned_copy(double wait_s, int done_first)
 {
 	int w[N_W], s1, ps = two_shards(w, &s1);
 	char app[64];
 	uint64_t x0[8], x1[8];
 
 	push(w[0], 1001, 5, UPD_BYTES);
-	pump(0.3);
-	order_ids(first(ps, "order", NULL, 0), x0);
+	pump(wait_s);
+	int o0 = first(ps, "order", NULL, 0);
+	ck_assert_int_ge(o0, 0);
+	order_ids(o0, x0);
 	double end0 = rec_time(x0[0], "end"), t_commit = clock_real_s();
 	fake_send(ps, json_pack("{s:s, s:s, s:I, s:i, s:f, s:[i]}", "type", "commit", "app",
 				"server@ps", "xfer", (json_int_t)x0[0], "version", 6, "t",
@@ -457,6 +462,8 @@ START_TEST(copy_waits_for_learned_lateness)
 	pump(0.1);
 	double late = t_commit - end0; /* the daemon measured at least this */
 	ck_assert_double_gt(late, 0.15);
+	if (late > SCHED_LATE_MAX)
+		late = SCHED_LATE_MAX;
 	int from = n_got;
 	push(w[1], 1002, 6, UPD_BYTES);
 	for (int i = 0; i < 200 && first(ps, "order", NULL, from) < 0; i++)
@@ -464,6 +471,10 @@ START_TEST(copy_waits_for_learned_lateness)
 	int oi = first(ps, "order", NULL, from);
 	ck_assert_int_ge(oi, 0);
 	order_ids(oi, x1);
+	if (done_first)
+		fake_send(w[1], json_pack("{s:s, s:s, s:I, s:i}", "type", "done", "app",
+					  app_of(w[1], "worker", app), "xfer", (json_int_t)x1[0],
+					  "status", 0));
 	fake_send(w[2], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
 				  app_of(w[2], "worker", app), "id", 311, "server", "ps"));
 	pump(0.3);
@@ -475,8 +486,28 @@ START_TEST(copy_waits_for_learned_lateness)
 	double c1 = json_number_value(json_object_get(got[m1].m, "start"));
 	ck_assert_msg(c0 >= end1 + late - 0.01, "ps copy at %.4f, leg end %.4f + late %.3f", c0,
 		      end1, late);
+	ck_assert_msg(c0 < end1 + SCHED_LATE_MAX + 0.1, "ps copy at %.4f: more than leg end %.4f "
+		      "+ %.1f s", c0, end1, SCHED_LATE_MAX);
 	ck_assert_msg(c1 < c0 - 0.1, "a0 copy at %.4f held back like ps's (%.4f)", c1, c0);
 	stop_daemon();
+}
+
+START_TEST(copy_waits_for_learned_lateness)
+{
+	learned_copy(0.3, 0);
+}
+END_TEST
+
+START_TEST(copy_waits_for_leg_done_not_applied)
+{
+	learned_copy(0.3, 1);
+}
+END_TEST
+
+/* A leg committed 1.2 s late teaches at most SCHED_LATE_MAX (0.5 s). */
+START_TEST(copy_lateness_is_bounded)
+{
+	learned_copy(1.2, 0);
 }
 END_TEST
 
@@ -528,6 +559,8 @@ int main(void)
 	tcase_add_test(tc, copy_waits_for_aggregate_legs_learned);
 	tcase_add_test(tc, copy_wait_updates_ignores_aggregates);
 	tcase_add_test(tc, copy_waits_for_learned_lateness);
+	tcase_add_test(tc, copy_waits_for_leg_done_not_applied);
+	tcase_add_test(tc, copy_lateness_is_bounded);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
