@@ -62,9 +62,8 @@ def experiment(base, seed, system, mode, limit, params, label=None, cell="c2-n1"
 
 def run(out, name, exp, tree=ROOT):
     ep = os.path.join(out, name + ".json")
-    for k in ("cluster",):  # the variant tree reads conf/ relative to itself: make it absolute
-        if not os.path.isabs(exp[k]):
-            exp[k] = os.path.join(ROOT, exp[k])
+    # a variant tree resolves conf/ against itself: name this tree's cluster file absolutely
+    exp["cluster"] = os.path.join(ROOT, exp["cluster"])
     with open(ep, "w") as f:
         json.dump(exp, f, indent=1)
     c0, t0 = cpu.machine_ticks(), time.time()

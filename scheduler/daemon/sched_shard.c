@@ -235,10 +235,8 @@ double sched_shard_copy_ready(const struct sched *s, int k, double now_s)
 	for (int i = 0; i < s->n_xfers; i++) {
 		const struct sched_xfer *x = &s->xfers[i];
 		/* a leg counts until its shard applied it: the sender's `done` comes first */
-		if (x->committed || x->failed || x->dst != d->host || x->chan != 1)
-			continue;
-		if (x->what != SCHED_WHAT_UPDATE &&
-		    (mode == SCHED_COPY_WAIT_UPDATES || x->what != SCHED_WHAT_AGGREGATE))
+		if (x->committed || x->failed || !is_leg(x, d->host) ||
+		    (mode == SCHED_COPY_WAIT_UPDATES && x->what != SCHED_WHAT_UPDATE))
 			continue;
 		if (x->end + late > ready)
 			ready = x->end + late;

@@ -192,6 +192,14 @@ static void replica_commit(const char *app, json_t *m)
  */
 static void restart_update(const char *app, json_int_t id)
 {
+	if (restarted && !server_up) {
+		/* like the real scheduler, which plans nothing before the server registered again
+		 * (its dataplane may reconnect after the worker's): kept for the registration */
+		snprintf(held_app, sizeof(held_app), "%s", app);
+		held_id = id;
+		printf("update %lld held until the server registers again\n", (long long)id);
+		return;
+	}
 	n_updates++;
 	if (!restarted && n_updates == 1) {
 		to_host(server_host, order_cmd(server_app, 1, id));
@@ -199,13 +207,6 @@ static void restart_update(const char *app, json_int_t id)
 	} else if (!restarted) {
 		to_host(server_host, order_cmd(server_app, 1, id));
 		die_now = 1;
-	} else if (!server_up) {
-		/* like the real scheduler, which plans nothing before the server registered again
-		 * (its dataplane may reconnect after the worker's): kept for the registration */
-		snprintf(held_app, sizeof(held_app), "%s", app);
-		held_id = id;
-		n_updates--; /* counted when it is ordered */
-		printf("update %lld held until the server registers again\n", (long long)id);
 	} else {
 		json_int_t x = (json_int_t)(XFER_BASE | next_xfer++);
 		to_host(server_host, order_cmd(server_app, 1, x));
