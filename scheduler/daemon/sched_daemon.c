@@ -36,7 +36,6 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->lead_s = 0.01;
 	cfg->sync_timeout_s = 30.0;
 	cfg->xfer_timeout_s = 10.0;
-	cfg->xfer_keep_s = 60.0;
 	cfg->max_batch = MLF_PAYLOAD_MAX_PARTS; /* an aggregate can name every update */
 	cfg->catchup_timeout_s = 10.0;
 	cfg->distributors = -1;

@@ -12,20 +12,16 @@
 #include "sched_shard.h"
 #include "sched_xfer.h"
 
-/* Transfer @x to the server at x->dst will not arrive: `skip` it there (a shard server of a
- * sharded model: its own version stays @parts behind the group's, sched_shard_skipped, and the
- * record is kept until the shard is known to have the skip: skip_seq, sched_shard.c). */
-static void skip_at_server(struct sched *s, struct sched_xfer *x, int parts)
+/* Transfer @xfer to the server at @dst will not arrive: `skip` it there (a shard server of a
+ * sharded model: its own version stays @parts behind the group's, sched_shard_skipped). */
+static void skip_at_server(struct sched *s, int dst, uint64_t xfer, int parts)
 {
-	int h = s->server.n_shards && sched_shard_of(s, x->dst) >= 0 ? x->dst : s->server.host;
+	int h = s->server.n_shards && sched_shard_of(s, dst) >= 0 ? dst : s->server.host;
 
 	sched_to_app(s, "server", h, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
-		     "chan", 1, "xfers", (json_int_t)x->xfer));
-	if (h == x->dst && s->server.n_shards) {
-		s->n_skip_kept += x->skip_seq == 0;
-		x->skip_seq = s->xfer_seq;
-		sched_shard_skipped(s, x->dst, parts, x->xfer);
-	}
+		     "chan", 1, "xfers", (json_int_t)xfer));
+	if (h == dst && s->server.n_shards)
+		sched_shard_skipped(s, dst, parts, xfer);
 }
 
 /* A planned update that will never be committed: record it lost, tell its worker. */
@@ -140,7 +136,7 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 	log_warn("transfer %" PRIu64 " %s -> %s failed (%s): %d update(s) lost", x->xfer,
 		 s->cl.hosts[x->src].name, s->cl.hosts[x->dst].name, reason, lost);
 	if (x->chan == 1 && !finished && s->server.host >= 0)
-		skip_at_server(s, x, x->what == SCHED_WHAT_AGGREGATE ? parts - 1 : 1);
+		skip_at_server(s, x->dst, x->xfer, x->what == SCHED_WHAT_AGGREGATE ? parts - 1 : 1);
 }
 
 /* Does the loss of the @roles applications of host @h doom unfinished transfer @x? */

@@ -44,32 +44,12 @@ static int group_live(const struct sched *s)
 
 static void group_version(struct sched *s);
 
-/* Record @x no longer has to be kept for its skip (sched_xfer.skip_seq). */
-static void skip_known(struct sched *s, struct sched_xfer *x)
-{
-	if (x->skip_seq) {
-		x->skip_seq = 0;
-		s->n_skip_kept--;
-	}
-}
-
-/* Release the kept skips of the legs to host @h (every host: -1): a new server of the shard
- * elsewhere, or a new group, never waits for them. */
-static void skips_moot(struct sched *s, int h)
-{
-	for (int i = 0; s->n_skip_kept > 0 && i < s->n_xfers; i++)
-		if (h < 0 || s->xfers[i].dst == h)
-			skip_known(s, &s->xfers[i]);
-}
-
 /*
- * Shard server at @h (re)registered: the `skip`s of the legs failed to that host may never
- * have reached it (its host was taken for dead, its dataplane lost the scheduler), and its
- * commit order would wait for them for good. Send them again (a skip of a transfer it applied
- * or skipped already changes nothing; the library drops a late arrival it was told to skip).
- * The records of failed legs whose skip was not known to have arrived outlive the 60 s of
- * sched_xfer_compact (skip_seq), so a shard away for longer still hears them; after this
- * message on its new connection they are released.
+ * Shard server at @h (re)registered: the `skip`s of the legs failed to that host in the last
+ * minute (transfers are kept 60 s after their planned end, sched_xfer_compact) may never have
+ * reached it (its host was taken for dead, its dataplane lost the scheduler), and its commit
+ * order would wait for them for good. Send them again (a skip of a transfer it applied or
+ * skipped already changes nothing; the library drops a late arrival it was told to skip).
  */
 static void skip_again(struct sched *s, int h)
 {
@@ -77,10 +57,9 @@ static void skip_again(struct sched *s, int h)
 	int n = 0;
 
 	for (int i = 0; ids && i < s->n_xfers; i++) {
-		struct sched_xfer *x = &s->xfers[i];
+		const struct sched_xfer *x = &s->xfers[i];
 		if (x->failed && x->chan == 1 && x->dst == h && !x->replica) {
 			json_array_append_new(ids, json_integer((json_int_t)x->xfer));
-			skip_known(s, x);
 			n++;
 		}
 	}
@@ -89,20 +68,6 @@ static void skip_again(struct sched *s, int h)
 						       "xfers", ids));
 	else
 		json_decref(ids);
-}
-
-/*
- * Shard server at @h committed record @xi: every `skip` sent to it before that record's
- * `order` went out (skip_seq < seq) travelled ahead of it on the same connection (a new
- * connection means a new registration, skip_again), so those records need not be kept.
- */
-static void skips_delivered(struct sched *s, int h, int xi)
-{
-	uint64_t seq = s->xfers[xi].seq;
-
-	for (int i = 0; s->n_skip_kept > 0 && i < s->n_xfers; i++)
-		if (s->xfers[i].dst == h && s->xfers[i].skip_seq && s->xfers[i].skip_seq < seq)
-			skip_known(s, &s->xfers[i]);
 }
 
 int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_server *sv,
@@ -145,7 +110,6 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 		for (int i = 0; i < s->n_upd; i++)
 			if (s->upd[i].state == SCHED_UPD_PLANNED)
 				s->upd[i].state = SCHED_UPD_LOST;
-		skips_moot(s, -1);
 		*g = *sv;
 		g->n_floats = (uint64_t)total;
 		g->bytes = mlf_payload_bytes((uint64_t)total);
@@ -224,8 +188,6 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 		g->shard[k].host = -1;
 		return -1;
 	}
-	if (old >= 0 && old != h)
-		skips_moot(s, old); /* the shard's new server has none of the old one's orders */
 	if (raise) {
 		for (int i = 0; i < g->n_shards; i++)
 			if (i != k && g->shard[i].host >= 0)
@@ -299,10 +261,8 @@ void sched_shard_commit(struct sched *s, int h, int64_t version, uint64_t xfer)
 		d->late_s = d->late_init ? d->late_s + SCHED_LATE_WEIGHT * (late - d->late_s) : late;
 		d->late_init = 1;
 	}
-	if (xi >= 0 && s->xfers[xi].dst == h) {
+	if (xi >= 0 && s->xfers[xi].dst == h)
 		s->xfers[xi].committed = 1;
-		skips_delivered(s, h, xi);
-	}
 	/* a leg counted as skipped (failed: its host taken for dead) that the shard applied after
 	 * all (delivered before the failure was declared): its parts are not lag */
 	if (xi >= 0 && s->xfers[xi].skipped && s->xfers[xi].dst == h) {

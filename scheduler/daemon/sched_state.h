@@ -155,12 +155,6 @@ struct sched_xfer {
 	int committed;      /* a shard server reported its commit (sched_shard_commit): a leg
 			     * `done` at its sender but not yet applied still holds the copies
 			     * that wait for it (sched_shard_copy_ready) */
-	uint64_t seq;       /* s->xfer_seq when it was added: the order of the records, which is
-			     * the order their `order`/`send` messages left the scheduler */
-	uint64_t skip_seq;  /* a failed leg to a shard server: s->xfer_seq when its `skip` was
-			     * sent, 0 once the shard is known to have it. While set the record
-			     * outlives sched_xfer_compact's 60 s: the shard may have been away
-			     * (skip lost) and would wait for the leg for good (sched_shard.c) */
 };
 
 /** A dataplane or status-viewer connection (before `hello`, host is -1). */
@@ -201,8 +195,6 @@ struct sched_config {
 	double lead_s;          /* --lead-ms / 1000: plans start this long after now */
 	double sync_timeout_s;  /* --sync-timeout */
 	double xfer_timeout_s;  /* --xfer-timeout: no `done` this long after the planned end = lost */
-	double xfer_keep_s;     /* a transfer's record is kept this long after its planned end, s
-				 * (60; sched_xfer_compact; no flag: tests shorten it) */
 	int max_batch;          /* most updates in one batch (an aggregate names <= 62 parts) */
 	char aggregators[512];  /* --aggregators h1,h2 ("" = every registered aggregator) */
 	char records[512];      /* --records DIR ("" = none) */
@@ -353,8 +345,6 @@ struct sched {
 	int n_pulls, cap_pulls;
 	struct sched_xfer *xfers;
 	int n_xfers, cap_xfers;
-	uint64_t xfer_seq;            /* records added to xfers so far (sched_xfer.seq) */
-	int n_skip_kept;              /* records with skip_seq set (sched_xfer.skip_seq) */
 	struct sched_index upd_ix;    /* update id -> index into upd (sched_find_update) */
 	struct sched_index xfer_ix;   /* transfer id -> index into xfers (sched_xfer_find) */
 

@@ -27,8 +27,7 @@ int sched_xfer_add(struct sched *s, const struct sched_xfer *proto, const struct
 		.src = proto->src, .dst = proto->dst, .chan = proto->chan, .bytes = proto->bytes,
 		.replica = proto->replica, .from_xfer = proto->from_xfer, .n_fwd = proto->n_fwd,
 		.start = t ? t->start_s : now_s,
-		.end = t ? t->end_s : now_s, .n_steps = steps ? t->n_rate : 0, .steps = steps,
-		.seq = ++s->xfer_seq };
+		.end = t ? t->end_s : now_s, .n_steps = steps ? t->n_rate : 0, .steps = steps };
 	sched_rec_transfer(s, x);
 	return 0;
 }
@@ -73,9 +72,7 @@ void sched_xfer_compact(struct sched *s, double now_plan)
 
 	for (int i = 0; i < s->n_xfers; i++) {
 		struct sched_xfer *x = &s->xfers[i];
-		/* a failed leg whose skip its shard server may not have is kept (sched_shard.c
-		 * clears skip_seq, also when the shard moves or its group is restarted) */
-		if (x->end + s->cfg.xfer_keep_s < now_plan && !x->skip_seq) {
+		if (x->end + 60.0 < now_plan) {
 			free(x->steps);
 			continue;
 		}
@@ -97,5 +94,4 @@ void sched_xfer_free(struct sched *s)
 	sched_index_free(&s->xfer_ix);
 	s->xfers = NULL;
 	s->n_xfers = s->cap_xfers = 0;
-	s->n_skip_kept = 0;
 }

@@ -42,11 +42,7 @@ uint64_t sched_xfer_fresh(struct sched *s);
  */
 double sched_xfer_rate_at(const struct sched_xfer *x, double t);
 
-/**
- * sched_xfer_compact - forget the transfers whose planned end is cfg.xfer_keep_s (60 s) before
- * @now_plan (plan time, s), except failed legs whose `skip` their shard server may not have
- * (skip_seq set; sched_shard.c clears it).
- */
+/** sched_xfer_compact - forget the transfers whose planned end is 60 s before @now_plan. */
 void sched_xfer_compact(struct sched *s, double now_plan);
 
 /** sched_xfer_free - free every transfer and the table itself (s->xfers is NULL after). */

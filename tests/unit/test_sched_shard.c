@@ -35,18 +35,10 @@ static json_t *shard_reg(const char *host, int k, const char *mode, int64_t n_to
 			 "n_total", (json_int_t)n_total);
 }
 
-/* start_daemon() tweak: transfer records are forgotten 0.8 s after their planned end (60 s by
- * default; the leg lost by lose_leg_to_s1 must still be known when its `done` comes). */
-static void short_keep(struct sched_config *c)
+/* Daemon with workers w0..w2 (@w), shard 0 at ps (returned) and shard 1 at a0 (*@s1). */
+static int two_shards(int *w, int *s1)
 {
-	c->xfer_keep_s = 0.8;
-}
-
-/* Daemon (config changed by @tweak, or none) with workers w0..w2 (@w), shard 0 at ps
- * (returned) and shard 1 at a0 (*@s1). */
-static int two_shards_cfg(void (*tweak)(struct sched_config *), int *w, int *s1)
-{
-	start_daemon(tweak);
+	start_daemon(NULL);
 	int ps = setup(NULL, 0, 0, N_W, w, NULL);
 	*s1 = fake_open("a0");
 	fake_send(ps, shard_reg("ps", 0, "async", 2 * HALF, 0));
@@ -54,12 +46,6 @@ static int two_shards_cfg(void (*tweak)(struct sched_config *), int *w, int *s1)
 	fake_send(*s1, shard_reg("a0", 1, "async", 2 * HALF, HALF));
 	ck_assert_ptr_nonnull(wait_msg(*s1, "registered", 2.0));
 	return ps;
-}
-
-/* two_shards_cfg() with the default config. */
-static int two_shards(int *w, int *s1)
-{
-	return two_shards_cfg(NULL, w, s1);
 }
 
 /* Index in got[] of the first message of @type to fake @f from @from on, or -1. */
@@ -281,72 +267,6 @@ START_TEST(skipped_leg_committed_after_all)
 				clock_real_s(), "parts", 1001));
 	pump(0.3);
 	pull_copies(w[2], 303, ps, s1, n_got, 6, 6, 6);
-	stop_daemon();
-}
-END_TEST
-
-/* The first `skip` to fake @f from message @from on names transfer @x (1), names others (0),
- * or there is none (-1). */
-static int skip_names(int f, int from, uint64_t x)
-{
-	int sk = first(f, "skip", NULL, from);
-
-	if (sk < 0)
-		return -1;
-	json_t *a = json_object_get(got[sk].m, "xfers");
-	for (size_t i = 0; i < json_array_size(a); i++)
-		if ((uint64_t)json_integer_value(json_array_get(a, i)) == x)
-			return 1;
-	return 0;
-}
-
-/*
- * A shard away for longer than transfer records are kept (here 0.8 s instead of 60) still gets
- * the skip of the leg lost while it was away when it registers again: its commit order would
- * otherwise wait for that leg for good. Before, the record (and the skip) was forgotten.
- */
-START_TEST(skip_outlives_transfer_records)
-{
-	int w[N_W], s1, ps = two_shards_cfg(short_keep, w, &s1);
-	uint64_t x1 = lose_leg_to_s1(w, s1);
-
-	pump(1.5); /* batch ticks compact the records: x1 ended > 0.8 s ago */
-	int from = n_got;
-	fake_send(s1, shard_reg("a0", 1, "async", 2 * HALF, HALF));
-	ck_assert_ptr_nonnull(wait_msg(s1, "registered", 2.0));
-	pump(0.1);
-	ck_assert_int_eq(skip_names(s1, from, x1), 1);
-	pull_copies(w[2], 304, ps, s1, n_got, 6, 5, 6);
-	stop_daemon();
-}
-END_TEST
-
-/*
- * Once the shard commits a leg whose `order` left after the skip (same connection), the skip
- * has arrived: the record is forgotten as usual and a later registration does not repeat it.
- */
-START_TEST(skip_released_after_later_commit)
-{
-	int w[N_W], s1, ps = two_shards_cfg(short_keep, w, &s1);
-	uint64_t x1 = lose_leg_to_s1(w, s1), x2[8];
-	int from = n_got;
-
-	push(w[1], 1002, 5, UPD_BYTES);
-	pump(0.3);
-	int o = first(s1, "order", NULL, from);
-	ck_assert_int_ge(o, 0);
-	ck_assert_int_ge(order_ids(o, x2), 1);
-	ck_assert_uint_ne(x2[0], x1);
-	fake_send(s1, json_pack("{s:s, s:s, s:I, s:i, s:f, s:[i]}", "type", "commit", "app",
-				"server@a0", "xfer", (json_int_t)x2[0], "version", 6, "t",
-				clock_real_s(), "parts", 1002));
-	pump(1.5);
-	from = n_got;
-	fake_send(s1, shard_reg("a0", 1, "async", 2 * HALF, HALF));
-	ck_assert_ptr_nonnull(wait_msg(s1, "registered", 2.0));
-	pump(0.1);
-	ck_assert_int_ne(skip_names(s1, from, x1), 1);
-	(void)ps;
 	stop_daemon();
 }
 END_TEST
@@ -632,8 +552,6 @@ int main(void)
 	tcase_add_test(tc, lost_leg_skipped_at_its_shard);
 	tcase_add_test(tc, lagging_shard_rejoins);
 	tcase_add_test(tc, skipped_leg_committed_after_all);
-	tcase_add_test(tc, skip_outlives_transfer_records);
-	tcase_add_test(tc, skip_released_after_later_commit);
 	tcase_add_test(tc, shard_ahead_lifts_incomplete_group);
 	tcase_add_test(tc, bad_shard_registrations_refused);
 	tcase_add_test(tc, aggregates_per_shard);
