@@ -47,9 +47,11 @@ static void group_version(struct sched *s);
 /*
  * Shard server at @h (re)registered: the `skip`s of the legs failed to that host in the last
  * minute (transfers are kept 60 s after their planned end, sched_xfer_compact) may never have
- * reached it (its host was taken for dead, its dataplane lost the scheduler), and its commit
- * order would wait for them for good. Send them again (a skip of a transfer it applied or
- * skipped already changes nothing; the library drops a late arrival it was told to skip).
+ * reached it (its host was taken for dead, its dataplane lost the scheduler). Its commit order
+ * does not wait for them (a server empties it on `scheduler_back`, before registering again),
+ * but a late arrival of such a leg must not be applied: send them again (a skip of a transfer
+ * it applied or skipped already changes nothing; the library drops a late arrival it was told
+ * to skip).
  */
 static void skip_again(struct sched *s, int h)
 {
