@@ -1,10 +1,12 @@
 # bench/bench-dataplane.mk - mlf-txloop (bare DPDK tx loop), `make bench-dataplane` (goodput,
 # pacing, then CPU per load and the cost of frame tags appended to BENCHMARKS-dataplane.md), `make bench-dataplane-auth`
 # (frame tags against untagged frames, issue 14) and `make bench-dataplane-cpu`
-# (only the CPU per load, frugal sleeps against the earlier back-off loop; issue 11).
+# (only the CPU per load, frugal sleeps against the earlier back-off loop; issue 11), and
+# `make bench-loss-pacing` (what random frame loss does to a paced transfer under the loss
+# response; LOSS_PACING_ARGS for --runs, --rates, --drops).
 
 PROGRAMS += $(BUILD)/mlf-txloop
-BENCHES  += bench-dataplane bench-dataplane-cpu bench-dataplane-auth
+BENCHES  += bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing
 
 $(BUILD)/bench/dataplane_txloop.o: INC_bench += $(DPDK_CFLAGS)
 
@@ -15,7 +17,7 @@ $(BUILD)/mlf-txloop: $(BUILD)/bench/dataplane_txloop.o $(LIB_PROTO) $(LIB_BASE)
 DPCPU_SECTION = { echo; echo '\#\# CPU per load (a frugal dataplane, issue 11)'; echo; }
 DPAUTH_SECTION = { echo; echo '\#\# Frame tags (frame_auth, issue 14): CPU and goodput against untagged frames'; echo; }
 
-.PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth
+.PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing
 bench-dataplane: $(PROGRAMS)
 	bench/dataplane_bench.sh
 	bench/dataplane_cpu.sh --out $(BUILD)/dataplane-cpu.md
@@ -29,3 +31,6 @@ bench-dataplane-cpu: $(PROGRAMS)
 # frame tags on against off (docs/security.md "Frames"), MTU 1500; FRAME_AUTH_ARGS for more
 bench-dataplane-auth: $(PROGRAMS)
 	bench/dataplane_cpu.sh --frame-auth $(FRAME_AUTH_ARGS)
+
+bench-loss-pacing: $(PROGRAMS)
+	bench/loss_pacing.sh $(LOSS_PACING_ARGS)
