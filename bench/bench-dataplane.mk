@@ -3,10 +3,12 @@
 # (frame tags against untagged frames, issue 14) and `make bench-dataplane-cpu`
 # (only the CPU per load, frugal sleeps against the earlier back-off loop; issue 11), and
 # `make bench-loss-pacing` (what random frame loss does to a paced transfer under the loss
-# response; LOSS_PACING_ARGS for --runs, --rates, --drops).
+# response; LOSS_PACING_ARGS for --runs, --rates, --drops), and `make bench-tail-repair` (a
+# Table 2 N3 leg over a slow link with the way back quiet or congested; TAIL_REPAIR_ARGS, e.g.
+# --baseline OLD/build/mlf-dataplane to run an older dataplane in the same rounds).
 
 PROGRAMS += $(BUILD)/mlf-txloop
-BENCHES  += bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing
+BENCHES  += bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
 
 $(BUILD)/bench/dataplane_txloop.o: INC_bench += $(DPDK_CFLAGS)
 
@@ -17,7 +19,7 @@ $(BUILD)/mlf-txloop: $(BUILD)/bench/dataplane_txloop.o $(LIB_PROTO) $(LIB_BASE)
 DPCPU_SECTION = { echo; echo '\#\# CPU per load (a frugal dataplane, issue 11)'; echo; }
 DPAUTH_SECTION = { echo; echo '\#\# Frame tags (frame_auth, issue 14): CPU and goodput against untagged frames'; echo; }
 
-.PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing
+.PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
 bench-dataplane: $(PROGRAMS)
 	bench/dataplane_bench.sh
 	bench/dataplane_cpu.sh --out $(BUILD)/dataplane-cpu.md
@@ -34,3 +36,6 @@ bench-dataplane-auth: $(PROGRAMS)
 
 bench-loss-pacing: $(PROGRAMS)
 	bench/loss_pacing.sh $(LOSS_PACING_ARGS)
+
+bench-tail-repair: $(PROGRAMS)
+	bench/tail_repair.sh $(TAIL_REPAIR_ARGS)

@@ -150,9 +150,7 @@ for conf in pair pair9k; do
 		P5+=("$(measure_pacing 5)") || true
 		echo "   run $run: dataplane $dp Gbit/s byte-exact goodput, $cpu CPU s/GB, $retx retransmits; pacing 1 -> ${P1[-1]}, 5 -> ${P5[-1]} Gbit/s at b" >&2
 		# stop the dataplanes so that they do not share the cores with the next tx loop and iperf3
-		kill -TERM "$DP_PID_a" "$DP_PID_b" 2>/dev/null || true
-		timeout 10 tail --pid="$DP_PID_a" -f /dev/null || true
-		timeout 10 tail --pid="$DP_PID_b" -f /dev/null || true
+		dp_stop a b
 	done
 	tx=$(median "${TX[@]}") txrx=$(median "${TXRX[@]}") rxl=$(median "${RXL[@]}") ip_good=$(median "${IPG[@]}") dp=$(median "${DP[@]}") cpu=$(median "${CPU[@]}")
 	retx=$(median "${RETX[@]}") p1=$(median "${P1[@]}") p5=$(median "${P5[@]}")

@@ -77,7 +77,6 @@ measure() {
 	echo "$(pct "$a0" "$a1" $((t1 - t0))) $(pct "$b0" "$b1" $((t1 - t0))) ${rate:-}"
 }
 
-stat3() { printf '%s\n' "$@" | awk 'NF' | sort -g | awk '{ v[++n] = $1 } END { if (!n) { print "n/a"; exit } m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2; printf "%.2f (%.2f-%.2f)", m, v[1], v[n] }'; }
 
 declare -A R
 LOADS="idle 0.1 1 full"
@@ -107,9 +106,7 @@ for run in $(seq "$RUNS"); do
 			R[$pol,$load,a]+=" $ca" R[$pol,$load,b]+=" $cb" R[$pol,$load,r]+=" ${rt:-}"
 			echo "   run $run $pol $load: sender $ca%, receiver $cb% of a core${rt:+, rate $rt Gbit/s}" >&2
 		done
-		kill -TERM "$DP_PID_a" "$DP_PID_b"
-		timeout 10 tail --pid="$DP_PID_a" -f /dev/null || true
-		timeout 10 tail --pid="$DP_PID_b" -f /dev/null || true
+		dp_stop a b
 	done
 done
 
@@ -126,7 +123,7 @@ report() {
 	for load in $LOADS; do
 		for pol in $POLICIES; do
 			local r err="" med
-			r=$(stat3 ${R[$pol,$load,r]:-})
+			r=$(stat3 %.2f -- ${R[$pol,$load,r]:-})
 			if [ "$load" != idle ] && [ "$load" != full ]; then
 				med=$(printf '%s\n' ${R[$pol,$load,r]} | sort -g | awk '{ v[++n] = $1 } END { print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')
 				local f=$L2 # tagged frames carry 16 more header bytes per segment
@@ -134,7 +131,7 @@ report() {
 				err=$(awk -v m="$med" -v c="$load" -v f="$f" 'BEGIN { if (m == "") print "n/a"; else printf "%+.2f%%", (m / (c * f) - 1) * 100 }')
 			fi
 			[ "$load" = idle ] && r="-"
-			echo "| $load | $pol | $(stat3 ${R[$pol,$load,a]}) | $(stat3 ${R[$pol,$load,b]}) | $r | ${err:--} |"
+			echo "| $load | $pol | $(stat3 %.2f -- ${R[$pol,$load,a]}) | $(stat3 %.2f -- ${R[$pol,$load,b]}) | $r | ${err:--} |"
 		done
 	done
 }

@@ -146,6 +146,7 @@ uint64_t sender_submit(const struct appmsg *m, int fd, uint64_t owner, char *err
 	for (int i = 0; i < m->n; i++)
 		if (steps[i].gbps > 0)
 			tail_gbps = steps[i].gbps;
+	x->tail_gbps = tail_gbps;
 	tbucket_init(&x->tail, tail_gbps, 2.0 * egress_frame_len(snd.seg), dp.hz, dp.clk.tsc);
 	rc = pacer_init(&x->pacer, x->start_tsc, dp.hz, steps, m->n, PACE_BURST_S, 2.0 * egress_frame_len(snd.seg));
 	if (rc == 0)
@@ -208,14 +209,22 @@ static void free_tx(int i)
 
 /*
  * The schedule ended in a pause (its last step is 0) with everything sent once but holes left:
- * 1 when one repair frame of @bytes may go now at the last non-zero rate of the schedule.
+ * 1 when one repair frame of @bytes may go now at the last non-zero rate of the schedule times
+ * the pacer's loss scale. Before 2026-11-27 repairs kept the full rate and never cut it: a leg
+ * commanded at 10 Mbit/s whose link carried 1 Mbit/s resent its holes at 10x the link's rate
+ * round after round (30 resent segments for a 36-segment leg on bench/tail_repair.sh's link).
  */
 static int tail_repair(struct xfer_tx *x, uint32_t bytes)
 {
-	if (x->sack.next_new < x->sack.nseg || x->sack.done || !(x->tail.gbps > 0) ||
+	double gbps = x->tail_gbps * x->pacer.scale;
+
+	if (x->sack.next_new < x->sack.nseg || x->sack.done || !(x->tail_gbps > 0) ||
 	    pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz) != 0)
 		return 0;
-	tbucket_refill(&x->tail, dp.clk.tsc);
+	if (x->tail.gbps != gbps)
+		tbucket_set_rate(&x->tail, gbps, dp.clk.tsc); /* refills at the old rate first */
+	else
+		tbucket_refill(&x->tail, dp.clk.tsc);
 	return tbucket_take(&x->tail, bytes);
 }
 
@@ -298,11 +307,13 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		x->frames++;
 		dp.cnt.tx_data++;
 		dp.cnt.tx_retx += (uint64_t)retx;
-		/* a loss of a segment first sent after the last cut: the links carry less than the
-		 * commanded rate (losses of older segments belong to the episode already cut for) */
-		if (retx && !repair && (uint64_t)s >= x->recover_seg &&
+		/* a loss of a segment first sent after the last cut, or of a copy resent after it:
+		 * the links carry less than the commanded rate x scale (losses of copies sent
+		 * before the cut belong to the episode already cut for) */
+		if (retx && ((uint64_t)s >= x->recover_seg || x->sack.prev_sent_ns >= x->cut_ns) &&
 		    pacer_on_loss(&x->pacer, dp.clk.tsc, rtt_ticks(x))) {
 			x->recover_seg = x->sack.next_new;
+			x->cut_ns = dp.clk.mono_ns;
 			dp.cnt.tx_rate_cuts++;
 		}
 		n++;

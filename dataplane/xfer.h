@@ -42,11 +42,15 @@ struct xfer_tx {
 	enum xfer_state state;
 	struct pacer pacer;
 	struct tbucket tail;  /* repairs after a final rate step of 0: holes are resent at the last
-	                       * non-zero rate of the schedule (rate 0 when it has none) */
+	                       * non-zero rate of the schedule x the pacer's loss scale */
+	double tail_gbps;     /* that last non-zero rate, L2 Gbit/s (0 when it has none) */
 	struct sack_tx sack;
 	uint64_t recover_seg; /* loss response: segments from here on were first sent after the
-	                       * last rate cut; only the loss of one of them starts a new episode
+	                       * last rate cut; the loss of one of them starts a new episode
 	                       * (one cut per episode, as TCP NewReno's recovery point) */
+	uint64_t cut_ns;      /* monotonic ns of the last rate cut: a resent copy sent after it
+	                       * and lost again also starts a new episode (tail repairs resend
+	                       * only old segments) */
 	char reason[APPMSG_REASON_MAX];
 };
 

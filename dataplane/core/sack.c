@@ -102,6 +102,7 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 		}
 		s->rscan = i + 1;
 		if (s->sent_us[i] && now_us - s->sent_us[i] >= age_us) {
+			s->prev_sent_ns = s->t0 + (uint64_t)(s->sent_us[i] - 1) * 1000;
 			s->sent_us[i] = now_us;
 			bit_set(s->resent, i);
 			s->retransmits++;
@@ -111,6 +112,7 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 	}
 	if (s->next_new < s->nseg && (!s->prm.window || s->next_new - s->n_acked < s->prm.window)) {
 		*retx = 0;
+		s->prev_sent_ns = 0;
 		s->sent_us[s->next_new] = now_us;
 		return (int64_t)s->next_new++;
 	}
@@ -137,6 +139,8 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 		}
 	}
 	s->last_ack_ns = now_ns;
+	s->sacks++;
+	s->tail_backoff = 0; /* the receiver is heard: the next tail round waits the base time */
 	for (uint64_t i = s->cum; i < cum; i++) {
 		if (!bit_get(s->acked, i)) {
 			bit_set(s->acked, i);
@@ -184,6 +188,8 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 
 int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns)
 {
+	uint64_t base, wait;
+
 	if (s->done)
 		return 1;
 	/* silence only counts while something sent is unacknowledged (a paused schedule is quiet) */
@@ -191,13 +197,26 @@ int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns)
 		s->last_ack_ns = now_ns;
 	else if (now_ns - s->last_ack_ns > timeout_ns)
 		return -ETIMEDOUT;
-	/* tail loss: all sent once, no progress -> every hole is a candidate */
-	if (s->next_new == s->nseg && now_ns - s->last_progress_ns > s->prm.tail_ns &&
-	    now_ns - s->last_progress_ns > sack_tx_rto_ns(s)) {
+	if (s->next_new < s->nseg)
+		return 0;
+	/* tail loss: all sent once, no progress -> resend the holes (or probe with the first) */
+	base = s->prm.tail_ns > sack_tx_rto_ns(s) ? s->prm.tail_ns : sack_tx_rto_ns(s);
+	wait = base << s->tail_backoff;
+	if (s->tail_backoff && wait > timeout_ns / 4)
+		wait = base > timeout_ns / 4 ? base : timeout_ns / 4;
+	if (now_ns - s->last_progress_ns <= wait)
+		return 0;
+	s->rscan = s->cum;
+	if (s->sacks == s->tail_sacks) {
+		s->rlimit = s->cum + 1; /* the first hole: cum is never acknowledged here */
+		if (s->tail_backoff < SACK_TAIL_BACKOFF_MAX)
+			s->tail_backoff++;
+	} else {
 		s->rlimit = s->nseg;
-		s->rscan = s->cum;
-		s->last_progress_ns = now_ns;
+		s->tail_backoff = 0;
 	}
+	s->tail_sacks = s->sacks;
+	s->last_progress_ns = now_ns;
 	return 0;
 }
 

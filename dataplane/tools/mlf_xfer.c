@@ -247,7 +247,7 @@ static int do_send(mlfabric_t *m, int argc, char **argv)
 		done++;
 		if (ev.status == 0) {
 			double s = (double)(ev.end_ns - ev.first_tx_ns) / 1e9;
-			printf("xfer id=%" PRIx64 " to=%s bytes=%" PRIu64 " status=ok goodput_gbps=%.3f "
+			printf("xfer id=%" PRIx64 " to=%s bytes=%" PRIu64 " status=ok goodput_gbps=%.6f "
 			       "start_error_us=%.1f retransmits=%" PRIu64 "\n", ev.id, ev.peer, ev.bytes,
 			       s > 0 ? (double)ev.bytes * 8 / s / 1e9 : 0.0, (double)ev.start_error_ns / 1e3,
 			       ev.retransmits);

@@ -97,3 +97,22 @@ dp_pair_begin() {
 	dp_start a
 	dp_start b
 }
+
+# dp_stop HOST...: stop those hosts' dataplanes (SIGTERM: unfinished transfers fail cleanly) and
+# wait up to 10 s for each to exit.
+dp_stop() {
+	local h v
+	for h in "$@"; do v=DP_PID_$h; [ -z "${!v:-}" ] || kill -TERM "${!v}" 2>/dev/null || true; done
+	for h in "$@"; do v=DP_PID_$h; [ -z "${!v:-}" ] || timeout 10 tail --pid="${!v}" -f /dev/null || true; done
+}
+
+# stat3 [FMT] -- VALUES...: "median (min-max)" of the numbers given (blank ones ignored), each
+# printed with printf FMT (default %g); "n/a" when there are none. For the benches' repeats.
+stat3() {
+	local fmt=%g
+	if [ "${2:-}" = -- ]; then fmt=$1; shift 2; fi
+	printf '%s\n' "$@" | awk 'NF' | sort -g | awk -v f="$fmt" '{ v[++n] = $1 } END {
+		if (!n) { print "n/a"; exit }
+		m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+		printf f " (" f "-" f ")", m, v[1], v[n] }'
+}

@@ -289,12 +289,74 @@ START_TEST(ack_beyond_sent_refused)
 }
 END_TEST
 
+/*
+ * A tail with no SACK since the start (or since the last round): the copies may have arrived and
+ * only the SACKs been lost, so a round resends only the first hole, and each further silent
+ * round waits twice as long (capped at timeout / 4). A SACK makes the next round resend every
+ * hole again after the base wait (max(tail_ns, RTO) = 10 ms here).
+ */
+START_TEST(silent_tail_probes_and_backs_off)
+{
+	struct sack_tx tx;
+	int retx;
+	uint64_t t, last;
+	int64_t s;
+
+	ck_assert_int_eq(sack_tx_init(&tx, 10 * SEG, SEG, 0), 0);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+	/* no SACK at all: the first round is one probe of segment 0 */
+	ck_assert_int_eq(sack_tx_check(&tx, 10 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 10 * MS, &retx), -1); /* not due yet */
+	ck_assert_int_eq(sack_tx_check(&tx, 11 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 11 * MS, &retx), 0);
+	ck_assert_int_eq(retx, 1);
+	ck_assert_uint_eq(tx.prev_sent_ns, 0); /* its first copy left at 0 */
+	ck_assert_int_eq(sack_tx_next(&tx, 11 * MS, &retx), -1);
+	ck_assert_uint_eq(tx.retransmits, 1);
+	ck_assert_uint_eq(tx.tail_backoff, 1);
+	/* still silent: the next probes wait 20, 40, 80 ms, then timeout / 4 = 100 ms (the peer is
+	 * taken for dead at 400 ms of silence: several probes must go before that) */
+	last = 11 * MS;
+	for (unsigned k = 1; k <= 5; k++) {
+		uint64_t want = (10 * MS) << k;
+		if (want > 100 * MS)
+			want = 100 * MS;
+		ck_assert_int_eq(sack_tx_check(&tx, last + want, 400 * MS), 0);
+		ck_assert_int_eq(sack_tx_next(&tx, last + want, &retx), -1);
+		t = last + want + MS;
+		ck_assert_int_eq(sack_tx_check(&tx, t, 400 * MS), 0);
+		ck_assert_uint_eq(tx.tail_backoff, k + 1);
+		s = sack_tx_next(&tx, t, &retx);
+		ck_assert_int_eq(s, 0);
+		ck_assert_uint_eq(tx.prev_sent_ns, last);
+		ck_assert_int_eq(sack_tx_next(&tx, t, &retx), -1);
+		last = t;
+	}
+	ck_assert_uint_eq(last, 356 * MS); /* 11 + 21 + 41 + 81 + 101 + 101 */
+	ck_assert_uint_eq(tx.retransmits, 6);
+	/* a SACK: segment 0 arrived (resent: no RTT sample), 1-9 did not; the next round waits
+	 * 10 ms and resends all nine */
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 1, NULL, 0, 0, last + MS), 1);
+	ck_assert_uint_eq(tx.tail_backoff, 0);
+	ck_assert_int_eq(sack_tx_check(&tx, last + 11 * MS, 400 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, last + 11 * MS, &retx), -1);
+	ck_assert_int_eq(sack_tx_check(&tx, last + 12 * MS, 400 * MS), 0);
+	for (int i = 1; i < 10; i++) {
+		ck_assert_int_eq(sack_tx_next(&tx, last + 12 * MS, &retx), i);
+		ck_assert_int_eq(retx, 1);
+	}
+	ck_assert_int_eq(sack_tx_next(&tx, last + 12 * MS, &retx), -1);
+	sack_tx_free(&tx);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { clean_link_no_retransmits, loss_dup_reorder_byte_exact,
 				 heavy_loss_byte_exact, tail_loss_recovered, silent_peer_times_out,
 				 receiver_rejects_and_reports, window_limits_unacknowledged,
 				 bad_sack_leaves_state_unchanged, resent_segment_gives_no_rtt_sample,
-				 ack_beyond_sent_refused };
-	return test_dp_run("sack", tests, 10);
+				 ack_beyond_sent_refused, silent_tail_probes_and_backs_off };
+	return test_dp_run("sack", tests, 11);
 }
