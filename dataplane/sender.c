@@ -210,9 +210,9 @@ static void free_tx(int i)
 /*
  * The schedule ended in a pause (its last step is 0) with everything sent once but holes left:
  * 1 when one repair frame of @bytes may go now at the last non-zero rate of the schedule times
- * the pacer's loss scale. Before 2026-11-27 repairs kept the full rate and never cut it: a leg
- * commanded at 10 Mbit/s whose link carried 1 Mbit/s resent its holes at 10x the link's rate
- * round after round (30 resent segments for a 36-segment leg on bench/tail_repair.sh's link).
+ * the pacer's loss scale (docs/dataplane.md "Loss response"). Before 2026-11-27 repairs kept the
+ * full rate and never cut it, so a leg commanded at 10 Mbit/s over a 1 Mbit/s link resent its
+ * holes at 10x the link's rate in every round.
  */
 static int tail_repair(struct xfer_tx *x, uint32_t bytes)
 {
