@@ -151,6 +151,9 @@ uint64_t sender_submit(const struct appmsg *m, int fd, uint64_t owner, char *err
 	rc = pacer_init(&x->pacer, x->start_tsc, dp.hz, steps, m->n, PACE_BURST_S, 2.0 * egress_frame_len(snd.seg));
 	if (rc == 0)
 		rc = sack_tx_init(&x->sack, x->bytes, snd.seg, dp.clk.mono_ns);
+	/* silent tail probes keep the receiver, which fails a transfer after its --timeout (taken
+	 * to be ours) without DATA, hearing from us */
+	x->sack.prm.probe_max_ns = (x->timeout_ns < dp.timeout_ns ? x->timeout_ns : dp.timeout_ns) / SACK_PROBE_DIV;
 	if (rc) {
 		int bad = rc == -EINVAL ? pacer_bad_step(steps, m->n) : -1;
 		if (bad >= 0)
@@ -309,8 +312,10 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		dp.cnt.tx_retx += (uint64_t)retx;
 		/* a loss of a segment first sent after the last cut, or of a copy resent after it:
 		 * the links carry less than the commanded rate x scale (losses of copies sent
-		 * before the cut belong to the episode already cut for) */
-		if (retx && ((uint64_t)s >= x->recover_seg || x->sack.prev_sent_ns >= x->cut_ns) &&
+		 * before the cut belong to the episode already cut for; a silent tail's probe is
+		 * no evidence of loss) */
+		if (retx && !x->sack.last_probe &&
+		    ((uint64_t)s >= x->recover_seg || x->sack.prev_sent_ns >= x->cut_ns) &&
 		    pacer_on_loss(&x->pacer, dp.clk.tsc, rtt_ticks(x))) {
 			x->recover_seg = x->sack.next_new;
 			x->cut_ns = dp.clk.mono_ns;

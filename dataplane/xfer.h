@@ -48,9 +48,9 @@ struct xfer_tx {
 	uint64_t recover_seg; /* loss response: segments from here on were first sent after the
 	                       * last rate cut; the loss of one of them starts a new episode
 	                       * (one cut per episode, as TCP NewReno's recovery point) */
-	uint64_t cut_ns;      /* monotonic ns of the last rate cut: a resent copy sent after it
-	                       * and lost again also starts a new episode (tail repairs resend
-	                       * only old segments) */
+	uint64_t cut_ns;      /* monotonic ns of the last rate cut: a resent copy sent at or
+	                       * after it (to the us) and lost again also starts a new episode
+	                       * (tail repairs resend only old segments) */
 	char reason[APPMSG_REASON_MAX];
 };
 

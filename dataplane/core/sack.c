@@ -103,6 +103,9 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 		s->rscan = i + 1;
 		if (s->sent_us[i] && now_us - s->sent_us[i] >= age_us) {
 			s->prev_sent_ns = s->t0 + (uint64_t)(s->sent_us[i] - 1) * 1000;
+			s->last_probe = s->probe_seg == i + 1;
+			if (s->last_probe)
+				s->probe_seg = 0;
 			s->sent_us[i] = now_us;
 			bit_set(s->resent, i);
 			s->retransmits++;
@@ -113,6 +116,7 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 	if (s->next_new < s->nseg && (!s->prm.window || s->next_new - s->n_acked < s->prm.window)) {
 		*retx = 0;
 		s->prev_sent_ns = 0;
+		s->last_probe = 0;
 		s->sent_us[s->next_new] = now_us;
 		return (int64_t)s->next_new++;
 	}
@@ -141,6 +145,7 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 	s->last_ack_ns = now_ns;
 	s->sacks++;
 	s->tail_backoff = 0; /* the receiver is heard: the next tail round waits the base time */
+	s->probe_seg = 0;
 	for (uint64_t i = s->cum; i < cum; i++) {
 		if (!bit_get(s->acked, i)) {
 			bit_set(s->acked, i);
@@ -188,7 +193,7 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 
 int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns)
 {
-	uint64_t base, wait;
+	uint64_t base, wait, cap;
 
 	if (s->done)
 		return 1;
@@ -201,17 +206,24 @@ int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns)
 		return 0;
 	/* tail loss: all sent once, no progress -> resend the holes (or probe with the first) */
 	base = s->prm.tail_ns > sack_tx_rto_ns(s) ? s->prm.tail_ns : sack_tx_rto_ns(s);
+	cap = s->prm.probe_max_ns ? s->prm.probe_max_ns : timeout_ns / SACK_PROBE_DIV;
 	wait = base << s->tail_backoff;
-	if (s->tail_backoff && wait > timeout_ns / 4)
-		wait = base > timeout_ns / 4 ? base : timeout_ns / 4;
+	if (s->tail_backoff && wait > cap)
+		wait = base > cap ? base : cap;
 	if (now_ns - s->last_progress_ns <= wait)
 		return 0;
-	s->rscan = s->cum;
 	if (s->sacks == s->tail_sacks) {
-		s->rlimit = s->cum + 1; /* the first hole: cum is never acknowledged here */
+		/* silent: probe with the first hole (cum is never acknowledged here), once its last
+		 * copy is old enough for sack_tx_next to resend it */
+		if (s->sent_us[s->cum] && stamp(s, now_ns) - s->sent_us[s->cum] < sack_tx_rto_ns(s) / 1000)
+			return 0;
+		s->rscan = s->cum;
+		s->rlimit = s->cum + 1;
+		s->probe_seg = s->cum + 1;
 		if (s->tail_backoff < SACK_TAIL_BACKOFF_MAX)
 			s->tail_backoff++;
 	} else {
+		s->rscan = s->cum;
 		s->rlimit = s->nseg;
 		s->tail_backoff = 0;
 	}

@@ -16,7 +16,12 @@ struct sack_tx_params {
 	uint64_t min_age_ns;   /* a segment is resent only if its last copy left this long ago
 	                        * (or srtt + 4 rttvar when larger: queues on a busy port) */
 	uint64_t reorder_segs; /* holes this close below the highest acked segment are not yet lost */
-	uint64_t tail_ns;      /* with everything sent and no ack progress this long, resend holes */
+	uint64_t tail_ns;      /* with everything sent and no ack progress this long, a tail round
+	                        * (see sack_tx_check: every hole, or one probe when no SACK came) */
+	uint64_t probe_max_ns; /* longest wait between silent tail rounds (0: the @timeout_ns of
+	                        * sack_tx_check / 8); the sender sets it to an eighth of the shorter
+	                        * of its own and the receiver's timeout, so probes keep a receiver
+	                        * that hears nothing else from giving the transfer up */
 	uint64_t window;       /* at most this many segments sent and not yet acknowledged (0 = no
 	                        * limit): keeps the receiver's rx ring from overflowing */
 };
@@ -36,15 +41,20 @@ struct sack_tx {
 	uint64_t rscan, rlimit; /* retransmission scan: candidates in [rscan, rlimit) */
 	uint64_t retransmits;   /* segments sent more than once */
 	uint64_t prev_sent_ns;  /* segment last returned by sack_tx_next: when its previous copy
-	                         * left, ns of the caller's clock, to the us (0: a first copy). The
-	                         * sender's loss response tells a new loss episode by it */
+	                         * left, ns of the caller's clock, truncated to the us (a first
+	                         * copy: 0). The sender's loss response tells a new loss episode
+	                         * by it */
+	int last_probe;         /* segment last returned by sack_tx_next is a silent tail round's
+	                         * probe: no evidence of loss (its copies may have arrived and only
+	                         * the SACKs been lost), so the sender does not cut its rate for it */
+	uint64_t probe_seg;     /* the probe a silent tail round asked for, + 1 (0: none) */
 	uint64_t last_ack_ns;   /* last SACK from the peer (silence detection) */
 	uint64_t last_progress_ns; /* last time n_acked grew or a tail round started */
 	uint64_t sacks;         /* SACKs accepted so far */
 	uint64_t tail_sacks;    /* `sacks` when the last tail round started (0 before the first) */
-	unsigned tail_backoff;  /* tail rounds in a row with no SACK before them: each one resends
-	                         * only the first hole (a probe) and doubles the wait for the next;
-	                         * 0 again at any accepted SACK */
+	unsigned tail_backoff;  /* silent tail rounds in a row (no SACK before them): each one
+	                         * resends only the first hole (a probe) and doubles the wait for
+	                         * the next; 0 again at any accepted SACK */
 	double srtt_us, rttvar_us; /* smoothed round-trip time and its variation (RFC 6298), us */
 	int done;               /* the peer reported every byte received */
 	struct sack_tx_params prm;
@@ -61,8 +71,9 @@ void sack_tx_free(struct sack_tx *s);
 
 /**
  * sack_tx_next - choose the next segment to send at @now_ns and record it as sent.
- * Lost segments (below the reorder window of the highest acknowledged one, or all holes after a
- * tail timeout, and older than sack_tx_rto_ns()) go before never-sent ones.
+ * Lost segments (below the reorder window of the highest acknowledged one, or the holes a tail
+ * round names: all of them, or the first as a probe; and older than sack_tx_rto_ns()) go before
+ * never-sent ones. Sets prev_sent_ns and last_probe for the returned segment.
  * @retx: set to 1 when the returned segment is a retransmission.
  * Returns the segment index, or -1 when nothing should be sent now.
  */
@@ -81,17 +92,19 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 		    uint64_t now_ns);
 
 #define SACK_TAIL_BACKOFF_MAX 6 /* a silent tail waits at most 64x max(tail_ns, RTO) ... */
+#define SACK_PROBE_DIV 8        /* ... and at most prm.probe_max_ns, by default timeout / 8 */
 
 /**
  * sack_tx_check - timers: start a tail-loss round when due, detect a silent peer.
  * A tail round starts when everything was sent once and nothing new was acknowledged for
- * max(prm.tail_ns, sack_tx_rto_ns()) x 2^tail_backoff (but at most @timeout_ns / 4, unless
- * the base wait is longer). When a SACK came since the previous round (or since the start),
+ * max(prm.tail_ns, sack_tx_rto_ns()) x 2^tail_backoff (but at most prm.probe_max_ns, default
+ * @timeout_ns / 8, unless the base wait is longer). When a SACK came since the previous round
+ * (or since the start),
  * the receiver is heard and its SACK lists the holes: every hole is resent, and the backoff
  * returns to 0. When none came, the copies sent may have arrived and only the SACKs been lost
  * (a congested way back, as in Table 2's N3): only the first hole is resent, as a probe the
  * receiver answers, and the backoff grows (RFC 6298 5.5 and RFC 8985's tail loss probe, in
- * spirit). Before 2026-11-27 every round resent every hole: a Table 2 N3 leg whose receiver
+ * spirit). A probe round waits until the first hole's last copy is older than the RTO. Before 2026-11-27 every round resent every hole: a Table 2 N3 leg whose receiver
  * had all 36 segments after 88 ms was resent 531 times over 1.2 s.
  * Returns 1 when the transfer is complete, -ETIMEDOUT when no SACK came for @timeout_ns while
  * data is outstanding (the caller fails the transfer naming the peer), 0 otherwise.

@@ -291,9 +291,10 @@ END_TEST
 
 /*
  * A tail with no SACK since the start (or since the last round): the copies may have arrived and
- * only the SACKs been lost, so a round resends only the first hole, and each further silent
- * round waits twice as long (capped at timeout / 4). A SACK makes the next round resend every
- * hole again after the base wait (max(tail_ns, RTO) = 10 ms here).
+ * only the SACKs been lost, so a round resends only the first hole, marked as a probe (the
+ * sender does not cut its rate for it), and each further silent round waits twice as long, up to
+ * timeout / 8 by default. A SACK makes the next round resend every hole again after the base
+ * wait (max(tail_ns, RTO) = 10 ms here), none of them a probe.
  */
 START_TEST(silent_tail_probes_and_backs_off)
 {
@@ -303,25 +304,27 @@ START_TEST(silent_tail_probes_and_backs_off)
 	int64_t s;
 
 	ck_assert_int_eq(sack_tx_init(&tx, 10 * SEG, SEG, 0), 0);
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 10; i++) {
 		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+		ck_assert_int_eq(tx.last_probe, 0);
+	}
 	/* no SACK at all: the first round is one probe of segment 0 */
-	ck_assert_int_eq(sack_tx_check(&tx, 10 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_check(&tx, 10 * MS, 400 * MS), 0);
 	ck_assert_int_eq(sack_tx_next(&tx, 10 * MS, &retx), -1); /* not due yet */
-	ck_assert_int_eq(sack_tx_check(&tx, 11 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_check(&tx, 11 * MS, 400 * MS), 0);
 	ck_assert_int_eq(sack_tx_next(&tx, 11 * MS, &retx), 0);
 	ck_assert_int_eq(retx, 1);
-	ck_assert_uint_eq(tx.prev_sent_ns, 0); /* its first copy left at 0 */
+	ck_assert_int_eq(tx.last_probe, 1);
 	ck_assert_int_eq(sack_tx_next(&tx, 11 * MS, &retx), -1);
 	ck_assert_uint_eq(tx.retransmits, 1);
 	ck_assert_uint_eq(tx.tail_backoff, 1);
-	/* still silent: the next probes wait 20, 40, 80 ms, then timeout / 4 = 100 ms (the peer is
-	 * taken for dead at 400 ms of silence: several probes must go before that) */
+	/* still silent: the next probes wait 20, 40 ms, then 400 / 8 = 50 ms (the peer is taken
+	 * for dead at 400 ms of silence: several probes must go before that) */
 	last = 11 * MS;
 	for (unsigned k = 1; k <= 5; k++) {
 		uint64_t want = (10 * MS) << k;
-		if (want > 100 * MS)
-			want = 100 * MS;
+		if (want > 50 * MS)
+			want = 50 * MS;
 		ck_assert_int_eq(sack_tx_check(&tx, last + want, 400 * MS), 0);
 		ck_assert_int_eq(sack_tx_next(&tx, last + want, &retx), -1);
 		t = last + want + MS;
@@ -329,14 +332,15 @@ START_TEST(silent_tail_probes_and_backs_off)
 		ck_assert_uint_eq(tx.tail_backoff, k + 1);
 		s = sack_tx_next(&tx, t, &retx);
 		ck_assert_int_eq(s, 0);
+		ck_assert_int_eq(tx.last_probe, 1);
 		ck_assert_uint_eq(tx.prev_sent_ns, last);
 		ck_assert_int_eq(sack_tx_next(&tx, t, &retx), -1);
 		last = t;
 	}
-	ck_assert_uint_eq(last, 356 * MS); /* 11 + 21 + 41 + 81 + 101 + 101 */
+	ck_assert_uint_eq(last, 226 * MS); /* 11 + 21 + 41 + 51 + 51 + 51 */
 	ck_assert_uint_eq(tx.retransmits, 6);
 	/* a SACK: segment 0 arrived (resent: no RTT sample), 1-9 did not; the next round waits
-	 * 10 ms and resends all nine */
+	 * 10 ms and resends all nine, none a probe */
 	ck_assert_int_eq(sack_tx_on_sack(&tx, 1, NULL, 0, 0, last + MS), 1);
 	ck_assert_uint_eq(tx.tail_backoff, 0);
 	ck_assert_int_eq(sack_tx_check(&tx, last + 11 * MS, 400 * MS), 0);
@@ -345,8 +349,56 @@ START_TEST(silent_tail_probes_and_backs_off)
 	for (int i = 1; i < 10; i++) {
 		ck_assert_int_eq(sack_tx_next(&tx, last + 12 * MS, &retx), i);
 		ck_assert_int_eq(retx, 1);
+		ck_assert_int_eq(tx.last_probe, 0);
+		ck_assert_uint_eq(tx.prev_sent_ns, 0); /* their first and only copies left at 0 */
 	}
 	ck_assert_int_eq(sack_tx_next(&tx, last + 12 * MS, &retx), -1);
+	sack_tx_free(&tx);
+}
+END_TEST
+
+/*
+ * A silent round is due while the first hole's last copy is younger than the RTO (a full round
+ * resent it late, e.g. paced): the probe round waits until the copy is old enough instead of
+ * starting a round that sends nothing and still doubles the wait. prm.probe_max_ns caps the wait.
+ */
+START_TEST(silent_tail_probe_waits_for_old_copy)
+{
+	struct sack_tx tx;
+	int retx;
+	uint8_t bm[1] = { 0x02 }; /* cum 0 + bit 1: segment 1 */
+
+	ck_assert_int_eq(sack_tx_init(&tx, 10 * SEG, SEG, 0), 0);
+	tx.prm.probe_max_ns = 15 * MS;
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+	/* segment 1 acknowledged at 1 ms: RTT 1 ms, so RTO = min_age 5 ms, base wait 10 ms */
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 0, bm, 1, 0, 1 * MS), 1);
+	ck_assert_uint_eq(sack_tx_rto_ns(&tx), 5 * MS);
+	/* the SACK came after the start: a full round at 12 ms, whose copies go only at 20 ms */
+	ck_assert_int_eq(sack_tx_check(&tx, 12 * MS, 400 * MS), 0);
+	for (int i = 0; i < 10; i++) {
+		if (i == 1)
+			continue;
+		ck_assert_int_eq(sack_tx_next(&tx, 20 * MS, &retx), i);
+		ck_assert_int_eq(tx.last_probe, 0);
+	}
+	/* silent since: due at 22 ms, but segment 0's copy is 3 ms old: no round yet */
+	ck_assert_int_eq(sack_tx_check(&tx, 23 * MS, 400 * MS), 0);
+	ck_assert_uint_eq(tx.tail_backoff, 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 23 * MS, &retx), -1);
+	/* at 25.5 ms it is 5.5 ms old: the probe goes */
+	ck_assert_int_eq(sack_tx_check(&tx, 25500000, 400 * MS), 0);
+	ck_assert_uint_eq(tx.tail_backoff, 1);
+	ck_assert_int_eq(sack_tx_next(&tx, 25500000, &retx), 0);
+	ck_assert_int_eq(tx.last_probe, 1);
+	/* the next silent round would wait 20 ms; probe_max_ns caps it at 15 ms */
+	ck_assert_int_eq(sack_tx_check(&tx, 25500000 + 15 * MS, 400 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 25500000 + 15 * MS, &retx), -1);
+	ck_assert_int_eq(sack_tx_check(&tx, 25500000 + 16 * MS, 400 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 25500000 + 16 * MS, &retx), 0);
+	ck_assert_int_eq(tx.last_probe, 1);
+	ck_assert_uint_eq(tx.tail_backoff, 2);
 	sack_tx_free(&tx);
 }
 END_TEST
@@ -357,6 +409,7 @@ int main(void)
 				 heavy_loss_byte_exact, tail_loss_recovered, silent_peer_times_out,
 				 receiver_rejects_and_reports, window_limits_unacknowledged,
 				 bad_sack_leaves_state_unchanged, resent_segment_gives_no_rtt_sample,
-				 ack_beyond_sent_refused, silent_tail_probes_and_backs_off };
-	return test_dp_run("sack", tests, 11);
+				 ack_beyond_sent_refused, silent_tail_probes_and_backs_off,
+				 silent_tail_probe_waits_for_old_copy };
+	return test_dp_run("sack", tests, 12);
 }
