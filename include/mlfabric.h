@@ -121,9 +121,11 @@ int mlf_register_as_worker(mlf_t *f, const char *server);
 int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double norm, int64_t version);
 
 /**
- * mlf_get - pull the latest model of @server into @model (@n floats); blocks up to @timeout_s.
- * @version: set to the model's version. Returns 0, -ETIMEDOUT (nothing arrived: the error
- * names the server), -EINVAL (size mismatch), -ENOTCONN.
+ * mlf_get - pull the latest model of @server into @model (@n floats); blocks up to @timeout_s
+ * (0: the endpoint's timeout_s) without progress: from the pull, or, when the model is sharded
+ * (§10.2), from the latest shard that arrived.
+ * @version: set to the model's version. Returns 0, -ETIMEDOUT (nothing arrived, or no further
+ * shard: the error names the server), -EINVAL (size mismatch), -ENOTCONN.
  */
 int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *version, double timeout_s);
 

@@ -333,6 +333,91 @@ START_TEST(get_times_out_naming_the_server)
 }
 END_TEST
 
+/* A shard of a model (chan 3, a get's answer) from @peer: floats [@off, +@n) of value i + 0.5,
+ * version @version. */
+static void send_shard(int fd, uint64_t off, size_t n, int64_t version, const char *peer, uint64_t xfer)
+{
+	struct mlfabric_buf b;
+	struct mlf_payload_hdr *h;
+	struct appmsg m = { .type = APPMSG_RX_DONE, .id = xfer, .chan = 3 };
+
+	ck_assert_int_eq(mlfabric_buf_alloc(mlf_payload_bytes(n), &b), 0);
+	h = b.data;
+	h->magic = MLF_PAYLOAD_MAGIC_MODEL;
+	h->version = version;
+	h->n_floats = n;
+	h->offset = off;
+	for (size_t i = 0; i < n; i++)
+		((float *)((char *)b.data + MLF_PAYLOAD_HDR))[i] = (float)(off + i) + 0.5f;
+	m.bytes = b.size;
+	strcpy(m.peer, peer);
+	ck_assert_int_eq(appmsg_send(fd, &m, b.fd), 0);
+	mlfabric_buf_free(&b);
+}
+
+/* Two gets of a model in two shards: the first answered with a shard at 0.7 s and the other at
+ * 1.4 s after its pull, the second with one shard at 0.2 s and nothing more. */
+static void *fake_slow_shards_dp(void *arg)
+{
+	int fd = accept(lfd, NULL, NULL);
+	char buf[1024];
+	struct appmsg m;
+	int mfd;
+
+	(void)arg;
+	expect_ctl(fd, "\"register\"", buf, sizeof(buf));
+	send_ctl(fd, "{\"type\":\"registered\",\"app\":\"worker@w0\",\"xfer_base\":2199023255552}");
+	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
+	usleep(700000);
+	send_shard(fd, 0, N / 2, 4, "x", 21);
+	usleep(700000);
+	send_shard(fd, N / 2, N / 2, 4, "w7", 22);
+	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
+	usleep(200000);
+	send_shard(fd, 0, N / 2, 5, "x", 23);
+	while (appmsg_recv(fd, &m, &mfd) == 1) /* until mlf_close */
+		if (mfd >= 0)
+			close(mfd);
+	close(fd);
+	return NULL;
+}
+
+/*
+ * A sharded get's timeout counts from the latest shard that arrived, not from the pull: a get
+ * with a 1 s timeout whose shards come 0.7 s and 1.4 s after the pull completes (Table 2's N3: the
+ * last of four shard copies started seconds after its plan while the others had arrived). One
+ * whose second shard never comes times out 1 s after the first, naming the server.
+ */
+START_TEST(sharded_get_timeout_counts_from_latest_shard)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5 };
+	float w[N];
+	int64_t v = -7;
+	char err[256];
+	pthread_t t;
+	double t0, dt;
+	mlf_t *f;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_slow_shards_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 1.0), 0);
+	ck_assert_int_eq(v, 4);
+	for (int i = 0; i < N; i++)
+		ck_assert_float_eq(w[i], (float)i + 0.5f);
+	t0 = clock_real_s();
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 1.0), -ETIMEDOUT);
+	dt = clock_real_s() - t0;
+	ck_assert_msg(dt > 1.1, "the get gave up %.2f s after its pull, before 1 s after its first shard", dt);
+	ck_assert_msg(strstr(mlf_error(f), "no further shard of the model of server x within 1.0 s") != NULL,
+		      "%s", mlf_error(f));
+	ck_assert_int_eq(v, 4);
+	mlf_close(f);
+	pthread_join(t, NULL);
+}
+END_TEST
+
 /* A model arrival on chan 6 from @peer: header @magic, @n floats i + 0.5, @version. */
 static void send_model_rx(int fd, uint32_t magic, size_t n, int64_t version, const char *peer)
 {
@@ -502,6 +587,7 @@ int main(void)
 	tcase_add_test(tc, server_validates_applies_commits_and_refuses_bad_commands);
 	tcase_add_test(tc, sync_server_one_step_per_iteration);
 	tcase_add_test(tc, get_times_out_naming_the_server);
+	tcase_add_test(tc, sharded_get_timeout_counts_from_latest_shard);
 	tcase_add_test(tc, open_names_the_missing_dataplane);
 	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);
 	tcase_add_loop_test(tc, send_model_retries_failed_transfers_until_its_timeout, 0, 2);
