@@ -267,6 +267,7 @@ class Results(Tmp):
         self.assertIs(v["reached"], True)
         self.assertEqual(v["time_to_target_s"], 6.5)
         self.assertEqual(v["final_accuracy"], 0.75)
+        self.assertEqual(v["final_accuracy_t_s"], 8)
         self.assertEqual(v["evaluations"], 3)
         self.assertEqual(v["applied"], 5)
         self.assertEqual(v["pushed"], 3)

@@ -204,6 +204,14 @@ class Table(unittest.TestCase):
         rows = [(0.01, 0.9, [40], [0.8]), (0.005, 0.9, [40], [0.8])]
         self.assertEqual(table2.choose(rows), (0.005, 0.9))
 
+    def test_stale_final_accuracy(self):
+        # the evaluating worker exited 25 s into a 150 s run: its last evaluation is not the run's
+        self.assertEqual(table2.stale_note({"final_accuracy_t_s": 24.6, "wall_s": 150.1}),
+                         " (stale: last evaluated at 25 s of 150 s)")
+        self.assertEqual(table2.stale_note({"final_accuracy_t_s": 148.2, "wall_s": 150.1}), "")
+        self.assertEqual(table2.stale_note({"final_accuracy_t_s": None, "wall_s": 150.1}), "")
+        self.assertEqual(table2.stale_note({}), "")
+
     def test_grid_file(self):
         g = table2.load_grid(os.path.join(ROOT, "conf", "table2.json"))
         self.assertEqual(len(g["cells"]), 9)

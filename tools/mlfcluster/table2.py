@@ -457,6 +457,18 @@ def run_one(root, out, exp, name, lock, log):
     return rc
 
 
+STALE_S = 10  # a final accuracy evaluated this long before the run's end is reported as stale
+
+
+def stale_note(v):
+    """' (stale: last evaluated at T s of W s)' when the last evaluation came STALE_S or more before
+    the end of the run (its evaluating worker exited early), else ''."""
+    t, w = v.get("final_accuracy_t_s"), v.get("wall_s")
+    if isinstance(t, (int, float)) and isinstance(w, (int, float)) and w - t >= STALE_S:
+        return " (stale: last evaluated at %.0f s of %.0f s)" % (t, w)
+    return ""
+
+
 def describe(out, name, sys_):
     r = results.first(os.path.join(out, name, "results.json")) if os.path.isfile(
         os.path.join(out, name, "results.json")) else None
@@ -466,7 +478,10 @@ def describe(out, name, sys_):
     u = v.get("cpu") or {}
     lk = ((v.get("links") or {}).get("verdict")) or {}
     what = ("reached %s at %.1f s" % ((r.get("experiment") or {}).get("target_accuracy"), v["time_to_target_s"])
-            if v.get("reached") else "MISSED (%s, final accuracy %s)" % (v.get("stop_reason"), v.get("final_accuracy")))
+            if v.get("reached") else "MISSED (%s, final accuracy %s%s)" % (
+                v.get("stop_reason"), v.get("final_accuracy"), stale_note(v)))
+    if v.get("dead_workers"):
+        what += "; workers that exited early: %s" % ",".join(v["dead_workers"])
     return "%s; CPU %s cores (dataplanes %s); busiest link %s" % (
         what, u.get("machine_cores", "-"), (u.get("groups") or {}).get("dataplanes", "-"), lk.get("busiest", "-"))
 
