@@ -286,8 +286,8 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 static int wk_fail(mlf_t *f, const struct wk_opts *o, const char *what, int64_t rc)
 {
 	if (rc == -ETIMEDOUT)
-		log_err("server %s stopped answering: %s timed out after %.1f s (%s)", o->server, what,
-			o->timeout, mlf_error(f));
+		log_err("server %s stopped answering: %s timed out (%.1f s without progress) (%s)", o->server,
+			what, o->timeout, mlf_error(f));
 	else
 		log_err("%s to server %s failed: %s (%s)", what, o->server, strerror((int)-rc), mlf_error(f));
 	return 1;

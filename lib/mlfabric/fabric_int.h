@@ -156,9 +156,12 @@ struct mlf_worker_state {
 		int n_shards;
 		uint64_t shard_off[FABRIC_MAX_SHARDS];
 		uint64_t covered; /* floats written */
-		double progress_s; /* CLOCK_REALTIME s of the get's start or its latest new shard:
-				    * the get's timeout counts from here (a slow but progressing
-				    * sharded get is not a silent server) */
+		double progress_s; /* CLOCK_REALTIME s of the get's start or of the latest shard that
+				    * raised best_covered: the get's timeout counts from here (a slow
+				    * but progressing sharded get is not a silent server) */
+		uint64_t best_covered; /* the most floats one version has covered in this get: a
+					* newer version starting over moves progress_s only once it
+					* covers more, so a get waits at most (shards + 1) x timeout */
 	} get;
 	struct {                  /* ESync's State Server (mlf_query_state): the last answer */
 		uint64_t seq;     /* of the query answered last (0: none) */

@@ -95,9 +95,12 @@ static void shard_piece(struct mlf *f, const struct mlfabric_event *ev)
 	if (w->get.n_shards == FABRIC_MAX_SHARDS)
 		return;
 	w->get.shard_off[w->get.n_shards++] = h->offset;
-	w->get.progress_s = clock_real_s();
 	memcpy(w->get.dst + h->offset, (const char *)h + MLF_PAYLOAD_HDR, h->n_floats * sizeof(float));
 	w->get.covered += h->n_floats;
+	if (w->get.covered > w->get.best_covered) {
+		w->get.best_covered = w->get.covered;
+		w->get.progress_s = clock_real_s();
+	}
 	if (w->get.covered < w->get.n)
 		return;
 	w->get.version = h->version;
@@ -304,6 +307,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	w->get.done = 0;
 	w->get.n_shards = 0;
 	w->get.covered = 0;
+	w->get.best_covered = 0;
 	w->get.dst = model;
 	w->get.n = n;
 	w->get.min_version = min_version;

@@ -355,8 +355,9 @@ static void send_shard(int fd, uint64_t off, size_t n, int64_t version, const ch
 	mlfabric_buf_free(&b);
 }
 
-/* Two gets of a model in two shards: the first answered with a shard at 0.7 s and the other at
- * 1.4 s after its pull, the second with one shard at 0.2 s and nothing more. */
+/* Gets of a model in two shards: the first answered with a shard at 1.4 s and the other at
+ * 2.8 s after its pull, the second with one shard at 0.2 s and nothing more, the third with one
+ * shard at 0.2 s and the same shard of a newer version at 1.2 s. */
 static void *fake_slow_shards_dp(void *arg)
 {
 	int fd = accept(lfd, NULL, NULL);
@@ -368,13 +369,20 @@ static void *fake_slow_shards_dp(void *arg)
 	expect_ctl(fd, "\"register\"", buf, sizeof(buf));
 	send_ctl(fd, "{\"type\":\"registered\",\"app\":\"worker@w0\",\"xfer_base\":2199023255552}");
 	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
-	usleep(700000);
+	usleep(1400000);
 	send_shard(fd, 0, N / 2, 4, "x", 21);
-	usleep(700000);
+	usleep(1400000);
 	send_shard(fd, N / 2, N / 2, 4, "w7", 22);
 	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
 	usleep(200000);
 	send_shard(fd, 0, N / 2, 5, "x", 23);
+	/* a third get: half the model at version 6, then the pull answered again at version 7,
+	 * which starts over with the same half (no more of the model than before) */
+	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
+	usleep(200000);
+	send_shard(fd, 0, N / 2, 6, "x", 24);
+	usleep(1000000);
+	send_shard(fd, 0, N / 2, 7, "x", 25);
 	while (appmsg_recv(fd, &m, &mfd) == 1) /* until mlf_close */
 		if (mfd >= 0)
 			close(mfd);
@@ -384,9 +392,11 @@ static void *fake_slow_shards_dp(void *arg)
 
 /*
  * A sharded get's timeout counts from the latest shard that arrived, not from the pull: a get
- * with a 1 s timeout whose shards come 0.7 s and 1.4 s after the pull completes (Table 2's N3: the
+ * with a 2 s timeout whose shards come 1.4 s and 2.8 s after the pull completes (Table 2's N3: the
  * last of four shard copies started seconds after its plan while the others had arrived). One
- * whose second shard never comes times out 1 s after the first, naming the server.
+ * whose second shard never comes times out 2 s after the first, naming the server; one whose
+ * pull is answered again at a newer version with no more of the model times out 2 s after the
+ * first shard too (a get cannot wait forever on restarts).
  */
 START_TEST(sharded_get_timeout_counts_from_latest_shard)
 {
@@ -402,17 +412,23 @@ START_TEST(sharded_get_timeout_counts_from_latest_shard)
 	f = mlf_open(&o, err, sizeof(err));
 	ck_assert_msg(f != NULL, "%s", err);
 	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
-	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 1.0), 0);
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 2.0), 0);
 	ck_assert_int_eq(v, 4);
 	for (int i = 0; i < N; i++)
 		ck_assert_float_eq(w[i], (float)i + 0.5f);
 	t0 = clock_real_s();
-	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 1.0), -ETIMEDOUT);
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 2.0), -ETIMEDOUT);
 	dt = clock_real_s() - t0;
-	ck_assert_msg(dt > 1.1, "the get gave up %.2f s after its pull, before 1 s after its first shard", dt);
-	ck_assert_msg(strstr(mlf_error(f), "no further shard of the model of server x within 1.0 s") != NULL,
+	ck_assert_msg(dt > 2.1, "the get gave up %.2f s after its pull, before 2 s after its first shard", dt);
+	ck_assert_msg(strstr(mlf_error(f), "no further shard of the model of server x within 2.0 s") != NULL,
 		      "%s", mlf_error(f));
 	ck_assert_int_eq(v, 4);
+	/* starting over at a newer version is no progress: 2 s after the first shard, not the last */
+	t0 = clock_real_s();
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 2.0), -ETIMEDOUT);
+	dt = clock_real_s() - t0;
+	ck_assert_msg(dt > 2.1 && dt < 2.9, "the get gave up %.2f s after its pull: want 2 s after its "
+		      "first shard (0.2 s), not after the restarted one (1.2 s)", dt);
 	mlf_close(f);
 	pthread_join(t, NULL);
 }

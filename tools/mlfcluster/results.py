@@ -247,7 +247,7 @@ def system_results(d, target):
         "final_accuracy": acc[-1].get("accuracy") if acc else None,
         # when the last evaluation was made, from t0: far before wall_s when the evaluating
         # worker stopped early (table2 then says the final accuracy is stale)
-        "final_accuracy_t_s": acc[-1]["t"] - t0 if acc and truthy(acc[-1].get("t")) else None,
+        "final_accuracy_t_s": acc[-1]["t"] - t0 if acc and truthy(acc[-1].get("t")) and t0 else None,
         "evaluations": len(acc),
         "applied": applied_n,
         "pushed": pushed,

@@ -481,7 +481,7 @@ def describe(out, name, sys_):
             if v.get("reached") else "MISSED (%s, final accuracy %s%s)" % (
                 v.get("stop_reason"), v.get("final_accuracy"), stale_note(v)))
     if v.get("dead_workers"):
-        what += "; workers that exited early: %s" % ",".join(v["dead_workers"])
+        what += "; workers that exited early: %s" % ",".join(map(str, v["dead_workers"]))
     return "%s; CPU %s cores (dataplanes %s); busiest link %s" % (
         what, u.get("machine_cores", "-"), (u.get("groups") or {}).get("dataplanes", "-"), lk.get("busiest", "-"))
 
