@@ -172,12 +172,13 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 	return rcv.rx_hint = x;
 }
 
-static void send_sack(struct xfer_rx *x)
+static void send_sack_flags(struct xfer_rx *x, uint16_t flags)
 {
 	uint8_t bm[WIRE_SACK_MAX_BYTES];
 	uint64_t cum;
 	size_t n;
-	struct wire_hdr h = { .type = WIRE_SACK, .id = x->id, .total = x->bytes, .seg = (uint16_t)x->sack.seg };
+	struct wire_hdr h = { .type = WIRE_SACK, .flags = flags, .id = x->id, .total = x->bytes,
+			      .seg = (uint16_t)x->sack.seg };
 
 	if (x->held) /* the sender hears nothing until the transfer is announced */
 		return;
@@ -191,6 +192,11 @@ static void send_sack(struct xfer_rx *x)
 	x->last_sack_ns = dp.clk.mono_ns;
 }
 
+static void send_sack(struct xfer_rx *x)
+{
+	send_sack_flags(x, 0);
+}
+
 static void finish_rx(struct xfer_rx *x, int status, const char *reason)
 {
 	x->state = status ? XFER_FAILED : XFER_DONE;
@@ -200,7 +206,10 @@ static void finish_rx(struct xfer_rx *x, int status, const char *reason)
 		rcv.wr_x = NULL;
 	if (status) {
 		dp.cnt.xfer_rx_failed++;
-		log_warn("xfer %llx from %s failed: %s", (unsigned long long)x->id, dp_host_name(x->peer), reason);
+		log_warn("xfer %llx from %s failed: %s (%llu of %llu segments received, %llu frames, "
+			 "%llu duplicates)", (unsigned long long)x->id, dp_host_name(x->peer), reason,
+			 (unsigned long long)x->sack.n_got, (unsigned long long)x->sack.nseg,
+			 (unsigned long long)x->frames, (unsigned long long)x->sack.dups);
 	} else {
 		dp.cnt.xfer_rx_ok++;
 		log_info("xfer %llx from %s complete: %llu bytes", (unsigned long long)x->id,
@@ -487,7 +496,7 @@ static void release_rx(struct xfer_rx *x, const char *why)
 	if (sack_rx_complete(&x->sack))
 		complete_rx(x);
 	else
-		send_sack(x);
+		send_sack_flags(x, WIRE_F_HELD); /* its arrivals waited here: no RTT sample */
 }
 
 int receiver_announce(int peer, unsigned chan, uint64_t id)

@@ -70,7 +70,11 @@ uint64_t sack_tx_rto_ns(const struct sack_tx *s)
 {
 	uint64_t rto = (uint64_t)((s->srtt_us + 4 * s->rttvar_us) * 1000);
 
-	return rto > s->prm.min_age_ns ? rto : s->prm.min_age_ns;
+	if (rto < s->prm.min_age_ns)
+		rto = s->prm.min_age_ns;
+	if (s->prm.rto_max_ns && rto > s->prm.rto_max_ns)
+		rto = s->prm.rto_max_ns > s->prm.min_age_ns ? s->prm.rto_max_ns : s->prm.min_age_ns;
+	return rto;
 }
 
 /* RFC 6298 smoothing of one round-trip sample in us. */
@@ -103,9 +107,9 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 		s->rscan = i + 1;
 		if (s->sent_us[i] && now_us - s->sent_us[i] >= age_us) {
 			s->prev_sent_ns = s->t0 + (uint64_t)(s->sent_us[i] - 1) * 1000;
-			s->last_probe = s->probe_seg == i + 1;
-			if (s->last_probe)
-				s->probe_seg = 0;
+			/* a silent tail round limits the scan to the first hole, and any SACK
+			 * (which would widen it) resets the backoff: this copy is its probe */
+			s->last_probe = s->tail_backoff > 0;
 			s->sent_us[i] = now_us;
 			bit_set(s->resent, i);
 			s->retransmits++;
@@ -123,9 +127,10 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx)
 	return -1;
 }
 
-int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes, int done,
-		    uint64_t now_ns)
+int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes,
+		    unsigned flags, uint64_t now_ns)
 {
+	int done = !!(flags & SACK_DONE);
 	uint64_t before = s->n_acked;
 	int64_t newest = -1; /* newly acknowledged segment sent last and only once: the round-trip
 			     * sample (Karn: an ack of a resent segment matches either copy) */
@@ -145,7 +150,6 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 	s->last_ack_ns = now_ns;
 	s->sacks++;
 	s->tail_backoff = 0; /* the receiver is heard: the next tail round waits the base time */
-	s->probe_seg = 0;
 	for (uint64_t i = s->cum; i < cum; i++) {
 		if (!bit_get(s->acked, i)) {
 			bit_set(s->acked, i);
@@ -176,7 +180,7 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 	s->cum = first_clear(s->acked, s->cum > cum ? s->cum : cum, s->nseg);
 	if (s->n_acked > before)
 		s->last_progress_ns = now_ns;
-	if (newest >= 0 && s->sent_us[newest] && stamp(s, now_ns) >= s->sent_us[newest])
+	if (newest >= 0 && !(flags & SACK_HELD) && s->sent_us[newest] && stamp(s, now_ns) >= s->sent_us[newest])
 		rtt_sample(s, (double)(stamp(s, now_ns) - s->sent_us[newest]));
 	/* holes well below the highest arrival are lost: scan them (again) from the bottom */
 	if (s->highest > s->prm.reorder_segs && s->highest - s->prm.reorder_segs > s->cum) {
@@ -219,7 +223,6 @@ int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns)
 			return 0;
 		s->rscan = s->cum;
 		s->rlimit = s->cum + 1;
-		s->probe_seg = s->cum + 1;
 		if (s->tail_backoff < SACK_TAIL_BACKOFF_MAX)
 			s->tail_backoff++;
 	} else {

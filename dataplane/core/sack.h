@@ -18,6 +18,10 @@ struct sack_tx_params {
 	uint64_t reorder_segs; /* holes this close below the highest acked segment are not yet lost */
 	uint64_t tail_ns;      /* with everything sent and no ack progress this long, a tail round
 	                        * (see sack_tx_check: every hole, or one probe when no SACK came) */
+	uint64_t rto_max_ns;   /* the RTO never exceeds this (0: no bound); the sender sets it to a
+	                        * quarter of the shorter of its own and the receiver's timeout, so a
+	                        * resend reaches a receiver that hears nothing else before it gives
+	                        * the transfer up (RFC 6298 2.5 allows a maximum) */
 	uint64_t probe_max_ns; /* longest wait between silent tail rounds (0: the @timeout_ns of
 	                        * sack_tx_check / 8); the sender sets it to an eighth of the shorter
 	                        * of its own and the receiver's timeout, so probes keep a receiver
@@ -47,7 +51,6 @@ struct sack_tx {
 	int last_probe;         /* segment last returned by sack_tx_next is a silent tail round's
 	                         * probe: no evidence of loss (its copies may have arrived and only
 	                         * the SACKs been lost), so the sender does not cut its rate for it */
-	uint64_t probe_seg;     /* the probe a silent tail round asked for, + 1 (0: none) */
 	uint64_t last_ack_ns;   /* last SACK from the peer (silence detection) */
 	uint64_t last_progress_ns; /* last time n_acked grew or a tail round started */
 	uint64_t sacks;         /* SACKs accepted so far */
@@ -81,18 +84,29 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx);
 
 /**
  * sack_tx_on_sack - apply a SACK: all segments below @cum arrived, and bit i of @bitmap
- * (@nbytes bytes, bit i = byte i/8 bit i%8) says segment cum+i arrived. @done: the peer has all.
+ * (@nbytes bytes, bit i = byte i/8 bit i%8) says segment cum+i arrived. @flags: SACK_DONE, the
+ * peer has all; SACK_HELD, the peer held the arrivals before answering (no RTT sample).
  * The round-trip estimate takes one sample per SACK from a newly acknowledged segment that was
- * sent only once (Karn's rule). Returns the number of newly acknowledged segments, or -EINVAL
+ * sent only once (Karn's rule), except from a SACK_HELD one: the first SACK after a receiver
+ * held a transfer for its announcement acknowledges copies that waited there, and its sample
+ * (0.7-1.2 s in Table 2's N3 runs) made an RTO of 2.5-3.5 s, so the holes were resent only
+ * after the receiver had given the transfer up for silence. Returns the number of newly acknowledged segments, or -EINVAL
  * when the SACK names segments not sent yet (at or beyond next_new: forged or corrupt; counting
  * them would wrap the window arithmetic) or says done before every segment was sent (then the
  * state is left unchanged).
  */
-int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes, int done,
-		    uint64_t now_ns);
+int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes,
+		    unsigned flags, uint64_t now_ns);
+
+/** Flags of sack_tx_on_sack. */
+enum sack_flags {
+	SACK_DONE = 1 << 0, /* the peer reported every byte received */
+	SACK_HELD = 1 << 1, /* the peer held the arrivals before this SACK: no round-trip sample */
+};
 
 #define SACK_TAIL_BACKOFF_MAX 6 /* a silent tail waits at most 64x max(tail_ns, RTO) ... */
 #define SACK_PROBE_DIV 8        /* ... and at most prm.probe_max_ns, by default timeout / 8 */
+#define SACK_RTO_MAX_DIV 4      /* the sender's prm.rto_max_ns: a quarter of the silence timeout */
 
 /**
  * sack_tx_check - timers: start a tail-loss round when due, detect a silent peer.
@@ -104,14 +118,16 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
  * returns to 0. When none came, the copies sent may have arrived and only the SACKs been lost
  * (a congested way back, as in Table 2's N3): only the first hole is resent, as a probe the
  * receiver answers, and the backoff grows (RFC 6298 5.5 and RFC 8985's tail loss probe, in
- * spirit). A probe round waits until the first hole's last copy is older than the RTO. Before 2026-11-27 every round resent every hole: a Table 2 N3 leg whose receiver
- * had all 36 segments after 88 ms was resent 531 times over 1.2 s.
+ * spirit). A probe round waits until the first hole's last copy is older than the RTO.
+ * Before 2026-11-27 every round resent every hole: a Table 2 N3 leg whose receiver had all
+ * 36 segments after 88 ms was resent 531 times over 1.2 s.
  * Returns 1 when the transfer is complete, -ETIMEDOUT when no SACK came for @timeout_ns while
  * data is outstanding (the caller fails the transfer naming the peer), 0 otherwise.
  */
 int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns);
 
-/** sack_tx_rto_ns - age in ns after which an unacknowledged segment may be resent. */
+/** sack_tx_rto_ns - age in ns after which an unacknowledged segment may be resent:
+ * max(prm.min_age_ns, srtt + 4 rttvar), at most prm.rto_max_ns when set (RFC 6298 2.4, 2.5). */
 uint64_t sack_tx_rto_ns(const struct sack_tx *s);
 
 /** sack_seg_len - bytes of segment @i of a transfer of @total bytes cut in @seg-byte segments. */

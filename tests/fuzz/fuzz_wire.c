@@ -55,11 +55,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 1: /* the receiver's SACK, applied by the sender */
 			nb = sack_rx_build(&rx, &cum, bm, sizeof(bm));
-			(void)sack_tx_on_sack(&tx, cum, bm, nb, sack_rx_complete(&rx), now);
+			(void)sack_tx_on_sack(&tx, cum, bm, nb, sack_rx_complete(&rx) ? SACK_DONE : 0, now);
 			break;
 		case 2: { /* a forged SACK: any cum, any bitmap from the input */
 			size_t k = n < 64 ? n : 64;
-			(void)sack_tx_on_sack(&tx, a, p, k, op & 0x80, now);
+			(void)sack_tx_on_sack(&tx, a, p, k, (op >> 6) & 3, now);
 			p += k;
 			n -= k;
 			break;

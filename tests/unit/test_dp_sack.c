@@ -403,6 +403,57 @@ START_TEST(silent_tail_probe_waits_for_old_copy)
 }
 END_TEST
 
+/* The first SACK after a receiver held the transfer for its announcement acknowledges copies
+ * that waited there: no round-trip sample from it (Table 2 N3: a 0.9 s sample made a 2.5 s RTO
+ * and the receiver gave up before the holes were resent). The next SACK samples again. */
+START_TEST(held_sack_gives_no_rtt_sample)
+{
+	struct sack_tx tx;
+	int retx;
+	uint8_t bm[1] = { 0x02 }; /* segments 0..1 by cum, 3 by the bitmap: segment 2 lost */
+
+	ck_assert_int_eq(sack_tx_init(&tx, 10 * SEG, SEG, 0), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 2, bm, 1, SACK_HELD, 900 * MS), 3);
+	ck_assert(tx.srtt_us == 0);
+	ck_assert_uint_eq(sack_tx_rto_ns(&tx), tx.prm.min_age_ns);
+	/* a segment sent after it, acknowledged 40 ms later without the flag, is a sample */
+	ck_assert_int_eq(sack_tx_next(&tx, 900 * MS, &retx), 4);
+	bm[0] = 0x06; /* cum 2 still: bit 1 = segment 3, bit 2 = segment 4 */
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 2, bm, 1, 0, 940 * MS), 1);
+	ck_assert(tx.srtt_us > 39000 && tx.srtt_us < 41000);
+	sack_tx_free(&tx);
+}
+END_TEST
+
+/* prm.rto_max_ns bounds the RTO however large the samples, so a tail round resends before a
+ * receiver that hears nothing else gives the transfer up. */
+START_TEST(rto_bounded_by_rto_max)
+{
+	struct sack_tx tx;
+	int retx;
+	uint8_t bm[1] = { 0x02 }; /* cum 1, bit 1 = segment 2: segment 1 lost */
+
+	ck_assert_int_eq(sack_tx_init(&tx, 3 * SEG, SEG, 0), 0);
+	tx.prm.rto_max_ns = 750 * MS;
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 1, bm, 1, 0, 1200 * MS), 2); /* a 1.2 s sample */
+	ck_assert(tx.srtt_us > 1199000);
+	ck_assert_uint_eq(sack_tx_rto_ns(&tx), 750 * MS); /* 3.6 s unbounded */
+	/* the tail round comes 750 ms after the last progress, and resends segment 1 */
+	ck_assert_int_eq(sack_tx_check(&tx, 1949 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 1949 * MS, &retx), -1);
+	ck_assert_int_eq(sack_tx_check(&tx, 1951 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 1951 * MS, &retx), 1);
+	ck_assert_int_eq(retx, 1);
+	tx.prm.rto_max_ns = 0; /* unbounded: srtt + 4 rttvar */
+	ck_assert(sack_tx_rto_ns(&tx) > 3000 * MS);
+	sack_tx_free(&tx);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { clean_link_no_retransmits, loss_dup_reorder_byte_exact,
@@ -410,6 +461,7 @@ int main(void)
 				 receiver_rejects_and_reports, window_limits_unacknowledged,
 				 bad_sack_leaves_state_unchanged, resent_segment_gives_no_rtt_sample,
 				 ack_beyond_sent_refused, silent_tail_probes_and_backs_off,
-				 silent_tail_probe_waits_for_old_copy };
-	return test_dp_run("sack", tests, 12);
+				 silent_tail_probe_waits_for_old_copy, held_sack_gives_no_rtt_sample,
+				 rto_bounded_by_rto_max };
+	return test_dp_run("sack", tests, 14);
 }
