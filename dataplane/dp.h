@@ -22,6 +22,8 @@ struct dp_counters {
 	uint64_t xfer_tx_ok, xfer_tx_failed, xfer_rx_ok, xfer_rx_failed;
 	uint64_t rx_held, rx_unannounced; /* incoming transfers held for an announcement; refused
 					   * because none came (docs/security.md) */
+	uint64_t tx_sack_held, rx_sack_held; /* SACKs sent / received with WIRE_F_HELD (after a
+					      * hold: no round-trip sample at the sender) */
 };
 
 /** The clock sample of one loop iteration. */

@@ -58,7 +58,7 @@ static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	C(fault_rx_drop); C(fault_rx_dup); C(fault_rx_reorder); C(fault_rx_delay);
 	C(fault_tx_drop); C(fault_tx_dup); C(fault_tx_reorder); C(fault_tx_delay); C(fault_cut);
 	C(xfer_tx_ok); C(xfer_tx_failed); C(xfer_rx_ok); C(xfer_rx_failed);
-	C(rx_held); C(rx_unannounced);
+	C(rx_held); C(rx_unannounced); C(tx_sack_held); C(rx_sack_held);
 #undef C
 	xs = rte_tel_data_alloc();
 	if (xs) {

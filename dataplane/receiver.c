@@ -172,12 +172,12 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 	return rcv.rx_hint = x;
 }
 
-static void send_sack_flags(struct xfer_rx *x, uint16_t flags)
+static void send_sack(struct xfer_rx *x)
 {
 	uint8_t bm[WIRE_SACK_MAX_BYTES];
 	uint64_t cum;
 	size_t n;
-	struct wire_hdr h = { .type = WIRE_SACK, .flags = flags, .id = x->id, .total = x->bytes,
+	struct wire_hdr h = { .type = WIRE_SACK, .id = x->id, .total = x->bytes,
 			      .seg = (uint16_t)x->sack.seg };
 
 	if (x->held) /* the sender hears nothing until the transfer is announced */
@@ -187,14 +187,13 @@ static void send_sack_flags(struct xfer_rx *x, uint16_t flags)
 	h.len = (uint32_t)n;
 	if (sack_rx_complete(&x->sack))
 		h.flags |= WIRE_F_DONE;
-	if (egress_now(x->peer, &h, bm) == 0)
+	if (x->held_sack)
+		h.flags |= WIRE_F_HELD;
+	if (egress_now(x->peer, &h, bm) == 0) {
 		dp.cnt.tx_sack++;
+		dp.cnt.tx_sack_held += x->held_sack ? 1 : 0;
+	}
 	x->last_sack_ns = dp.clk.mono_ns;
-}
-
-static void send_sack(struct xfer_rx *x)
-{
-	send_sack_flags(x, 0);
 }
 
 static void finish_rx(struct xfer_rx *x, int status, const char *reason)
@@ -352,6 +351,8 @@ void receiver_on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 	if (rc == 0)
 		dp.cnt.rx_data_dup++;
 	else {
+		if (!x->held && !(h->flags & WIRE_F_RETX))
+			x->held_sack = 0; /* a first copy that did not wait: the sender's sample */
 		if (rcv.wr_x != x || rcv.wr_off + rcv.wr_len != h->offset || rcv.wr_n == WR_IOV_MAX) {
 			receiver_flush();
 			if (x->state != XFER_ACTIVE)
@@ -491,12 +492,15 @@ int receiver_abort(int peer, uint64_t id, const char *reason)
 static void release_rx(struct xfer_rx *x, const char *why)
 {
 	x->held = 0;
+	/* the arrivals the next SACKs report waited here: no RTT sample from them (the first such
+	 * SACK may be lost, so every one until a new segment's first copy arrives) */
+	x->held_sack = 1;
 	log_info("xfer %llx from %s: %s after %.3f s held", (unsigned long long)x->id,
 		 dp_host_name(x->peer), why, (double)(dp.clk.mono_ns - x->hold_since_ns) / 1e9);
 	if (sack_rx_complete(&x->sack))
 		complete_rx(x);
 	else
-		send_sack_flags(x, WIRE_F_HELD); /* its arrivals waited here: no RTT sample */
+		send_sack(x);
 }
 
 int receiver_announce(int peer, unsigned chan, uint64_t id)

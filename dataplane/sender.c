@@ -153,8 +153,9 @@ uint64_t sender_submit(const struct appmsg *m, int fd, uint64_t owner, char *err
 		rc = sack_tx_init(&x->sack, x->bytes, snd.seg, dp.clk.mono_ns);
 	/* silent tail probes keep the receiver, which fails a transfer after its --timeout (taken
 	 * to be ours) without DATA, hearing from us */
-	x->sack.prm.probe_max_ns = (x->timeout_ns < dp.timeout_ns ? x->timeout_ns : dp.timeout_ns) / SACK_PROBE_DIV;
-	x->sack.prm.rto_max_ns = (x->timeout_ns < dp.timeout_ns ? x->timeout_ns : dp.timeout_ns) / SACK_RTO_MAX_DIV;
+	uint64_t silence_ns = x->timeout_ns < dp.timeout_ns ? x->timeout_ns : dp.timeout_ns;
+	x->sack.prm.probe_max_ns = silence_ns / SACK_PROBE_DIV;
+	x->sack.prm.rto_max_ns = silence_ns / SACK_RTO_MAX_DIV;
 	if (rc) {
 		int bad = rc == -EINVAL ? pacer_bad_step(steps, m->n) : -1;
 		if (bad >= 0)
@@ -190,12 +191,13 @@ static void finish_tx(struct xfer_tx *x, int status, const char *reason)
 		 * back and an inflated RTO apart when reading a run afterwards */
 		log_warn("xfer %llx to %s failed: %s (%llu of %llu segments acknowledged, %llu sent, "
 			 "%llu retransmits, %llu SACKs, %llu rate cuts, scale %.3f, srtt %.1f ms, "
-			 "rto %.1f ms, tail backoff %u, last frame %.0f ms ago)",
+			 "rto %.1f ms (unbounded %.1f), tail backoff %u, last frame %.0f ms ago)",
 			 (unsigned long long)x->id, dp_host_name(x->peer), x->reason,
 			 (unsigned long long)x->sack.n_acked, (unsigned long long)x->sack.nseg,
 			 (unsigned long long)x->sack.next_new, (unsigned long long)x->sack.retransmits,
 			 (unsigned long long)x->sack.sacks, (unsigned long long)x->pacer.cuts,
 			 x->pacer.scale, x->sack.srtt_us / 1e3, (double)sack_tx_rto_ns(&x->sack) / 1e6,
+			 (x->sack.srtt_us + 4 * x->sack.rttvar_us) / 1e3,
 			 x->sack.tail_backoff,
 			 x->frames ? (double)(dp.clk.mono_ns - x->last_tx_mono) / 1e6 : -1.0);
 	} else {
@@ -375,6 +377,7 @@ void sender_on_sack(int peer, const struct wire_hdr *h, const uint8_t *body)
 	}
 	if (x->state != XFER_ACTIVE)
 		return;
+	dp.cnt.rx_sack_held += h->flags & WIRE_F_HELD ? 1 : 0;
 	int acked = sack_tx_on_sack(&x->sack, h->offset, body, h->len,
 				    (h->flags & WIRE_F_DONE ? SACK_DONE : 0) |
 				    (h->flags & WIRE_F_HELD ? SACK_HELD : 0), dp.clk.mono_ns);

@@ -69,6 +69,8 @@ struct xfer_rx {
 	int held;              /* not announced, on a channel whose listener requires it: no SACK,
 				* no completion until an announcement comes (receiver_announce) */
 	uint64_t hold_since_ns; /* when it started to be held (monotonic ns) */
+	int held_sack;         /* released from a hold: SACKs carry WIRE_F_HELD (no RTT sample at
+				* the sender) until a segment's first copy arrives after the release */
 	struct sack_rx sack;
 };
 

@@ -70,11 +70,16 @@ uint64_t sack_tx_rto_ns(const struct sack_tx *s)
 {
 	uint64_t rto = (uint64_t)((s->srtt_us + 4 * s->rttvar_us) * 1000);
 
-	if (rto < s->prm.min_age_ns)
-		rto = s->prm.min_age_ns;
-	if (s->prm.rto_max_ns && rto > s->prm.rto_max_ns)
-		rto = s->prm.rto_max_ns > s->prm.min_age_ns ? s->prm.rto_max_ns : s->prm.min_age_ns;
-	return rto;
+	if (s->prm.rto_max_ns) {
+		/* bound the variance term only: with a round trip truly above the bound, a copy
+		 * still in flight must not be resent again and again */
+		uint64_t srtt_ns = (uint64_t)(s->srtt_us * 1000), lim = srtt_ns + srtt_ns / 4;
+		if (lim < s->prm.rto_max_ns)
+			lim = s->prm.rto_max_ns;
+		if (rto > lim)
+			rto = lim;
+	}
+	return rto > s->prm.min_age_ns ? rto : s->prm.min_age_ns;
 }
 
 /* RFC 6298 smoothing of one round-trip sample in us. */
@@ -180,7 +185,8 @@ int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size
 	s->cum = first_clear(s->acked, s->cum > cum ? s->cum : cum, s->nseg);
 	if (s->n_acked > before)
 		s->last_progress_ns = now_ns;
-	if (newest >= 0 && !(flags & SACK_HELD) && s->sent_us[newest] && stamp(s, now_ns) >= s->sent_us[newest])
+	if (newest >= 0 && !(flags & SACK_HELD) && s->sent_us[newest] &&
+	    stamp(s, now_ns) >= s->sent_us[newest])
 		rtt_sample(s, (double)(stamp(s, now_ns) - s->sent_us[newest]));
 	/* holes well below the highest arrival are lost: scan them (again) from the bottom */
 	if (s->highest > s->prm.reorder_segs && s->highest - s->prm.reorder_segs > s->cum) {

@@ -14,11 +14,12 @@
 /** Tunables of the sender side (defaults in sack_tx_init, override after init). */
 struct sack_tx_params {
 	uint64_t min_age_ns;   /* a segment is resent only if its last copy left this long ago
-	                        * (or srtt + 4 rttvar when larger: queues on a busy port) */
+	                        * (or the RTO when larger, sack_tx_rto_ns: queues on a busy port) */
 	uint64_t reorder_segs; /* holes this close below the highest acked segment are not yet lost */
 	uint64_t tail_ns;      /* with everything sent and no ack progress this long, a tail round
 	                        * (see sack_tx_check: every hole, or one probe when no SACK came) */
-	uint64_t rto_max_ns;   /* the RTO never exceeds this (0: no bound); the sender sets it to a
+	uint64_t rto_max_ns;   /* bound of the RTO's variance term (0: none): the RTO is at most
+	                        * max(rto_max_ns, 1.25 srtt, min_age_ns). The sender sets it to a
 	                        * quarter of the shorter of its own and the receiver's timeout, so a
 	                        * resend reaches a receiver that hears nothing else before it gives
 	                        * the transfer up (RFC 6298 2.5 allows a maximum) */
@@ -87,11 +88,11 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx);
  * (@nbytes bytes, bit i = byte i/8 bit i%8) says segment cum+i arrived. @flags: SACK_DONE, the
  * peer has all; SACK_HELD, the peer held the arrivals before answering (no RTT sample).
  * The round-trip estimate takes one sample per SACK from a newly acknowledged segment that was
- * sent only once (Karn's rule), except from a SACK_HELD one: the first SACK after a receiver
- * held a transfer for its announcement acknowledges copies that waited there, and its sample
- * (0.7-1.2 s in Table 2's N3 runs) made an RTO of 2.5-3.5 s, so the holes were resent only
- * after the receiver had given the transfer up for silence. Returns the number of newly acknowledged segments, or -EINVAL
- * when the SACK names segments not sent yet (at or beyond next_new: forged or corrupt; counting
+ * sent only once (Karn's rule), except from a SACK_HELD one: after a receiver held a transfer
+ * for its announcement, its SACKs acknowledge copies that waited there until a new segment
+ * arrives. Such samples (0.73 and 0.91 s in Table 2's N3 runs) made RTOs near 3 s, and the holes
+ * were resent only after the receiver had given the transfer up for silence.
+ * Returns the number of newly acknowledged segments, or -EINVAL when the SACK names segments not sent yet (at or beyond next_new: forged or corrupt; counting
  * them would wrap the window arithmetic) or says done before every segment was sent (then the
  * state is left unchanged).
  */
@@ -127,7 +128,8 @@ enum sack_flags {
 int sack_tx_check(struct sack_tx *s, uint64_t now_ns, uint64_t timeout_ns);
 
 /** sack_tx_rto_ns - age in ns after which an unacknowledged segment may be resent:
- * max(prm.min_age_ns, srtt + 4 rttvar), at most prm.rto_max_ns when set (RFC 6298 2.4, 2.5). */
+ * srtt + 4 rttvar (RFC 6298 2.3), when prm.rto_max_ns is set at most max(prm.rto_max_ns,
+ * 1.25 srtt) (2.5), and at least prm.min_age_ns. */
 uint64_t sack_tx_rto_ns(const struct sack_tx *s);
 
 /** sack_seg_len - bytes of segment @i of a transfer of @total bytes cut in @seg-byte segments. */

@@ -32,9 +32,9 @@ enum wire_flags {
 	WIRE_F_ACKREQ = 1 << 2, /* DATA: sender asks for a SACK now (tail probe) */
 	WIRE_F_AUTH = 1 << 3,   /* any type: WIRE_TAG_LEN bytes of frame tag follow the header, the
 				 * body after them (docs/wire.md, docs/security.md "Frames") */
-	WIRE_F_HELD = 1 << 4,   /* SACK: the first after the receiver held the transfer for its
-				 * announcement; the arrivals it reports waited at the receiver, so it
-				 * is no round-trip sample */
+	WIRE_F_HELD = 1 << 4,   /* SACK: the receiver held the transfer for its announcement and no
+				 * segment's first copy arrived since it was released; the arrivals it
+				 * reports waited at the receiver, so it is no round-trip sample */
 };
 
 #define WIRE_TAG_LEN 16 /* bytes of the frame tag (AUTH_TAG_BYTES: truncated HMAC-SHA256) */

@@ -72,6 +72,14 @@ wait_for "$WORK/dp-ps.log" "xfer 3000: .*not announced yet: held" 5
 inject ps '{"type":"expect","src":"w0","chan":1,"xfers":[12288]}'
 wait "$late_pid" || fail "transfer announced while held failed: $(cat "$WORK/late.out" "$WORK/late.err")"
 grep -q "xfer 3000 from w0: announced after 0\.[0-9]* s held" "$WORK/dp-ps.log" || fail "release not logged"
+# the SACK after the hold says so (WIRE_F_HELD): the sender takes no round-trip sample from it
+# (the stats are the monitor's snapshot, taken every 0.1 s: poll up to 3 s)
+for _ in $(seq 30); do
+	tel=$("$ROOT/build/mlf-tel" fabx-w0 /mlfabric/stats 2>&1) || fail "mlf-tel: $tel"
+	echo "$tel" | grep -Eq '"rx_sack_held": *[1-9][0-9]*[,}]' && break
+	sleep 0.1
+done
+echo "$tel" | grep -Eq '"rx_sack_held": *[1-9][0-9]*[,}]' || fail "w0 got no SACK flagged HELD after the hold: $tel"
 
 # 3. a standing announcement: any id
 inject ps '{"type":"expect","src":"w0","chan":1,"standing":true}'

@@ -427,29 +427,48 @@ START_TEST(held_sack_gives_no_rtt_sample)
 }
 END_TEST
 
-/* prm.rto_max_ns bounds the RTO however large the samples, so a tail round resends before a
- * receiver that hears nothing else gives the transfer up. */
+/* prm.rto_max_ns bounds the RTO's variance term, so a tail round resends before a receiver
+ * that hears nothing else gives the transfer up; a round trip truly above the bound keeps an
+ * RTO of 1.25 srtt, so a copy still in flight is not resent every rto_max_ns. */
 START_TEST(rto_bounded_by_rto_max)
 {
 	struct sack_tx tx;
 	int retx;
-	uint8_t bm[1] = { 0x02 }; /* cum 1, bit 1 = segment 2: segment 1 lost */
+	uint8_t bm[1] = { 0x02 }; /* cum 2, bit 1 = segment 3: segment 2 lost */
 
-	ck_assert_int_eq(sack_tx_init(&tx, 3 * SEG, SEG, 0), 0);
+	/* samples of 10 ms, then 1.2 s (a queue): srtt 159 ms, srtt + 4 rttvar 1364 ms */
+	ck_assert_int_eq(sack_tx_init(&tx, 4 * SEG, SEG, 0), 0);
 	tx.prm.rto_max_ns = 750 * MS;
-	for (int i = 0; i < 3; i++)
-		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
-	ck_assert_int_eq(sack_tx_on_sack(&tx, 1, bm, 1, 0, 1200 * MS), 2); /* a 1.2 s sample */
-	ck_assert(tx.srtt_us > 1199000);
-	ck_assert_uint_eq(sack_tx_rto_ns(&tx), 750 * MS); /* 3.6 s unbounded */
-	/* the tail round comes 750 ms after the last progress, and resends segment 1 */
-	ck_assert_int_eq(sack_tx_check(&tx, 1949 * MS, 3000 * MS), 0);
-	ck_assert_int_eq(sack_tx_next(&tx, 1949 * MS, &retx), -1);
-	ck_assert_int_eq(sack_tx_check(&tx, 1951 * MS, 3000 * MS), 0);
-	ck_assert_int_eq(sack_tx_next(&tx, 1951 * MS, &retx), 1);
+	ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), 0);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 1, NULL, 0, 0, 10 * MS), 1);
+	for (int i = 1; i < 4; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 10 * MS, &retx), i);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 2, bm, 1, 0, 1210 * MS), 2);
+	ck_assert(tx.srtt_us > 158000 && tx.srtt_us < 160000);
+	ck_assert_uint_eq(sack_tx_rto_ns(&tx), 750 * MS);
+	/* the tail round comes 750 ms after the last progress, and resends segment 2 */
+	ck_assert_int_eq(sack_tx_check(&tx, 1959 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 1959 * MS, &retx), -1);
+	ck_assert_int_eq(sack_tx_check(&tx, 1961 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 1961 * MS, &retx), 2);
 	ck_assert_int_eq(retx, 1);
 	tx.prm.rto_max_ns = 0; /* unbounded: srtt + 4 rttvar */
-	ck_assert(sack_tx_rto_ns(&tx) > 3000 * MS);
+	ck_assert(sack_tx_rto_ns(&tx) > 1360 * MS);
+	sack_tx_free(&tx);
+
+	/* a steady 1.6 s round trip: RTO 2 s (1.25 srtt), not 750 ms, and not 4.8 s */
+	ck_assert_int_eq(sack_tx_init(&tx, 4 * SEG, SEG, 0), 0);
+	tx.prm.rto_max_ns = 750 * MS;
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(sack_tx_next(&tx, 0, &retx), i);
+	ck_assert_int_eq(sack_tx_on_sack(&tx, 2, bm, 1, 0, 1600 * MS), 3);
+	ck_assert_uint_eq(sack_tx_rto_ns(&tx), 2000 * MS);
+	ck_assert_int_eq(sack_tx_check(&tx, 3601 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 3601 * MS, &retx), 2);
+	/* 750 ms later its copy may still be in flight: nothing is resent */
+	ck_assert_int_eq(sack_tx_check(&tx, 4352 * MS, 3000 * MS), 0);
+	ck_assert_int_eq(sack_tx_next(&tx, 4352 * MS, &retx), -1);
+	ck_assert_uint_eq(tx.retransmits, 1);
 	sack_tx_free(&tx);
 }
 END_TEST
