@@ -92,9 +92,9 @@ int64_t sack_tx_next(struct sack_tx *s, uint64_t now_ns, int *retx);
  * for its announcement, its SACKs acknowledge copies that waited there until a new segment
  * arrives. Such samples (0.73 and 0.91 s in Table 2's N3 runs) made RTOs near 3 s, and the holes
  * were resent only after the receiver had given the transfer up for silence.
- * Returns the number of newly acknowledged segments, or -EINVAL when the SACK names segments not sent yet (at or beyond next_new: forged or corrupt; counting
- * them would wrap the window arithmetic) or says done before every segment was sent (then the
- * state is left unchanged).
+ * Returns the number of newly acknowledged segments, or -EINVAL when the SACK names segments
+ * not sent yet (at or beyond next_new: forged or corrupt; counting them would wrap the window
+ * arithmetic) or says done before every segment was sent (then the state is left unchanged).
  */
 int sack_tx_on_sack(struct sack_tx *s, uint64_t cum, const uint8_t *bitmap, size_t nbytes,
 		    unsigned flags, uint64_t now_ns);
