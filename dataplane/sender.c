@@ -70,6 +70,13 @@ static struct xfer_tx *find_tx(uint64_t id)
 	return NULL;
 }
 
+/* The silence either end of @x tolerates: the shorter of the transfer's and the dataplane's
+ * --timeout (the receiver's, taken to be ours). */
+static uint64_t silence_ns(const struct xfer_tx *x)
+{
+	return x->timeout_ns < dp.timeout_ns ? x->timeout_ns : dp.timeout_ns;
+}
+
 uint64_t sender_submit(const struct appmsg *m, int fd, uint64_t owner, char *err, size_t errlen)
 {
 	struct pacer_step steps[PACER_MAX_STEPS];
@@ -153,9 +160,8 @@ uint64_t sender_submit(const struct appmsg *m, int fd, uint64_t owner, char *err
 		rc = sack_tx_init(&x->sack, x->bytes, snd.seg, dp.clk.mono_ns);
 	/* silent tail probes keep the receiver, which fails a transfer after its --timeout (taken
 	 * to be ours) without DATA, hearing from us */
-	uint64_t silence_ns = x->timeout_ns < dp.timeout_ns ? x->timeout_ns : dp.timeout_ns;
-	x->sack.prm.probe_max_ns = silence_ns / SACK_PROBE_DIV;
-	x->sack.prm.rto_max_ns = silence_ns / SACK_RTO_MAX_DIV;
+	x->sack.prm.probe_max_ns = silence_ns(x) / SACK_PROBE_DIV;
+	x->sack.prm.rto_max_ns = silence_ns(x) / SACK_RTO_MAX_DIV;
 	if (rc) {
 		int bad = rc == -EINVAL ? pacer_bad_step(steps, m->n) : -1;
 		if (bad >= 0)
@@ -399,8 +405,7 @@ static void keepalive(struct xfer_tx *x)
 	struct wire_hdr h = { .type = WIRE_DATA, .flags = WIRE_F_RETX | WIRE_F_ACKREQ, .chan = x->chan,
 			      .seg = (uint16_t)snd.seg, .id = x->id, .total = x->bytes };
 
-	if (dp.clk.mono_ns - x->last_tx_mono < (x->timeout_ns < dp.timeout_ns ? x->timeout_ns :
-						 dp.timeout_ns) / 3)
+	if (dp.clk.mono_ns - x->last_tx_mono < silence_ns(x) / 3)
 		return;
 	h.len = sack_seg_len(x->bytes, snd.seg, 0);
 	if (egress_now(x->peer, &h, x->data) == 0)

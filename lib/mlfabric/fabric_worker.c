@@ -342,7 +342,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	 * counts from the latest shard of the model that arrived: in Table 2's N3 the last of four
 	 * shard copies could start 5 s after its plan (its server applying the updates its version
 	 * needs over a 1 Mbit/s link) and end after a 10 s get timeout counted from the pull, while
-	 * the other three had arrived (BENCHMARKS.md "Tail repairs") */
+	 * the other three had arrived (BENCHMARKS.md "Workers that left N3 runs") */
 	while (rc == 0 && !w->get.done && !f->dead && clock_real_s() < (deadline = w->get.progress_s + wait_s))
 		fabric_core_wait_until(f, deadline);
 	if (rc < 0)
@@ -356,10 +356,9 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 		rc = -ETIMEDOUT, fabric_core_set_err(f, "get: scheduler connection lost and not back within "
 						     "%.1f s while waiting for the model of %s", wait_s, server);
 	else
-		rc = -ETIMEDOUT, fabric_core_set_err(f, w->get.n_shards ? "get: no further shard of the model of "
-						     "server %s within %.1f s (pull %llu)" : "get: no model from "
-						     "server %s within %.1f s (pull %llu)", server, wait_s,
-						     (unsigned long long)pull);
+		rc = -ETIMEDOUT, fabric_core_set_err(f, "get: %s server %s within %.1f s (pull %llu)",
+						     w->get.n_shards ? "no further shard of the model of" :
+						     "no model from", server, wait_s, (unsigned long long)pull);
 	if (rc == 0 && version)
 		*version = w->get.version;
 	w->get.active = 0;
