@@ -76,8 +76,8 @@ static void ps_usage(FILE *f)
 		"                      (accuracy.jsonl stays empty: the sender's side evaluates)\n"
 		"  --shard K/S         sharded servers (paper §10.2): this server holds slice K of S of\n"
 		"                      the model (the same --model and --seed on every shard, equal\n"
-		"                      contiguous slices); MLfabric-A only; a shard does not evaluate\n"
-		"                      (a worker with --eval-every does: docs/fabric.md)\n"
+		"                      contiguous slices); MLfabric-A or MLfabric-S; a shard does\n"
+		"                      not evaluate (a worker with --eval-every does: docs/fabric.md)\n"
 		"  --init-file F       the same from file F (raw little-endian float32, version 0);\n"
 		"                      also for --replica (which cannot take --init-from)\n"
 		"  --init-timeout S    seconds --init-from waits for the model (default 120)\n"
@@ -178,8 +178,8 @@ static int ps_parse(int argc, char **argv, struct ps_opts *o)
 		return fprintf(stderr, "mlf-ps: --checkpoint-every must be >= 0\n"), -1;
 	if (o->shard && (train_shard_parse(o->shard, &o->shard_k, &o->shard_n) || o->shard_n < 2 || o->shard_n > 32))
 		return fprintf(stderr, "mlf-ps: bad --shard '%s': expected K/S with 0 <= K < S, 2 <= S <= 32\n", o->shard), -1;
-	if (o->shard && (o->replica || o->init_from || o->init_file || o->restore || o->mode != MLF_MODE_ASYNC))
-		return fprintf(stderr, "mlf-ps: --shard serves --mode mlfabric-a only, without --replica, --init-from, "
+	if (o->shard && (o->replica || o->init_from || o->init_file || o->restore || o->mode == MLF_MODE_DIRECT))
+		return fprintf(stderr, "mlf-ps: --shard serves --mode mlfabric-a or mlfabric-s, without --replica, --init-from, "
 			       "--init-file or --restore\n"), -1;
 	if (!o->ckpt_dir)
 		o->ckpt_dir = o->records;

@@ -51,15 +51,22 @@ static unsigned char *sync_flags(struct sched *s)
 /*
  * End the MLfabric-S iteration after its s->sync.n planned updates. Fewer than n_workers
  * (--sync-timeout, or a batch of --sync-batching all that went without some): the server
- * and the replica get `sync_step` with the iteration's start version and size, so they apply
- * what they have as the iteration's step (docs/control.md). The next iteration starts from
- * the version after it.
+ * (every shard server of a sharded model, §10.2) and the replica get `sync_step` with the
+ * iteration's start version and size, so they apply what they have as the iteration's step
+ * (docs/control.md). The next iteration starts from the version after it.
  */
 static void sync_close(struct sched *s)
 {
 	if (s->sync.n > 0 && s->sync.n < s->server.n_workers) {
-		sched_to_app(s, "server", s->server.host, json_pack("{s:s, s:I, s:i}", "type",
-			     "sync_step", "version", (json_int_t)s->sync.v, "parts", s->sync.n));
+		/* sharded servers (§10.2): every shard server steps its slice of the iteration */
+		int n_srv = s->server.n_shards > 0 ? s->server.n_shards : 1;
+		for (int k = 0; k < n_srv; k++) {
+			int h = s->server.n_shards > 0 ? s->server.shard[k].host : s->server.host;
+			if (h >= 0)
+				sched_to_app(s, "server", h, json_pack("{s:s, s:I, s:i}", "type",
+					     "sync_step", "version", (json_int_t)s->sync.v, "parts",
+					     s->sync.n));
+		}
 		if (s->repl.host >= 0)
 			sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:I, s:i}",
 				     "type", "sync_step", "version", (json_int_t)s->sync.v, "parts",

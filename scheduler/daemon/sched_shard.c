@@ -97,11 +97,6 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 			 SCHED_MAX_SHARDS);
 		return -1;
 	}
-	if (sv->sync) {
-		snprintf(err, cap, "register: field \"mode\": sharded servers serve MLfabric-A "
-			 "(async) only");
-		return -1;
-	}
 	if (s->repl.host >= 0) {
 		snprintf(err, cap, "register: a replica is registered; a sharded model is not "
 			 "replicated");
@@ -119,6 +114,12 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 		for (int i = 0; i < SCHED_MAX_SHARDS; i++)
 			g->shard[i] = (struct sched_shard){ .host = -1 };
 		g->ordered = sv->version;
+		/* MLfabric-S (§6 over §10.2): a new iteration from the group's version */
+		s->sync.v = sv->version;
+		s->sync.n = 0;
+		s->sync.since = 0;
+		if (s->sync.in)
+			memset(s->sync.in, 0, (size_t)s->cl.n_hosts);
 	} else {
 		const char *bad = g->n_shards != n ? "n_shards" :
 				  g->n_floats != (uint64_t)total ? "n_total" :
@@ -464,7 +465,14 @@ int sched_shard_command(struct sched *s, const struct plan_batch *b, const struc
 {
 	struct sched_server *g = &s->server;
 	int S = g->n_shards, n_u = b->n_updates, n_e = b->n_pulls, rc = 0;
-	int64_t v = g->ordered; /* the version the pulls of this batch get */
+	/*
+	 * The version the pulls of this batch get. MLfabric-A: every update ordered so far (a
+	 * shard's copy waits until it applied them). MLfabric-S: the group's version, an iteration
+	 * boundary every shard reached (a pull is planned only then, its min_version); a shard steps
+	 * once per iteration, so it never sits at a version inside the next iteration's orders, and
+	 * it cannot pass this one before the puller's own update of the next iteration arrives.
+	 */
+	int64_t v = g->sync ? g->version : g->ordered;
 	struct shard_work w = { 0 };
 	size_t n_legs = (size_t)n_u * (size_t)S + 1;
 

@@ -91,3 +91,41 @@ apps_applied_once() {
 	bad=$(jq -s 'map(select(.delay != .at - .version or .delay < 0)) | length' "$WORK/ps/applied.jsonl")
 	[ "$bad" = 0 ] || fail "$bad applied.jsonl lines with a delay other than at - version >= 0"
 }
+
+# apps_two_shards NAME SUBNET MODE PS_ARGS...: cluster NAME of shard server hosts p0 (also the
+# scheduler) and p1 at 0.25 Gbit/s, workers w0-w2 and aggregator host ag at 1 Gbit/s; starts
+# mlf-scheduler (records in $WORK/sched), every dataplane, mlf-aggregator and two mlf-ps
+# --mode MODE --workers 3 --shard K/2 PS_ARGS (PID_ps0, PID_ps1, records $WORK/ps0, ps1); fails
+# when a shard server exited at start.
+apps_two_shards() {
+	local name=$1 net=$2 mode=$3 k v h
+	shift 3
+	[ -x "$ROOT/build/mlf-scheduler" ] && [ -x "$ROOT/build/mlf-aggregator" ] ||
+		{ echo "SKIP $TEST_NAME: build/mlf-scheduler or build/mlf-aggregator not built"; exit 0; }
+	APPS_GBPS=1
+	apps_begin "$name" "$net" 'p0:2:"server","scheduler":0.25' 'p1:3:"server":0.25' 'w0:10:"worker"' \
+		'w1:11:"worker"' 'w2:12:"worker"' 'ag:20:"aggregator"'
+	mkdir -p "$WORK/sched"
+	apps_run sched p0 "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/sched"
+	for h in p0 p1 w0 w1 w2 ag; do dp_start $h; done
+	apps_run agg ag "$ROOT/build/mlf-aggregator" --cluster "$CLUSTER" --host ag
+	for k in 0 1; do
+		apps_run ps$k p$k "$PS" --cluster "$CLUSTER" --host p$k --mode "$mode" --workers 3 --shard $k/2 \
+			--records "$WORK/ps$k" "$@"
+	done
+	sleep 1
+	for k in 0 1; do
+		v=PID_ps$k
+		kill -0 "${!v}" 2>/dev/null || fail "mlf-ps shard $k exited at start: $(tail -2 "$WORK/ps$k.log")"
+	done
+}
+
+# apps_stop_shards: SIGTERM to both shard servers of apps_two_shards, which must exit cleanly.
+apps_stop_shards() {
+	local k v
+	for k in 0 1; do
+		v=PID_ps$k
+		kill -TERM "${!v}"
+		wait "${!v}" || fail "mlf-ps shard $k did not exit cleanly on SIGTERM: $(tail -2 "$WORK/ps$k.log")"
+	done
+}

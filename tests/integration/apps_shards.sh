@@ -11,26 +11,8 @@
 # copy for a pull waits for its version: the scheduler's log has no failed model copy); the test
 # accuracy the evaluating worker measures on the models it got rises above 0.5.
 . "$(dirname "$0")/apps_lib.sh"
-[ -x "$ROOT/build/mlf-scheduler" ] && [ -x "$ROOT/build/mlf-aggregator" ] ||
-	{ echo "SKIP $TEST_NAME: build/mlf-scheduler or build/mlf-aggregator not built"; exit 0; }
-APPS_GBPS=1
-apps_begin appsh 4 'p0:2:"server","scheduler":0.25' 'p1:3:"server":0.25' 'w0:10:"worker"' 'w1:11:"worker"' \
-	'w2:12:"worker"' 'ag:20:"aggregator"'
-mkdir -p "$WORK/sched"
-apps_run sched p0 "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/sched"
-for h in p0 p1 w0 w1 w2 ag; do dp_start $h; done
-apps_run agg ag "$ROOT/build/mlf-aggregator" --cluster "$CLUSTER" --host ag
-
 TAU=4
-for k in 0 1; do
-	apps_run ps$k p$k "$PS" --cluster "$CLUSTER" --host p$k --mode mlfabric-a --workers 3 --tau-max $TAU \
-		--shard $k/2 --records "$WORK/ps$k"
-done
-sleep 1
-for k in 0 1; do
-	v=PID_ps$k
-	kill -0 "${!v}" 2>/dev/null || fail "mlf-ps shard $k exited at start: $(tail -2 "$WORK/ps$k.log")"
-done
+apps_two_shards appsh 4 mlfabric-a --tau-max $TAU
 for i in 0 1 2; do
 	ev=(); [ $i = 0 ] && ev=(--eval-every 2 --eval-images 500)
 	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server p0 --mode mlfabric-a --shard $i/3 \
@@ -54,11 +36,7 @@ sleep 3.4
 kill -CONT "$DP_PID_p0"
 for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
 sleep 1
-for k in 0 1; do
-	v=PID_ps$k
-	kill -TERM "${!v}"
-	wait "${!v}" || fail "mlf-ps shard $k did not exit cleanly on SIGTERM: $(tail -2 "$WORK/ps$k.log")"
-done
+apps_stop_shards
 
 # both shards applied the same updates in the same order at the same versions
 for k in 0 1; do

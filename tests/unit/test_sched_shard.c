@@ -35,17 +35,26 @@ static json_t *shard_reg(const char *host, int k, const char *mode, int64_t n_to
 			 "n_total", (json_int_t)n_total);
 }
 
-/* Daemon with workers w0..w2 (@w), shard 0 at ps (returned) and shard 1 at a0 (*@s1). */
-static int two_shards(int *w, int *s1)
+/*
+ * Daemon (config changed by @tweak, may be NULL) with workers w0..w2 (@w), shard 0 at ps
+ * (returned) and shard 1 at a0 (*@s1), both registered in @mode ("async" or "sync").
+ */
+static int two_shards_in(int *w, int *s1, const char *mode, void (*tweak)(struct sched_config *))
 {
-	start_daemon(NULL);
+	start_daemon(tweak);
 	int ps = setup(NULL, 0, 0, N_W, w, NULL);
 	*s1 = fake_open("a0");
-	fake_send(ps, shard_reg("ps", 0, "async", 2 * HALF, 0));
+	fake_send(ps, shard_reg("ps", 0, mode, 2 * HALF, 0));
 	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
-	fake_send(*s1, shard_reg("a0", 1, "async", 2 * HALF, HALF));
+	fake_send(*s1, shard_reg("a0", 1, mode, 2 * HALF, HALF));
 	ck_assert_ptr_nonnull(wait_msg(*s1, "registered", 2.0));
 	return ps;
+}
+
+/* two_shards_in() for MLfabric-A with the test config. */
+static int two_shards(int *w, int *s1)
+{
+	return two_shards_in(w, s1, "async", NULL);
 }
 
 /* Index in got[] of the first message of @type to fake @f from @from on, or -1. */
@@ -519,12 +528,13 @@ START_TEST(bad_shard_registrations_refused)
 	start_daemon(NULL);
 	int ps = setup(NULL, 0, 0, N_W, w, NULL);
 	int s1 = fake_open("a0");
-	fake_send(ps, shard_reg("ps", 0, "sync", 2 * HALF, 0));
-	json_t *e = wait_msg(ps, "error", 2.0);
-	ck_assert_ptr_nonnull(e);
-	ck_assert_ptr_nonnull(strstr(str(e, "reason"), "mode"));
 	fake_send(ps, shard_reg("ps", 0, "async", 2 * HALF, 0));
 	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
+	/* the shards of one model serve one mode */
+	fake_send(s1, shard_reg("a0", 1, "sync", 2 * HALF, HALF));
+	json_t *e = wait_msg(s1, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(str(e, "reason"), "mode"));
 	fake_send(s1, shard_reg("a0", 1, "async", 3 * HALF, HALF));
 	e = wait_msg(s1, "error", 2.0);
 	ck_assert_ptr_nonnull(e);
@@ -537,6 +547,70 @@ START_TEST(bad_shard_registrations_refused)
 	push(w[0], 1001, 5, UPD_BYTES);
 	pump(0.3);
 	ck_assert_int_eq(count_msgs(w[0], "send"), 0);
+	stop_daemon();
+}
+END_TEST
+
+/* Every transfer id the `order`s to fake @f named so far, in order, into @x (at most @max). */
+static int all_order_ids(int f, uint64_t *x, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < n_got; i++) {
+		if (got[i].fake != f || strcmp(str(got[i].m, "type"), "order"))
+			continue;
+		json_t *a = json_object_get(got[i].m, "xfers");
+		for (size_t k = 0; k < json_array_size(a) && n < max; k++)
+			x[n++] = (uint64_t)json_integer_value(json_array_get(a, k));
+	}
+	return n;
+}
+
+static void short_sync_shards(struct sched_config *c)
+{
+	c->sync_timeout_s = 1.0;
+}
+
+/*
+ * MLfabric-S over two shard servers (§6 over §10.2). The three updates of the iteration from
+ * version 5 are ordered to both shards; each shard steps once (version 8, its legs' commits).
+ * w0's update of the next iteration is then ordered too (the group has 9 ordered), and w2's
+ * pull for version 8 gets copies at version 8 from both shards: an iteration boundary every
+ * shard sits at, not the ordered count (a shard never sits at 9: its copy would wait for a
+ * version it jumps past, and fail). The next iteration misses w1 and w2: after --sync-timeout
+ * both shard servers get `sync_step` (version 8, parts 1), not only the first.
+ */
+START_TEST(sync_shards_step_together)
+{
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards);
+
+	for (int i = 0; i < N_W; i++)
+		push(w[i], 1001 + (uint64_t)i, 5, UPD_BYTES);
+	pump(0.4);
+	int shard_f[2] = { ps, s1 };
+	uint64_t x[2][8];
+	for (int k = 0; k < 2; k++) {
+		ck_assert_int_eq(all_order_ids(shard_f[k], x[k], 8), N_W);
+		for (int j = 0; j < N_W; j++) /* the shard's iteration step: every leg at version 8 */
+			fake_send(shard_f[k], json_pack("{s:s, s:s, s:I, s:i, s:f, s:[i]}", "type",
+				  "commit", "app", k ? "server@a0" : "server@ps", "xfer",
+				  (json_int_t)x[k][j], "version", 8, "t", clock_real_s(), "parts",
+				  1001 + j));
+	}
+	pump(0.2);
+	push(w[0], 1004, 8, UPD_BYTES); /* the next iteration's first update */
+	pump(0.3);
+	for (int k = 0; k < 2; k++)
+		ck_assert_int_eq(all_order_ids(shard_f[k], x[k], 8), N_W + 1);
+	int from = n_got;
+	pull_copies(w[2], 303, ps, s1, from, 8, 8, 8);
+	ck_assert_int_eq(count_msgs(ps, "sync_step"), 0);
+	for (int k = 0; k < 2; k++) {
+		json_t *st = wait_msg(shard_f[k], "sync_step", 1.5);
+		ck_assert_ptr_nonnull(st);
+		ck_assert_int_eq(jid(st, "version"), 8);
+		ck_assert_int_eq(jid(st, "parts"), 1);
+	}
 	stop_daemon();
 }
 END_TEST
@@ -561,6 +635,7 @@ int main(void)
 	tcase_add_test(tc, copy_waits_for_learned_lateness);
 	tcase_add_test(tc, copy_waits_for_leg_done_not_applied);
 	tcase_add_test(tc, copy_lateness_is_bounded);
+	tcase_add_test(tc, sync_shards_step_together);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -367,7 +367,7 @@ class Experiment:
                          % json.dumps(m))
 
     def _load_shards(self):
-        """shards: S >= 1 parameter servers for mlfabric-a (paper §10.2, docs/experiments.md):
+        """shards: S >= 1 parameter servers for mlfabric-a and mlfabric-s (paper §10.2, docs/experiments.md):
         the first S hosts with role server each hold a slice of the model (mlf-ps --shard K/S),
         the first worker evaluates the models it gets (mlf-worker --eval-every). Default 1."""
         v = self.raw.get("shards", 1)

@@ -278,7 +278,7 @@ class Runner:
                         h = a.name.split("@", 1)[1]
                         wait_ready("%s (no 'registered as aggregator@%s' in %s)" % (a.name, h, os.path.basename(a.log)),
                                    log_has(a.log, "registered as aggregator@" + h), READY_AGG_S, [a])
-                sharded = sys_ == "mlfabric-a" and e.shards > 1
+                sharded = sys_ in ("mlfabric-a", "mlfabric-s") and e.shards > 1
                 for k, h in enumerate(e.shard_hosts[1:] if sharded else [], 1):
                     # shard servers 1..S-1 (§10.2); shard 0 is the server below
                     srec = os.path.join(rec, "shard-%d" % k)
