@@ -656,8 +656,11 @@ int sched_batch_tick(struct sched *s, double now)
 	if (!sched_repl_paused(s))
 		n_sel = n_car + sched_select_updates(s, now, sel + n_car, s->cfg.max_batch > n_car ?
 					       s->cfg.max_batch - n_car : 0);
+	/* a pull waits for its min_version: applied, or for sharded MLfabric-S planned (its copies
+	 * then wait at each shard for the step, sched_shard_pull_version) */
+	int64_t v_pull = sched_shard_pull_version(s);
 	for (int i = 0; i < s->n_pulls; i++)
-		if (s->pulls[i].min_version <= s->server.version && s->hosts[s->pulls[i].worker].alive &&
+		if (s->pulls[i].min_version <= v_pull && s->hosts[s->pulls[i].worker].alive &&
 		    sched_ssp_allows(s, s->pulls[i].worker))
 			psel[n_psel++] = i;
 	if (n_psel && sched_select_hold_pulls(s, now, psel, n_psel))

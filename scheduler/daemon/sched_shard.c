@@ -21,6 +21,11 @@ int sched_shard_of(const struct sched *s, int h)
 	return -1;
 }
 
+int64_t sched_shard_pull_version(const struct sched *s)
+{
+	return s->server.n_shards > 0 && s->server.sync ? s->sync.v : s->server.version;
+}
+
 int sched_shard_ready(const struct sched *s)
 {
 	for (int k = 0; k < s->server.n_shards; k++) {
@@ -256,7 +261,9 @@ void sched_shard_commit(struct sched *s, int h, int64_t version, uint64_t xfer)
 	struct sched_shard *d = &s->server.shard[k];
 	if (version > d->version)
 		d->version = version;
-	if (xi >= 0 && is_leg(&s->xfers[xi], h) && !s->xfers[xi].failed &&
+	/* MLfabric-S: a shard commits every leg of an iteration at its step, which waits for the
+	 * iteration's last leg: no measure of this leg's own lateness */
+	if (xi >= 0 && !s->server.sync && is_leg(&s->xfers[xi], h) && !s->xfers[xi].failed &&
 	    !s->xfers[xi].committed) {
 		/* plan time is CLOCK_REALTIME - t0 (sched_batch: now_s = now - t0 + lead) */
 		double late = clock_real_s() - s->t0 - s->xfers[xi].end;
@@ -465,14 +472,8 @@ int sched_shard_command(struct sched *s, const struct plan_batch *b, const struc
 {
 	struct sched_server *g = &s->server;
 	int S = g->n_shards, n_u = b->n_updates, n_e = b->n_pulls, rc = 0;
-	/*
-	 * The version the pulls of this batch get. MLfabric-A: every update ordered so far (a
-	 * shard's copy waits until it applied them). MLfabric-S: the group's version, an iteration
-	 * boundary every shard reached (a pull is planned only then, its min_version); a shard steps
-	 * once per iteration, so it never sits at a version inside the next iteration's orders, and
-	 * it cannot pass this one before the puller's own update of the next iteration arrives.
-	 */
-	int64_t v = g->sync ? g->version : g->ordered;
+	/* the version the pulls of this batch get (MLfabric-S: sched_shard_pull_version) */
+	int64_t v = g->sync ? s->sync.v : g->ordered;
 	struct shard_work w = { 0 };
 	size_t n_legs = (size_t)n_u * (size_t)S + 1;
 

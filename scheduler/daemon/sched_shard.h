@@ -35,6 +35,18 @@ int sched_shard_of(const struct sched *s, int h);
 int sched_shard_ready(const struct sched *s);
 
 /**
+ * sched_shard_pull_version - the model version a pull's min_version is checked against, and
+ * for sharded MLfabric-S (§6 over §10.2) the version its copies carry. Unsharded, or sharded
+ * MLfabric-A: the committed (group) version, server.version. Sharded MLfabric-S: sync.v, the
+ * boundary of the last iteration whose updates are all planned, before the shards applied it:
+ * a shard steps once per iteration, so it sits at that boundary until the puller's own next
+ * update arrives, and its copy (at_version) is sent the moment it steps, not one commit, batch
+ * tick and command later. The ordered count is no such version: once a worker of the next
+ * iteration pushed, it lies inside an iteration no shard ever sits at. Cannot fail.
+ */
+int64_t sched_shard_pull_version(const struct sched *s);
+
+/**
  * sched_shard_register - `register` role server with `n_shards` from host @h: @sv holds the
  * fields common to every server registration (mode, n_floats and bytes of this shard, version,
  * tau_max, momentum, n_workers). The first shard starts a group (replacing a previous server

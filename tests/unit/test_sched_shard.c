@@ -573,24 +573,38 @@ static void short_sync_shards(struct sched_config *c)
 
 /*
  * MLfabric-S over two shard servers (§6 over §10.2). The three updates of the iteration from
- * version 5 are ordered to both shards; each shard steps once (version 8, its legs' commits).
- * w0's update of the next iteration is then ordered too (the group has 9 ordered), and w2's
- * pull for version 8 gets copies at version 8 from both shards: an iteration boundary every
- * shard sits at, not the ordered count (a shard never sits at 9: its copy would wait for a
- * version it jumps past, and fail). The next iteration misses w1 and w2: after --sync-timeout
- * both shard servers get `sync_step` (version 8, parts 1), not only the first.
+ * version 5 are ordered to both shards. w1's pull for version 8 (the iteration's end) is
+ * planned once they are, before either shard applied them: each shard's copy waits for its
+ * step (at_version 8). Each shard then steps once (version 8, its legs' commits). w0's update
+ * of the next iteration is ordered too (the group has 9 ordered), and w2's pull gets copies at
+ * version 8 from both shards: an iteration boundary every shard sits at, not the ordered count
+ * (a shard never sits at 9: its copy would wait for a version it jumps past, and fail). The
+ * next iteration misses w1 and w2: after --sync-timeout both shard servers get `sync_step`
+ * (version 8, parts 1), not only the first.
  */
 START_TEST(sync_shards_step_together)
 {
 	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards);
+	char app[64];
 
 	for (int i = 0; i < N_W; i++)
 		push(w[i], 1001 + (uint64_t)i, 5, UPD_BYTES);
-	pump(0.4);
+	pump(0.3);
 	int shard_f[2] = { ps, s1 };
 	uint64_t x[2][8];
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 2; k++)
 		ck_assert_int_eq(all_order_ids(shard_f[k], x[k], 8), N_W);
+	/* the pull of the iteration's end, planned before any step */
+	fake_send(w[1], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app",
+				  app_of(w[1], "worker", app), "id", 302, "server", "ps",
+				  "min_version", 8));
+	pump(0.3);
+	for (int k = 0; k < 2; k++) {
+		int m = first(shard_f[k], "send", "model", 0);
+		ck_assert_int_ge(m, 0);
+		ck_assert_uint_eq(jid(got[m].m, "id"), 302);
+		ck_assert_int_eq(json_integer_value(json_object_get(got[m].m, "at_version")), 8);
+		ck_assert_int_eq(json_integer_value(json_object_get(got[m].m, "version")), 8);
 		for (int j = 0; j < N_W; j++) /* the shard's iteration step: every leg at version 8 */
 			fake_send(shard_f[k], json_pack("{s:s, s:s, s:I, s:i, s:f, s:[i]}", "type",
 				  "commit", "app", k ? "server@a0" : "server@ps", "xfer",
