@@ -8,7 +8,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from exp_case import ROOT, ExpCase  # noqa: E402,F401
-from mlfcluster import cpu, links, netdev, table2  # noqa: E402
+from mlfcluster import cpu, links, netdev, results, table2  # noqa: E402
 
 INF = float("inf")
 
@@ -156,6 +156,28 @@ class Table(unittest.TestCase):
         # without the records (older runs) no such table
         self.assertNotIn("gradients to target", table2.build_table(
             {("c2-n1", "rr-sync"): {1: self.rec(60)}}, ["c2-n1"], 1, ["rr-sync"], 100))
+
+    def test_sync_iteration_table(self):
+        # the steady state: the first 5 iteration ends are left out; 10 ends 1.2 s apart after them
+        ends = [100 + 3 * k for k in range(5)] + [200 + 1.2 * k for k in range(10)]
+        self.assertAlmostEqual(results.steady_iteration_s(list(reversed(ends))), 1.2)
+        self.assertIsNone(results.steady_iteration_s(ends[:6]))  # one interval after the skip: none
+        # MLfabric-S: one time per step (every part of a step has its start version `at`), the latest
+        applied = [{"at": 0, "t": 5.0}, {"at": 0, "t": 5.1}, {"at": 8, "t": 6.0}, {"at": 8, "t": 6.2}]
+        self.assertEqual(sorted(results.step_times(applied)), [5.1, 6.2])
+
+        def r(t, it, reached=True):
+            x = self.rec(t, reached)
+            x["sync_it"] = it
+            return x
+        data = {("c2-n1", "mlfabric-s"): {1: r(60, 1.2), 2: r(INF, 1.0, False), 3: r(70, 1.1)},
+                ("c2-n1", "rr-sync"): {1: r(65, 1.5), 2: r(62, 1.3), 3: r(80, 1.32)}}
+        t = table2.build_table(data, ["c2-n1"], 3, ["mlfabric-s", "rr-sync"], 100)
+        # every seed counts (a miss too): medians 1.1 and 1.32, ratio 1.20; per seed 1.25, 1.30, 1.20
+        self.assertIn("| C2-N1 | 1.100 (1.000-1.200) | 1.320 (1.300-1.500) | 1.20x (1.20x-1.30x) |", t)
+        # only with both systems
+        self.assertNotIn("s / iteration", table2.build_table(
+            {("c2-n1", "rr-sync"): data[("c2-n1", "rr-sync")]}, ["c2-n1"], 3, ["rr-sync"], 100))
 
     def test_bad_knobs(self):
         for fn, arg, word in [(table2.parse_cells, "c4-n1", "unknown cell"), (table2.parse_cells, "", "at least one"),

@@ -129,6 +129,28 @@ def final_applied(rec, t_promoted):
     return out
 
 
+STEADY_SKIP = 5  # synchronous iterations left out at the start (start-up, first gets)
+
+
+def steady_iteration_s(times, skip=STEADY_SKIP):
+    """Seconds per synchronous iteration in the steady state: (last - first) / intervals over the
+    iteration end times TIMES (CLOCK_REALTIME s, any order) after the first SKIP; None with fewer
+    than SKIP + 2. The paper's §7.2 compares MLfabric-S and RR-Sync by the time to complete 5
+    epochs, i.e. by this, not by the time to an accuracy."""
+    ts = sorted(t for t in times if isinstance(t, (int, float)))[skip:]
+    return (ts[-1] - ts[0]) / (len(ts) - 1) if len(ts) >= 2 else None
+
+
+def step_times(applied):
+    """MLfabric-S: one time per step of applied.jsonl records APPLIED (every part of a step has
+    the step's start version `at`): the latest t of each at."""
+    steps = {}
+    for x in applied or []:
+        if isinstance(x.get("at"), int) and isinstance(x.get("t"), (int, float)):
+            steps[x["at"]] = max(steps.get(x["at"], x["t"]), x["t"])
+    return list(steps.values())
+
+
 def jq_sort_key(v):
     """jq's order for null and numbers (null first)."""
     return (0, 0) if v is None else (1, v)
@@ -233,6 +255,8 @@ def system_results(d, target):
         dropped, dropped_fraction = n_drop, n_drop / len(fates)
     else:
         dropped, dropped_fraction = w_drop, (w_drop / pushed if pushed > 0 else 0)
+    sync_it = (steady_iteration_s([x.get("t") for x in iters]) if rr else
+               steady_iteration_s(step_times(applied)) if run.get("system") == "mlfabric-s" else None)
     if rr:
         mean_it = mean([(x.get("compute_s") or 0) + (x.get("allreduce_s") or 0) for x in iters])
         iterations = len(iters)
@@ -258,6 +282,8 @@ def system_results(d, target):
         "server_rx_bytes": server.get("rx_bytes") if truthy(server) else None,
         "server_version": server.get("version") if truthy(server) else None,
         "mean_iteration_s": mean_it,
+        # rr-sync and mlfabric-s: seconds per iteration after the first 5 (steady_iteration_s)
+        "steady_iteration_s": sync_it,
         "iterations": iterations,
         # ESync (mlf-worker --esync): the workers' local iterations; iterations counts rounds
         "local_steps": (sum(w.get("local_steps") or 0 for w in workers) or None) if workers else None,

@@ -243,7 +243,8 @@ def collect(out, cells, seeds, systems):
                        "cpu": (v or {}).get("cpu"), "links": ((v or {}).get("links") or {}).get("verdict"),
                        "run_cpu": wc, "stop": (v or {}).get("stop_reason"),
                        "applied": (v or {}).get("applied"), "dropped_fraction": (v or {}).get("dropped_fraction"),
-                       "wall": (v or {}).get("wall_s"), "pushed": (v or {}).get("pushed")}
+                       "wall": (v or {}).get("wall_s"), "pushed": (v or {}).get("pushed"),
+                       "sync_it": (v or {}).get("steady_iteration_s")}
                 rec["t"] = v["time_to_target_s"] if v and v.get("reached") else INF
                 data.setdefault((cell, sys_), {})[seed] = rec
     return data
@@ -326,7 +327,37 @@ def build_table(data, cells, seeds, systems, limit):
                 pct(statistics.median(wm)) if wm else "-", first_lk.get("busiest") or "-"))
     lines.append("")
     lines += efficiency_lines(data, present_cells, systems)
+    lines += sync_iteration_lines(data, present_cells, systems)
     return "\n".join(lines) + "\n"
+
+
+def sync_iteration_lines(data, present_cells, systems):
+    """§7.2's measure (the time to complete 5 epochs): per cell, MLfabric-S's and RR-Sync's seconds
+    per synchronous iteration after the first 5 (results.steady_iteration_s), median (min-max) over
+    the seeds that have it, every seed whether it reached the target or not, and RR-Sync's /
+    MLfabric-S's (median; min-max of the per-seed ratios). [] unless both systems ran."""
+    if "mlfabric-s" not in systems or "rr-sync" not in systems:
+        return []
+    rows = []
+    for cell in present_cells:
+        its = {s: {k: r.get("sync_it") for k, r in data.get((cell, s), {}).items() if r.get("sync_it")}
+               for s in ("mlfabric-s", "rr-sync")}
+        if not its["mlfabric-s"] or not its["rr-sync"]:
+            continue
+        per = [its["rr-sync"][k] / its["mlfabric-s"][k] for k in sorted(its["mlfabric-s"]) if k in its["rr-sync"]]
+        col = ["%.3f (%.3f-%.3f)" % (statistics.median(v.values()), min(v.values()), max(v.values()))
+               for v in (its["mlfabric-s"], its["rr-sync"])]
+        ratio = statistics.median(its["rr-sync"].values()) / statistics.median(its["mlfabric-s"].values())
+        rows.append("| %s | %s | %s | %.2fx (%s) |" % (
+            cell.upper(), col[0], col[1], ratio, "%.2fx-%.2fx" % (min(per), max(per)) if per else "-"))
+    if not rows:
+        return []
+    return ["Seconds per synchronous iteration after the first 5 (the paper's §7.2 compares MLfabric-S "
+            "and RR-Sync by the time to complete 5 epochs: RR-Sync 1.2-2x faster except C2-N1, where "
+            "MLfabric-S is 16% faster; median (min-max) over seeds; the ratio is RR-Sync's / MLfabric-S's, "
+            "with the min-max of the per-seed ratios):", "",
+            "| cell | MLfabric-S s / iteration | RR-Sync s / iteration | MLfabric-S speed-up |",
+            "|---|---|---|---|"] + rows + [""]
 
 
 def efficiency_lines(data, present_cells, systems):
