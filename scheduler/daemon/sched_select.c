@@ -58,14 +58,17 @@ static unsigned char *sync_flags(struct sched *s)
 static void sync_close(struct sched *s)
 {
 	if (s->sync.n > 0 && s->sync.n < s->server.n_workers) {
-		/* sharded servers (§10.2): every shard server steps its slice of the iteration */
+		/* sharded servers (§10.2): every shard server steps its slice of the iteration,
+		 * which starts at its own version (the group's less the legs it skipped) */
 		int n_srv = s->server.n_shards > 0 ? s->server.n_shards : 1;
 		for (int k = 0; k < n_srv; k++) {
-			int h = s->server.n_shards > 0 ? s->server.shard[k].host : s->server.host;
+			int sharded = s->server.n_shards > 0;
+			int h = sharded ? s->server.shard[k].host : s->server.host;
+			int64_t lag = sharded ? s->server.shard[k].lag : 0;
 			if (h >= 0)
 				sched_to_app(s, "server", h, json_pack("{s:s, s:I, s:i}", "type",
-					     "sync_step", "version", (json_int_t)s->sync.v, "parts",
-					     s->sync.n));
+					     "sync_step", "version", (json_int_t)(s->sync.v - lag),
+					     "parts", s->sync.n));
 		}
 		if (s->repl.host >= 0)
 			sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:I, s:i}",

@@ -201,6 +201,8 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 			if (i != k && g->shard[i].host >= 0)
 				g->shard[i].lag += raise;
 		g->ordered += raise;
+		if (g->sync) /* the group never planned (its first registration): no open iteration */
+			s->sync.v += raise;
 		group_version(s);
 	}
 	if (lag)

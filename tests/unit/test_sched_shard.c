@@ -566,9 +566,11 @@ static int all_order_ids(int f, uint64_t *x, int max)
 	return n;
 }
 
+/* --sync-timeout 3 s: far above the pumps between a test's first planned update and its check
+ * that no sync_step came yet (under a second), on a loaded machine too */
 static void short_sync_shards(struct sched_config *c)
 {
-	c->sync_timeout_s = 1.0;
+	c->sync_timeout_s = 3.0;
 }
 
 /*
@@ -620,10 +622,59 @@ START_TEST(sync_shards_step_together)
 	pull_copies(w[2], 303, ps, s1, from, 8, 8, 8);
 	ck_assert_int_eq(count_msgs(ps, "sync_step"), 0);
 	for (int k = 0; k < 2; k++) {
-		json_t *st = wait_msg(shard_f[k], "sync_step", 1.5);
+		json_t *st = wait_msg(shard_f[k], "sync_step", 4.0);
 		ck_assert_ptr_nonnull(st);
 		ck_assert_int_eq(jid(st, "version"), 8);
 		ck_assert_int_eq(jid(st, "parts"), 1);
+	}
+	stop_daemon();
+}
+END_TEST
+
+/*
+ * A sharded MLfabric-S group whose lagging shard registered first (a restarted scheduler): ps
+ * at version 5, then a0 at 8. The group moves up to 8 (ps lags by 3), and so does the iteration:
+ * updates computed from version 8 are planned (with the iteration still at 5 they waited for
+ * good). The iteration misses w2: each shard's `sync_step` names its own start version (ps 5,
+ * a0 8; the library steps a short iteration only at its exact version), and a pull of its end
+ * gets copies at each shard's own version of it (ps 7, a0 10).
+ */
+START_TEST(sync_shards_lagging_shard)
+{
+	int w[N_W];
+	char app[64];
+
+	start_daemon(short_sync_shards);
+	int ps = setup(NULL, 0, 0, N_W, w, NULL);
+	int s1 = fake_open("a0");
+	fake_send(ps, shard_reg("ps", 0, "sync", 2 * HALF, 0));
+	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
+	json_t *r = shard_reg("a0", 1, "sync", 2 * HALF, HALF);
+	json_object_set_new(r, "version", json_integer(8));
+	fake_send(s1, r);
+	ck_assert_ptr_nonnull(wait_msg(s1, "registered", 2.0));
+	push(w[0], 1001, 8, UPD_BYTES);
+	push(w[1], 1002, 8, UPD_BYTES);
+	pump(0.3);
+	int shard_f[2] = { ps, s1 };
+	uint64_t x[8];
+	for (int k = 0; k < 2; k++)
+		ck_assert_int_eq(all_order_ids(shard_f[k], x, 8), 2);
+	for (int k = 0; k < 2; k++) {
+		json_t *st = wait_msg(shard_f[k], "sync_step", 4.0);
+		ck_assert_ptr_nonnull(st);
+		ck_assert_int_eq(jid(st, "version"), (k ? 8 : 5));
+		ck_assert_int_eq(jid(st, "parts"), 2);
+	}
+	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app",
+				  app_of(w[0], "worker", app), "id", 305, "server", "ps",
+				  "min_version", 10));
+	pump(0.3);
+	for (int k = 0; k < 2; k++) {
+		int m = first(shard_f[k], "send", "model", 0);
+		ck_assert_int_ge(m, 0);
+		ck_assert_int_eq(json_integer_value(json_object_get(got[m].m, "at_version")), (k ? 10 : 7));
+		ck_assert_int_eq(json_integer_value(json_object_get(got[m].m, "version")), 10);
 	}
 	stop_daemon();
 }
@@ -650,6 +701,7 @@ int main(void)
 	tcase_add_test(tc, copy_waits_for_leg_done_not_applied);
 	tcase_add_test(tc, copy_lateness_is_bounded);
 	tcase_add_test(tc, sync_shards_step_together);
+	tcase_add_test(tc, sync_shards_lagging_shard);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
