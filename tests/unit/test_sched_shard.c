@@ -37,24 +37,28 @@ static json_t *shard_reg(const char *host, int k, const char *mode, int64_t n_to
 
 /*
  * Daemon (config changed by @tweak, may be NULL) with workers w0..w2 (@w), shard 0 at ps
- * (returned) and shard 1 at a0 (*@s1), both registered in @mode ("async" or "sync").
+ * (returned; version 5) and then shard 1 at a0 (*@s1; version @v1), both registered in @mode
+ * ("async" or "sync").
  */
-static int two_shards_in(int *w, int *s1, const char *mode, void (*tweak)(struct sched_config *))
+static int two_shards_in(int *w, int *s1, const char *mode, void (*tweak)(struct sched_config *),
+			 int64_t v1)
 {
 	start_daemon(tweak);
 	int ps = setup(NULL, 0, 0, N_W, w, NULL);
 	*s1 = fake_open("a0");
 	fake_send(ps, shard_reg("ps", 0, mode, 2 * HALF, 0));
 	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
-	fake_send(*s1, shard_reg("a0", 1, mode, 2 * HALF, HALF));
+	json_t *r = shard_reg("a0", 1, mode, 2 * HALF, HALF);
+	json_object_set_new(r, "version", json_integer(v1));
+	fake_send(*s1, r);
 	ck_assert_ptr_nonnull(wait_msg(*s1, "registered", 2.0));
 	return ps;
 }
 
-/* two_shards_in() for MLfabric-A with the test config. */
+/* two_shards_in() for MLfabric-A with the test config, both shards at version 5. */
 static int two_shards(int *w, int *s1)
 {
-	return two_shards_in(w, s1, "async", NULL);
+	return two_shards_in(w, s1, "async", NULL, 5);
 }
 
 /* Index in got[] of the first message of @type to fake @f from @from on, or -1. */
@@ -287,17 +291,8 @@ END_TEST
  */
 START_TEST(shard_ahead_lifts_incomplete_group)
 {
-	int w[N_W];
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "async", NULL, 7);
 
-	start_daemon(NULL);
-	int ps = setup(NULL, 0, 0, N_W, w, NULL);
-	int s1 = fake_open("a0");
-	fake_send(ps, shard_reg("ps", 0, "async", 2 * HALF, 0));
-	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
-	json_t *r = shard_reg("a0", 1, "async", 2 * HALF, HALF);
-	json_object_set_new(r, "version", json_integer(7));
-	fake_send(s1, r);
-	ck_assert_ptr_nonnull(wait_msg(s1, "registered", 2.0));
 	pull_copies(w[1], 402, ps, s1, 0, 5, 7, 7);
 	stop_daemon();
 }
@@ -586,7 +581,7 @@ static void short_sync_shards(struct sched_config *c)
  */
 START_TEST(sync_shards_step_together)
 {
-	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards);
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards, 5);
 	char app[64];
 
 	for (int i = 0; i < N_W; i++)
@@ -641,18 +636,9 @@ END_TEST
  */
 START_TEST(sync_shards_lagging_shard)
 {
-	int w[N_W];
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards, 8);
 	char app[64];
 
-	start_daemon(short_sync_shards);
-	int ps = setup(NULL, 0, 0, N_W, w, NULL);
-	int s1 = fake_open("a0");
-	fake_send(ps, shard_reg("ps", 0, "sync", 2 * HALF, 0));
-	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
-	json_t *r = shard_reg("a0", 1, "sync", 2 * HALF, HALF);
-	json_object_set_new(r, "version", json_integer(8));
-	fake_send(s1, r);
-	ck_assert_ptr_nonnull(wait_msg(s1, "registered", 2.0));
 	push(w[0], 1001, 8, UPD_BYTES);
 	push(w[1], 1002, 8, UPD_BYTES);
 	pump(0.3);
