@@ -60,9 +60,8 @@ static void sync_close(struct sched *s)
 	if (s->sync.n > 0 && s->sync.n < s->server.n_workers) {
 		/* sharded servers (§10.2): every shard server steps its slice of the iteration,
 		 * which starts at its own version (the group's less the legs it skipped) */
-		int n_srv = s->server.n_shards > 0 ? s->server.n_shards : 1;
+		int sharded = s->server.n_shards > 0, n_srv = sharded ? s->server.n_shards : 1;
 		for (int k = 0; k < n_srv; k++) {
-			int sharded = s->server.n_shards > 0;
 			int h = sharded ? s->server.shard[k].host : s->server.host;
 			int64_t lag = sharded ? s->server.shard[k].lag : 0;
 			if (h >= 0)

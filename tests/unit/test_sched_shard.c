@@ -82,6 +82,18 @@ static int order_ids(int i, uint64_t *x)
 	return n;
 }
 
+/* A `pull` @id from worker fake @wk to @server, with @min_version (MLfabric-S) when >= 0. */
+static void send_pull(int wk, int id, const char *server, int64_t min_version)
+{
+	char app[64];
+	json_t *m = json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app", app_of(wk, "worker", app),
+			      "id", id, "server", server);
+
+	if (min_version >= 0)
+		json_object_set_new(m, "min_version", json_integer(min_version));
+	fake_send(wk, m);
+}
+
 /* Update 1001 from w0, then its leg to shard 1 (fake @s1) fails: returns that leg's id. */
 static uint64_t lose_leg_to_s1(const int *w, int s1)
 {
@@ -103,10 +115,7 @@ static uint64_t lose_leg_to_s1(const int *w, int s1)
 static void pull_copies(int wk, int id, int ps, int s1, int from, int64_t at0, int64_t at1,
 			int64_t v)
 {
-	char app[64];
-
-	fake_send(wk, json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
-				app_of(wk, "worker", app), "id", id, "server", "ps"));
+	send_pull(wk, id, "ps", -1);
 	pump(0.3);
 	int m0 = first(ps, "send", "model", from), m1 = first(s1, "send", "model", from);
 	ck_assert_int_ge(m0, 0);
@@ -126,12 +135,10 @@ static void pull_copies(int wk, int id, int ps, int s1, int from, int64_t at0, i
 START_TEST(update_legs_orders_and_pull_copies)
 {
 	int w[N_W], s1, ps = two_shards(w, &s1);
-	char app[64];
 
 	push(w[0], 1001, 5, UPD_BYTES);
 	push(w[1], 1002, 5, UPD_BYTES);
-	fake_send(w[2], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
-				  app_of(w[2], "worker", app), "id", 300, "server", "a0"));
+	send_pull(w[2], 300, "a0", -1);
 	pump(0.4);
 	int shard_f[2] = { ps, s1 };
 	uint64_t ord[2][8];
@@ -183,7 +190,6 @@ END_TEST
 START_TEST(group_version_waits_for_every_shard)
 {
 	int w[N_W], s1, ps = two_shards(w, &s1);
-	char app[64];
 
 	push(w[0], 1001, 5, UPD_BYTES);
 	pump(0.3);
@@ -193,9 +199,7 @@ START_TEST(group_version_waits_for_every_shard)
 	uint64_t x0[8], x1[8];
 	order_ids(o0, x0);
 	order_ids(o1, x1);
-	fake_send(w[2], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app",
-				  app_of(w[2], "worker", app), "id", 301, "server", "ps",
-				  "min_version", 6));
+	send_pull(w[2], 301, "ps", 6);
 	fake_send(ps, json_pack("{s:s, s:s, s:I, s:i, s:f, s:[i]}", "type", "commit", "app",
 				"server@ps", "xfer", (json_int_t)x0[0], "version", 6, "t",
 				clock_real_s(), "parts", 1001));
@@ -383,7 +387,6 @@ static void set_copy_wait(struct sched_config *c)
 static void copy_after_aggregate(int mode, int waits)
 {
 	int w[N_W], a0;
-	char app[64];
 	const int64_t nf = (int64_t)HALF * 5000; /* floats per shard: 20 MB legs */
 
 	wait_mode = mode;
@@ -403,8 +406,7 @@ static void copy_after_aggregate(int mode, int waits)
 		;
 	ck_assert_ptr_nonnull(ag);
 	uint64_t aggx = jid(ag, "agg");
-	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
-				  app_of(w[0], "worker", app), "id", 310, "server", "ps"));
+	send_pull(w[0], 310, "ps", -1);
 	json_t *cp = wait_msg(ps, "send", 2.0);
 	ck_assert_ptr_nonnull(cp);
 	ck_assert_str_eq(str(cp, "what"), "model");
@@ -479,8 +481,7 @@ static void learned_copy(double wait_s, int done_first)
 		fake_send(w[1], json_pack("{s:s, s:s, s:I, s:i}", "type", "done", "app",
 					  app_of(w[1], "worker", app), "xfer", (json_int_t)x1[0],
 					  "status", 0));
-	fake_send(w[2], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
-				  app_of(w[2], "worker", app), "id", 311, "server", "ps"));
+	send_pull(w[2], 311, "ps", -1);
 	pump(0.3);
 	int m0 = first(ps, "send", "model", from), m1 = first(s1, "send", "model", from);
 	ck_assert_int_ge(m0, 0);
@@ -582,7 +583,6 @@ static void short_sync_shards(struct sched_config *c)
 START_TEST(sync_shards_step_together)
 {
 	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards, 5);
-	char app[64];
 
 	for (int i = 0; i < N_W; i++)
 		push(w[i], 1001 + (uint64_t)i, 5, UPD_BYTES);
@@ -592,9 +592,7 @@ START_TEST(sync_shards_step_together)
 	for (int k = 0; k < 2; k++)
 		ck_assert_int_eq(all_order_ids(shard_f[k], x[k], 8), N_W);
 	/* the pull of the iteration's end, planned before any step */
-	fake_send(w[1], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app",
-				  app_of(w[1], "worker", app), "id", 302, "server", "ps",
-				  "min_version", 8));
+	send_pull(w[1], 302, "ps", 8);
 	pump(0.3);
 	for (int k = 0; k < 2; k++) {
 		int m = first(shard_f[k], "send", "model", 0);
@@ -637,7 +635,6 @@ END_TEST
 START_TEST(sync_shards_lagging_shard)
 {
 	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards, 8);
-	char app[64];
 
 	push(w[0], 1001, 8, UPD_BYTES);
 	push(w[1], 1002, 8, UPD_BYTES);
@@ -652,9 +649,7 @@ START_TEST(sync_shards_lagging_shard)
 		ck_assert_int_eq(jid(st, "version"), (k ? 8 : 5));
 		ck_assert_int_eq(jid(st, "parts"), 2);
 	}
-	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app",
-				  app_of(w[0], "worker", app), "id", 305, "server", "ps",
-				  "min_version", 10));
+	send_pull(w[0], 305, "ps", 10);
 	pump(0.3);
 	for (int k = 0; k < 2; k++) {
 		int m = first(shard_f[k], "send", "model", 0);
