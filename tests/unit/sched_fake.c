@@ -95,8 +95,10 @@ void start_daemon(void (*tweak)(struct sched_config *))
 	struct sched_config cfg;
 	char path[128], err[256] = "";
 
-	snprintf(dir, sizeof(dir), "/tmp/test_sched.%d", (int)getpid());
-	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	/* mkdtemp, not a name from the pid: a failed earlier run leaves its directory, and pids
+	 * are reused. */
+	snprintf(dir, sizeof(dir), "/tmp/test_sched.XXXXXX");
+	ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
 	snprintf(path, sizeof(path), "%s/cluster.json", dir);
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);

@@ -4,7 +4,7 @@
 
 /*
  * One daemon at a time runs in a thread of the test process (cluster "sch": ps, w0..w2, a0,
- * r0 on 127.0.0.1, records under /tmp/test_sched.<pid>); the tests talk to it through fake
+ * r0 on 127.0.0.1, records under a fresh /tmp/test_sched.XXXXXX); the tests talk to it through fake
  * dataplanes (struct fake) and inspect what arrived (got[]) and what the daemon's per-batch
  * hook saw (hook_*). Every helper asserts with Check, so it is called from a test only.
  * Timeouts are in seconds.
@@ -59,7 +59,7 @@ extern int hook_commit_parts[64];
 extern int hook_replica[16], hook_lag[16], hook_rcommits[16], hook_punted[16];
 
 /*
- * start_daemon - write the cluster file to a fresh /tmp/test_sched.<pid>, create a daemon
+ * start_daemon - write the cluster file to a fresh /tmp/test_sched.XXXXXX (mkdtemp), create a daemon
  * listening on a free 127.0.0.1 port (up to 50 tries) with test timings (batch 0.02 s, peer
  * timeout 0.5 s, t_lag 0.3 s, records in <dir>/rec), after @tweak (may be NULL) changed the
  * config, set the hook and run it in a thread. Asserts success.

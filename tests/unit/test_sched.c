@@ -669,8 +669,8 @@ END_TEST
 START_TEST(program_runs_and_stops)
 {
 	char d[64], path[128], rec[128], listen[64], err[128];
-	snprintf(d, sizeof(d), "/tmp/test_sched_prog.%d", (int)getpid());
-	ck_assert_int_eq(mkdir(d, 0700), 0);
+	snprintf(d, sizeof(d), "/tmp/test_sched_prog.XXXXXX");
+	ck_assert_msg(mkdtemp(d) != NULL, "mkdtemp: %s", strerror(errno));
 	snprintf(path, sizeof(path), "%s/cluster.json", d);
 	snprintf(rec, sizeof(rec), "%s/rec", d);
 	FILE *f = fopen(path, "w");

@@ -202,8 +202,8 @@ static void spawn(int nofile)
 	char path[128], err[128];
 	const char *bin = getenv("MLF_SCHEDULER") ? getenv("MLF_SCHEDULER") : "build/mlf-scheduler";
 
-	snprintf(dir, sizeof(dir), "/tmp/test_sched_bounds.%d", (int)getpid());
-	mkdir(dir, 0700);
+	snprintf(dir, sizeof(dir), "/tmp/test_sched_bounds.XXXXXX");
+	ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
 	snprintf(path, sizeof(path), "%s/cluster.json", dir);
 	snprintf(log_path, sizeof(log_path), "%s/log", dir);
 	FILE *f = fopen(path, "w");
