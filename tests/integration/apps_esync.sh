@@ -9,6 +9,10 @@
 # accuracy rises above 0.5. Then the non-blocking mode (esync.txt §4.2, --esync-nonblocking):
 # the same rounds and 2:1 split, queries that never block (less time blocked in them than the
 # blocking mode's), rounds ended by READYs that abort the iteration in progress.
+# Fixed-rate local SGD (system local-sgd, --esync 4 --local-steps 4, 20 rounds): every worker does
+# exactly 4 local iterations every round, the slow one too, and asks the State Server nothing
+# (under 0.02 s and a fifth of blocking ESync's time spent deciding when a round ends);
+# every round's four deltas are applied together, and the accuracy rises above 0.5.
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
 APPS_GBPS=10
@@ -127,6 +131,25 @@ for h in ps w0 w1 w2 w3; do v=DP_PID_$h; timeout 10 tail --pid="${!v}" -f /dev/n
 ok "ESync non-blocking without its State Server: all 4 workers stopped ${t_dead} s after kill -9 of the scheduler (--timeout 3), naming it"
 
 ok "ESync non-blocking: $ROUNDS rounds in $WALL s, local iterations per round (median) fast $fast_nb, slow $slow_nb; blocked in queries $qwait_nb s in all (blocking mode: $qwait_b s); $aborted iterations aborted by a READY ($aborted_s s); accuracy $acc_nb"
+# fixed-rate local SGD (adsp-aaai2020's Fixed ADACOMM): T local iterations per round, no queries
+run_case local --esync 4 --local-steps 4 --iterations 20
+d="$WORK/local"
+for i in 0 1 2 3; do
+	n=$(wc -l <"$d/w$i/pushes.jsonl")
+	[ "$n" = 20 ] || fail "local-sgd: w$i logged $n rounds, not 20"
+	other=$(jq -s '[.[] | select(.local_steps != 4)] | length' "$d/w$i/pushes.jsonl")
+	[ "$other" = 0 ] || fail "local-sgd: w$i had $other rounds without exactly 4 local iterations"
+done
+q=$(rounds_sum "$d" query_wait_s)
+# the loop's clock reads only (microseconds): fixed rounds ask the State Server nothing, where the
+# blocking ESync case above waited on its answers
+awk -v q="$q" -v b="$qwait_b" 'BEGIN { exit !(q < 0.02 && q < b / 5) }' ||
+	fail "local-sgd: the workers spent $q s deciding when to end their rounds (blocking ESync: $qwait_b s); fixed rounds ask nothing"
+odd=$(jq -s '[.[] | select(.version % 4 != 0)] | length' "$d/ps/accuracy.jsonl")
+[ "$odd" = 0 ] || fail "local-sgd: $odd evaluations saw a server version that is not a multiple of 4"
+acc_l=$(jq -s 'map(.accuracy) | max' "$d/ps/accuracy.jsonl")
+awk -v a="$acc_l" 'BEGIN { exit !(a > 0.5) }' || fail "local-sgd: accuracy only reached $acc_l"
+ok "fixed-rate local SGD, speeds 1:1:1:4: 20 rounds of 4 local iterations each for every worker in $WALL s; accuracy $acc_l"
 run_case ssgd
 n_ssgd=$(samples "$WORK/ssgd") wall_ssgd=$WALL
 rate_e=$(awk -v n="$n_esync" -v w="$wall_esync" 'BEGIN { printf "%.1f", n / w }')
