@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "hop.h"
 #include "log.h"
 #include "mlfabric.h"
@@ -100,7 +101,9 @@ static void wk_usage(FILE *f)
 		"                         (an undirected graph): each iteration send the parameters to\n"
 		"                         them (chan 7), compute a gradient, average with their\n"
 		"                         parameters (Recv + Reduce), apply it; --server names w0's\n"
-		"                         evaluator only. Starts from mlp_init(--init-seed)\n"
+		"                         evaluator only. Starts from mlp_init(--init-seed).\n"
+		"                         --hop graph: the host's neighbours in the cluster config's\n"
+		"                         \"graph\" (docs/cluster-config.md)\n"
 		"  --hop-backups N        backup workers: go on without N neighbours' updates (0)\n"
 		"  --hop-staleness S      an update from iteration >= k - S satisfies k (default 0)\n"
 		"  --hop-max-ig G         token queues: at most G iterations ahead of a neighbour\n"
@@ -293,83 +296,11 @@ static int wk_fail(mlf_t *f, const struct wk_opts *o, const char *what, int64_t 
 	return 1;
 }
 
-/* What a local SGD step needs (ESync, fixed-rate local SGD, ADSP), and what it counts. */
-struct wk_local {
-	const struct wk_opts *o;
-	const struct mlp_shape *shape;
-	const struct idx_dataset *shard;
-	struct train_straggle *st;
-	uint64_t *rng;
-	float *x, *u;  /* mini-batch images; gradient scratch (n floats) */
-	uint8_t *y;
-	size_t n;
-	double t0;     /* CLOCK_REALTIME s the worker started (--speed F@T counts from it) */
-	long straggled, steps;
-	double busy, loss;
-	/* ESync non-blocking (esync.txt §4.2): a READY answer to a query >= abort_since ends the
-	 * step in progress unapplied (abort_f NULL: off) */
-	mlf_t *abort_f;
-	int64_t abort_since;
-	int aborted;          /* the last step was aborted */
-	long n_aborted;       /* steps aborted in all */
-	double aborted_s;     /* seconds spent in aborted steps in all */
-	double rtt_s;         /* the State Server's last measured round-trip time (s) */
-	int wait_err;         /* -errno of mlf_state_wait during the last step (0: none) */
-};
-
-/* The slowdown factor (>= 1) of the next iteration: the straggler setting's draw (C1-C3) times
- * --speed F once its start time has passed. */
-static double wk_slowdown(const struct wk_local *L)
-{
-	return train_straggle_next(L->st) * (clock_real_s() - L->t0 >= L->o->speed_at ? L->o->speed : 1);
-}
-
-/* One local iteration on the copy @wr: a mini-batch gradient (padded to --compute-s, slowed by
- * the straggler settings), then wr += -lr x gradient (eq. 1 on the copy). With L->abort_f set
- * (ESync non-blocking, esync.txt §4.2), a READY that arrives before the iteration's end aborts
- * it: L->aborted = 1 and @wr is left as it was. Returns the seconds it took, or -1 without
- * memory for the gradient. */
-static double wk_local_step(struct wk_local *L, float *wr)
-{
-	double ts = clock_real_s();
-
-	L->aborted = 0;
-	train_sample_batch(L->shard, 0, L->shard->n, L->o->batch, L->rng, L->x, L->y);
-	L->loss = mlp_grad(L->shape, wr, L->x, L->y, L->o->batch, L->u);
-	if (L->loss < 0)
-		return -1;
-	/* the emulated compute: --compute-s (slept now, or with abort_f part of the wait below),
-	 * then the slowdown */
-	double elapsed = clock_real_s() - ts;
-	double compute_s = L->abort_f ? (elapsed > L->o->compute_min ? elapsed : L->o->compute_min)
-				       : train_compute_pad(ts, L->o->compute_min);
-	double factor = wk_slowdown(L);
-	L->straggled += factor > 1;
-	if (L->abort_f) { /* ... as a wait for READY */
-		int w = mlf_state_wait(L->abort_f, L->abort_since, ts + compute_s * factor, &L->rtt_s);
-		L->wait_err = w < 0 ? w : 0;
-		if (w == 1) {
-			double took = clock_real_s() - ts;
-			L->aborted = 1; /* counted apart (esync_aborted_s), not in busy/steps */
-			L->n_aborted++;
-			L->aborted_s += took;
-			return took;
-		}
-	} else
-		train_straggle_sleep(compute_s, factor);
-	vec_scale_f32(L->u, (float)-L->o->lr, L->n);
-	vec_add_f32(wr, L->u, L->n);
-	double took = clock_real_s() - ts;
-	L->busy += took;
-	L->steps++;
-	return took;
-}
-
 /* One mini-batch gradient of an MLfabric-A / Async / MLfabric-S iteration: its inputs and what
  * it yields. With --overlap it runs on a thread of its own while the main thread gets the next
  * model; it touches neither the fabric nor anything the main thread uses meanwhile. */
 struct wk_grad {
-	const struct wk_local *L; /* the settings, data, scratch and random state it uses */
+	const struct train_local *L; /* the settings, data, scratch and random state it uses */
 	const float *w;   /* the model the gradient is computed from */
 	double ts, te;    /* out: when the computation began and ended (CLOCK_REALTIME s) */
 	double loss;      /* out: the mini-batch loss (< 0: no memory) */
@@ -381,17 +312,17 @@ struct wk_grad {
  * the straggler settings (slept). Sets the out fields of @g. */
 static void wk_gradient(struct wk_grad *g)
 {
-	const struct wk_local *L = g->L;
+	const struct train_local *L = g->L;
 
 	g->ts = clock_real_s();
-	train_sample_batch(L->shard, 0, L->shard->n, L->o->batch, L->rng, L->x, L->y);
-	g->loss = mlp_grad(L->shape, g->w, L->x, L->y, L->o->batch, L->u);
+	train_sample_batch(L->shard, 0, L->shard->n, L->batch, L->rng, L->x, L->y);
+	g->loss = mlp_grad(L->shape, g->w, L->x, L->y, L->batch, L->u);
 	if (g->loss < 0) {
 		g->te = clock_real_s();
 		return;
 	}
-	g->compute_s = train_compute_pad(g->ts, L->o->compute_min);
-	g->factor = wk_slowdown(L);
+	g->compute_s = train_compute_pad(g->ts, L->compute_min);
+	g->factor = train_local_slowdown(L);
 	train_straggle_sleep(g->compute_s, g->factor);
 	g->te = clock_real_s();
 }
@@ -415,6 +346,27 @@ static int wk_hop_parse(const struct wk_opts *o, struct wk_hop *hp)
 {
 	char buf[4096], *save = NULL;
 
+	if (!strcmp(o->hop, "graph")) {
+		/* the neighbours of the worker's host in the cluster config's "graph" */
+		struct cluster cl;
+		char err[512];
+		int nb[64], h, m;
+		if (cluster_load(o->cluster, &cl, err, sizeof(err)))
+			return log_err("--hop graph: %s", err), -1;
+		h = cluster_find(&cl, o->host);
+		m = cluster_neighbours(&cl, h, nb, 64);
+		if (m == -ENOENT || m == 0 || m > 64) {
+			log_err("--hop graph: %s %s", o->cluster,
+				m == -ENOENT ? "has no \"graph\"" : m ? "gives more than 64 neighbours"
+								     : "gives this host no neighbour");
+			cluster_free(&cl);
+			return -1;
+		}
+		for (int i = 0; i < m; i++)
+			snprintf(hp->names[hp->n++], sizeof(hp->names[0]), "%s", cl.hosts[nb[i]].name);
+		cluster_free(&cl);
+		return 0;
+	}
 	snprintf(buf, sizeof(buf), "%s", o->hop);
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (hp->n == 64 || strlen(t) >= sizeof(hp->names[0]) || !strcmp(t, o->host))
@@ -491,7 +443,7 @@ static int wk_hop_tokens(mlf_t *f, struct wk_hop *hp, int64_t count)
 struct wk_run {
 	const struct wk_opts *o;
 	mlf_t *f;
-	struct wk_local L;
+	struct train_local L; /* local steps (ESync, ADSP, Hop) and the one-gradient iterations */
 	struct wk_hop hp;
 	size_t n;           /* model floats */
 	float *w;           /* the model the next gradient is computed from */
@@ -509,6 +461,9 @@ struct wk_run {
 	long since_commit;    /* ADSP: local iterations since the last commit */
 	double adsp_o;        /* ADSP: O_i, seconds a commit takes (push + get; EWMA 0.2) */
 	int need_get;         /* ADSP: the model is to be got (at the start, after a commit) */
+	int64_t ready_since;  /* ESync non-blocking: the round's first query (a READY to it or a
+			       * later one aborts the local step in progress) */
+	double rtt_s;         /* ESync non-blocking: the State Server's last round-trip time (s) */
 };
 
 /* What an iteration tells the loop: go on, stop after an error (exit status 1), or stop without
@@ -538,10 +493,9 @@ static int wk_hop_iteration(struct wk_run *R)
 			return log_err("parameters to %s: %s", hp->names[i], mlf_error(R->f)), WK_ERR;
 	/* the gradient on x_k, applied after the Reduce: u = -lr g on a copy of x_k */
 	memcpy(R->wr, R->w, sizeof(float) * n);
-	if (wk_local_step(&R->L, R->wr) < 0)
+	if (train_local_step(&R->L, R->wr) < 0)
 		return log_err("no memory for the gradient"), WK_ERR;
-	for (size_t j = 0; j < n; j++)
-		R->wr[j] -= R->w[j]; /* wr = -lr g */
+	train_local_delta(R->wr, R->w, 1, R->wr, n); /* wr = -lr g */
 	if ((tw = wk_hop_wait(R->f, hp, hop_can_reduce, "updates", o->timeout, end)) < 0)
 		return tw == -2 ? WK_END : WK_ERR;
 	hp->wait_s += tw;
@@ -590,16 +544,13 @@ static int wk_adsp_iteration(struct wk_run *R)
 	double tc = clock_real_s();
 	if (R->rate.check < 0 || R->since_commit == 0 ||
 	    tc < train_adsp_commit_due(R->rate.t, R->rate_j + 1, R->rate.delta, R->rate.period_s, R->adsp_o)) {
-		if (wk_local_step(&R->L, R->wr) < 0)
+		if (train_local_step(&R->L, R->wr) < 0)
 			return log_err("no memory for the gradient"), WK_ERR;
 		R->since_commit++;
 		return WK_GO;
 	}
 	/* TIMEOUT(): commit E x the accumulated update U_i = copy - model, get the model */
-	float scale = (float)(o->global_lr > 0 ? o->global_lr : 1);
-	for (size_t j = 0; j < n; j++)
-		R->u[j] = (R->wr[j] - R->w[j]) * scale;
-	double norm = vec_norm2_f32(R->u, n);
+	double norm = train_local_delta(R->wr, R->w, o->global_lr > 0 ? o->global_lr : 1, R->u, n);
 	v_g = R->version;
 	id = mlf_push(R->f, o->server, R->u, n, norm, R->version);
 	if (id < 0)
@@ -625,13 +576,23 @@ static int wk_adsp_iteration(struct wk_run *R)
 	return WK_GO;
 }
 
+/* train_local's wait in ESync's non-blocking mode (esync.txt §4.2): wait for the end of the
+ * emulated compute at @until (CLOCK_REALTIME s), or a READY to the round's queries (1: abort the
+ * step); a negative errno when the State Server stays silent. @ctx: the struct wk_run. */
+static int wk_ready_wait(void *ctx, double until)
+{
+	struct wk_run *R = ctx;
+
+	return mlf_state_wait(R->f, R->ready_since, until, &R->rtt_s);
+}
+
 /* ESync (esync.txt Alg. 1): one round: local iterations on a copy until the State Server says
  * READY (or, fixed-rate local SGD, --local-steps of them), then the round's delta through the
  * synchronous allreduce. */
 static int wk_esync_round(struct wk_run *R)
 {
 	const struct wk_opts *o = R->o;
-	struct wk_local *L = &R->L;
+	struct train_local *L = &R->L;
 	size_t n = R->n;
 	int k = 0, ready;
 	double t_round = clock_real_s(), tq, query_wait = 0;
@@ -640,7 +601,7 @@ static int wk_esync_round(struct wk_run *R)
 	int64_t r, v_g;
 
 	memcpy(R->wr, R->w, sizeof(float) * n);
-	L->abort_since = 0;
+	R->ready_since = 0;
 	for (;;) {
 		tq = clock_real_s();
 		if (o->local_steps) /* fixed-rate local SGD: T local iterations, no asking */
@@ -649,19 +610,19 @@ static int wk_esync_round(struct wk_run *R)
 			ready = mlf_query_state(R->f, R->esync_round, k, R->esync_c, o->timeout);
 		else {
 			/* §4.2: ask, take NOT-READY as implicit, train on until READY */
-			int64_t q = mlf_query_state_send(R->f, R->esync_round, k, R->esync_c + L->rtt_s);
+			int64_t q = mlf_query_state_send(R->f, R->esync_round, k, R->esync_c + R->rtt_s);
 			if (q < 0) {
 				ready = (int)q;
 				break;
 			}
-			if (!L->abort_since)
-				L->abort_since = q;
-			ready = mlf_state_wait(R->f, L->abort_since, 0, &L->rtt_s);
+			if (!R->ready_since)
+				R->ready_since = q;
+			ready = mlf_state_wait(R->f, R->ready_since, 0, &R->rtt_s);
 		}
 		query_wait += clock_real_s() - tq;
 		if (ready)
 			break;
-		double c_k = wk_local_step(L, R->wr);
+		double c_k = train_local_step(L, R->wr);
 		if (c_k < 0) {
 			ready = -ENOMEM;
 			break;
@@ -685,25 +646,26 @@ static int wk_esync_round(struct wk_run *R)
 	if (wk_stop)
 		return WK_END;
 	/* E x Δw / p (Alg. 1 lines 17-20): the server sums the round's P pushes */
-	float scale = (float)((o->global_lr > 0 ? o->global_lr : o->esync) / o->esync);
-	for (size_t j = 0; j < n; j++)
-		R->u[j] = (R->wr[j] - R->w[j]) * scale;
-	double norm = vec_norm2_f32(R->u, n);
+	double norm = train_local_delta(R->wr, R->w, (o->global_lr > 0 ? o->global_lr : o->esync) / o->esync,
+					R->u, n);
 	v_g = R->version;
+	double t_ar = clock_real_s();
 	r = mlf_allreduce(R->f, o->server, R->u, n, norm, R->version, R->w, &R->version, o->timeout);
 	if (r)
 		return wk_fail(R->f, o, "allreduce", r);
+	double allreduce_s = clock_real_s() - t_ar;
 	R->esync_round++;
 	R->it++;
 	/* how the round waited on the State Server: blocked in queries (query_wait_s), or
 	 * (non-blocking) in local iterations a READY aborted (aborted, aborted_s) */
-	train_rec_line(R->pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:i,s:f,s:f,s:I,s:f,s:f}",
+	train_rec_line(R->pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:i,s:f,s:f,s:I,s:f,s:f,s:f}",
 					    "t", clock_real_s(), "id", json_null(),
 					    "version", (json_int_t)v_g, "norm", norm,
 					    "round_s", clock_real_s() - t_round, "local_steps", k,
 					    "c", R->esync_c, "query_wait_s", query_wait,
 					    "aborted", (json_int_t)(L->n_aborted - aborted0),
-					    "aborted_s", L->aborted_s - aborted_s0, "rtt_s", L->rtt_s));
+					    "aborted_s", L->aborted_s - aborted_s0, "rtt_s", R->rtt_s,
+					    "allreduce_s", allreduce_s));
 	if (wk_progress_due(R))
 		log_info("t=%.1fs round %ld (%d local iterations) model version %lld loss %.4f",
 			 clock_real_s() - R->t0, R->it, k, (long long)R->version, L->loss);
@@ -754,10 +716,12 @@ static int wk_sgd_iteration(struct wk_run *R, double get_s)
 		memcpy(R->L.u, R->h, sizeof(float) * n);
 	}
 	double norm = vec_norm2_f32(R->L.u, n);
+	double t_ar = clock_real_s(), allreduce_s = 0;
 	if (o->mode == MLF_MODE_SYNC) {
 		r = mlf_allreduce(R->f, o->server, R->L.u, n, norm, R->version, R->w, &R->version, o->timeout);
 		if (r)
 			return wk_fail(R->f, o, "allreduce", r);
+		allreduce_s = clock_real_s() - t_ar;
 	} else {
 		id = mlf_push(R->f, o->server, R->L.u, n, norm, R->version);
 		if (id < 0)
@@ -772,10 +736,13 @@ static int wk_sgd_iteration(struct wk_run *R, double get_s)
 		R->wr = t;
 		R->version = v_next;
 	}
-	train_rec_line(R->pushes, json_pack("{s:f,s:o,s:I,s:f,s:f,s:b,s:f,s:f}", "t", clock_real_s(), "id",
-					    id > 0 ? json_integer(id) : json_null(), "version",
-					    (json_int_t)v_g, "norm", norm, "compute_s", g.compute_s,
-					    "straggled", g.factor > 1, "factor", g.factor, "get_s", get_s));
+	json_t *line = json_pack("{s:f,s:o,s:I,s:f,s:f,s:b,s:f,s:f}", "t", clock_real_s(), "id",
+				 id > 0 ? json_integer(id) : json_null(), "version", (json_int_t)v_g, "norm",
+				 norm, "compute_s", g.compute_s, "straggled", g.factor > 1, "factor", g.factor,
+				 "get_s", get_s);
+	if (line && o->mode == MLF_MODE_SYNC) /* the synchronous step's wait for the others */
+		json_object_set_new(line, "allreduce_s", json_real(allreduce_s));
+	train_rec_line(R->pushes, line);
 	if (r_get)
 		return wk_fail(R->f, o, "model get", r_get);
 	if (wk_progress_due(R))
@@ -844,8 +811,13 @@ int main(int argc, char **argv)
 			mlf_close(f);
 			return 2;
 		}
-		for (int i = 0; i < R.hp.n; i++)
+		char names[1024] = "";
+		for (int i = 0; i < R.hp.n; i++) {
 			nb[i] = i;
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? "," : "",
+				 R.hp.names[i]);
+		}
+		log_info("Hop neighbours %s%s", names, strcmp(o.hop, "graph") ? "" : " (the cluster's graph)");
 		if (hop_init(&R.hp.h, &o.hop_cfg, nb, R.hp.n, nb, R.hp.n, n)) {
 			log_err("bad Hop settings: --hop-backups %d must be below the %d neighbours",
 				o.hop_cfg.backups, R.hp.n);
@@ -869,9 +841,11 @@ int main(int argc, char **argv)
 	signal(SIGINT, wk_on_signal);
 	R.t0 = clock_real_s();
 	R.next_progress = R.t0 + 2;
-	R.L = (struct wk_local){ .o = &o, .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
-				 .x = x, .u = R.u, .y = y, .n = n, .t0 = R.t0,
-				 .abort_f = o.esync_nb ? f : NULL };
+	R.L = (struct train_local){ .shape = &shape, .shard = &shard, .st = &st, .rng = &rng,
+				    .batch = o.batch, .lr = o.lr, .compute_min = o.compute_min,
+				    .speed = o.speed, .speed_at = o.speed_at, .x = x, .u = R.u, .y = y,
+				    .n = n, .t0 = R.t0, .wait = o.esync_nb ? wk_ready_wait : NULL,
+				    .wait_ctx = &R };
 	log_info("worker of %s, mode %s, shard %d/%d (%zu images), model %s", o.server, o.mode_name,
 		 o.shard_i, o.shard_n, shard.n, o.model);
 	rc = WK_GO;

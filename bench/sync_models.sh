@@ -23,8 +23,10 @@
 # lists the ones to run (default "hop rrsync mlfabric-a mlfabric-s async").
 # PARTS=side: every mode side by side in one experiment per seed, in the setting ESync's Fig. 3 and
 # ADSP's H = 3.2 share (conf/exp-esync.json: 4 workers at speeds 1:1:1:4, C3-N1): esync, adsp,
-# local-sgd, asp, ssp (s = 3), mlfabric-a, mlfabric-s, async and rr-sync (lr_sync = 4 x lr, the
-# Table 2 rule) and adsp with the paper's global lr 1/M = 0.25 (as PARTS=adsp), folder side.
+# local-sgd, asp, ssp (s = 3), hop (Hop's best variant of PARTS=hop: one backup worker, skipping up
+# to 10 iterations; the ring-based graph of 4 workers is the complete graph), mlfabric-a,
+# mlfabric-s, async and rr-sync (lr_sync = 4 x lr, the Table 2 rule) and adsp with the paper's
+# global lr 1/M = 0.25 (as PARTS=adsp), folder side.
 # PARTS=esync-nb: ESync's blocking and non-blocking State Server queries (esync.txt §4.2) in the
 # Fig. 3 setting (conf/exp-esync.json), folders esync-block, esync-nb.
 # Usage: bench/sync_models.sh [OUT_DIR]   (env SEEDS=3 TARGET=0.8 LIMIT=90 PARTS=all|asp|esync|esync-noniid|esync-nb|adsp|hop|hop-det-b1|hop-ref|side;
@@ -79,9 +81,9 @@ for seed in $(seq 1 "$SEEDS"); do
 		done
 		continue
 	fi
-	if [ "$PARTS" = side ]; then
-		run side "$seed" '.systems = ["esync", "adsp", "local-sgd", "asp", "ssp", "mlfabric-a", "mlfabric-s", "async", "rr-sync"] | .ssp_s = 3 | .lr_sync = 4 * .lr | .adsp_global_lr = 0.25' conf/exp-esync.json
-		continue
+	if [ "$PARTS" = side ] || [ "$PARTS" = all ]; then
+		run side "$seed" '.systems = ["esync", "adsp", "local-sgd", "asp", "ssp", "hop", "mlfabric-a", "mlfabric-s", "async", "rr-sync"] | .ssp_s = 3 | .lr_sync = 4 * .lr | .adsp_global_lr = 0.25 | .hop_graph = "ring-based" | .hop_max_ig = 4 | .hop_backups = 1 | .hop_jump = 10' conf/exp-esync.json
+		[ "$PARTS" = all ] || continue
 	fi
 	if [ "$PARTS" = esync-nb ]; then
 		run esync-block "$seed" '.systems = ["esync"]' conf/exp-esync.json

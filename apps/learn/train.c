@@ -2,6 +2,7 @@
 #include "train.h"
 
 #include "clock.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -552,4 +553,55 @@ int train_rec_file(const char *dir, const char *name, json_t *obj, char *err, si
 		snprintf(err, errlen, "cannot write %s/%s", dir, name);
 	json_decref(obj);
 	return rc;
+}
+
+double train_local_slowdown(const struct train_local *L)
+{
+	double f = train_straggle_next(L->st);
+
+	return clock_real_s() - L->t0 >= L->speed_at ? f * L->speed : f;
+}
+
+double train_local_step(struct train_local *L, float *wr)
+{
+	double ts = clock_real_s();
+
+	L->aborted = 0;
+	L->wait_err = 0;
+	train_sample_batch(L->shard, 0, L->shard->n, L->batch, L->rng, L->x, L->y);
+	L->loss = mlp_grad(L->shape, wr, L->x, L->y, L->batch, L->u);
+	if (L->loss < 0)
+		return -1;
+	/* the emulated compute: compute_min (slept now, or with a wait part of it below), then the
+	 * slowdown */
+	double elapsed = clock_real_s() - ts;
+	double compute_s = L->wait ? (elapsed > L->compute_min ? elapsed : L->compute_min)
+				   : train_compute_pad(ts, L->compute_min);
+	double factor = train_local_slowdown(L);
+	L->straggled += factor > 1;
+	if (L->wait) {
+		int w = L->wait(L->wait_ctx, ts + compute_s * factor);
+		L->wait_err = w < 0 ? w : 0;
+		if (w == 1) {
+			double took = clock_real_s() - ts;
+			L->aborted = 1;
+			L->n_aborted++;
+			L->aborted_s += took;
+			return took;
+		}
+	} else
+		train_straggle_sleep(compute_s, factor);
+	vec_scale_f32(L->u, (float)-L->lr, L->n);
+	vec_add_f32(wr, L->u, L->n);
+	double took = clock_real_s() - ts;
+	L->busy += took;
+	L->steps++;
+	return took;
+}
+
+double train_local_delta(const float *copy, const float *w, double scale, float *delta, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		delta[j] = (copy[j] - w[j]) * (float)scale;
+	return vec_norm2_f32(delta, n);
 }

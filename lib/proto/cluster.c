@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts",
-					     "key_file", "frame_auth", NULL };
+					     "key_file", "frame_auth", "graph", NULL };
 static const char *const host_keys[] = { "name", "ip", "mac", "up_gbps", "down_gbps", "roles", NULL };
 
 static const struct { const char *name; unsigned bit; } role_names[] = {
@@ -175,6 +175,103 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 	return 0;
 }
 
+/* "graph": {host: [neighbour, ...]} over worker hosts, undirected and connected; into
+ * @out->graph. 0, or -EINVAL / -ENOMEM with @err naming the host. */
+static int parse_graph(json_t *g, struct cluster *out, const char *origin, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *val;
+	int n = out->n_hosts, first = -1;
+
+	if (!json_is_object(g) || json_object_size(g) == 0) {
+		snprintf(err, errlen, "%s: graph: a non-empty object {host: [neighbours]} expected", origin);
+		return -EINVAL;
+	}
+	out->graph = calloc((size_t)n * (size_t)n, 1);
+	if (!out->graph) {
+		snprintf(err, errlen, "%s: out of memory", origin);
+		return -ENOMEM;
+	}
+	json_object_foreach(g, key, val) {
+		int h = cluster_find(out, key);
+		if (h < 0) {
+			snprintf(err, errlen, "%s: graph: \"%.64s\" is not a host of the cluster", origin, key);
+			return -EINVAL;
+		}
+		if (!(out->hosts[h].roles & CLUSTER_ROLE_WORKER)) {
+			snprintf(err, errlen, "%s: graph: \"%s\" is not a worker (roles)", origin, key);
+			return -EINVAL;
+		}
+		if (!json_is_array(val) || json_array_size(val) == 0) {
+			snprintf(err, errlen, "%s: graph.%s: a non-empty list of host names expected", origin, key);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < json_array_size(val); i++) {
+			json_t *x = json_array_get(val, i);
+			int k = json_is_string(x) ? cluster_find(out, json_string_value(x)) : -1;
+			if (k < 0) {
+				snprintf(err, errlen, "%s: graph.%s[%zu]: not the name of a host of the cluster",
+					 origin, key, i);
+				return -EINVAL;
+			}
+			if (k == h) {
+				snprintf(err, errlen, "%s: graph.%s: names itself (a worker always counts its own "
+					 "model)", origin, key);
+				return -EINVAL;
+			}
+			if (out->graph[h * n + k]) {
+				snprintf(err, errlen, "%s: graph.%s: names %s twice", origin, key, out->hosts[k].name);
+				return -EINVAL;
+			}
+			out->graph[h * n + k] = 1;
+		}
+		if (first < 0)
+			first = h;
+	}
+	for (int h = 0; h < n; h++)
+		for (int k = 0; k < n; k++)
+			if (out->graph[h * n + k] && !out->graph[k * n + h]) {
+				snprintf(err, errlen, "%s: graph: %s names %s but not the other way round (the graph "
+					 "is undirected)", origin, out->hosts[h].name, out->hosts[k].name);
+				return -EINVAL;
+			}
+	/* connected: every host with a neighbour is reached from the first */
+	int *todo = malloc(sizeof(int) * (size_t)n), nt = 0;
+	uint8_t *seen = calloc((size_t)n, 1);
+	if (!todo || !seen) {
+		free(todo);
+		free(seen);
+		snprintf(err, errlen, "%s: out of memory", origin);
+		return -ENOMEM;
+	}
+	seen[first] = 1;
+	todo[nt++] = first;
+	while (nt) {
+		int h = todo[--nt];
+		for (int k = 0; k < n; k++)
+			if (out->graph[h * n + k] && !seen[k]) {
+				seen[k] = 1;
+				todo[nt++] = k;
+			}
+	}
+	int rc = 0;
+	out->graph_hosts = 0;
+	for (int h = 0; h < n && !rc; h++) {
+		int deg = 0;
+		for (int k = 0; k < n; k++)
+			deg += out->graph[h * n + k];
+		out->graph_hosts += deg > 0;
+		if (deg && !seen[h]) {
+			snprintf(err, errlen, "%s: graph: not connected (%s cannot reach %s)", origin,
+				 out->hosts[first].name, out->hosts[h].name);
+			rc = -EINVAL;
+		}
+	}
+	free(todo);
+	free(seen);
+	return rc;
+}
+
 int cluster_parse(const char *text, const char *origin, struct cluster *out, char *err, size_t errlen)
 {
 	json_error_t jerr;
@@ -276,6 +373,9 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 			}
 		}
 	}
+	j = json_object_get(root, "graph");
+	if (j && (rc = parse_graph(j, out, origin, err, errlen)))
+		goto out;
 	rc = 0;
 	goto out;
 prefix_err:
@@ -289,6 +389,23 @@ out:
 	if (rc)
 		cluster_free(out);
 	return rc;
+}
+
+int cluster_neighbours(const struct cluster *c, int h, int *out, int max)
+{
+	int m = 0;
+
+	if (!c->graph)
+		return -ENOENT;
+	if (h < 0 || h >= c->n_hosts)
+		return 0;
+	for (int k = 0; k < c->n_hosts; k++)
+		if (c->graph[h * c->n_hosts + k]) {
+			if (m < max)
+				out[m] = k;
+			m++;
+		}
+	return m;
 }
 
 int cluster_load(const char *path, struct cluster *out, char *err, size_t errlen)
@@ -349,6 +466,7 @@ int cluster_find_ip(const struct cluster *c, uint32_t ip)
 void cluster_free(struct cluster *c)
 {
 	free(c->hosts);
+	free(c->graph);
 	memset(c, 0, sizeof(*c));
 }
 

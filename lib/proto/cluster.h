@@ -41,6 +41,11 @@ struct cluster {
 			     * with key_file, docs/security.md "Frames"); needs key_file */
 	int n_hosts;
 	struct cluster_host *hosts;
+	uint8_t *graph;     /* "graph" (optional; NULL: none): the decentralised workers' graph
+			     * (Hop, hop-asplos2019 §3; issue 12), an n_hosts x n_hosts adjacency
+			     * matrix, graph[i * n_hosts + j] = 1 when hosts i and j are neighbours;
+			     * undirected, no self edges, its hosts workers and connected */
+	int graph_hosts;    /* hosts that have at least one neighbour in "graph" (0: none) */
 };
 
 /**
@@ -66,6 +71,13 @@ int cluster_find_ip(const struct cluster *c, uint32_t ip);
 /** cluster_find_role - index of the first host with role bit @role, or -1 when there is none. */
 int cluster_find_role(const struct cluster *c, unsigned role);
 
+/**
+ * cluster_neighbours - host @h's neighbours in the cluster's "graph" (Hop's decentralised
+ * training, hop-asplos2019 §3): writes up to @max host indices, in the order of hosts, to @out.
+ * Returns the number of neighbours (may exceed @max: only @max are written), 0 when @h has none,
+ * or -ENOENT when the cluster has no graph.
+ */
+int cluster_neighbours(const struct cluster *c, int h, int *out, int max);
 /** cluster_free - release what cluster_parse() allocated; safe on a zeroed struct. */
 void cluster_free(struct cluster *c);
 

@@ -3,6 +3,7 @@ hand-made records folder, experiment validation errors, readiness waits (with sh
 import json
 import os
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -150,6 +151,20 @@ class Validation(Tmp):
         self.bad("not connected (w0 cannot reach w2, w3)", systems=["hop"],
                  hop_graph={"w0": ["w1"], "w1": ["w0"], "w2": ["w3"], "w3": ["w2"]})
         self.bad('hop_graph: "ring", "ring-based" or an object', systems=["hop"], hop_graph="star")
+        # the cluster config's "graph" is the default, restricted to the experiment's workers;
+        # hop_graph overrides it; a graph that leaves a worker out is refused
+        with open(os.path.join(ROOT, "conf/cluster-fabric.json")) as f:
+            cl = json.load(f)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "cluster.json")
+            with open(path, "w") as f:
+                json.dump(dict(cl, graph={"w0": ["w1"], "w1": ["w0", "w2"], "w2": ["w1", "w3"], "w3": ["w2"]}), f)
+            self.assertEqual(self.exp(systems=["hop"], cluster=path).hop_nb["w1"], ["w0", "w2"])
+            self.assertEqual(self.exp(systems=["hop"], cluster=path).hop_nb["w0"], ["w1"])
+            self.assertEqual(self.exp(systems=["hop"], cluster=path, hop_graph="ring").hop_nb["w0"], ["w1", "w3"])
+            with open(path, "w") as f:
+                json.dump(dict(cl, graph={"w0": ["w1"], "w1": ["w0", "w2"], "w2": ["w1"]}), f)
+            self.bad("the graph of %s gives no neighbour to w3 (set hop_graph)" % path, systems=["hop"], cluster=path)
         self.bad("hop_backups: 2 leaves no neighbour", systems=["hop"], hop_backups=2)
         self.bad("hop_jump: skipping iterations needs token queues", systems=["hop"], hop_jump=2, hop_max_ig=0)
         self.bad("does not apply to system hop", systems=["hop"], replication={"mode": "chain"},

@@ -77,7 +77,58 @@ static const struct { const char *doc, *must_name; } bad_docs[] = {
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"up_gbps\":1e-300}]}", "hosts[0].up_gbps" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"down_gbps\":401}]}", "hosts[0].down_gbps" },
 	{ "{\"mtu\":100,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "mtu" },
+	/* Hop's graph (issue 12): hosts a, b, c workers, s a server */
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"x\"],\"x\":[\"a\"]}}", "graph.a[0]: not the name of a host" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"zz\":[\"a\"]}}", "graph: \"zz\" is not a host" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"s\"],\"s\":[\"a\"]}}", "\"s\" is not a worker" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"a\"]}}", "graph.a: names itself" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"b\",\"b\"],\"b\":[\"a\"]}}", "graph.a: names b twice" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"b\"],\"b\":[\"c\"],\"c\":[\"b\"]}}", "a names b but not the other way round" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"b\"],\"b\":[\"a\"],\"c\":[]}}", "graph.c: a non-empty list" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":[\"a\"]}", "graph: a non-empty object" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":\"b\"}}", "graph.a: a non-empty list" },
 };
+
+/* A 4-worker cluster (a, b, c, d) whose graph is two pairs, a-b and c-d: not connected. */
+static const char *graph_split =
+	"{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},"
+	"{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},"
+	"{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},"
+	"{\"name\":\"d\",\"ip\":\"10.0.0.4\",\"roles\":[\"worker\"]}],"
+	"\"graph\":{\"a\":[\"b\"],\"b\":[\"a\"],\"c\":[\"d\"],\"d\":[\"c\"]}}";
+
+/* The graph (Hop, issue 12): a ring of four workers gives each its two ring neighbours, in the
+ * order of hosts; a host outside the graph has none; no graph is -ENOENT; two pairs are not
+ * connected, and the error names who cannot reach whom. */
+START_TEST(graph_neighbours)
+{
+	struct cluster c;
+	char err[256] = "", ring[1024];
+	int nb[4];
+
+	snprintf(ring, sizeof(ring), "%s", graph_split);
+	char *g = strstr(ring, "\"graph\"");
+	snprintf(g, sizeof(ring) - (size_t)(g - ring), "\"graph\":{\"a\":[\"b\",\"d\"],\"b\":[\"c\",\"a\"],"
+		 "\"c\":[\"b\",\"d\"],\"d\":[\"c\",\"a\"]}}");
+	ck_assert_msg(cluster_parse(ring, "ring.json", &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(c.graph_hosts, 4);
+	ck_assert_int_eq(cluster_neighbours(&c, 1, nb, 4), 2); /* b: a and c */
+	ck_assert_int_eq(nb[0], 0);
+	ck_assert_int_eq(nb[1], 2);
+	ck_assert_int_eq(cluster_neighbours(&c, 3, nb, 1), 2); /* d: a (and c, not written) */
+	ck_assert_int_eq(nb[0], 0);
+	cluster_free(&c);
+	ck_assert_ptr_null(c.graph);
+
+	ck_assert_int_eq(cluster_parse(good, "good.json", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(cluster_neighbours(&c, 0, nb, 4), -ENOENT);
+	cluster_free(&c);
+
+	ck_assert_int_eq(cluster_parse(graph_split, "split.json", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "split.json: graph: not connected (a cannot reach c)") != NULL, "%s", err);
+	ck_assert_ptr_null(c.graph);
+}
+END_TEST
 
 START_TEST(rejects_bad_config)
 {
@@ -148,6 +199,7 @@ int main(void)
 	TCase *tc = tcase_create("parse");
 
 	tcase_add_test(tc, parses_valid_config);
+	tcase_add_test(tc, graph_neighbours);
 	tcase_add_loop_test(tc, rejects_bad_config, 0, sizeof(bad_docs) / sizeof(bad_docs[0]));
 	tcase_add_test(tc, load_names_missing_file);
 	tcase_add_test(tc, key_file_resolved);

@@ -246,6 +246,113 @@ START_TEST(trained_tiny_model_beats_chance)
 }
 END_TEST
 
+/* train_local's wait: counts its calls and returns @ret (1 aborts the step). */
+struct wait_probe {
+	int calls, ret;
+	double until;
+};
+
+static int probe_wait(void *ctx, double until)
+{
+	struct wait_probe *p = ctx;
+
+	p->calls++;
+	p->until = until;
+	return p->ret;
+}
+
+/* Local SGD steps on a copy (issue 12: ESync, ADSP, Hop): a step is wr += -lr x the gradient of
+ * the mini-batch the same random state draws; the deterministic straggler slows steps only from
+ * its start time; an abort (ESync non-blocking) leaves the copy alone and counts apart; a wait
+ * error is kept and the step applied; the delta is scale x (copy - w) with its norm, in place too. */
+START_TEST(local_steps_on_a_copy)
+{
+	struct idx_dataset tr;
+	struct mlp_shape s;
+	struct train_straggle st;
+	char err[256];
+	uint64_t rng = 5, rng2 = 5;
+
+	ck_assert_int_eq(train_load(FMNIST, 0, 600, &tr, err, sizeof(err)), 0);
+	ck_assert_int_eq(mlp_shape_parse("784,16,10", &s), 0);
+	ck_assert_int_eq(train_straggle_parse("none", 1, &st), 0);
+	size_t n = mlp_param_count(&s);
+	float *w = malloc(sizeof(float) * n), *wr = malloc(sizeof(float) * n), *want = malloc(sizeof(float) * n);
+	float *u = malloc(sizeof(float) * n), *g = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * 8 * 784);
+	uint8_t y[8];
+	mlp_init(&s, 7, w);
+	memcpy(wr, w, sizeof(float) * n);
+	struct train_local L = { .shape = &s, .shard = &tr, .st = &st, .rng = &rng, .batch = 8, .lr = 0.1,
+				 .compute_min = 0, .speed = 1, .speed_at = 0, .x = x, .u = u, .y = y, .n = n,
+				 .t0 = clock_real_s() };
+
+	/* two steps, against the same draws done by hand */
+	memcpy(want, w, sizeof(float) * n);
+	for (int k = 0; k < 2; k++) {
+		train_sample_batch(&tr, 0, tr.n, 8, &rng2, x, y);
+		ck_assert(mlp_grad(&s, want, x, y, 8, g) >= 0);
+		for (size_t j = 0; j < n; j++)
+			want[j] -= 0.1f * g[j];
+	}
+	for (int k = 0; k < 2; k++)
+		ck_assert_double_ge(train_local_step(&L, wr), 0);
+	for (size_t j = 0; j < n; j++)
+		ck_assert_float_eq_tol(wr[j], want[j], 1e-6);
+	ck_assert_int_eq(L.steps, 2);
+	ck_assert_int_eq(L.straggled, 0);
+	ck_assert_double_gt(L.loss, 0);
+
+	/* the delta: 0.5 x (copy - w), its norm; in place gives the same */
+	double norm = train_local_delta(wr, w, 0.5, u, n), sq = 0;
+	for (size_t j = 0; j < n; j++) {
+		ck_assert_float_eq_tol(u[j], 0.5f * (wr[j] - w[j]), 1e-7);
+		sq += (double)u[j] * u[j];
+	}
+	ck_assert_double_gt(norm, 0);
+	ck_assert_double_eq_tol(norm, sqrt(sq), 1e-6 * norm);
+	memcpy(g, wr, sizeof(float) * n);
+	ck_assert_double_eq_tol(train_local_delta(g, w, 0.5, g, n), norm, 1e-9 * norm);
+
+	/* the deterministic straggler: 1 before speed_at, speed after */
+	L.speed = 4;
+	L.speed_at = 1000;
+	ck_assert_double_eq(train_local_slowdown(&L), 1);
+	L.speed_at = 0;
+	ck_assert_double_eq(train_local_slowdown(&L), 4);
+	L.speed = 1;
+
+	/* an abort leaves the copy as it was and counts apart; the wait is asked for the compute's end */
+	struct wait_probe p = { .ret = 1 };
+	L.wait = probe_wait;
+	L.wait_ctx = &p;
+	L.compute_min = 0.01;
+	memcpy(want, wr, sizeof(float) * n);
+	double t_before = clock_real_s();
+	ck_assert_double_ge(train_local_step(&L, wr), 0);
+	ck_assert_int_eq(p.calls, 1);
+	ck_assert_double_ge(p.until, t_before + 0.01);
+	ck_assert_int_eq(memcmp(wr, want, sizeof(float) * n), 0);
+	ck_assert_int_eq(L.aborted, 1);
+	ck_assert_int_eq(L.n_aborted, 1);
+	ck_assert_int_eq(L.steps, 2);
+	/* a wait error is kept, and the step applied */
+	p.ret = -ETIMEDOUT;
+	ck_assert_double_ge(train_local_step(&L, wr), 0);
+	ck_assert_int_eq(L.wait_err, -ETIMEDOUT);
+	ck_assert_int_eq(L.aborted, 0);
+	ck_assert_int_eq(L.steps, 3);
+	ck_assert_int_ne(memcmp(wr, want, sizeof(float) * n), 0);
+
+	free(w);
+	free(wr);
+	free(want);
+	free(u);
+	free(g);
+	free(x);
+	idx_free(&tr);
+}
+END_TEST
+
 /* The emulated accelerator pads a fast computation to its minimum and leaves a slow one alone. */
 START_TEST(compute_pad_is_a_minimum)
 {
@@ -457,6 +564,7 @@ int main(void)
 	tcase_add_test(tc, flat_model_momentum_state_and_file);
 	tcase_add_test(tc, records_are_json_lines);
 	tcase_add_test(tc, adsp_commit_timer);
+	tcase_add_test(tc, local_steps_on_a_copy);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -255,11 +255,21 @@ class Experiment:
     def _load_hop(self):
         """hop_graph (system hop): "ring" (each worker with the previous and the next in the
         order of workers), "ring-based" (the ring plus the most distant worker, Hop's Fig. 11), or
-        an object {worker: [neighbours]}: an undirected, connected graph of the workers."""
+        an object {worker: [neighbours]}: an undirected, connected graph of the workers. Without
+        hop_graph, the cluster config's "graph" restricted to the experiment's workers, else
+        "ring"."""
         self.hop_nb = None
         if "hop" not in self.systems:
             return
-        g, w, n = self.raw.get("hop_graph", "ring"), self.workers, self.nw
+        w, n = self.workers, self.nw
+        if "hop_graph" in self.raw or not isinstance(self.cluster_graph, dict):
+            g = self.raw.get("hop_graph", "ring")
+        else:
+            g = {h: [x for x in v if x in w] for h, v in self.cluster_graph.items()
+                 if h in w and isinstance(v, list)}
+            if set(g) != set(w):
+                self.err('hop_graph: the graph of %s gives no neighbour to %s (set hop_graph)'
+                         % (self.cluster, ", ".join(sorted(set(w) - set(g)))))
         if n < 2:
             self.err("hop_graph: Hop needs at least 2 workers")
         if g in ("ring", "ring-based"):
@@ -439,6 +449,8 @@ class Experiment:
         self.key_file = (kf if kf.startswith("/") else os.path.join(os.path.dirname(path), kf)) \
             if isinstance(kf, str) and kf else ""
         self.hosts = [h["name"] for h in cl["hosts"]]
+        # Hop's graph (docs/cluster-config.md "graph"), the default of hop_graph
+        self.cluster_graph = cl.get("graph")
         self.ips = {h["name"]: num_str(h.get("ip") or "") for h in cl["hosts"]}
 
         def role(r):
