@@ -12,6 +12,12 @@ $(BUILD)/tests/test_train: $(BUILD)/tests/unit/test_train.o $(APP_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) -lz $(LDLIBS)
 
+# issue 12's bad command-line settings of mlf-scheduler and mlf-worker: refused, nothing started
+UNIT_TESTS += $(BUILD)/tests/test_sync_refusals
+$(BUILD)/tests/test_sync_refusals: tests/cli/test_sync_refusals.sh $(BUILD)/mlf-scheduler $(BUILD)/mlf-worker
+	@mkdir -p $(@D)
+	install -m 755 $< $@
+
 ifneq ($(MPI_LIBS),)
 PROGRAMS += $(BUILD)/mlf-rrsync
 $(BUILD)/apps/mlf_rrsync.o: INC_apps += $(MPI_CFLAGS)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# test_sync_refusals.sh - issue 12's bad settings on the command line: mlf-scheduler's and
+# mlf-worker's options of the synchronization models (SSP/ASP thresholds that make no sense,
+# ADSP's periods, an unknown mode, ESync/local-SGD/Hop/ADSP options that do not go together, a
+# deterministic straggler faster than 1). Each is refused with exit 2 and one line on stderr that
+# names the program and the option, and nothing is started: the --records directory is not
+# created. Installed as $(BUILD)/tests/test_sync_refusals, it runs the programs of its own build
+# (build/ or build-san/). Needs no root and no network.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$here/../.." && pwd)
+SCHED=$here/../mlf-scheduler WK=$here/../mlf-worker
+CL=$ROOT/conf/cluster-fabric.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0 n=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+for p in "$SCHED" "$WK"; do [ -x "$p" ] || { echo "FAIL: $p not built"; exit 1; }; done
+
+# refused PROG-NAME WANT ARGS...: exit 2, one stderr line starting "PROG-NAME: " containing WANT,
+# and no records directory
+refused() {
+	local name=$1 want=$2; shift 2
+	n=$((n + 1))
+	rm -rf "$tmp/rec"
+	"$@" --records "$tmp/rec" >"$tmp/out" 2>"$tmp/err" </dev/null
+	local rc=$?
+	[ "$rc" = 2 ] || fail "$name ${*:2}: exit $rc, want 2 ($(head -c 300 "$tmp/err"))"
+	[ "$(wc -l <"$tmp/err")" = 1 ] || fail "$name ${*:2}: $(wc -l <"$tmp/err") lines on stderr, want 1: $(head -c 300 "$tmp/err")"
+	grep -q "^$name: .*$want" "$tmp/err" || fail "$name ${*:2}: stderr does not name '$want': $(cat "$tmp/err")"
+	[ ! -e "$tmp/rec" ] || fail "$name ${*:2}: refused, but the records directory was created"
+}
+
+S=("$SCHED" --cluster "$CL")
+refused mlf-scheduler "--asp needs --ssp S" "${S[@]}" --asp
+refused mlf-scheduler "--asp-weak 3 is above --ssp 2" "${S[@]}" --ssp 2 --asp --asp-weak 3
+refused mlf-scheduler "--ssp" "${S[@]}" --ssp -1
+refused mlf-scheduler "--ssp" "${S[@]}" --ssp two
+refused mlf-scheduler "--adsp-eval 0.5 is shorter than the check period --adsp 1" "${S[@]}" --adsp 1 --adsp-eval 0.5
+refused mlf-scheduler "--adsp-rate and --adsp-epoch need --adsp" "${S[@]}" --adsp-rate 2
+refused mlf-scheduler "--adsp" "${S[@]}" --adsp -1
+
+W=("$WK" --cluster "$CL" --host w0 --server ps --shard 0/4)
+refused mlf-worker "unknown --mode 'esync'" "${W[@]}" --mode esync
+refused mlf-worker "--local-steps sets the rounds of --esync P" "${W[@]}" --mode mlfabric-s --local-steps 4
+refused mlf-worker "--local-steps" "${W[@]}" --mode mlfabric-s --esync 4 --local-steps 0
+refused mlf-worker "--esync-nonblocking" "${W[@]}" --mode mlfabric-s --esync 4 --local-steps 2 --esync-nonblocking
+refused mlf-worker "--esync aggregates once per round" "${W[@]}" --mode mlfabric-a --esync 4
+refused mlf-worker "--speed" "${W[@]}" --mode mlfabric-a --speed 0.5
+refused mlf-worker "--hop is decentralized" "${W[@]}" --mode mlfabric-a --hop w1
+refused mlf-worker "--hop-jump needs token queues" "${W[@]}" --mode async --hop w1 --hop-max-ig 0 --hop-jump 2
+refused mlf-worker "--adsp commits updates asynchronously" "${W[@]}" --mode mlfabric-s --adsp
+
+if [ "$fails" -ne 0 ]; then echo "FAIL test_sync_refusals: $fails of $n cases"; exit 1; fi
+echo "ok   test_sync_refusals: $n bad settings of mlf-scheduler and mlf-worker refused with one line each, nothing started"
