@@ -776,6 +776,9 @@ int main(int argc, char **argv)
 		return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
 	if (train_straggle_parse(o.straggle, o.seed * 1000003u + (uint64_t)o.shard_i, &st))
 		return log_err("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none", o.straggle), 2;
+	/* Hop's neighbours (a list, or the cluster config's graph) before anything is loaded or opened */
+	if (o.hop && wk_hop_parse(&o, &R.hp))
+		return 2;
 	if ((o.by_label ? train_load_shard_by_label : train_load_shard)(o.data, o.train_images, o.shard_i,
 									o.shard_n, &shard, err, sizeof(err)))
 		return log_err("%s", err), 1;
@@ -807,10 +810,6 @@ int main(int argc, char **argv)
 		return log_err("cannot open the fabric endpoint: %s", err), 1;
 	if (o.hop) {
 		int nb[64];
-		if (wk_hop_parse(&o, &R.hp)) {
-			mlf_close(f);
-			return 2;
-		}
 		char names[1024] = "";
 		for (int i = 0; i < R.hp.n; i++) {
 			nb[i] = i;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """sync_models_summary.py RUN_ROOT TARGET - the table of bench/sync_models.sh: per run folder
 (<name>-seed<N>/) and system: time to TARGET, samples/s, the largest iteration lead of a worker
-over the slowest (from the workers' pushes.jsonl), the bytes moved (MB received by every host's
-eth0, results.json eth0_rx_bytes), the workers' waiting share (waiting(), below), CPU; then median
+over the slowest (from the workers' pushes.jsonl), the bytes moved per second (MB received by
+every host's eth0, results.json eth0_rx_bytes, over the run's wall time), the workers' waiting share (waiting(), below), CPU; then median
 and min-max per variant
 (the systems of ref-seed<N> folders by name, of other folders with several systems as
 "<system> (<folder>)", any other folder's one system by the folder's name, e.g. ssp1 for SSP
@@ -132,7 +132,7 @@ def main():
     rows = {}
     waits = {}
     print("%-16s %-11s %8s %9s %10s %6s %8s %7s %6s" % ("run", "system", "reached", "t_target", "samples/s", "lead",
-                                                      "MB", "waiting", "cpu"))
+                                                      "MB/s", "waiting", "cpu"))
     for d in sorted(glob.glob(os.path.join(root, "*-seed*"))):
         if not os.path.isdir(d):
             continue
@@ -164,10 +164,11 @@ def main():
             lead = max_lead(os.path.join(d, sys_, "records"), workers)
             cpu = (v.get("cpu") or {}).get("machine_cores") if isinstance(v.get("cpu"), dict) else None
             mb = moved_mb(v)
+            mb = mb / wall if mb is not None and wall else None  # MB/s
             wt = waiting(os.path.join(d, sys_, "records"), workers, wall)
             print("%-16s %-11s %8s %9s %10.0f %6s %8s %7s %6s" % (
                 os.path.basename(d), label, t is not None, "%.1f" % t if t is not None else "miss", sps,
-                lead if lead is not None else "-", "%.0f" % mb if mb is not None else "-",
+                lead if lead is not None else "-", "%.2f" % mb if mb is not None else "-",
                 "%.1f%%" % (100 * wt) if wt is not None else "-", "%.2f" % cpu if cpu is not None else "-"))
             w = esync_waits(os.path.join(d, sys_, "records"), workers) if sys_ == "esync" else None
             if w is not None:
@@ -181,13 +182,13 @@ def main():
             r["cpu"].append(cpu)
     print()
     print("| system | time to %.2f s, median (min-max) | reached | samples/s | largest lead (iterations) "
-          "| MB moved | waiting, %% of worker time | machine CPU (cores) |" % target)
+          "| MB/s moved | waiting, %% of worker time (RR-Sync: rank 0's) | machine CPU (cores) |" % target)
     print("|---|---|---|---|---|---|---|---|")
     for label in sorted(rows):
         r = rows[label]
         print("| %s | %s | %d/%d | %s | %s | %s | %s | %s |" % (
             label, fmt(r["t"]), sum(1 for t in r["t"] if t != float("inf")), len(r["t"]), fmt(r["sps"], "%.0f"),
-            fmt([x for x in r["lead"] if x is not None], "%d"), fmt([x for x in r["mb"] if x is not None], "%.0f"),
+            fmt([x for x in r["lead"] if x is not None], "%d"), fmt([x for x in r["mb"] if x is not None], "%.2f"),
             fmt([x for x in r["wait"] if x is not None], "%.1f"), fmt([x for x in r["cpu"] if x is not None], "%.2f")))
     if waits:
         print()

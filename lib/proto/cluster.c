@@ -181,13 +181,14 @@ static int parse_graph(json_t *g, struct cluster *out, const char *origin, char 
 {
 	const char *key;
 	json_t *val;
-	int n = out->n_hosts, first = -1;
+	int first = -1;
+	size_t n = (size_t)out->n_hosts;
 
 	if (!json_is_object(g) || json_object_size(g) == 0) {
 		snprintf(err, errlen, "%s: graph: a non-empty object {host: [neighbours]} expected", origin);
 		return -EINVAL;
 	}
-	out->graph = calloc((size_t)n * (size_t)n, 1);
+	out->graph = calloc(n * n, 1);
 	if (!out->graph) {
 		snprintf(err, errlen, "%s: out of memory", origin);
 		return -ENOMEM;
@@ -210,8 +211,10 @@ static int parse_graph(json_t *g, struct cluster *out, const char *origin, char 
 			json_t *x = json_array_get(val, i);
 			int k = json_is_string(x) ? cluster_find(out, json_string_value(x)) : -1;
 			if (k < 0) {
-				snprintf(err, errlen, "%s: graph.%s[%zu]: not the name of a host of the cluster",
-					 origin, key, i);
+				snprintf(err, errlen, "%s: graph.%s[%zu]: %s%.64s%s is not the name of a host of the "
+					 "cluster", origin, key, i, json_is_string(x) ? "\"" : "",
+					 json_is_string(x) ? json_string_value(x) : "a non-string",
+					 json_is_string(x) ? "\"" : "");
 				return -EINVAL;
 			}
 			if (k == h) {
@@ -228,16 +231,16 @@ static int parse_graph(json_t *g, struct cluster *out, const char *origin, char 
 		if (first < 0)
 			first = h;
 	}
-	for (int h = 0; h < n; h++)
-		for (int k = 0; k < n; k++)
+	for (size_t h = 0; h < n; h++)
+		for (size_t k = 0; k < n; k++)
 			if (out->graph[h * n + k] && !out->graph[k * n + h]) {
 				snprintf(err, errlen, "%s: graph: %s names %s but not the other way round (the graph "
 					 "is undirected)", origin, out->hosts[h].name, out->hosts[k].name);
 				return -EINVAL;
 			}
 	/* connected: every host with a neighbour is reached from the first */
-	int *todo = malloc(sizeof(int) * (size_t)n), nt = 0;
-	uint8_t *seen = calloc((size_t)n, 1);
+	int *todo = malloc(sizeof(int) * n), nt = 0;
+	uint8_t *seen = calloc(n, 1);
 	if (!todo || !seen) {
 		free(todo);
 		free(seen);
@@ -248,17 +251,17 @@ static int parse_graph(json_t *g, struct cluster *out, const char *origin, char 
 	todo[nt++] = first;
 	while (nt) {
 		int h = todo[--nt];
-		for (int k = 0; k < n; k++)
+		for (size_t k = 0; k < n; k++)
 			if (out->graph[h * n + k] && !seen[k]) {
 				seen[k] = 1;
-				todo[nt++] = k;
+				todo[nt++] = (int)k;
 			}
 	}
 	int rc = 0;
 	out->graph_hosts = 0;
-	for (int h = 0; h < n && !rc; h++) {
+	for (size_t h = 0; h < n && !rc; h++) {
 		int deg = 0;
-		for (int k = 0; k < n; k++)
+		for (size_t k = 0; k < n; k++)
 			deg += out->graph[h * n + k];
 		out->graph_hosts += deg > 0;
 		if (deg && !seen[h]) {

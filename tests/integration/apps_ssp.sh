@@ -4,16 +4,22 @@
 # ever has more than S + 1 pushes more than the slowest at the scheduler (a pull waits while the
 # worker is S ahead; the push after it adds one); the test counts pushes by the times the workers
 # logged them (pushes.jsonl), which can lag the scheduler's arrival order by one, so it allows
-# S + 2. Without the gate the fast workers run far ahead. Accuracy still rises.
+# S + 2. Without the gate the fast workers run far ahead. Accuracy still rises, above 0.4 (0.47-0.62
+# measured in 15 s with the small model below; chance is 0.1).
 # ASP (--ssp 3 --asp --asp-weak 1, the paper's w = 1), w2 4x slower from 7 s on (--speed 4@7, the
 # interfering load switched on mid-run): before the load, the workers' rates are alike and the
 # weak threshold holds them within 1 + 2 pushes; once w2 is slow (alpha about 4) the threshold
-# rises to 3, and the largest lead is 4 (+1 for logging). Accuracy rises above 0.5.
+# rises to 3, and the largest lead is 4 (+1 for logging). Accuracy rises above 0.4 (0.45-0.51
+# measured).
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
 APPS_GBPS=10
 apps_begin appssp 3 'ps:2:"server","scheduler"' 'w0:10:"worker"' 'w1:11:"worker"' 'w2:12:"worker"'
 S=1
+# A small model (102 K floats): with the default 784,1024,10 (3.3 MB) a model copy's delivery
+# delay can make alike workers' rates differ by 1.5x, which lifts ASP off its weak threshold
+# before the load (the same copy cost apps_esync.sh describes).
+MODEL=784,128,10
 
 # max_gap DIR [UNTIL]: the largest (pushes of a worker - pushes of the slowest) over the run, or
 # over the pushes before UNTIL (unix seconds), from the workers' pushes.jsonl (the times at which
@@ -34,14 +40,14 @@ run_case() {
 	mkdir -p "$d/sched"
 	apps_run sched ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$d/sched" "$@"
 	for h in ps w0 w1 w2; do dp_start $h; done
-	apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 3 --tau-max 16 \
+	apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 3 --tau-max 16 --model $MODEL \
 		--eval-every 2 --eval-images 500 --records "$d/ps"
 	sleep 1
 	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 	T0=$(date +%s.%N)
 	for i in 0 1 2; do
 		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/3 \
-			--lr 0.02 --duration 15 --compute-s 0.1 --seed $((i + 1)) --records "$d/w$i" \
+			--model $MODEL --lr 0.02 --duration 15 --compute-s 0.1 --seed $((i + 1)) --records "$d/w$i" \
 			$([ $i = 2 ] && echo --speed "$slow")
 	done
 	for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "$name: worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
@@ -61,7 +67,7 @@ run_case ssp 4 --ssp $S
 [ "$GAP" -le $((S + 2)) ] || fail "ssp: a worker ran $GAP pushes ahead of the slowest (threshold $S allows $((S + 1)), +1 for logging)"
 ssp_gap=$GAP ssp_n0=$N0 ssp_n2=$N2
 acc=$(jq -s 'map(.accuracy) | max' "$WORK/ssp/ps/accuracy.jsonl")
-awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "ssp: accuracy only reached $acc"
+awk -v a="$acc" 'BEGIN { exit !(a > 0.4) }' || fail "ssp: accuracy only reached $acc (chance is 0.1)"
 run_case asp 4@7 --ssp 3 --asp --asp-weak 1
 asp_before=$(max_gap "$WORK/asp" "$(awk -v t="$T0" 'BEGIN { printf "%.3f", t + 6.5 }')")
 asp_gap=$GAP
@@ -69,7 +75,7 @@ asp_gap=$GAP
 [ "$asp_gap" -ge 4 ] && [ "$asp_gap" -le 5 ] ||
 	fail "asp: with w2 4x slower the largest lead was $asp_gap pushes, expected 4-5 (threshold 3: 4, +1 for logging)"
 asp_acc=$(jq -s 'map(.accuracy) | max' "$WORK/asp/ps/accuracy.jsonl")
-awk -v a="$asp_acc" 'BEGIN { exit !(a > 0.5) }' || fail "asp: accuracy only reached $asp_acc"
+awk -v a="$asp_acc" 'BEGIN { exit !(a > 0.4) }' || fail "asp: accuracy only reached $asp_acc (chance is 0.1)"
 ok "--ssp 3 --asp --asp-weak 1, w2 4x slower from 7 s: largest lead $asp_before pushes before the load, $asp_gap after; accuracy $asp_acc"
 run_case free 4
 [ "$GAP" -gt $((S + 4)) ] || fail "without --ssp the fast workers stayed within $GAP pushes of w2: the slowdown did not show"

@@ -267,6 +267,7 @@ class Experiment:
         else:
             g = {h: [x for x in v if x in w] for h, v in self.cluster_graph.items()
                  if h in w and isinstance(v, list)}
+            g = {h: v for h, v in g.items() if v}  # a worker whose neighbours all lie outside
             if set(g) != set(w):
                 self.err('hop_graph: the graph of %s gives no neighbour to %s (set hop_graph)'
                          % (self.cluster, ", ".join(sorted(set(w) - set(g)))))
