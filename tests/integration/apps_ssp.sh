@@ -4,22 +4,23 @@
 # ever has more than S + 1 pushes more than the slowest at the scheduler (a pull waits while the
 # worker is S ahead; the push after it adds one); the test counts pushes by the times the workers
 # logged them (pushes.jsonl), which can lag the scheduler's arrival order by one, so it allows
-# S + 2. Without the gate the fast workers run far ahead. Accuracy still rises, above 0.4 (0.47-0.62
-# measured in 15 s with the small model below; chance is 0.1).
+# S + 2. Without the gate the fast workers run far ahead. Accuracy still rises, above 0.5 (0.62-0.67
+# measured in 15 s; chance is 0.1).
 # ASP (--ssp 3 --asp --asp-weak 1, the paper's w = 1), w2 4x slower from 7 s on (--speed 4@7, the
 # interfering load switched on mid-run): before the load, the workers' rates are alike and the
 # weak threshold holds them within 1 + 2 pushes; once w2 is slow (alpha about 4) the threshold
-# rises to 3, and the largest lead is 4 (+1 for logging). Accuracy rises above 0.4 (0.45-0.51
+# rises to 3, and the largest lead is 4 (+1 for logging). Accuracy rises above 0.4 (0.54-0.61
 # measured).
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
 APPS_GBPS=10
 apps_begin appssp 3 'ps:2:"server","scheduler"' 'w0:10:"worker"' 'w1:11:"worker"' 'w2:12:"worker"'
 S=1
-# A small model (102 K floats): with the default 784,1024,10 (3.3 MB) a model copy's delivery
-# delay can make alike workers' rates differ by 1.5x, which lifts ASP off its weak threshold
-# before the load (the same copy cost apps_esync.sh describes).
-MODEL=784,128,10
+# The default model, 784,1024,10 (3.3 MB): the small 784,128,10 reached only 0.29-0.47 in 15 s
+# (lr 0.02 and 0.05, 2026-11-27), the default 0.54-0.67. Its copies take tens of ms, which could
+# make alike workers' rates differ by 1.5x and lift ASP off its weak threshold before the load;
+# the before-load lead stayed at 2 in every run.
+MODEL=784,1024,10
 
 # max_gap DIR [UNTIL]: the largest (pushes of a worker - pushes of the slowest) over the run, or
 # over the pushes before UNTIL (unix seconds), from the workers' pushes.jsonl (the times at which
@@ -67,7 +68,7 @@ run_case ssp 4 --ssp $S
 [ "$GAP" -le $((S + 2)) ] || fail "ssp: a worker ran $GAP pushes ahead of the slowest (threshold $S allows $((S + 1)), +1 for logging)"
 ssp_gap=$GAP ssp_n0=$N0 ssp_n2=$N2
 acc=$(jq -s 'map(.accuracy) | max' "$WORK/ssp/ps/accuracy.jsonl")
-awk -v a="$acc" 'BEGIN { exit !(a > 0.4) }' || fail "ssp: accuracy only reached $acc (chance is 0.1)"
+awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "ssp: accuracy only reached $acc (chance is 0.1)"
 run_case asp 4@7 --ssp 3 --asp --asp-weak 1
 asp_before=$(max_gap "$WORK/asp" "$(awk -v t="$T0" 'BEGIN { printf "%.3f", t + 6.5 }')")
 asp_gap=$GAP
