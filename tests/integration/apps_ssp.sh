@@ -4,7 +4,7 @@
 # ever has more than S + 1 pushes more than the slowest at the scheduler (a pull waits while the
 # worker is S ahead; the push after it adds one); the test counts pushes by the times the workers
 # logged them (pushes.jsonl), which can lag the scheduler's arrival order by one, so it allows
-# S + 2. Without the gate the fast workers run far ahead. Accuracy still rises, above 0.5 (0.62-0.67
+# S + 2. Without the gate the fast workers run far ahead. Accuracy still rises, above 0.5 (0.62-0.68
 # measured in 15 s; chance is 0.1).
 # ASP (--ssp 3 --asp --asp-weak 1, the paper's w = 1), w2 4x slower from 7 s on (--speed 4@7, the
 # interfering load switched on mid-run): before the load, the workers' rates are alike and the
