@@ -202,7 +202,7 @@ double train_local_step(struct train_local *L, float *wr);
  * train_local_delta - the accumulated update of a worker's local steps: @delta = @scale x
  * (@copy - @w), @n floats each; @delta may be @copy. @scale weights it as the paper says
  * (ESync: epsilon / P, esync.txt Alg. 1 line 20; ADSP: the global learning rate, 1/M in
- * adsp-aaai2020 §4; Hop: 1, the gradient steps only). Returns the L2 norm of @delta.
+ * adsp-aaai2020 §5.1; Hop: 1, the gradient steps only). Returns the L2 norm of @delta.
  */
 double train_local_delta(const float *copy, const float *w, double scale, float *delta, size_t n);
 
