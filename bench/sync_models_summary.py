@@ -2,11 +2,10 @@
 """sync_models_summary.py RUN_ROOT TARGET - the table of bench/sync_models.sh: per run folder
 (<name>-seed<N>/) and system: time to TARGET, samples/s, the largest iteration lead of a worker
 over the slowest (from the workers' pushes.jsonl), the bytes moved per second (MB received by
-every host's eth0, results.json eth0_rx_bytes, over the run's wall time), the workers' waiting share (waiting(), below), CPU; then median
-and min-max per variant
-(the systems of ref-seed<N> folders by name, of other folders with several systems as
-"<system> (<folder>)", any other folder's one system by the folder's name, e.g. ssp1 for SSP
-with s = 1). Standard library only."""
+every host's eth0, results.json eth0_rx_bytes, over the run's wall time), the workers' waiting
+share (waiting(), below), CPU; then median and min-max per variant (the systems of ref-seed<N>
+folders by name, of other folders with several systems as "<system> (<folder>)", any other
+folder's one system by the folder's name, e.g. ssp1 for SSP with s = 1). Standard library only."""
 import glob
 import json
 import os
@@ -22,66 +21,57 @@ def load(path):
         return None
 
 
-def max_lead(recdir, workers):
-    """Largest (pushes of a worker - pushes of the slowest) over the run, by push times."""
-    ev = []
+def read_pushes(recdir, workers):
+    """Each worker's pushes.jsonl records, {worker: [record, ...]}, read once per system; None when
+    a worker's file is missing or not JSON lines."""
+    out = {}
     for w in workers:
         try:
             with open(os.path.join(recdir, w, "pushes.jsonl")) as f:
-                ev += [(json.loads(line)["t"], w) for line in f if line.strip()]
-        except (OSError, ValueError, KeyError):
+                out[w] = [json.loads(line) for line in f if line.strip()]
+        except (OSError, ValueError):
             return None
-    n = {w: 0 for w in workers}
+    return out
+
+
+def max_lead(pushes):
+    """Largest (pushes of a worker - pushes of the slowest) over the run, by push times."""
+    if pushes is None or any("t" not in r for rs in pushes.values() for r in rs):
+        return None
+    n = {w: 0 for w in pushes}
     lead = 0
-    for _, w in sorted(ev):
+    for _, w in sorted((r["t"], w) for w, rs in pushes.items() for r in rs):
         n[w] += 1
         lead = max(lead, max(n.values()) - min(n.values()))
     return lead
 
 
-def local_steps(recdir, workers):
+def local_steps(pushes):
     """ESync: the local iterations of every round the workers logged (pushes.jsonl local_steps)."""
-    n = 0
-    for w in workers:
-        try:
-            with open(os.path.join(recdir, w, "pushes.jsonl")) as f:
-                n += sum(json.loads(line).get("local_steps") or 0 for line in f if line.strip())
-        except (OSError, ValueError):
-            return None
-    return n
+    return None if pushes is None else sum(r.get("local_steps") or 0 for rs in pushes.values() for r in rs)
 
 
-def esync_waits(recdir, workers):
+def esync_waits(pushes):
     """ESync: seconds blocked in State Server queries and seconds of local iterations a READY
     aborted (non-blocking mode), summed over the workers' rounds (pushes.jsonl query_wait_s,
     aborted_s; None for runs that predate them)."""
-    q = a = 0.0
-    for w in workers:
-        try:
-            with open(os.path.join(recdir, w, "pushes.jsonl")) as f:
-                for line in f:
-                    if line.strip():
-                        r = json.loads(line)
-                        if "query_wait_s" not in r:
-                            return None
-                        q += r["query_wait_s"]
-                        a += r.get("aborted_s") or 0
-        except (OSError, ValueError):
-            return None
-    return q, a
+    rs = [r for x in (pushes or {}).values() for r in x]
+    if pushes is None or any("query_wait_s" not in r for r in rs):
+        return None
+    return sum(r["query_wait_s"] for r in rs), sum(r.get("aborted_s") or 0 for r in rs)
 
 
 # per-round / per-update fields of pushes.jsonl in which a worker waited instead of computing:
 # a model get (async parameter servers; SSP's and ASP's held pulls are inside it), Hop's wait
-# for neighbours' updates and tokens (a running total: its last line counts), ESync's State Server queries and aborted iterations, an
-# ADSP commit (push and get), a synchronous round's allreduce (MLfabric-S, ESync, local SGD:
-# the wait for the slowest worker is in it)
+# for neighbours' updates and tokens (a running total: its last line counts), ESync's State
+# Server queries and aborted iterations, an ADSP commit (push and get), a synchronous round's
+# allreduce (MLfabric-S, ESync, local SGD: the wait for the slowest worker is in it)
 WAIT_FIELDS = ("get_s", "wait_s", "query_wait_s", "aborted_s", "commit_s", "allreduce_s")
 
 
-def waiting(recdir, workers, wall):
+def waiting(pushes, recdir, wall):
     """Share of the workers' time (wall x workers) spent in WAIT_FIELDS, or None where the
-    system records none of them. RR-Sync: rank 0's allreduce_s (records/iterations.jsonl) over
+    system records none of them. RR-Sync: rank 0's allreduce_s (RECDIR/iterations.jsonl) over
     the wall time."""
     rr = os.path.join(recdir, "iterations.jsonl")
     if os.path.isfile(rr):
@@ -91,25 +81,21 @@ def waiting(recdir, workers, wall):
         except (OSError, ValueError):
             return None
         return t / wall if wall else None
+    if pushes is None:
+        return None
     total, seen = 0.0, False
-    for w in workers:
+    for rs in pushes.values():
         hop = 0.0
-        try:
-            with open(os.path.join(recdir, w, "pushes.jsonl")) as f:
-                for line in f:
-                    if line.strip():
-                        r = json.loads(line)
-                        for k in WAIT_FIELDS:
-                            if isinstance(r.get(k), (int, float)):
-                                if k == "wait_s":  # Hop's is the worker's total so far
-                                    hop = max(hop, r[k])
-                                else:
-                                    total += r[k]
-                                seen = True
-        except (OSError, ValueError):
-            return None
+        for r in rs:
+            for k in WAIT_FIELDS:
+                if isinstance(r.get(k), (int, float)):
+                    if k == "wait_s":  # Hop's is the worker's total so far
+                        hop = max(hop, r[k])
+                    else:
+                        total += r[k]
+                    seen = True
         total += hop
-    return total / (wall * len(workers)) if seen and wall and workers else None
+    return total / (wall * len(pushes)) if seen and wall and pushes else None
 
 
 def moved_mb(v):
@@ -156,21 +142,22 @@ def main():
             wall = v.get("wall_s") or 0
             # mini-batches computed: ESync's local iterations (from the rounds in pushes.jsonl, which
             # survive a worker stopped before it wrote worker.json), else one per iteration
-            steps = (local_steps(os.path.join(d, sys_, "records"), workers)
-                     if sys_ in ("esync", "local-sgd", "adsp") else None)
+            recdir = os.path.join(d, sys_, "records")
+            pushes = read_pushes(recdir, workers)
+            steps = local_steps(pushes) if sys_ in ("esync", "local-sgd", "adsp") else None
             # RR-Sync counts iterations of the whole ring; its mini-batches are the gradients applied
             grads = v.get("applied") if sys_ == "rr-sync" else v.get("iterations")
             sps = (steps or grads or 0) * batch / wall if wall else 0
-            lead = max_lead(os.path.join(d, sys_, "records"), workers)
+            lead = max_lead(pushes)
             cpu = (v.get("cpu") or {}).get("machine_cores") if isinstance(v.get("cpu"), dict) else None
             mb = moved_mb(v)
             mb = mb / wall if mb is not None and wall else None  # MB/s
-            wt = waiting(os.path.join(d, sys_, "records"), workers, wall)
+            wt = waiting(pushes, recdir, wall)
             print("%-16s %-11s %8s %9s %10.0f %6s %8s %7s %6s" % (
                 os.path.basename(d), label, t is not None, "%.1f" % t if t is not None else "miss", sps,
                 lead if lead is not None else "-", "%.2f" % mb if mb is not None else "-",
                 "%.1f%%" % (100 * wt) if wt is not None else "-", "%.2f" % cpu if cpu is not None else "-"))
-            w = esync_waits(os.path.join(d, sys_, "records"), workers) if sys_ == "esync" else None
+            w = esync_waits(pushes) if sys_ == "esync" else None
             if w is not None:
                 waits.setdefault(label, []).append(w + (wall * len(workers),))
             r = rows.setdefault(label, {"t": [], "sps": [], "lead": [], "cpu": [], "mb": [], "wait": []})
