@@ -17,6 +17,9 @@ import os
 import statistics as st
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from mlfcluster.results import step_ends  # noqa: E402
+
 
 def die(msg):
     print("sync_iteration.py: " + msg, file=sys.stderr)
@@ -48,10 +51,9 @@ def analyse(d):
     if not got:
         die("%s: no workers' pushes.jsonl" % rec)
     nw = max(len(v) for v in got.values())
-    steps = {}  # iteration start version -> the last shard's step time
-    for f in [os.path.join(rec, "applied.jsonl")] + glob.glob(os.path.join(rec, "shard-*", "applied.jsonl")):
-        for r in lines(f):
-            steps[r["at"]] = max(steps.get(r["at"], 0), r["t"])
+    # iteration start version -> the last shard's step time
+    steps = step_ends([r for f in [os.path.join(rec, "applied.jsonl")] +
+                       glob.glob(os.path.join(rec, "shard-*", "applied.jsonl")) for r in lines(f)])
     rows = []
     for v in sorted(got):
         prev, cur = got.get(v - nw), got[v]

@@ -141,14 +141,20 @@ def steady_iteration_s(times, skip=STEADY_SKIP):
     return (ts[-1] - ts[0]) / (len(ts) - 1) if len(ts) >= 2 else None
 
 
-def step_times(applied):
-    """MLfabric-S: one time per step of applied.jsonl records APPLIED (every part of a step has
-    the step's start version `at`): the latest t of each at."""
+def step_ends(applied):
+    """MLfabric-S: {start version `at`: the latest t} over applied.jsonl records APPLIED (every
+    part of a step has the step's start version); records of several shard servers together give
+    each iteration's last shard step."""
     steps = {}
     for x in applied or []:
         if isinstance(x.get("at"), int) and isinstance(x.get("t"), (int, float)):
             steps[x["at"]] = max(steps.get(x["at"], x["t"]), x["t"])
-    return list(steps.values())
+    return steps
+
+
+def step_times(applied):
+    """MLfabric-S: one time per step of applied.jsonl records APPLIED (step_ends' times)."""
+    return list(step_ends(applied).values())
 
 
 def jq_sort_key(v):
