@@ -474,8 +474,9 @@ int sched_shard_command(struct sched *s, const struct plan_batch *b, const struc
 {
 	struct sched_server *g = &s->server;
 	int S = g->n_shards, n_u = b->n_updates, n_e = b->n_pulls, rc = 0;
-	/* the version the pulls of this batch get (MLfabric-S: sched_shard_pull_version) */
-	int64_t v = g->sync ? s->sync.v : g->ordered;
+	/* the version the pulls of this batch get: MLfabric-A every update ordered so far (a
+	 * shard's copy waits until it applied them), MLfabric-S sched_shard_pull_version */
+	int64_t v = g->sync ? sched_shard_pull_version(s) : g->ordered;
 	struct shard_work w = { 0 };
 	size_t n_legs = (size_t)n_u * (size_t)S + 1;
 
