@@ -239,38 +239,33 @@ static int parse_graph(json_t *g, struct cluster *out, const char *origin, char 
 				return -EINVAL;
 			}
 	/* connected: every host with a neighbour is reached from the first */
-	int *todo = malloc(sizeof(int) * n), nt = 0;
+	int *stack = malloc(sizeof(int) * n), nt = 0; /* depth-first search from the first host */
 	uint8_t *seen = calloc(n, 1);
-	if (!todo || !seen) {
-		free(todo);
+	if (!stack || !seen) {
+		free(stack);
 		free(seen);
 		snprintf(err, errlen, "%s: out of memory", origin);
 		return -ENOMEM;
 	}
 	seen[first] = 1;
-	todo[nt++] = first;
+	stack[nt++] = first;
 	while (nt) {
-		int h = todo[--nt];
+		int h = stack[--nt];
 		for (size_t k = 0; k < n; k++)
 			if (out->graph[h * n + k] && !seen[k]) {
 				seen[k] = 1;
-				todo[nt++] = (int)k;
+				stack[nt++] = (int)k;
 			}
 	}
 	int rc = 0;
-	out->graph_hosts = 0;
 	for (size_t h = 0; h < n && !rc; h++) {
-		int deg = 0;
-		for (size_t k = 0; k < n; k++)
-			deg += out->graph[h * n + k];
-		out->graph_hosts += deg > 0;
-		if (deg && !seen[h]) {
+		if (!seen[h] && cluster_neighbours(out, (int)h, NULL, 0) > 0) {
 			snprintf(err, errlen, "%s: graph: not connected (%s cannot reach %s)", origin,
 				 out->hosts[first].name, out->hosts[h].name);
 			rc = -EINVAL;
 		}
 	}
-	free(todo);
+	free(stack);
 	free(seen);
 	return rc;
 }

@@ -45,7 +45,6 @@ struct cluster {
 			     * (Hop, hop-asplos2019 §3; issue 12), an n_hosts x n_hosts adjacency
 			     * matrix, graph[i * n_hosts + j] = 1 when hosts i and j are neighbours;
 			     * undirected, no self edges, its hosts workers and connected */
-	int graph_hosts;    /* hosts that have at least one neighbour in "graph" (0: none) */
 };
 
 /**
@@ -73,7 +72,8 @@ int cluster_find_role(const struct cluster *c, unsigned role);
 
 /**
  * cluster_neighbours - host @h's neighbours in the cluster's "graph" (Hop's decentralised
- * training, hop-asplos2019 §3): writes up to @max host indices, in the order of hosts, to @out.
+ * training, hop-asplos2019 §3): writes up to @max host indices, in the order of hosts, to @out
+ * (NULL with @max 0: only counts).
  * Returns the number of neighbours (may exceed @max: only @max are written), 0 when @h has none,
  * or -ENOENT when the cluster has no graph.
  */
