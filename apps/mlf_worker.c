@@ -315,8 +315,7 @@ static void wk_gradient(struct wk_grad *g)
 	const struct train_local *L = g->L;
 
 	g->ts = clock_real_s();
-	train_sample_batch(L->shard, 0, L->shard->n, L->batch, L->rng, L->x, L->y);
-	g->loss = mlp_grad(L->shape, g->w, L->x, L->y, L->batch, L->u);
+	g->loss = train_local_gradient(L, g->w);
 	if (g->loss < 0) {
 		g->te = clock_real_s();
 		return;

@@ -562,14 +562,19 @@ double train_local_slowdown(const struct train_local *L)
 	return clock_real_s() - L->t0 >= L->speed_at ? f * L->speed : f;
 }
 
+double train_local_gradient(const struct train_local *L, const float *w)
+{
+	train_sample_batch(L->shard, 0, L->shard->n, L->batch, L->rng, L->x, L->y);
+	return mlp_grad(L->shape, w, L->x, L->y, L->batch, L->u);
+}
+
 double train_local_step(struct train_local *L, float *wr)
 {
 	double ts = clock_real_s();
 
 	L->aborted = 0;
 	L->wait_err = 0;
-	train_sample_batch(L->shard, 0, L->shard->n, L->batch, L->rng, L->x, L->y);
-	L->loss = mlp_grad(L->shape, wr, L->x, L->y, L->batch, L->u);
+	L->loss = train_local_gradient(L, wr);
 	if (L->loss < 0)
 		return -1;
 	/* the emulated compute: compute_min (slept now, or with a wait part of it below), then the

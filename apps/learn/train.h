@@ -189,6 +189,14 @@ struct train_local {
 double train_local_slowdown(const struct train_local *L);
 
 /**
+ * train_local_gradient - the mean gradient of the model @w (@L->n floats) over @L->batch examples
+ * drawn from @L->shard with @L->rng, into @L->u (scratch @L->x, @L->y); no emulated compute, no
+ * counter changed (an MLfabric-A / Async worker computes it on a thread of its own). Returns the
+ * mini-batch's mean cross-entropy (nats), or -1 without memory.
+ */
+double train_local_gradient(const struct train_local *L, const float *w);
+
+/**
  * train_local_step - one local SGD step on the copy @wr (@L->n floats): a mini-batch gradient
  * (padded to @L->compute_min and slowed by train_local_slowdown()), then wr += -lr x gradient
  * (MLfabric eq. 1 on the copy). With @L->wait set, an abort during the emulated compute leaves
