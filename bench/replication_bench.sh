@@ -139,9 +139,9 @@ LINKS=$(jq -r '.hosts | map("\(.name) \(.up_gbps)/\(.down_gbps)") | join(", ")' 
 CMD="make bench-replication"
 [ "$BASE" = conf/exp-repl.json ] || CMD="bench/replication_bench.sh --base $BASE"
 {
-	# everything but an earlier Replication section of the same base (or of no stated base),
-	# without trailing blank lines
-	awk -v tag="base $BASE," '/^## Replication/ { if (index($0, tag) || !index($0, "base ")) { skip = 1; next } }
+	# everything but an earlier bench-replication section of the same base (or of no stated base),
+	# without trailing blank lines; the hand-written "## Replication ..." sections stay
+	awk -v tag="base $BASE," '/^## Replication \(bench-replication/ { if (index($0, tag) || !index($0, "base ")) { skip = 1; next } }
 		skip && /^## / { skip = 0 }
 		!skip { buf = buf $0 "\n"; if ($0 != "") { printf "%s", buf; buf = "" } }' "$ROOT/docs/results/replication.md"
 	echo
