@@ -4,9 +4,8 @@ A record that a check needs and that is missing or malformed raises RecordError,
 is one line naming the file (and the line of a JSON-lines file)."""
 import json
 import math
-import os
 
-from mlfcluster.results import tostring
+from mlfcluster.records import nonempty  # noqa: F401 (checks.py takes it from here)
 
 
 class RecordError(Exception):
@@ -69,17 +68,19 @@ def truthy(v):
     return v is not None and v is not False
 
 
-def nonempty(path):
-    """The shell's test -s: PATH exists and is not empty."""
-    try:
-        return os.path.getsize(path) > 0
-    except OSError:
-        return False
-
-
-# V as `jq -r` prints it (integral numbers without a fraction, strings raw): the runner's
-# tostring, so both tools print numbers alike.
-jqs = tostring
+def jqs(v):
+    """V as `jq -r` prints it: integral numbers without a fraction, strings raw, null, true."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e17:
+        return str(int(v))
+    if isinstance(v, (int, float)):
+        return json.dumps(v)
+    return json.dumps(v, separators=(",", ":"))
 
 
 def jq_round(x, scale):
