@@ -1,7 +1,8 @@
-"""Unit tests of tools/mlfcluster's import graph, read from the source with ast: every import sits
-at the top of its module (none inside a function, class or statement, where it would hide a
-circle), and the graph of the package's modules has no circle; a planted circle and a planted
-function-level import in a copy of the package are found."""
+"""Unit tests of the import graphs of tools/mlfcluster and tools/mlffault, read from the source
+with ast: every import sits at the top of its module (none inside a function, class or
+statement, where it would hide a circle), and the graph of each package's modules has no circle;
+mlffault uses mlfcluster and mlfcluster imports nothing of mlffault (no circle between the two);
+a planted circle and a planted function-level import in a copy of mlfcluster are found."""
 import ast
 import os
 import shutil
@@ -11,11 +12,12 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.join(HERE, "..", "..", "tools", "mlfcluster")
 NAME = "mlfcluster"
+FAULT = os.path.join(HERE, "..", "..", "tools", "mlffault")
 
 
-def module_imports(path, modules):
-    """(the package modules the file PATH imports, [misplaced imports as "FILE:LINE: ..."]).
-    MODULES: the names of the package's modules; imports of anything else are not edges."""
+def module_imports(path, modules, name=NAME):
+    """(the modules of the package NAME the file PATH imports, [misplaced imports as "FILE:LINE:
+    ..."]). MODULES: the names of the package's modules; imports of anything else are not edges."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     top = {id(n) for n in tree.body}
@@ -28,11 +30,11 @@ def module_imports(path, modules):
         if isinstance(node, ast.Import):
             for a in node.names:
                 parts = a.name.split(".")
-                if parts[0] == NAME and len(parts) > 1 and parts[1] in modules:
+                if parts[0] == name and len(parts) > 1 and parts[1] in modules:
                     deps.add(parts[1])
             continue
-        if node.level == 0 and (node.module or "").split(".")[0] != NAME:
-            continue  # the standard library
+        if node.level == 0 and (node.module or "").split(".")[0] != name:
+            continue  # the standard library or another package
         if node.level > 1:
             misplaced.append("%s:%d: import from outside the package" % (os.path.basename(path), node.lineno))
             continue
@@ -46,13 +48,27 @@ def module_imports(path, modules):
     return deps, misplaced
 
 
-def package_graph(pkgdir):
-    """({module: set of package modules it imports}, [misplaced imports]) of the package PKGDIR."""
+def packages_imported(path):
+    """The top-level names the file PATH imports by absolute import (e.g. "os", "mlfcluster")."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            out.add((node.module or "").split(".")[0])
+    return out
+
+
+def package_graph(pkgdir, name=NAME):
+    """({module: set of package modules it imports}, [misplaced imports]) of the package NAME in
+    the folder PKGDIR."""
     files = sorted(f for f in os.listdir(pkgdir) if f.endswith(".py"))
     modules = {f[:-3] for f in files}
     graph, misplaced = {}, []
     for f in files:
-        deps, bad = module_imports(os.path.join(pkgdir, f), modules)
+        deps, bad = module_imports(os.path.join(pkgdir, f), modules, name)
         graph[f[:-3]] = deps - {f[:-3]}
         misplaced += bad
     return graph, misplaced
@@ -97,6 +113,24 @@ class ImportGraph(unittest.TestCase):
         self.assertIn("links", graph["results"])
         self.assertIn("results", graph["cli"])       # from . import ..., results, ...
         self.assertEqual(graph["records"], set())
+
+
+class FaultImportGraph(unittest.TestCase):
+    def test_package_is_a_dag_with_top_level_imports(self):
+        graph, misplaced = package_graph(FAULT, "mlffault")
+        self.assertEqual(misplaced, [])
+        self.assertIsNone(find_circle(graph), "import circle: %s" % " -> ".join(find_circle(graph) or []))
+        self.assertIn("checks", graph["cli"])
+        self.assertIn("soak", graph["cli"])
+        self.assertIn("checks", graph["soak"])
+        self.assertEqual(graph["checks"], set())
+
+    def test_mlffault_uses_mlfcluster_never_the_reverse(self):
+        self.assertIn("mlfcluster", packages_imported(os.path.join(FAULT, "checks.py")))
+        for f in sorted(os.listdir(PACKAGE)):
+            if f.endswith(".py"):
+                self.assertNotIn("mlffault", packages_imported(os.path.join(PACKAGE, f)),
+                                 "mlfcluster/%s imports mlffault" % f)
 
 
 class Planted(unittest.TestCase):
