@@ -21,7 +21,7 @@
  *   event:R  the event-driven mode (bench/sgd_event.c): an asynchronous parameter server
  *            simulated in virtual time. Worker i's gradient takes --compute-s x --speeds[i] x a
  *            --straggle draw (C1-C3 as conf/ and docs/experiments.md define them, seeded as
- *            mlf-worker seeds shard i); each model or update transfer takes --transfer-s. The
+ *            tools/mlf-cluster seeds worker i of the same experiment seed); each model or update transfer takes --transfer-s. The
  *            scheduler's rules R: "async" (every push applied on arrival, a pull answered after
  *            the worker's own update, no delay bound: mlf-ps without a scheduler), "mlfabric-a"
  *            (100 ms batches, a pull answered with the model before its batch's updates, delay

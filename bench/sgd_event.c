@@ -257,8 +257,10 @@ int sgd_event_run(const struct sgd_event_cluster *c, const struct sgd_event_rule
 	s.pull = malloc(sizeof(int) * (size_t)nw);
 	if (!s.evs || !s.w || !s.u || !s.v || !s.vg || !s.st || !s.push || !s.pull)
 		rc = -ENOMEM;
+	/* worker i of experiment seed S: mlf-worker --seed S x 1000 + i + 1 (tools/mlfcluster/runner.py),
+	 * whose straggler draws are seeded with that x 1000003 + i */
 	for (int i = 0; !rc && i < nw; i++)
-		if (train_straggle_parse(c->straggle, seed * 1000003u + (uint64_t)i, &s.st[i])) /* as mlf-worker */
+		if (train_straggle_parse(c->straggle, (seed * 1000 + (uint64_t)i + 1) * 1000003u + (uint64_t)i, &s.st[i]))
 			rc = -EINVAL;
 	if (!rc)
 		rc = sim_loop(&s);

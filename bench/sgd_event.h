@@ -24,7 +24,7 @@ struct sgd_event_rules {
 /**
  * The simulated cluster: @workers workers, worker i's gradient taking @compute_s x @speeds[i]
  * (>= 1) x the straggler draw of @straggle (train_straggle_parse(): C1-C3, "R,S", "none"; worker
- * i seeded as mlf-worker seeds shard i) virtual seconds; one model or update transfer takes
+ * i's draws seeded as tools/mlf-cluster's worker i of the same experiment seed) virtual seconds; one model or update transfer takes
  * @transfer_s; the server's model is evaluated every @eval_every_s virtual seconds; a run stops
  * (a miss) before the gradient that would pass @max_grads.
  */
