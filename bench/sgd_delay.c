@@ -1,13 +1,14 @@
 /*
  * sgd_delay.c - `make bench-sgd-delay`: how many worker gradients synchronous SGD and
  * asynchronous SGD with a fixed delay need to reach a target accuracy, on the Table 2 workload
- * (Fashion-MNIST, the MLP of conf/exp-t2.json), without any network or timing.
+ * (Fashion-MNIST, the MLP of conf/exp-t2.json), without any network or timing; its event
+ * systems add the workers' speeds and the scheduler's rules in virtual time.
  *
- * Issue 11 asks MLfabric-A to train faster than RR-Sync where the network is the bottleneck.
  * Time to target = gradients needed / gradients applied per second. The fabric decides the
  * second factor; this program measures the first, in isolation, so that a benchmark run can be
  * split into "throughput" and "statistical efficiency" (paper §2: a delayed update makes less
- * progress, which is why MLfabric bounds the delay).
+ * progress, which is why MLfabric bounds the delay; docs/results/staleness.md "Throughput
+ * against statistical efficiency"). Its event systems model both factors at once.
  *
  * Systems (one gradient = the mean loss gradient of one worker's mini-batch of --batch examples
  * drawn from its i.i.d. shard, as mlf-worker computes it):
@@ -21,8 +22,8 @@
  *   event:R  the event-driven mode (bench/sgd_event.c): an asynchronous parameter server
  *            simulated in virtual time. Worker i's gradient takes --compute-s x --speeds[i] x a
  *            --straggle draw (C1-C3 as conf/ and docs/experiments.md define them, seeded as
- *            tools/mlf-cluster seeds worker i of the same experiment seed); each model or update transfer takes --transfer-s. The
- *            scheduler's rules R: "async" (every push applied on arrival, a pull answered after
+ *            tools/mlf-cluster seeds worker i of the same experiment seed); each model or
+ *            update transfer takes --transfer-s. The scheduler's rules R: "async" (every push applied on arrival, a pull answered after
  *            the worker's own update, no delay bound: mlf-ps without a scheduler), "mlfabric-a"
  *            (100 ms batches, a pull answered with the model before its batch's updates, delay
  *            bound 8: MLfabric-A as built) or TICK_MS:before|after[:TAU] (tick 0 = on arrival);
@@ -129,8 +130,8 @@ static void usage(FILE *f)
 		"  --transfer-s S      seconds of one model or update transfer (default 0.003)\n"
 		"  --eval-every-s S    virtual seconds between evaluations (default 2, eval_every_s)\n"
 		"  --tick-ms T         plain event: scheduler batch period, 0 = on arrival (default 100)\n"
-		"  --pull-rule R       plain event: before or after, the model a pull gets: before or\n"
-		"                      after its batch's updates (on arrival: its own) (default before)\n"
+		"  --pull-rule R       plain event: a pull gets the model before or after its batch's\n"
+		"                      updates (on arrival: its own update) (default before)\n"
 		"  --tau-max B         plain event: delay bound, -1 = none (default 8)\n"
 		"  -h, --help          this text\n");
 }

@@ -57,29 +57,36 @@ grep -qv "^#" "$tmp/out" && fail "--pretrain-only ran systems: $(grep -v '^#' "$
 # answered before its batch's updates gives that one worker a delay of 1 from its second update
 ev="--lr 0.05 --momentum 0 --seeds 1 --target 0.7 --eval-images 300 --train-images 6000"
 # shellcheck disable=SC2086
-"$PROG" $ev --workers 1 --systems async:0,event:async,event:100:before,event:100:after --eval-every 20 \
-  --compute-s 0.1 --transfer-s 0 --max-grads 600 >"$tmp/out" 2>"$tmp/err" || fail "event run: exit $?: $(cat "$tmp/err")"
-[ "$(runs async:0)" = "$(runs event:async)" ] || fail "one worker: event:async differs from async:0: $(runs async:0) vs $(runs event:async)"
+"$PROG" $ev --workers 1 --systems async:0,event:async,event:100:before,event:100:after \
+  --eval-every 20 --compute-s 0.1 --transfer-s 0 --max-grads 600 >"$tmp/out" 2>"$tmp/err" ||
+  fail "event run: exit $?: $(cat "$tmp/err")"
 col() { awk -v s="$1" -v c="$2" '$1 == s { print $c }' "$tmp/out"; }
+[ "$(runs async:0) $(col async:0 6)" = "$(runs event:async) $(col event:async 6)" ] ||
+  fail "one worker: event:async differs from async:0: $(grep '^async:0 ' "$tmp/out") vs $(grep '^event:async ' "$tmp/out")"
 awk '$1 == "event:async" && $5 > 0 && $5 != 10 * $10 { exit 1 }' "$tmp/out" ||
   fail "one worker at 0.1 s a gradient: gradients $(col event:async 5) in $(col event:async 10) virtual s"
-[ "$(col event:100:after 8)" = 0.00 ] || fail "one worker, pulls after their batch: mean delay $(col event:100:after 8), want 0.00"
-[ "$(col event:100:before 8)" = 0.99 ] || fail "one worker, pulls before their batch: mean delay $(col event:100:before 8), want 0.99 (1 from the second of 100 updates)"
+[ "$(col event:100:after 8)" = 0.00 ] ||
+  fail "one worker, pulls after their batch: mean delay $(col event:100:after 8), want 0.00"
+[ "$(col event:100:before 8)" = 0.99 ] ||
+  fail "one worker, pulls before their batch: mean delay $(col event:100:before 8), want 0.99 (1 from the second of 100 updates)"
 
 # two equal workers, no straggler, on arrival, pulls after their own update: they push at the same
 # times, so the second of each pair is 1 update old. Bound 2 drops nothing; bound 1 drops that
 # second half; bound 0 drops every update. 100 ms ticks, pulls before, bound 1: each batch commits
 # one of the two, and the next batch's pair is 1 old already: 3 of 4 dropped.
 # shellcheck disable=SC2086
-"$PROG" $ev --speeds 1,1 --max-grads 300 --systems event:0:after,event:0:after:2,event:0:after:1,event:0:after:0,event:100:before:1 \
+"$PROG" $ev --speeds 1,1 --max-grads 300 \
+  --systems event:0:after,event:0:after:2,event:0:after:1,event:0:after:0,event:100:before:1 \
   >"$tmp/out" 2>"$tmp/err" || fail "event bound run: exit $?: $(cat "$tmp/err")"
 for want in "event:0:after 0.50 0.000" "event:0:after:2 0.50 0.000" "event:0:after:1 0.00 0.500" \
             "event:0:after:0 0.00 1.000" "event:100:before:1 0.00 0.750"; do
+  # shellcheck disable=SC2086
   set -- $want
   got="$(col "$1" 8) $(col "$1" 9)"
   [ "$got" = "$2 $3" ] || fail "$1, two equal workers: mean delay and dropped share $got, want $2 $3"
 done
-[ "$(col event:0:after:0 5) $(col event:0:after:0 7)" = "-1 0" ] || fail "bound 0 applied something: $(grep '^event:0:after:0 ' "$tmp/out")"
+[ "$(col event:0:after:0 5) $(col event:0:after:0 7)" = "-1 0" ] ||
+  fail "bound 0 applied something: $(grep '^event:0:after:0 ' "$tmp/out")"
 
 # 1:1:1:4 with C3 stragglers (conf/exp-esync.json), the same seed: planned on arrival with pulls
 # after their own update, the updates are less stale than with 100 ms ticks and pulls before
@@ -87,7 +94,9 @@ done
 "$PROG" $ev --speeds 1,1,1,4 --straggle C3 --max-grads 600 --systems event:0:after,event:mlfabric-a \
   >"$tmp/out" 2>"$tmp/err" || fail "event 1:1:1:4 run: exit $?: $(cat "$tmp/err")"
 awk -v a="$(col event:0:after 8)" -v b="$(col event:mlfabric-a 8)" 'BEGIN { exit !(a > 0 && a < b) }' ||
-  fail "1:1:1:4: mean delay on arrival, pulls after $(col event:0:after 8), not below 100 ms ticks, pulls before $(col event:mlfabric-a 8)"
-grep -q "^| event:mlfabric-a | 0.05 | 0 | .* | .*% | .* |$" "$tmp/out" || fail "no event table row: $(grep '^|' "$tmp/out")"
+  fail "1:1:1:4: mean delay on arrival, pulls after $(col event:0:after 8), not below 100 ms ticks," \
+       "pulls before $(col event:mlfabric-a 8)"
+grep -q "^| event:mlfabric-a | 0.05 | 0 | .* | .*% | .* |$" "$tmp/out" ||
+  fail "no event table row: $(grep '^|' "$tmp/out")"
 
 [ "$fails" = 0 ] && echo "test_sgd_delay: all checks passed" || { echo "test_sgd_delay: $fails failed"; exit 1; }
