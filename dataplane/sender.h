@@ -56,7 +56,7 @@ void sender_fail_all(void);
 void sender_free(void);
 
 /**
- * sender_next_due_ns - nanoseconds until an outgoing transfer next needs the loop (issue 11: a
+ * sender_next_due_ns - nanoseconds until an outgoing transfer next needs the loop (docs/dataplane.md "Idle behaviour": a
  * dataplane whose CPU follows its traffic): the commanded start of a waiting transfer (exact),
  * the next frame a paced transfer's rate allows, but at least the pacing grain of
  * min(@grain_ns, 32 frames at the current rate) so that a slow transfer sends small bursts
