@@ -105,7 +105,7 @@ static void usage(void)
 	       "        exit at a signal.\n"
 	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1\n"
 	       "        (--until-version V: until V, e.g. every worker's updates);\n"
-	       "        --mode sync: K allreduce iterations instead (--workers: the server's n_workers),\n"
+	       "        --mode sync: K push_get iterations instead (--workers: the server's n_workers),\n"
 	       "        each after --delay S seconds (a straggler), printing its push time (push t=...).\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
 }
@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 		case 'H': o.host = optarg; break;
 		case 'm':
 			o.mode = !strcmp(optarg, "direct") ? MLF_MODE_DIRECT :
-				 !strcmp(optarg, "sync") ? MLF_MODE_SYNC : MLF_MODE_ASYNC;
+				 !strcmp(optarg, "sync") ? MLF_MODE_MLFABRIC_S : MLF_MODE_MLFABRIC_A;
 			break;
 		case 'W': workers = atoi(optarg); break;
 		case 'S': server = optarg; break;
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s\n", mlf_error(f));
 			return 1;
 		}
-		for (long i = first; i < first + count && o.mode == MLF_MODE_SYNC; i++) {
+		for (long i = first; i < first + count && o.mode == MLF_MODE_MLFABRIC_S; i++) {
 			for (size_t k = 0; k < n; k++)
 				u[k] = (float)i;
 			if (delay > 0)
@@ -265,13 +265,13 @@ int main(int argc, char **argv)
 			struct timespec now;
 			clock_gettime(CLOCK_REALTIME, &now);
 			printf("push t=%.6f\n", (double)now.tv_sec + (double)now.tv_nsec * 1e-9);
-			if ((rc = mlf_allreduce(f, server, u, n, 1.0, v < 0 ? 0 : v, w, &v, timeout)) < 0) {
+			if ((rc = mlf_push_get(f, server, u, n, 1.0, v < 0 ? 0 : v, w, &v, timeout)) < 0) {
 				fprintf(stderr, "%s\n", mlf_error(f));
 				return 1;
 			}
-			printf("allreduce version=%lld w0=%g\n", (long long)v, (double)w[0]);
+			printf("push_get version=%lld w0=%g\n", (long long)v, (double)w[0]);
 		}
-		for (long i = first; i < first + count && o.mode != MLF_MODE_SYNC; i++) {
+		for (long i = first; i < first + count && o.mode != MLF_MODE_MLFABRIC_S; i++) {
 			for (size_t k = 0; k < n; k++)
 				u[k] = (float)i;
 			/* ||u||_2 of n copies of i: the planner's divergence bound (Div_max) uses it */
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (until < 0)
 			until = first + count - 1;
-		for (int tries = 0; tries < 100 && v < until && o.mode != MLF_MODE_SYNC; tries++) {
+		for (int tries = 0; tries < 100 && v < until && o.mode != MLF_MODE_MLFABRIC_S; tries++) {
 			if ((rc = mlf_get(f, server, w, n, &v, timeout)) < 0) {
 				fprintf(stderr, "%s\n", mlf_error(f));
 				break;
