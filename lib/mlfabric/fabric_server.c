@@ -521,7 +521,7 @@ json_t *fabric_server_reg_fields(struct mlf *f)
 {
 	const struct mlf_server_state *s = &f->s;
 	json_t *reg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:i}", "mode",
-				f->mode == MLF_MODE_MLFABRIC_S ? "sync" : "async", "n_floats", (json_int_t)s->n_floats,
+				f->mode == MLF_MODE_MLFABRIC_S ? "mlfabric-s" : "mlfabric-a", "n_floats", (json_int_t)s->n_floats,
 				"bytes", (json_int_t)mlf_payload_bytes(s->n_floats), "version", (json_int_t)s->version,
 				"tau_max", (json_int_t)s->params.tau_max, "momentum", s->params.momentum,
 				"n_workers", s->params.n_workers);

@@ -96,7 +96,7 @@ static int64_t on_request(void *arg, float *model, size_t n)
 
 static void usage(void)
 {
-	printf("usage: fabric_app server|replica|worker|ctl --cluster C --host H [--mode direct|async|sync] [--server S]\n"
+	printf("usage: fabric_app server|replica|worker|ctl --cluster C --host H [--mode mlfabric-a|mlfabric-s|async] [--server S]\n"
 	       "         [--workers W] [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
 	       "         [--momentum G] [--stay] [--verify DIR] [--replication mlfabric|chain] [--delay S]\n"
 	       "server: serve a model of n floats (0), print every update, exit at version K (--stay: at a signal);\n"
@@ -105,7 +105,7 @@ static void usage(void)
 	       "        exit at a signal.\n"
 	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1\n"
 	       "        (--until-version V: until V, e.g. every worker's updates);\n"
-	       "        --mode sync: K push_get iterations instead (--workers: the server's n_workers),\n"
+	       "        --mode mlfabric-s: K push_get iterations instead (--workers: the server's n_workers),\n"
 	       "        each after --delay S seconds (a straggler), printing its push time (push t=...).\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
 }
@@ -186,8 +186,15 @@ int main(int argc, char **argv)
 		case 'c': o.cluster = optarg; break;
 		case 'H': o.host = optarg; break;
 		case 'm':
-			o.mode = !strcmp(optarg, "direct") ? MLF_MODE_DIRECT :
-				 !strcmp(optarg, "sync") ? MLF_MODE_MLFABRIC_S : MLF_MODE_MLFABRIC_A;
+			if (!strcmp(optarg, "direct") || !strcmp(optarg, "sync")) {
+				fprintf(stderr, "fabric_app: --mode %s is the old spelling: use --mode %s\n", optarg,
+					optarg[0] == 'd' ? "async" : "mlfabric-s");
+				return 2;
+			}
+			if (mlf_mode_parse(optarg, &o.mode) < 0) {
+				fprintf(stderr, "fabric_app: unknown --mode %s (mlfabric-a, mlfabric-s or async)\n", optarg);
+				return 2;
+			}
 			break;
 		case 'W': workers = atoi(optarg); break;
 		case 'S': server = optarg; break;

@@ -14,12 +14,12 @@ mkdir -p "$WORK/rec"
 bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec" \
 	--sync-batching "${SYNC_BATCHING:-eager}"
 for h in ps w0 w1 w2; do dp_start $h; done
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode sync --workers 3 --n 10000 --count 9 --momentum 0.5
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode mlfabric-s --workers 3 --n 10000 --count 9 --momentum 0.5
 wait_for "$WORK/server.out" "server ready" 10
 for w in w0 w1; do
-	bg $w timeout 60 "$APP" worker --cluster "$CLUSTER" --host $w --server ps --mode sync --n 10000 --count 3
+	bg $w timeout 60 "$APP" worker --cluster "$CLUSTER" --host $w --server ps --mode mlfabric-s --n 10000 --count 3
 done
-bg w2 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w2 --server ps --mode sync --n 10000 --count 3 --delay 0.6
+bg w2 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w2 --server ps --mode mlfabric-s --n 10000 --count 3 --delay 0.6
 for w in w0 w1 w2; do
 	eval "pid=\$PID_$w"
 	wait "$pid" || fail "worker $w failed: $(cat "$WORK/$w.err")"
