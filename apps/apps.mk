@@ -30,7 +30,8 @@ PROGRAMS += $(BUILD)/mlf-ps $(BUILD)/mlf-worker
 $(BUILD)/mlf-ps: $(BUILD)/apps/mlf_ps.o $(APP_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
-$(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(APP_LIBS)
+# mlf-worker: its core and one file per training algorithm (apps/wk.h, docs/apps.md "mlf-worker")
+$(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard apps/wk*.c)) $(APP_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
 
