@@ -12,7 +12,8 @@ $(BUILD)/tests/test_train: $(BUILD)/tests/unit/test_train.o $(APP_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) -lz $(LDLIBS)
 
-# issue 12's bad command-line settings of mlf-scheduler and mlf-worker: refused, nothing started
+# bad command-line settings of mlf-scheduler's and mlf-worker's synchronization models
+# (docs/apps.md "mlf-worker"): refused, nothing started
 UNIT_TESTS += $(BUILD)/tests/test_sync_refusals
 $(BUILD)/tests/test_sync_refusals: tests/cli/test_sync_refusals.sh $(BUILD)/mlf-scheduler $(BUILD)/mlf-worker
 	@mkdir -p $(@D)

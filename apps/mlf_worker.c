@@ -8,7 +8,8 @@
 #include "clock.h"
 #include "log.h"
 #include "mlfabric.h"
-#include "train.h"
+#include "train_data.h"
+#include "train_eval.h"
 #include "wk.h"
 
 #define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
@@ -67,7 +68,7 @@ static void wk_usage(FILE *f)
 		"Systems and their own options (accepted with that --system only):\n");
 	for (size_t i = 0; i < WK_N_ALGOS; i++) {
 		const struct wk_algo *a = wk_algos[i];
-		fprintf(f, "  %-22s %s\n", a->name, a->summary);
+		fprintf(f, "  --system %-13s %s\n", a->name, a->summary);
 		for (size_t j = 0; j < i; j++)
 			if (wk_algos[j]->opts == a->opts) { /* printed with the first that has them */
 				fprintf(f, "                         (the options of %s)\n", wk_algos[j]->name);

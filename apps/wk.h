@@ -10,7 +10,8 @@
 
 #include "mlfabric.h"
 #include "mlp.h"
-#include "train.h"
+#include "train_local.h"
+#include "train_rec.h"
 
 /** The worker's common settings (docs/apps.md "mlf-worker"): those of every --system. */
 struct wk_opts {
