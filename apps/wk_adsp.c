@@ -108,8 +108,9 @@ static int adsp_iteration(struct wk_run *R, double get_s)
 
 const struct wk_algo wk_adsp = {
 	.name = "adsp", .mode = MLF_MODE_ASYNC, .opts = adsp_opts, .priv_size = sizeof(struct adsp),
-	.summary = "ADSP: train a local copy without waiting, commit E x (copy - model) at the commit\n"
-		   "                         rate mlf-scheduler --adsp sends each check period, then get",
+	.summary = "ADSP: train a copy without waiting, commit\n"
+		   "                         E x (copy - model) at the commit rate mlf-scheduler\n"
+		   "                         --adsp sends each check period, then get",
 	.busy_per_local_step = 1, .defaults = adsp_defaults, .option = adsp_option,
 	.init = adsp_init, .pull = adsp_pull, .iteration = adsp_iteration,
 };

@@ -161,8 +161,9 @@ static void esync_record(struct wk_run *R, json_t *w)
 
 const struct wk_algo wk_esync = {
 	.name = "esync", .mode = MLF_MODE_SYNC, .opts = esync_opts, .priv_size = sizeof(struct esync),
-	.summary = "ESync: local iterations on a copy until the scheduler's State Server says READY,\n"
-		   "                         then E x (copy - model) / P through the synchronous push",
+	.summary = "ESync: local iterations on a copy until the State\n"
+		   "                         Server says READY, then E x (copy - model) / P\n"
+		   "                         through the synchronous push",
 	.busy_per_local_step = 1, .option = esync_option, .check = esync_check, .init = esync_init,
 	.pull = wk_pull_first, .iteration = esync_round, .record = esync_record,
 };

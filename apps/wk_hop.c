@@ -280,8 +280,8 @@ static void hop_close(struct wk_run *R)
 
 const struct wk_algo wk_hop = {
 	.name = "hop", .mode = MLF_MODE_DIRECT, .opts = hop_opts, .priv_size = sizeof(struct wk_hop),
-	.summary = "Hop: decentralized training with --hop-neighbours, no server or scheduler;\n"
-		   "                         starts from mlp_init(--init-seed)",
+	.summary = "Hop: decentralized training with --hop-neighbours (no\n"
+		   "                         server or scheduler) from mlp_init(--init-seed)",
 	.peer = 1, .defaults = hop_defaults, .option = hop_option, .check = hop_check,
 	.init = hop_start, .iteration = hop_iteration, .record = hop_record, .close = hop_close,
 };

@@ -82,8 +82,8 @@ static int local_sgd_round(struct wk_run *R, double get_s)
 const struct wk_algo wk_local_sgd = {
 	.name = "local-sgd", .mode = MLF_MODE_SYNC, .opts = local_sgd_opts,
 	.priv_size = sizeof(struct local_sgd),
-	.summary = "local SGD: --local-steps iterations on a copy per round, then E x (copy - model) / P\n"
-		   "                         through the synchronous push",
+	.summary = "local SGD: --local-steps iterations on a copy, then\n"
+		   "                         E x (copy - model) / P through the synchronous push",
 	.busy_per_local_step = 1, .option = local_sgd_option, .check = local_sgd_check,
 	.init = local_sgd_init, .pull = wk_pull_first, .iteration = local_sgd_round,
 };

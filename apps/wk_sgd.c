@@ -204,12 +204,13 @@ static void sgd_close(struct wk_run *R)
 	  .close = sgd_close }
 
 const struct wk_algo wk_mlfabric_a = SGD_ALGO("mlfabric-a", MLF_MODE_ASYNC, sgd_async_opts,
-	"MLfabric-A: get the model, push u = -lr x gradient through the scheduled fabric");
+	"MLfabric-A: get the model, push u = -lr x gradient");
 const struct wk_algo wk_mlfabric_s = SGD_ALGO("mlfabric-s", MLF_MODE_SYNC, sgd_sync_opts,
-	"MLfabric-S: push u through the synchronous push, which returns the next model");
+	"MLfabric-S: u through the synchronous push, which\n"
+	"                         returns the next model");
 const struct wk_algo wk_async = SGD_ALGO("async", MLF_MODE_DIRECT, sgd_async_opts,
-	"Async: a plain parameter server's worker, pushes sent directly (no scheduler)");
+	"Async: a plain parameter server's worker (no scheduler)");
 const struct wk_algo wk_ssp = SGD_ALGO("ssp", MLF_MODE_ASYNC, sgd_async_opts,
-	"SSP: an MLfabric-A worker whose gets the scheduler gates (mlf-scheduler --ssp S)");
+	"SSP: MLfabric-A, the gets gated (mlf-scheduler --ssp S)");
 const struct wk_algo wk_asp = SGD_ALGO("asp", MLF_MODE_ASYNC, sgd_async_opts,
-	"ASP: an MLfabric-A worker whose gets the scheduler gates (mlf-scheduler --ssp S --asp)");
+	"ASP: MLfabric-A, the gets gated (mlf-scheduler --asp)");
