@@ -81,7 +81,8 @@ next:;
 	}
 }
 
-/* Refuse a retired spelling @p (argument @arg) with its new one. Returns -1. */
+/* Refuse the retired option --@name (argument @arg, NULL: none) with its new spelling @now, each
+ * "%s" of which stands for @arg. Returns -1. */
 static int wk_retired(const char *name, const char *now, const char *arg)
 {
 	fprintf(stderr, "mlf-worker: --%s%s%s is now ", name, arg ? " " : "", arg ? arg : "");
