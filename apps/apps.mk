@@ -12,7 +12,8 @@ $(BUILD)/tests/test_train: $(BUILD)/tests/unit/test_train.o $(APP_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) -lz $(LDLIBS)
 
-# issue 12's bad command-line settings of mlf-scheduler and mlf-worker: refused, nothing started
+# bad command-line settings of mlf-scheduler's and mlf-worker's synchronization models
+# (docs/apps.md "mlf-worker"): refused, nothing started
 UNIT_TESTS += $(BUILD)/tests/test_sync_refusals
 $(BUILD)/tests/test_sync_refusals: tests/cli/test_sync_refusals.sh $(BUILD)/mlf-scheduler $(BUILD)/mlf-worker
 	@mkdir -p $(@D)
@@ -30,7 +31,8 @@ PROGRAMS += $(BUILD)/mlf-ps $(BUILD)/mlf-worker
 $(BUILD)/mlf-ps: $(BUILD)/apps/mlf_ps.o $(APP_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
-$(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(APP_LIBS)
+# mlf-worker: its core and one file per training algorithm (apps/wk.h, docs/apps.md "mlf-worker")
+$(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard apps/wk*.c)) $(APP_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
 

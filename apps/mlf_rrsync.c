@@ -23,7 +23,7 @@ struct rr_opts {
 	size_t eval_images, train_images;
 	long iterations;
 	uint64_t seed;
-	const char *speeds; /* --speeds F0,F1,...: rank i's every iteration Fi times slower (issue 12) */
+	const char *speeds; /* --speeds F0,F1,...: rank i's every iteration Fi times slower */
 	double speeds_at;   /* --speeds-at T: from T seconds after the start */
 };
 
@@ -58,7 +58,7 @@ static void rr_usage(FILE *f)
 		"  --seed S               model init and sampling seed (default 1)\n"
 		"  --compute-s T          emulated accelerator: a gradient takes at least T seconds\n"
 		"                         (sleeps the rest; stragglers multiply it; default 0 = CPU time)\n"
-		"  --speeds F0,F1,...     deterministic stragglers (issue 12): rank i's every iteration\n"
+		"  --speeds F0,F1,...     deterministic stragglers: rank i's every iteration\n"
 		"                         Fi >= 1 times slower (one factor per rank; default none)\n"
 		"  --speeds-at T          ... from T seconds after the start (default 0)\n");
 }

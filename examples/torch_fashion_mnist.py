@@ -15,7 +15,7 @@ Two ways to train (docs/torch-example.md):
   and a local SGD step with momentum (synchronous data parallelism, PyTorch's own way).
 
 The mini-batch sampling, the shards and the straggler model are those of mlf-worker
-(apps/mlf_worker.c, apps/learn/train.c): splitmix64 streams seeded the same way, batches drawn
+(apps/wk_sgd.c, apps/learn/train_straggle.c and train_data.c): splitmix64 streams seeded the same way, batches drawn
 uniformly with replacement from the worker's contiguous shard, an iteration straggles (sleeps
 (S - 1) x its compute time) with probability R, ``--compute-s`` pads a gradient to a minimum time.
 The worker on the root host (``--init-root``; gloo: rank 0) evaluates the model every
@@ -51,10 +51,10 @@ class Fail(Exception):
     """A runtime failure: one line, exit status 1."""
 
 
-# ---- the deterministic generators of apps/learn/train.c ------------------------------------
+# ---- the deterministic generators of apps/learn/train_straggle.c --------------------------------
 
 class SplitMix64:
-    """splitmix64, the generator of train.c (stragglers and mini-batch sampling)."""
+    """splitmix64, the generator of train_straggle.c (stragglers and mini-batch sampling)."""
 
     def __init__(self, state):
         self.state = state & M64

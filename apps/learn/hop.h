@@ -1,7 +1,7 @@
 /* hop.h - Hop's queue-based synchronization for decentralized training (hop-asplos2019 §4-§5;
- * issue 12): per-neighbour update and token bookkeeping, the Recv rule with backup workers and
+ * docs/api.md "Peers"): per-neighbour update and token bookkeeping, the Recv rule with backup workers and
  * bounded staleness, the Reduce weights of eq. 2, and skipping iterations. Pure: the worker
- * (mlf-worker --hop) moves the messages through libmlfabric's peer channel. */
+ * (mlf-worker --system hop, apps/wk_hop.c) moves the messages through libmlfabric's peer channel. */
 #ifndef MLF_HOP_H
 #define MLF_HOP_H
 

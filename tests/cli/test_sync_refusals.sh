@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# test_sync_refusals.sh - issue 12's bad settings on the command line: mlf-scheduler's and
-# mlf-worker's options of the synchronization models (SSP/ASP thresholds that make no sense,
-# ADSP's periods, an unknown mode, ESync/local-SGD/Hop/ADSP options that do not go together, a
-# deterministic straggler faster than 1, Hop's graph missing from the cluster config or without
-# this host). Each is refused with exit 2 and one line on stderr that
+# test_sync_refusals.sh - bad settings of the synchronization models on the command line
+# (docs/apps.md "mlf-worker", docs/scheduler.md): mlf-scheduler's (SSP/ASP thresholds that make
+# no sense, ADSP's periods) and mlf-worker's (an unknown --system, the old selector flags, an
+# option of another system than --system, a system's missing or bad settings, a deterministic
+# straggler faster than 1, Hop's graph missing from the cluster config or without this host). Each is refused with exit 2 and one line on stderr that
 # names the program and the option, and nothing is started: the --records directory is not
 # created. Installed as $(BUILD)/tests/test_sync_refusals, it runs the programs of its own build
 # (build/ or build-san/). Needs no root and no network.
@@ -45,21 +45,38 @@ refused mlf-scheduler "--adsp-rate and --adsp-epoch need --adsp" "${S[@]}" --ads
 refused mlf-scheduler "--adsp" "${S[@]}" --adsp -1
 
 W=("$WK" --cluster "$CL" --host w0 --server ps --shard 0/4)
-refused mlf-worker "unknown --mode 'esync'" "${W[@]}" --mode esync
-refused mlf-worker "--local-steps sets the rounds of --esync P" "${W[@]}" --mode mlfabric-s --local-steps 4
-refused mlf-worker "--local-steps" "${W[@]}" --mode mlfabric-s --esync 4 --local-steps 0
-refused mlf-worker "--esync-nonblocking" "${W[@]}" --mode mlfabric-s --esync 4 --local-steps 2 --esync-nonblocking
-refused mlf-worker "--esync aggregates once per round" "${W[@]}" --mode mlfabric-a --esync 4
-refused mlf-worker "--speed" "${W[@]}" --mode mlfabric-a --speed 0.5
-refused mlf-worker "--hop is decentralized" "${W[@]}" --mode mlfabric-a --hop w1
-refused mlf-worker "--hop-jump needs token queues" "${W[@]}" --mode async --hop w1 --hop-max-ig 0 --hop-jump 2
-refused mlf-worker "--adsp commits updates asynchronously" "${W[@]}" --mode mlfabric-s --adsp
+# --system picks the training algorithm; the old selector flags are refused with the new spelling
+refused mlf-worker "unknown --system 'sgd'" "${W[@]}" --system sgd
+refused mlf-worker "--system" "${W[@]}"
+refused mlf-worker "--mode mlfabric-s is now --system mlfabric-s" "${W[@]}" --mode mlfabric-s
+refused mlf-worker "--esync 4 is now --system esync --esync-workers 4" "${W[@]}" --system mlfabric-s --esync 4
+refused mlf-worker "--adsp is now --system adsp" "${W[@]}" --system mlfabric-a --adsp
+refused mlf-worker "--hop w1 is now --system hop --hop-neighbours w1" "${W[@]}" --system async --hop w1
+# an option of one system is refused with another, naming the system it belongs to
+refused mlf-worker "--local-steps belongs to --system local-sgd, not mlfabric-s" "${W[@]}" --system mlfabric-s --local-steps 4
+refused mlf-worker "--esync-nonblocking belongs to --system esync, not local-sgd" \
+	"${W[@]}" --system local-sgd --local-workers 4 --local-steps 2 --esync-nonblocking
+refused mlf-worker "--esync-workers belongs to --system esync, not mlfabric-a" "${W[@]}" --system mlfabric-a --esync-workers 4
+refused mlf-worker "--hop-neighbours belongs to --system hop, not mlfabric-a" "${W[@]}" --system mlfabric-a --hop-neighbours w1
+refused mlf-worker "--overlap belongs to --system mlfabric-a, async, ssp, asp, not mlfabric-s" "${W[@]}" --system mlfabric-s --overlap
+refused mlf-worker "--momentum belongs to --system mlfabric-a, mlfabric-s, async, ssp, asp, not esync" \
+	"${W[@]}" --system esync --esync-workers 4 --momentum 0.9
+refused mlf-worker "--momentum belongs to --system mlfabric-a, mlfabric-s, async, ssp, asp, not hop" \
+	"${W[@]}" --system hop --hop-neighbours w1 --momentum 0.9
+refused mlf-worker "--global-lr belongs to --system esync, local-sgd, adsp, not mlfabric-s" "${W[@]}" --system mlfabric-s --global-lr 1
+# a system's settings that make no sense
+refused mlf-worker "--system esync needs --esync-workers P" "${W[@]}" --system esync
+refused mlf-worker "--system local-sgd needs --local-workers P and --local-steps T" "${W[@]}" --system local-sgd --local-workers 4
+refused mlf-worker "--local-steps" "${W[@]}" --system local-sgd --local-workers 4 --local-steps 0
+refused mlf-worker "--momentum" "${W[@]}" --system mlfabric-a --momentum 1
+refused mlf-worker "--speed" "${W[@]}" --system mlfabric-a --speed 0.5
+refused mlf-worker "--hop-jump needs token queues" "${W[@]}" --system hop --hop-neighbours w1 --hop-max-ig 0 --hop-jump 2
 # Hop's graph from the cluster config (docs/cluster-config.md): a cluster without one, a host
 # outside the graph; refused before any data is loaded or the fabric opened
-refused mlf-worker "--hop graph: $CL has no \"graph\"" "${W[@]}" --mode async --hop graph
+refused mlf-worker "--hop-neighbours graph: $CL has no \"graph\"" "${W[@]}" --system hop --hop-neighbours graph
 jq '.graph = {"w1": ["w2"], "w2": ["w1"]}' "$CL" >"$tmp/graph.json"
-refused mlf-worker "--hop graph: $tmp/graph.json gives this host no neighbour" \
-	"$WK" --cluster "$tmp/graph.json" --host w0 --server ps --shard 0/4 --mode async --hop graph
+refused mlf-worker "--hop-neighbours graph: $tmp/graph.json gives this host no neighbour" \
+	"$WK" --cluster "$tmp/graph.json" --host w0 --server ps --shard 0/4 --system hop --hop-neighbours graph
 
 if [ "$fails" -ne 0 ]; then echo "FAIL test_sync_refusals: $fails of $n cases"; exit 1; fi
 echo "ok   test_sync_refusals: $n bad settings of mlf-scheduler and mlf-worker refused with one line each, nothing started"

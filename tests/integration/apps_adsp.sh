@@ -27,8 +27,8 @@ run_case() {
 	sleep 1
 	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 	for i in 0 1 2 3; do
-		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/4 \
-			--lr 0.05 --duration "$secs" --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" --adsp \
+		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system adsp --shard $i/4 \
+			--lr 0.05 --duration "$secs" --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
 			$([ $i = 3 ] && echo --speed 4)
 	done
 	for i in 0 1 2 3; do v=PID_w$i; wait "${!v}" || fail "$name: worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done

@@ -13,7 +13,7 @@ apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 2 --m
 sleep 1
 kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 for i in 0 1; do
-	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode async --shard $i/2 \
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system async --shard $i/2 \
 		--model $MODEL --lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i"
 done
 wait "$PID_w0" || fail "worker w0 failed: $(tail -2 "$WORK/w0.log")"
@@ -43,7 +43,7 @@ maxd=$(jq -s 'map(.delay) | max' "$WORK/ps/applied.jsonl")
 ok "all $pushed pushed ids applied exactly once, delays = at - version >= 0 (max $maxd), per-worker attribution"
 
 # the server is gone: a worker's get times out and the error names the server
-if "$TB" exec "$CLUSTER" w0 "$WK" --cluster "$CLUSTER" --host w0 --server ps --mode async --shard 0/2 \
+if "$TB" exec "$CLUSTER" w0 "$WK" --cluster "$CLUSTER" --host w0 --server ps --system async --shard 0/2 \
 	--model $MODEL --iterations 3 --timeout 2 --records "$WORK/w0b" >"$WORK/w0b.log" 2>&1; then
 	fail "a worker without a server succeeded"
 fi

@@ -40,7 +40,7 @@ run_case() {
 	sleep 1
 	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 	for i in 0 1 2 3; do
-		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-s --shard $i/4 \
+		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --shard $i/4 \
 			--model $MODEL --lr 0.02 --iterations $ROUNDS --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
 			$([ $i = 3 ] && echo --speed 4) "$@"
 	done
@@ -58,7 +58,7 @@ samples() {
 		awk '{ s += $1 } END { print s + 0 }'
 }
 
-run_case esync --esync 4
+run_case esync --system esync --esync-workers 4
 d="$WORK/esync"
 rounds=$(wc -l <"$d/w3/pushes.jsonl")
 [ "$rounds" = $ROUNDS ] || fail "esync: the slow worker logged $rounds rounds, not $ROUNDS"
@@ -78,7 +78,7 @@ qwait_b=$(rounds_sum "$d" query_wait_s)
 
 # the non-blocking mode (esync.txt §4.2): queries never block; a READY aborts the iteration in
 # progress, so rounds end by aborts, and the slow/fast split of local iterations is kept
-run_case esync-nb --esync 4 --esync-nonblocking
+run_case esync-nb --system esync --esync-workers 4 --esync-nonblocking
 d="$WORK/esync-nb"
 rounds=$(wc -l <"$d/w3/pushes.jsonl")
 [ "$rounds" = $ROUNDS ] || fail "esync-nb: the slow worker logged $rounds rounds, not $ROUNDS"
@@ -107,9 +107,9 @@ for h in ps w0 w1 w2 w3; do dp_start $h; done
 apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-s --workers 4 --model $MODEL --records "$d/ps"
 sleep 1
 for i in 0 1 2 3; do
-	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-s --shard $i/4 \
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system esync --shard $i/4 \
 		--model $MODEL --lr 0.02 --iterations 100000 --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
-		--esync 4 --esync-nonblocking --timeout 3 $([ $i = 3 ] && echo --speed 4)
+		--esync-workers 4 --esync-nonblocking --timeout 3 $([ $i = 3 ] && echo --speed 4)
 done
 for _ in $(seq 1 100); do [ -s "$d/w0/pushes.jsonl" ] && break; sleep 0.2; done
 [ -s "$d/w0/pushes.jsonl" ] || fail "esync-dead: no round within 20 s, before the scheduler was to be killed"
@@ -133,7 +133,7 @@ ok "ESync non-blocking without its State Server: all 4 workers stopped ${t_dead}
 
 ok "ESync non-blocking: $ROUNDS rounds in $WALL s, local iterations per round (median) fast $fast_nb, slow $slow_nb; blocked in queries $qwait_nb s in all (blocking mode: $qwait_b s); $aborted iterations aborted by a READY ($aborted_s s); accuracy $acc_nb"
 # fixed-rate local SGD (adsp-aaai2020's Fixed ADACOMM): T local iterations per round, no queries
-run_case local --esync 4 --local-steps 4 --iterations 20
+run_case local --system local-sgd --local-workers 4 --local-steps 4 --iterations 20
 d="$WORK/local"
 for i in 0 1 2 3; do
 	n=$(wc -l <"$d/w$i/pushes.jsonl")
@@ -151,7 +151,7 @@ odd=$(jq -s '[.[] | select(.version % 4 != 0)] | length' "$d/ps/accuracy.jsonl")
 acc_l=$(jq -s 'map(.accuracy) | max' "$d/ps/accuracy.jsonl")
 awk -v a="$acc_l" 'BEGIN { exit !(a > 0.5) }' || fail "local-sgd: accuracy only reached $acc_l"
 ok "fixed-rate local SGD, speeds 1:1:1:4: 20 rounds of 4 local iterations each for every worker in $WALL s; accuracy $acc_l"
-run_case ssgd
+run_case ssgd --system mlfabric-s
 n_ssgd=$(samples "$WORK/ssgd") wall_ssgd=$WALL
 rate_e=$(awk -v n="$n_esync" -v w="$wall_esync" 'BEGIN { printf "%.1f", n / w }')
 rate_s=$(awk -v n="$n_ssgd" -v w="$wall_ssgd" 'BEGIN { printf "%.1f", n / w }')

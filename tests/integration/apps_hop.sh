@@ -3,7 +3,7 @@
 # and no scheduler. 4 workers on a ring (each with its two neighbours), parameters and tokens straight
 # through the dataplanes (chan 7), --compute-s 0.05, 12 s per case.
 # Case "tokens" (w3 4x slower, max_ig 2, no backups; the neighbours from the cluster config's
-# "graph", --hop graph): the token queues hold every worker within
+# "graph", --hop-neighbours graph): the token queues hold every worker within
 # 2 iterations of its neighbours, so the fast ones end at most 2 x 2 = 4 iterations (the ring
 # distance to w3 times max_ig) ahead of w3; w0's model (evaluated every second) rises above 0.5.
 # Case "backup" (w3 4x slower, one backup worker, max_ig 8): w0 and w2 may go on without w3's
@@ -16,7 +16,7 @@
 . "$(dirname "$0")/apps_lib.sh"
 apps_begin apphop 14 'w0:10:"worker"' 'w1:11:"worker"' 'w2:12:"worker"' 'w3:13:"worker"'
 # the ring as the cluster config's "graph" (docs/cluster-config.md): case tokens takes its
-# neighbours from it (--hop graph), the other cases from lists
+# neighbours from it (--hop-neighbours graph), the other cases from lists
 jq '.graph = {"w0": ["w3", "w1"], "w1": ["w0", "w2"], "w2": ["w1", "w3"], "w3": ["w2", "w0"]}' "$CLUSTER" >"$CLUSTER.g" &&
 	mv "$CLUSTER.g" "$CLUSTER" || fail "cannot add the graph to $CLUSTER"
 for h in w0 w1 w2 w3; do dp_start $h --scheduler none; done
@@ -28,9 +28,9 @@ run_case() {
 	local d="$WORK/$name"
 	for i in 0 1 2 3; do mkdir -p "$d/w$i"; done
 	for i in 0 1 2 3; do
-		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server w0 --mode async --shard $i/4 \
+		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server w0 --system hop --shard $i/4 \
 			--model 784,64,10 --lr 0.05 --duration 12 --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
-			--hop "${HOP_NB:-${NB[$i]}}" $([ $i = 3 ] && echo --speed 4) $([ $i = 0 ] && echo --eval-every 1 --eval-images 500) "$@"
+			--hop-neighbours "${HOP_NB:-${NB[$i]}}" $([ $i = 3 ] && echo --speed 4) $([ $i = 0 ] && echo --eval-every 1 --eval-images 500) "$@"
 	done
 	for i in 0 1 2 3; do v=PID_w$i; wait "${!v}" || fail "$name: worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
 }

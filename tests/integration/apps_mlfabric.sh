@@ -25,7 +25,7 @@ kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/
 for i in 0 1 2; do
 	extra=()
 	[ $i = 2 ] && extra=(--overlap --compute-s 0.05)
-	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/3 \
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system mlfabric-a --shard $i/3 \
 		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i" "${extra[@]}"
 done
 for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done

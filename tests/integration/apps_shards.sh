@@ -15,7 +15,7 @@ TAU=4
 apps_two_shards appsh 4 mlfabric-a --tau-max $TAU
 for i in 0 1 2; do
 	ev=(); [ $i = 0 ] && ev=(--eval-every 2 --eval-images 500)
-	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server p0 --mode mlfabric-a --shard $i/3 \
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server p0 --system mlfabric-a --shard $i/3 \
 		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i" --timeout 20 \
 		"${ev[@]}"
 done

@@ -13,7 +13,7 @@ MODEL=784,128,10
 apps_two_shards appss 15 mlfabric-s --model $MODEL
 for i in 0 1 2; do
 	ev=(); [ $i = 0 ] && ev=(--eval-every 1 --eval-images 500)
-	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server p0 --mode mlfabric-s --shard $i/3 \
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server p0 --system mlfabric-s --shard $i/3 \
 		--model $MODEL --iterations $IT --seed $((i + 1)) --records "$WORK/w$i" "${ev[@]}"
 done
 for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done

@@ -48,7 +48,7 @@ run_case() {
 	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 	T0=$(date +%s.%N)
 	for i in 0 1 2; do
-		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/3 \
+		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system mlfabric-a --shard $i/3 \
 			--model $MODEL --lr 0.02 --duration 15 --compute-s 0.1 --seed $((i + 1)) --records "$d/w$i" \
 			$([ $i = 2 ] && echo --speed "$slow")
 	done

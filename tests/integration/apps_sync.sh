@@ -16,7 +16,7 @@ apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-s --workers 
 sleep 1
 kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 for i in 0 1; do
-	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-s --shard $i/2 \
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system mlfabric-s --shard $i/2 \
 		--model $MODEL --iterations $IT --seed $((i + 1)) --records "$WORK/w$i"
 done
 wait "$PID_w0" || fail "worker w0 failed: $(tail -2 "$WORK/w0.log")"

@@ -13,12 +13,12 @@ fab_begin fabc 'ps:1:"server"' 'w0:10:"worker"' 'w1:11:"worker"'
 dp_start ps --scheduler none
 dp_start w0 --scheduler none
 dp_start w1 --scheduler none
-common=(--cluster "$CLUSTER" --mode async --model $MODEL)
+common=(--cluster "$CLUSTER" --model $MODEL)
 evals=(--eval-images 200 --eval-every 5)
-bg ps1 "$TB" exec "$CLUSTER" ps "$PS" "${common[@]}" "${evals[@]}" --host ps --workers 1 --checkpoint-every 20 \
+bg ps1 "$TB" exec "$CLUSTER" ps "$PS" "${common[@]}" --mode async "${evals[@]}" --host ps --workers 1 --checkpoint-every 20 \
 	--checkpoint-dir "$WORK/ckpt" --records "$WORK/ps1"
 wait_for "$WORK/ps1.err" "serving" 20
-"$TB" exec "$CLUSTER" w0 "$WK" "${common[@]}" --host w0 --server ps --shard 0/1 --iterations 60 \
+"$TB" exec "$CLUSTER" w0 "$WK" "${common[@]}" --system async --host w0 --server ps --shard 0/1 --iterations 60 \
 	--records "$WORK/w0" >"$WORK/w0.out" 2>"$WORK/w0.err" || fail "worker: $(tail -2 "$WORK/w0.err")"
 sleep 0.5
 kill -TERM "$PID_ps1"; wait "$PID_ps1" || fail "mlf-ps did not exit cleanly: $(tail -2 "$WORK/ps1.err")"
@@ -34,10 +34,10 @@ cv=$(od -An -t d8 -j 8 -N 8 "$ck" | tr -d ' ')
 ls "$WORK/ckpt" | grep -q tmp && fail "a temporary checkpoint file was left: $(ls "$WORK/ckpt")"
 # restore: serves version 60, then applies 10 more updates on top (from w1: a worker restarted on
 # w0 would reuse w0's update ids, which the server's dataplane still remembers as finished)
-bg ps2 "$TB" exec "$CLUSTER" ps "$PS" "${common[@]}" "${evals[@]}" --host ps --workers 1 --restore "$ck" --records "$WORK/ps2"
+bg ps2 "$TB" exec "$CLUSTER" ps "$PS" "${common[@]}" --mode async "${evals[@]}" --host ps --workers 1 --restore "$ck" --records "$WORK/ps2"
 wait_for "$WORK/ps2.err" "restored version 60 from" 20
 wait_for "$WORK/ps2.err" "serving" 20
-"$TB" exec "$CLUSTER" w1 "$WK" "${common[@]}" --host w1 --server ps --shard 0/1 --iterations 10 \
+"$TB" exec "$CLUSTER" w1 "$WK" "${common[@]}" --system async --host w1 --server ps --shard 0/1 --iterations 10 \
 	--records "$WORK/w0b" >"$WORK/w0b.out" 2>"$WORK/w0b.err" || fail "worker after restore: $(tail -2 "$WORK/w0b.err")"
 [ "$(head -1 "$WORK/w0b/pushes.jsonl" | jq .version)" = 60 ] ||
 	fail "first update after the restore computed from version $(head -1 "$WORK/w0b/pushes.jsonl" | jq .version), expected 60"

@@ -134,7 +134,7 @@ fi
 grep -q "dataplane of ps did not start: .*host ps" "$WORK/dpfail/run.log" || fail "dataplane failure not named: $(grep dataplane "$WORK/dpfail/run.log" | head -2)"
 [ "$(ip netns list | grep -c "^$CN-" || true)" = 0 ] || fail "a failed start left namespaces"
 "$TB" up "$CL" >/dev/null 2>&1 || fail "mlf-testbed up"
-if timeout 30 "$TB" exec "$CL" w0 "$ROOT/build/mlf-worker" --cluster "$CL" --host w0 --server ps --mode mlfabric-a \
+if timeout 30 "$TB" exec "$CL" w0 "$ROOT/build/mlf-worker" --cluster "$CL" --host w0 --server ps --system mlfabric-a \
 	--shard 0/1 --model 784,64,10 --records "$WORK" >"$WORK/w.out" 2>"$WORK/w.err"; then
 	fail "a worker without a running dataplane succeeded"
 fi

@@ -32,7 +32,7 @@ apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 
 sleep 1
 kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
 for i in 0 1; do
-	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --mode mlfabric-a --shard $i/2 \
+	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system mlfabric-a --shard $i/2 \
 		--lr 0.01 --duration 60 --timeout 30 --seed $((i + 1)) --records "$WORK/w$i"
 done
 sleep 3

@@ -144,7 +144,7 @@ class Validation(Tmp):
         self.assertEqual(e.hop_nb["w0"], ["w1", "w3"])
         self.assertEqual(self.exp(systems=["hop"], hop_graph="ring-based").hop_nb["w0"], ["w1", "w2", "w3"])
         a = self.exp(systems=["hop"], hop_backups=1, hop_staleness=2, hop_max_ig=3, hop_jump=4).hop_args("w1")
-        self.assertEqual(a, ["--hop", "w0,w2", "--hop-backups", "1", "--hop-staleness", "2", "--hop-max-ig", "3",
+        self.assertEqual(a, ["--hop-neighbours", "w0,w2", "--hop-backups", "1", "--hop-staleness", "2", "--hop-max-ig", "3",
                              "--init-seed", "1", "--hop-jump", "4@1"])
         g = {"w0": ["w1"], "w1": ["w0", "w2"], "w2": ["w1", "w3"], "w3": ["w2"]}
         self.assertEqual(self.exp(systems=["hop"], hop_graph=g).hop_nb["w3"], ["w2"])

@@ -323,7 +323,7 @@ class Experiment:
 
     def hop_args(self, host):
         """mlf-worker's Hop flags for @host."""
-        a = ["--hop", ",".join(self.hop_nb[host]), "--hop-backups", self.s["hop_backups"],
+        a = ["--hop-neighbours", ",".join(self.hop_nb[host]), "--hop-backups", self.s["hop_backups"],
              "--hop-staleness", self.s["hop_staleness"], "--hop-max-ig", self.s["hop_max_ig"],
              "--init-seed", self.s["seed"]]
         if self.s["hop_jump"] is not None:

@@ -315,15 +315,16 @@ class Runner:
                     os.makedirs(os.path.join(rec, h), exist_ok=True)
                     c["argv"]["worker@" + h] = (h,
                                [b("mlf-worker"), "--cluster", e.cluster, "--host", h, "--server", e.server,
-                                "--mode", mode, "--shard", "%d/%d" % (i, e.nw), "--model", e.s["model"],
+                                "--system", sys_, "--shard", "%d/%d" % (i, e.nw), "--model", e.s["model"],
                                 "--batch", e.s["batch"], "--lr", e.s["lr"], "--straggle", e.straggle,
-                                "--momentum", e.s["momentum"] if e.momentum_at == "worker" else "0",
                                 "--compute-s", e.s["compute_s"], "--seed", str(int(e.seed) * 1000 + i + 1),
                                 "--records", os.path.join(rec, h)] +
+                               (["--momentum", e.s["momentum"] if e.momentum_at == "worker" else "0"]
+                                if sys_ in ("mlfabric-a", "mlfabric-s", "async", "ssp", "asp") else []) +
                                (["--speed", "%s@%s" % (e.speeds[i], e.s["speeds_at_s"])] if e.speeds else []) +
-                               (["--esync", str(e.nw)] if sys_ in ("esync", "local-sgd") else []) +
-                               (["--local-steps", e.s["local_steps"]] if sys_ == "local-sgd" else []) +
-                               (["--adsp"] if sys_ == "adsp" else []) +
+                               (["--esync-workers", str(e.nw)] if sys_ == "esync" else []) +
+                               (["--local-workers", str(e.nw), "--local-steps", e.s["local_steps"]]
+                                if sys_ == "local-sgd" else []) +
                                (["--global-lr", e.s["adsp_global_lr"]]
                                 if sys_ == "adsp" and e.s["adsp_global_lr"] is not None else []) +
                                (["--shard-by-label"] if e.data_split == "by-label" else []) +
