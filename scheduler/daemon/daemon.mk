@@ -17,13 +17,13 @@ $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sch
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS) -lpthread
 
-# ESync's State Server rule alone (issue 12): pure, no daemon
+# ESync's State Server rule alone (docs/scheduler.md "ESync"): pure, no daemon
 $(BUILD)/tests/test_sched_esync: $(BUILD)/tests/unit/test_sched_esync.o $(BUILD)/scheduler/daemon/sched_esync.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/test_sched_esync
 
-# ADSP's commit-rate control alone (issue 12): pure, no daemon
+# ADSP's commit-rate control alone (docs/scheduler.md "ADSP"): pure, no daemon
 $(BUILD)/tests/test_sched_adsp: $(BUILD)/tests/unit/test_sched_adsp.o $(BUILD)/scheduler/daemon/sched_adsp.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
