@@ -3,7 +3,6 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "arr.h"
@@ -13,7 +12,6 @@
 #include "sched_fail.h"
 #include "sched_policy.h"
 #include "sched_repl.h"
-#include "sched_select.h"
 #include "sched_shard.h"
 #include "sched_status.h"
 #include "sched_xfer.h"
@@ -366,7 +364,7 @@ static int on_register_server(struct sched *s, int ci, const char *app, json_t *
 			s->server_alias[oh] = 1;
 	}
 	s->server_alias[sv.host] = 0;
-	/* MLfabric-S: a new iteration from the registered version (sched_batch.c) */
+	/* MLfabric-S: a new iteration from the registered version (sched_policy_mlfabric_s.c) */
 	s->sync.v = sv.version;
 	s->sync.n = 0;
 	s->sync.since = 0;

@@ -164,6 +164,19 @@ int sched_policy_on_msg(struct sched *s, int h, const char *app, const char *typ
 	return ops->on_msg(s, k >= 0 ? s->pol.data[k] : NULL, h, app, type, m, now, err, len);
 }
 
+json_t *sched_policy_status(const struct sched *s, double now)
+{
+	json_t *all = json_object();
+
+	for (int i = 0; all && i < s->pol.n; i++) {
+		json_t *o = json_object();
+		if (o && s->pol.ops[i]->status)
+			s->pol.ops[i]->status(s, s->pol.data[i], o, now);
+		json_object_set_new(all, s->pol.ops[i]->name, o);
+	}
+	return all;
+}
+
 void sched_policy_tick(struct sched *s, double now)
 {
 	for (int i = 0; i < s->pol.n; i++)

@@ -97,12 +97,19 @@ struct sched_policy_ops {
 
 	/** on_tick - the poll loop passed @next_deadline: the policy's timer work at @now. */
 	void (*on_tick)(struct sched *s, void *data, double now);
+
+	/**
+	 * status - add the policy's state for a status viewer (tools/mlf-top) to @o, the
+	 * policy's object under "policies" in the `status` reply (docs/scheduler.md
+	 * "Policies"). NULL: the object stays empty.
+	 */
+	void (*status)(const struct sched *s, const void *data, json_t *o, double now);
 };
 
 /** The policies (each defined in its sched_policy_<name>.c; docs/scheduler.md "Policies"). */
 extern const struct sched_policy_ops sched_policy_mlfabric_a; /* MLfabric-A, §5 (mode async) */
 extern const struct sched_policy_ops sched_policy_mlfabric_s; /* MLfabric-S, §6 (mode sync) */
-extern const struct sched_policy_ops sched_policy_ssp;        /* SSP / ASP pull gate (--ssp, --asp) */
+extern const struct sched_policy_ops sched_policy_ssp;        /* SSP / ASP gate (--ssp, --asp) */
 extern const struct sched_policy_ops sched_policy_esync;      /* ESync's State Server */
 extern const struct sched_policy_ops sched_policy_adsp;       /* ADSP's commit rates (--adsp) */
 
@@ -173,5 +180,12 @@ int sched_policy_on_msg(struct sched *s, int h, const char *app, const char *typ
 
 /** sched_policy_tick - at @now, the on_tick of every running policy whose deadline passed. */
 void sched_policy_tick(struct sched *s, double now);
+
+/**
+ * sched_policy_status - the "policies" object of a `status` reply: one member per running
+ * policy, in hook order, its name -> the fields of its status hook ({} without one). NULL
+ * when out of memory.
+ */
+json_t *sched_policy_status(const struct sched *s, double now);
 
 #endif

@@ -1,6 +1,6 @@
 /* sched_policy_adsp.c - ADSP in the running scheduler (adsp-aaai2020 Alg. 1-2; docs/scheduler.md
- * "ADSP"): commit rates to the workers at every checkpoint, the server's loss reports into the
- * commit-rate search (sched_adsp.c), one adsp.jsonl line per checkpoint. */
+ * "ADSP's commit rates"): commit rates to the workers at every checkpoint, the server's loss
+ * reports into the commit-rate search (sched_adsp.c), one adsp.jsonl line per checkpoint. */
 #include "sched_policy.h"
 
 #include <errno.h>
@@ -168,6 +168,18 @@ static int on_loss(struct sched *s, void *data, int h, const char *app, const ch
 	return 0;
 }
 
+/* For mlf-top: where the commit-rate search stands. */
+static void adsp_status(const struct sched *s, const void *data, json_t *o, double now)
+{
+	const struct adsp_run *r = data;
+
+	json_object_set_new(o, "check", json_integer((json_int_t)r->a.check));
+	json_object_set_new(o, "r", json_integer(r->a.r));
+	json_object_set_new(o, "phase", json_string(phase_name[r->a.phase]));
+	json_object_set_new(o, "c_target", json_integer((json_int_t)r->a.c_target));
+	json_object_set_new(o, "next_check_s", json_real(r->a.next_check - now));
+}
+
 static const char *const adsp_types[] = { "loss", NULL };
 
 const struct sched_policy_ops sched_policy_adsp = {
@@ -179,4 +191,5 @@ const struct sched_policy_ops sched_policy_adsp = {
 	.on_msg = on_loss,
 	.next_deadline = next_check,
 	.on_tick = checkpoint,
+	.status = adsp_status,
 };

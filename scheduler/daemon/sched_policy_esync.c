@@ -1,5 +1,5 @@
-/* sched_policy_esync.c - ESync's State Server (esync.txt Alg. 2; docs/scheduler.md "ESync"): a
- * worker asks, before each local iteration, whether to aggregate now (`state_query`). */
+/* sched_policy_esync.c - ESync's State Server (esync.txt Alg. 2; docs/scheduler.md "ESync's
+ * State Server"): a worker asks, before each local iteration, whether to aggregate now. */
 #include "sched_policy.h"
 
 #include <errno.h>

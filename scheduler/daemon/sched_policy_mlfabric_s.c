@@ -190,9 +190,18 @@ static int select_sync(struct sched *s, void *data, double now, int *sel, int ma
 				 select_sync_eager(s, now, sel, max);
 }
 
+/* For mlf-top: the iteration being planned (start version, updates planned so far). */
+static void iteration_status(const struct sched *s, const void *data, json_t *o, double now)
+{
+	json_object_set_new(o, "iteration_version", json_integer((json_int_t)s->sync.v));
+	json_object_set_new(o, "planned", json_integer(s->sync.n));
+	json_object_set_new(o, "waiting_s", json_real(s->sync.since > 0 ? now - s->sync.since : 0));
+}
+
 const struct sched_policy_ops sched_policy_mlfabric_s = {
 	.name = "mlfabric-s",
 	.plan_mode = PLAN_SYNC,
 	.select_updates = select_sync,
 	.planned = iteration_planned,
+	.status = iteration_status,
 };

@@ -1,6 +1,6 @@
 /* sched_policy_ssp.c - stale-synchronous parallel (--ssp S) and adaptive SSP (--asp;
  * asp-ieee-access2018 §III): a worker's pull waits while it is too far ahead of the slowest
- * live worker (docs/scheduler.md "SSP"). */
+ * live worker (docs/scheduler.md "Stale-synchronous parallel"). */
 #include "sched_policy_ssp.h"
 
 #include <math.h>
@@ -69,7 +69,19 @@ static int pull_ready(const struct sched *s, const void *data, int h)
 	return slowest == UINT64_MAX || s->hosts[h].n_pushed <= slowest + (uint64_t)thr;
 }
 
+/* For mlf-top: the threshold in force, and with --asp the rate ratio alpha it follows. */
+static void ssp_status(const struct sched *s, const void *data, json_t *o, double now)
+{
+	double alpha;
+	int thr = sched_ssp_threshold(s, &alpha);
+
+	json_object_set_new(o, "threshold", json_integer(thr));
+	if (s->cfg.asp)
+		json_object_set_new(o, "alpha", json_real(alpha));
+}
+
 const struct sched_policy_ops sched_policy_ssp = {
 	.name = "ssp",
 	.pull_ready = pull_ready,
+	.status = ssp_status,
 };

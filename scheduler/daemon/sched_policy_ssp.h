@@ -1,5 +1,6 @@
 /* sched_policy_ssp.h - stale-synchronous parallel and adaptive SSP (asp-ieee-access2018 §III):
- * the workers' iteration clock and the staleness threshold in force (docs/scheduler.md "SSP"). */
+ * the workers' iteration clock and the staleness threshold in force (docs/scheduler.md
+ * "Stale-synchronous parallel"). */
 #ifndef MLF_SCHED_POLICY_SSP_H
 #define MLF_SCHED_POLICY_SSP_H
 

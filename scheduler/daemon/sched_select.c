@@ -1,12 +1,6 @@
 /* sched_select.c - whether the ready pulls wait for the next batch (§10.3 held pulls). */
 #include "sched_select.h"
 
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "log.h"
-#include "sched_xfer.h"
 
 /*
  * Whether the ready pulls (@psel) wait for a later batch. With distributors (§10.3), while the

@@ -362,7 +362,7 @@ struct sched {
 
 	json_t *app_waits;            /* sched_status.c: app name -> {"host", "waits"} reported */
 
-	struct sched_sync sync;       /* MLfabric-S iteration (sched_batch.c) */
+	struct sched_sync sync;       /* MLfabric-S iteration (sched_policy_mlfabric_s.c) */
 };
 
 /**
