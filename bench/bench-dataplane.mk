@@ -1,7 +1,8 @@
 # bench/bench-dataplane.mk - mlf-txloop (bare DPDK tx loop), `make bench-dataplane` (goodput,
-# pacing, then CPU per load and the cost of frame tags appended to BENCHMARKS-dataplane.md), `make bench-dataplane-auth`
-# (frame tags against untagged frames, issue 14) and `make bench-dataplane-cpu`
-# (only the CPU per load, frugal sleeps against the earlier back-off loop; issue 11), and
+# pacing, then CPU per load and the cost of frame tags appended to docs/results/dataplane.md),
+# `make bench-dataplane-auth` (frame tags against untagged frames, docs/security.md "Frames") and
+# `make bench-dataplane-cpu`
+# (only the CPU per load, frugal sleeps against the earlier back-off loop), and
 # `make bench-loss-pacing` (what random frame loss does to a paced transfer under the loss
 # response; LOSS_PACING_ARGS for --runs, --rates, --drops), and `make bench-tail-repair` (a
 # Table 2 N3 leg over a slow link with the way back quiet or congested; TAIL_REPAIR_ARGS, e.g.
@@ -16,16 +17,17 @@ $(BUILD)/mlf-txloop: $(BUILD)/bench/dataplane_txloop.o $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(JANSSON_LIBS) $(LDLIBS)
 
-DPCPU_SECTION = { echo; echo '\#\# CPU per load (a frugal dataplane, issue 11)'; echo; }
-DPAUTH_SECTION = { echo; echo '\#\# Frame tags (frame_auth, issue 14): CPU and goodput against untagged frames'; echo; }
+DP_RESULTS = docs/results/dataplane.md
+DPCPU_SECTION = { echo; echo '\#\# CPU per load (a frugal dataplane)'; echo; }
+DPAUTH_SECTION = { echo; echo '\#\# Frame tags (frame_auth): CPU and goodput against untagged frames'; echo; }
 
 .PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
 bench-dataplane: $(PROGRAMS)
 	bench/dataplane_bench.sh
 	bench/dataplane_cpu.sh --out $(BUILD)/dataplane-cpu.md
-	$(DPCPU_SECTION) >>BENCHMARKS-dataplane.md && cat $(BUILD)/dataplane-cpu.md >>BENCHMARKS-dataplane.md
+	$(DPCPU_SECTION) >>$(DP_RESULTS) && cat $(BUILD)/dataplane-cpu.md >>$(DP_RESULTS)
 	bench/dataplane_cpu.sh --frame-auth --out $(BUILD)/dataplane-auth.md
-	$(DPAUTH_SECTION) >>BENCHMARKS-dataplane.md && cat $(BUILD)/dataplane-auth.md >>BENCHMARKS-dataplane.md
+	$(DPAUTH_SECTION) >>$(DP_RESULTS) && cat $(BUILD)/dataplane-auth.md >>$(DP_RESULTS)
 
 bench-dataplane-cpu: $(PROGRAMS)
 	bench/dataplane_cpu.sh

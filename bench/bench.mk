@@ -29,9 +29,10 @@ bench-aggregator: $(BUILD)/bench-aggregator
 include bench/table2.mk
 
 # bench-sgd-delay: worker gradients to a target accuracy for sync SGD and async SGD with a fixed
-# delay, on the Table 2 workload without a network (issue 11: statistical efficiency apart from
-# throughput; BENCHMARKS.md "Throughput against statistical efficiency"). SGD_DELAY_ARGS="--workers 16
-# --systems sync,async:15" passes options (build/bench-sgd-delay --help); the default grid takes ~7 min.
+# delay, on the Table 2 workload without a network (statistical efficiency apart from throughput;
+# docs/results/staleness.md "Throughput against statistical efficiency"). SGD_DELAY_ARGS="--workers
+# 16 --systems sync,async:15" passes options (build/bench-sgd-delay --help); the default grid takes
+# ~7 min.
 $(BUILD)/bench/sgd_delay.o: INC_bench += $(INC_LEARN)
 $(BUILD)/bench-sgd-delay: $(BUILD)/bench/sgd_delay.o $(LIB_LEARN) $(LIB_BASE)
 	@mkdir -p $(@D)

@@ -36,6 +36,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from mlfcluster import cpu  # noqa: E402
+from mlfcluster.records import read_json, read_jsonl  # noqa: E402
 
 LOCK = "/tmp/mlf-netns.lock"
 BASE = os.path.join(ROOT, "conf", "exp-t2-shards4.json")
@@ -84,7 +85,7 @@ def copies(sysdir):
     tp = os.path.join(sysdir, "records", "transfers.jsonl")
     if not os.path.isfile(tp):
         return None, None, None
-    tr = [json.loads(l) for l in open(tp) if l.strip()]
+    tr = list(read_jsonl(tp))
     cmd, rx, retx = {}, {}, []
     for f in glob.glob(os.path.join(sysdir, "logs", "dp-*.log")):
         for line in open(f, errors="replace"):
@@ -118,19 +119,19 @@ def copies(sysdir):
 def summary(out, name, system, limit):
     d = os.path.join(out, name)
     try:
-        r = json.load(open(os.path.join(d, "results.json")))["systems"][system]
-    except (OSError, ValueError, KeyError):
+        r = read_json(os.path.join(d, "results.json"))["systems"][system]
+    except (ValueError, KeyError, TypeError):
         return None
     s = {"t": r["time_to_target_s"] if r.get("reached") else float("inf"), "final": r.get("final_accuracy")}
     try:
-        s["cores"] = json.load(open(os.path.join(out, name + ".cpu.json")))["machine_cores"]
-    except (OSError, ValueError, KeyError):
+        s["cores"] = read_json(os.path.join(out, name + ".cpu.json"))["machine_cores"]
+    except (ValueError, KeyError, TypeError):
         s["cores"] = None
     if system == "mlfabric-a":
         sysdir = os.path.join(d, system)
         gets = []
         for p in glob.glob(os.path.join(sysdir, "records", "w*", "pushes.jsonl")):
-            gets += [json.loads(l).get("get_s") for l in open(p) if l.strip()]
+            gets += [x.get("get_s") for x in read_jsonl(p)]
         gets = [g for g in gets if isinstance(g, (int, float))]
         s["get"] = statistics.mean(gets) if gets else None
         s["applied_s"] = r["applied"] / r["wall_s"] if r.get("wall_s") else None

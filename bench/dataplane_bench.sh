@@ -6,7 +6,7 @@
 #   --gb N       size of the dataplane transfer in GiB (default 1)
 #   --seconds S  duration of the tx loop and iperf3 runs (default 5)
 #   --runs R     rounds of every measurement; the report gives medians (default 3)
-#   --out FILE   where the markdown report goes (default BENCHMARKS-dataplane.md)
+#   --out FILE   where the markdown report goes (default docs/results/dataplane.md)
 # Every rate is measured outside the process under test, from b's eth0 rx counters (mlf-rxrate),
 # except the dataplane's goodput, which is payload bytes that arrived byte-exact over the
 # sender-reported transfer time (checked with cmp).
@@ -14,7 +14,7 @@
 GB=1
 SECS=5
 RUNS=3
-OUT="$ROOT/BENCHMARKS-dataplane.md"
+OUT="$ROOT/docs/results/dataplane.md"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--gb) GB=$2; shift 2 ;;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # dataplane_cpu.sh - `make bench-dataplane-cpu` (also run by `make bench-dataplane`): the CPU a
-# dataplane costs (issue 11: CPU proportional to traffic), frugal sleeps (the default) against the
+# dataplane costs (CPU proportional to traffic; docs/dataplane.md), frugal sleeps (the default) against the
 # earlier back-off loop (`--sleep backoff`) in the same run, on conf/cluster-pair.json (a -> b).
 # With --frame-auth it compares untagged frames with frame tags (docs/security.md "Frames": the
-# same cluster with a key_file, frame_auth on) instead of the two sleep policies (issue 14).
+# same cluster with a key_file, frame_auth on) instead of the two sleep policies (docs/security.md "Frames").
 # Usage: bench/dataplane_cpu.sh [--runs R] [--seconds S] [--cluster C] [--frame-auth] [--out FILE]
 #   --runs R     rounds of every measurement; the report gives median and min-max (default 3)
 #   --seconds S  length of the idle and paced measurements (default 6)

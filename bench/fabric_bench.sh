@@ -3,7 +3,7 @@
 # accuracy in the settings C1-N1, C2-N1 and C1-N2 (conf/exp-*.json, tools/mlf-cluster), then a
 # table per setting and system: time to the target, the speed-up of MLfabric-A over RR-Sync and
 # over Async (paper Table 2), per-iteration time, dropped fraction, delay distribution and bytes
-# received by the server; appended to BENCHMARKS.md with the command. Needs root.
+# received by the server; appended to docs/results/fabric.md with the command. Needs root.
 # Usage: bench/fabric_bench.sh [EXPERIMENT.json ...]   (default: the three settings)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -59,5 +59,5 @@ echo "$TABLE"
 	echo "by every emulated host (and other jobs): compute, not the emulated network, is often the bottleneck."
 	echo
 	echo "$TABLE"
-} >>"$ROOT/BENCHMARKS.md"
-echo "bench-fabric: table appended to BENCHMARKS.md; run folders in $OUT" >&2
+} >>"$ROOT/docs/results/fabric.md"
+echo "bench-fabric: table appended to docs/results/fabric.md; run folders in $OUT" >&2

@@ -7,7 +7,7 @@
 # its overhead over no replica, bytes received by the server host and the replica host (eth0),
 # recovery time (kill -> first commit at the new server), lost and dropped updates; the two
 # targets checked (MLfabric's overhead below chain's at every div_max; >= 3x less data to the
-# replica at the largest div_max than at div_max 0). Appended to BENCHMARKS.md ("Replication").
+# replica at the largest div_max than at div_max 0). Appended to docs/results/replication.md ("Replication").
 # Usage: bench/replication_bench.sh [--base EXP.json] [--checkpoint-every N] [--kill-at S] [--only V,V]
 #        bench/replication_bench.sh --table RUN_DIR   (the table of an earlier bench run, no runs)
 # --only runs just the named variants (none always runs: it sets the div_max scale).
@@ -130,20 +130,20 @@ echo "$TARGETS"
 # a partial run (--only) does not replace the full table: its table is in $OUT/table.md
 if [ -n "$ONLY" ]; then
 	{ echo "$TABLE"; echo; echo "$TARGETS"; } >"$OUT/table.md"
-	echo "bench-replication: --only: BENCHMARKS.md left as it is; table in $OUT/table.md" >&2
+	echo "bench-replication: --only: docs/results/replication.md left as it is; table in $OUT/table.md" >&2
 	exit 0
 fi
-# the "Replication" section of BENCHMARKS.md for this base experiment is replaced by this run's
+# the "Replication" section of docs/results/replication.md for this base experiment is replaced by this run's
 CLUSTER_CONF=$(jq -r .cluster "$BASE")
 LINKS=$(jq -r '.hosts | map("\(.name) \(.up_gbps)/\(.down_gbps)") | join(", ")' "$CLUSTER_CONF" 2>/dev/null)
 CMD="make bench-replication"
 [ "$BASE" = conf/exp-repl.json ] || CMD="bench/replication_bench.sh --base $BASE"
 {
-	# everything but an earlier Replication section of the same base (or of no stated base),
-	# without trailing blank lines
-	awk -v tag="base $BASE," '/^## Replication/ { if (index($0, tag) || !index($0, "base ")) { skip = 1; next } }
+	# everything but an earlier bench-replication section of the same base (or of no stated base),
+	# without trailing blank lines; the hand-written "## Replication ..." sections stay
+	awk -v tag="base $BASE," '/^## Replication \(bench-replication/ { if (index($0, tag) || !index($0, "base ")) { skip = 1; next } }
 		skip && /^## / { skip = 0 }
-		!skip { buf = buf $0 "\n"; if ($0 != "") { printf "%s", buf; buf = "" } }' "$ROOT/BENCHMARKS.md"
+		!skip { buf = buf $0 "\n"; if ($0 != "") { printf "%s", buf; buf = "" } }' "$ROOT/docs/results/replication.md"
 	echo
 	echo "## Replication (bench-replication, base $BASE, $STAMP)"
 	echo
@@ -163,5 +163,5 @@ CMD="make bench-replication"
 	echo
 	echo "Targets:"
 	echo "$TARGETS"
-} >"$OUT/BENCHMARKS.md.new" && mv "$OUT/BENCHMARKS.md.new" "$ROOT/BENCHMARKS.md"
-echo "bench-replication: table written into BENCHMARKS.md (section Replication, base $BASE); run folders in $OUT" >&2
+} >"$OUT/replication.md.new" && mv "$OUT/replication.md.new" "$ROOT/docs/results/replication.md"
+echo "bench-replication: table written into docs/results/replication.md (section Replication, base $BASE); run folders in $OUT" >&2

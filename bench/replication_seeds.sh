@@ -6,7 +6,7 @@
 # then gives, per variant, the median and min-max over the seeds of the time to target, the bytes
 # received by the replica host and the server host, the transfers to the replica and the machine's
 # CPU, and checks the two targets on medians: >= 3x less data to the replica at 16x than at 0, and
-# MLfabric's time to target below chain replication's. Written into BENCHMARKS.md ("Replication
+# MLfabric's time to target below chain replication's. Written into docs/results/replication.md ("Replication
 # over seeds"); the one-seed table with the kill runs stays `bench/replication_bench.sh`.
 # Usage: bench/replication_seeds.sh [--seeds N] [--base EXP.json] [--only V,V] [--summary DIR]
 set -uo pipefail
@@ -44,4 +44,4 @@ if [ -z "$SUMMARY" ]; then
 	done
 	SUMMARY=$OUT
 fi
-python3 bench/replication_summary.py --base "$BASE" --write-benchmarks "$ROOT/BENCHMARKS.md" "$SUMMARY"
+python3 bench/replication_summary.py --base "$BASE" --write-benchmarks "$ROOT/docs/results/replication.md" "$SUMMARY"

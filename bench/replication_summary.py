@@ -9,10 +9,12 @@ machine's CPU (cores, from /proc, cpu.jsonl); then the two targets on medians. W
 """
 import argparse
 import glob
-import json
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from mlfcluster.records import RecordError, read_json  # noqa: E402
 
 ORDER = ["none", "mlfabric-0x", "mlfabric-1x", "mlfabric-4x", "mlfabric-16x", "chain"]
 
@@ -44,10 +46,11 @@ def load(summary_dir):
             run = f.read().strip()
         path = os.path.join(run, "rows.json")
         try:
-            with open(path) as f:
-                rows = json.load(f)
-        except (OSError, ValueError) as e:
-            sys.exit("replication_summary: %s: %s" % (path, e))
+            rows = read_json(path)
+        except RecordError as e:
+            sys.exit("replication_summary: %s" % e)
+        if rows is None:
+            sys.exit("replication_summary: %s: missing" % path)
         for r in rows:
             runs.setdefault(r.get("variant"), []).append(r)
     return runs, len(dirs)

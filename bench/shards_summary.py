@@ -3,17 +3,19 @@
 time to TARGET, iterations/s, the busiest server link (plan: links.json) and CPU; then median and
 min-max per shard count. Standard library only."""
 import glob
-import json
 import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from mlfcluster.records import RecordError, read_json  # noqa: E402
+
 
 def load(path):
+    """The JSON document PATH, None when missing or malformed."""
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return read_json(path)
+    except RecordError:
         return None
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/sync_iteration.py RUN_DIR... - where an MLfabric-S iteration goes (issue 11, BENCHMARKS.md
+"""bench/sync_iteration.py RUN_DIR... - where an MLfabric-S iteration goes (BENCHMARKS.md
 "MLfabric-S over shard servers against RR-Sync"), from one run folder of `tools/mlf-cluster run` or
 `table2` (RUN_DIR holds <system>/records/). Per iteration (model version v, N workers):
   compute  the last worker's model v arrived -> the last push of the iteration (a push is the
@@ -12,12 +12,12 @@ Then per worker and iteration, its first model copy's planned start (transfers.j
 last shard's step. Medians, means and 90th percentiles; seconds. Exit 2 on a folder without
 the records of an MLfabric-S run."""
 import glob
-import json
 import os
 import statistics as st
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from mlfcluster.records import RecordError, read_jsonl  # noqa: E402
 from mlfcluster.results import step_ends  # noqa: E402
 
 
@@ -27,11 +27,14 @@ def die(msg):
 
 
 def lines(path):
+    """The records of the JSON-lines file PATH (records.read_jsonl); exit 2 when it is missing or
+    malformed."""
+    if not os.path.isfile(path):
+        die("%s: missing" % path)
     try:
-        with open(path) as f:
-            return [json.loads(l) for l in f if l.strip()]
-    except (OSError, ValueError) as e:
-        die("%s: %s" % (path, e))
+        return list(read_jsonl(path))
+    except RecordError as e:
+        die(str(e))
 
 
 def q(xs):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/sync_models.sh - `make bench-sync-models` (issue 12): the ESync paper's Fig. 3 setting
+# bench/sync_models.sh - `make bench-sync-models` (docs/results/sync-models.md): the ESync paper's Fig. 3 setting
 # (4 workers at speeds 1:1:1:4, ESync against MLfabric-S = synchronous SGD and Async,
 # conf/exp-esync.json) and the ASP paper's experiment
 # (asp-ieee-access2018 §IV.B): one server and 3 workers (conf/exp-asp.json on the main job's

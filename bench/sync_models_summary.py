@@ -7,17 +7,19 @@ share (waiting(), below), CPU; then median and min-max per variant (the systems 
 folders by name, of other folders with several systems as "<system> (<folder>)", any other
 folder's one system by the folder's name, e.g. ssp1 for SSP with s = 1). Standard library only."""
 import glob
-import json
 import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from mlfcluster.records import RecordError, read_json, read_jsonl  # noqa: E402
+
 
 def load(path):
+    """The JSON document PATH, None when missing or malformed."""
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return read_json(path)
+    except RecordError:
         return None
 
 
@@ -26,10 +28,12 @@ def read_pushes(recdir, workers):
     a worker's file is missing or not JSON lines."""
     out = {}
     for w in workers:
+        path = os.path.join(recdir, w, "pushes.jsonl")
         try:
-            with open(os.path.join(recdir, w, "pushes.jsonl")) as f:
-                out[w] = [json.loads(line) for line in f if line.strip()]
-        except (OSError, ValueError):
+            if not os.path.isfile(path):
+                return None
+            out[w] = list(read_jsonl(path))
+        except RecordError:
             return None
     return out
 
@@ -76,9 +80,8 @@ def waiting(pushes, recdir, wall):
     rr = os.path.join(recdir, "iterations.jsonl")
     if os.path.isfile(rr):
         try:
-            with open(rr) as f:
-                t = sum(json.loads(line).get("allreduce_s") or 0 for line in f if line.strip())
-        except (OSError, ValueError):
+            t = sum(x.get("allreduce_s") or 0 for x in read_jsonl(rr))
+        except RecordError:
             return None
         return t / wall if wall else None
     if pushes is None:

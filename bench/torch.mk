@@ -1,7 +1,7 @@
-# bench/torch.mk - the PyTorch example over the fabric (issue 13 item 3): `make bench-torch`
+# bench/torch.mk - the PyTorch example over the fabric (docs/torch-example.md): `make bench-torch`
 # (time to 0.85 of examples/torch_fashion_mnist.py with MLfabric-A, Async and torch.distributed
 # gloo in C2-N1, seeds 1..3, and the Python layer's cost per push+get against C; the table goes
-# into BENCHMARKS.md "PyTorch over the fabric"), its integration test and the C timing program.
+# into docs/results/torch.md "PyTorch over the fabric"), its integration test and the C timing program.
 INC_bench += -Iinclude
 
 $(BUILD)/bench-torch-pushget: $(BUILD)/bench/torch_pushget.o $(MLFABRIC_LIBS)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# torch_bench.sh - `make bench-torch` (issue 13): the PyTorch example (examples/torch_fashion_mnist.py,
+# torch_bench.sh - `make bench-torch` (docs/torch-example.md): the PyTorch example (examples/torch_fashion_mnist.py,
 # LeNet-5, 61,706 floats) trained by 4 workers to test accuracy 0.85 with MLfabric-A, Async and
 # torch.distributed gloo in C2-N1 (conf/exp-torch.json), seeds 1..3, one tools/mlf-cluster run per
 # seed and system (each under `flock /tmp/mlf-netns.lock`); then the Python layer's cost per
 # push+get: bench/torch_pushget.c (C) against bench/torch_pushget.py (the mlfabric package; also
 # DistributedOptimizer.step()) on a two-host testbed (tpg, 10.89.0.0/24, 1 Gbit/s) in async (direct)
 # mode against mlf-ps --init-file. Prints the table and replaces the section "PyTorch over the
-# fabric" of BENCHMARKS.md. Needs root.
+# fabric" of docs/results/torch.md. Needs root.
 # Options: --seeds "1 2 3"  --systems "mlfabric-a async gloo"  --rounds N (push+get rounds, 500)
 #          --out DIR (run folders)  --no-overhead  --table DIR (only rebuild the table from DIR)
 set -euo pipefail
@@ -82,8 +82,8 @@ ex /usr/bin/python3 "$ROOT/bench/torch_pushget.py" --cluster "$CL" --host w0 --s
 EOS
 fi
 
-# ---- the table and BENCHMARKS.md ----------------------------------------------------------
-"$PY" - "$OUT" "$ROOT/BENCHMARKS.md" "$SYSTEMS" <<'EOF'
+# ---- the table and docs/results/torch.md -------------------------------------------------
+"$PY" - "$OUT" "$ROOT/docs/results/torch.md" "$SYSTEMS" <<'EOF'
 import glob, json, os, re, statistics, sys, time
 out, bm, systems = sys.argv[1], sys.argv[2], sys.argv[3].split()
 rows, seeds = [], sorted({int(m.group(1)) for p in glob.glob(out + "/s*-*/results.json")

@@ -32,7 +32,7 @@
 #define SLOW_PATH_NS 100000     /* timers, app socket and monitor every 100 us */
 #define MONITOR_NS 10000000     /* snapshot for telemetry every 10 ms */
 /*
- * Sleeping between events (issue 11: CPU follows traffic; docs/dataplane.md "Idle behaviour").
+ * Sleeping between events (CPU follows traffic; docs/dataplane.md "Idle behaviour").
  * The loop sleeps in ppoll() on the app and scheduler sockets (a request wakes it at once) until
  * the next transfer event is due (transport_next_due_ns), at most IDLE_SLEEP_MAX_NS: frames from
  * a peer wait in the rx ring meanwhile (4096 frames; a sender keeps at most 2048 unacknowledged).
@@ -43,7 +43,7 @@
 #define POLL_NS 20000               /* an unpaced transfer waiting for SACKs or the shaper */
 #define RX_WAKE_FRAMES 64           /* incoming frames per wake-up the rx sleep aims at */
 #define WAIT_FDS 80                 /* app clients (64), their listener, the scheduler */
-#define BACKOFF_IDLE_NS 500000      /* --sleep backoff (the loop before issue 11): idle cap */
+#define BACKOFF_IDLE_NS 500000      /* --sleep backoff (the earlier polling loop): idle cap */
 #define BACKOFF_ACTIVE_NS 20000     /* ... and its cap while a transfer is in progress */
 
 static int sleep_backoff; /* --sleep backoff: kept as the baseline of `make bench-dataplane` */

@@ -56,8 +56,9 @@ void sender_fail_all(void);
 void sender_free(void);
 
 /**
- * sender_next_due_ns - nanoseconds until an outgoing transfer next needs the loop (issue 11: a
- * dataplane whose CPU follows its traffic): the commanded start of a waiting transfer (exact),
+ * sender_next_due_ns - nanoseconds until an outgoing transfer next needs the loop (a dataplane
+ * whose CPU follows its traffic, docs/dataplane.md "Idle behaviour"): the commanded start of a
+ * waiting transfer (exact),
  * the next frame a paced transfer's rate allows, but at least the pacing grain of
  * min(@grain_ns, 32 frames at the current rate) so that a slow transfer sends small bursts
  * instead of waking per frame; @poll_ns for an unpaced transfer (it waits for SACKs or the

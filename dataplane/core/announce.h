@@ -1,4 +1,4 @@
-/* announce.h - transfers the scheduler announced to this receiver (issue 14, docs/security.md "Announced transfers"). */
+/* announce.h - transfers the scheduler announced to this receiver (docs/security.md "Announced transfers"). */
 #ifndef MLF_DP_ANNOUNCE_H
 #define MLF_DP_ANNOUNCE_H
 

@@ -78,7 +78,7 @@ void pacer_refund(struct pacer *p, double bytes);
  * for the next nonzero step). 0 when a frame may go now (or the transfer is unpaced and
  * started); the ticks to the start tick before it; UINT64_MAX when never (the schedule ends at
  * rate 0 with less credit than @bytes). Used by the dataplane loop to sleep until the next frame
- * is due instead of polling (issue 11: CPU proportional to traffic).
+ * is due instead of polling (CPU proportional to traffic; docs/dataplane.md "Idle behaviour").
  */
 uint64_t pacer_wait_ticks(const struct pacer *p, double bytes);
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# apps_adsp.sh - ADSP (issue 12, adsp-aaai2020): 4 workers at fixed speeds 1:1:1:4 (w3 4x slower,
+# apps_adsp.sh - ADSP (adsp-aaai2020; docs/scheduler.md "ADSP's commit rates"): 4 workers at
+# fixed speeds 1:1:1:4 (w3 4x slower,
 # mlf-worker --speed 4), an MLfabric-A server, and mlf-scheduler --adsp sending commit rates.
 # Case "fixed" (--adsp 0.5 --adsp-rate 1, 12 s): ADSP's promise, that every worker commits about
 # as often whatever its speed (§3): the slow worker's commits are at least 0.75x a fast one's;

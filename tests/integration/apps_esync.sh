@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# apps_esync.sh - ESync (issue 12, esync.txt): 4 workers at fixed speeds 1:1:1:4 (w3 4x slower,
+# apps_esync.sh - ESync (esync.txt; docs/scheduler.md "ESync's State Server"): 4 workers at
+# fixed speeds 1:1:1:4 (w3 4x slower,
 # mlf-worker --speed 4), MLfabric-S server and scheduler (the State Server), 40 rounds each with
 # and without --esync 4 (rounds, not a duration: a synchronous round needs every worker). With ESync the fast workers train locally while the slow one finishes: per
 # round each fast worker does at least twice the slow one's local iterations (the rule gives

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# apps_hop.sh - Hop (issue 12, hop-asplos2019): decentralized training with no server and no
-# scheduler. 4 workers on a ring (each with its two neighbours), parameters and tokens straight
+# apps_hop.sh - Hop (hop-asplos2019; docs/api.md "Peers"): decentralized training with no server
+# and no scheduler. 4 workers on a ring (each with its two neighbours), parameters and tokens straight
 # through the dataplanes (chan 7), --compute-s 0.05, 12 s per case.
 # Case "tokens" (w3 4x slower, max_ig 2, no backups; the neighbours from the cluster config's
 # "graph", --hop graph): the token queues hold every worker within

@@ -3,7 +3,7 @@
 # and 3 mlf-workers train the default model for ~20 s; the links cannot carry every update, so the
 # scheduler drops some; test accuracy rises above 0.5, every applied update respects the delay bound
 # 2, each update is applied at most once, and every pushed update is applied or dropped/lost.
-# w2 runs with --overlap (issue 11: its gradient is computed while the next model's get is in
+# w2 runs with --overlap (its gradient is computed while the next model's get is in
 # flight) and an emulated compute of 0.05 s: most of its iterations take less than their compute
 # plus their get, which a worker that gets and then computes cannot do.
 . "$(dirname "$0")/apps_lib.sh"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# apps_ssp.sh - stale-synchronous parallel (issue 12, mlf-scheduler --ssp S): 3 workers, w2 4x slower
+# apps_ssp.sh - stale-synchronous parallel (mlf-scheduler --ssp S; docs/scheduler.md
+# "Stale-synchronous parallel"): 3 workers, w2 4x slower
 # (mlf-worker --speed 4), train for 15 s with S = 1 and without the gate. With the gate, no worker
 # ever has more than S + 1 pushes more than the slowest at the scheduler (a pull waits while the
 # worker is S ahead; the push after it adds one); the test counts pushes by the times the workers

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# fabric_announce.sh - a channel whose listener takes only announced transfers (issue 14,
-# docs/security.md "Announced transfers"): the scheduler's `expect` lets transfer X from w0 on
+# fabric_announce.sh - a channel whose listener takes only announced transfers
+# (docs/security.md "Announced transfers"): the scheduler's `expect` lets transfer X from w0 on
 # channel 1 in; an unannounced transfer from the same cluster host is held without a SACK and
 # refused after 1 s (ABORT naming the reason at the sender, counted rx_unannounced, never handed
 # to the app); one announced for another channel is refused too; one announced while it is

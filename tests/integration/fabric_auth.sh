@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# fabric_auth.sh - the authenticated control plane (issue 14, docs/security.md): on a cluster whose
+# fabric_auth.sh - the authenticated control plane (docs/security.md): on a cluster whose
 # config names a key_file, the dataplanes of ps and w0 authenticate to mlf-scheduler (HMAC-SHA256
 # challenge-response) and are welcomed; an outsider in w0's namespace that says hello as ps
 # without a nonce, or answers the challenge with a wrong MAC, is refused and closed, ps keeps its
 # connection; a forged commit without hello is refused; a holder of the key saying hello as w0
-# replaces w0's connection (as a restarted dataplane must). Before issue 14 the outsider's hello
-# replaced ps and its forged commit was accepted.
+# replaces w0's connection (as a restarted dataplane must). Before authentication the outsider's
+# hello replaced ps and its forged commit was accepted.
 TEST_NAME=fabric_auth
 . "$(dirname "$0")/fabric_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }

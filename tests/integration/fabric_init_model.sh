@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fabric_init_model.sh - the initial model of any size (issue 13, contract B): mlf-ps --init-file
+# fabric_init_model.sh - the initial model of any size (docs/api.md): mlf-ps --init-file
 # errors; then on a 3-host testbed (ps, w0, w1):
 #  1. Async (MLF_MODE_DIRECT, no scheduler): mlf_recv_model with no sender times out in time naming
 #     the host; mlf-ps --init-from w0 refuses a model from w1 (logs naming w1), takes w0's model of

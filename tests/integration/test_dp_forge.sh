@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_dp_forge.sh - frames forged from a third namespace x (build/tests/dp_forge) cannot corrupt,
-# finish, fail or crowd out a real transfer a -> b (issue 14 finding 2, docs/security.md "Frames").
+# finish, fail or crowd out a real transfer a -> b (docs/security.md "Frames").
 # 1. without a cluster key: DATA spoofing a's IP from x's own MAC is dropped (source MAC check);
 # 2. with frame_auth (a key): DATA, SACK done and ABORT spoofing a's or b's IP *and* MAC, untagged
 #    or with a made-up tag, are all dropped; the 24 MiB transfer is byte-exact and ok at both ends;

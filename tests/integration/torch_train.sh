@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # torch_train.sh - the PyTorch example (examples/torch_fashion_mnist.py) as the worker program of
-# tools/mlf-cluster (issue 13): conf/exp-torch.json (conf/cluster-fabric.json, 4 workers, C2-N1)
+# tools/mlf-cluster (docs/torch-example.md): conf/exp-torch.json (conf/cluster-fabric.json, 4 workers, C2-N1)
 # with MLfabric-A must reach test accuracy >= 0.80 (time limit 420 s), evaluated by the root worker
 # w0 on the model the server built from w0's initial model (mlf-ps --init-from w0); the gloo
 # baseline (torch.distributed all-reduce, no fabric process) must run 30 s in the same namespaces,

@@ -1,5 +1,7 @@
 """Unit tests of tools/mlfcluster's pure parts: the seeded rate schedule, results from a tiny
-hand-made records folder, experiment validation errors, readiness waits (with sh stand-ins). Run: python3 -m unittest discover -s tests/python"""
+hand-made records folder, the record reader (records.py: a malformed line named, a partial last
+line skipped), experiment validation errors, readiness waits (with sh stand-ins).
+Run: python3 -m unittest discover -s tests/python"""
 import json
 import os
 import sys
@@ -13,6 +15,7 @@ from exp_case import ExpCase  # noqa: E402
 from mlfcluster import results  # noqa: E402
 from mlfcluster.network import rate_schedule, schedule_lines  # noqa: E402
 from mlfcluster.procs import NotReady, Procs, log_has, wait_ready  # noqa: E402
+from mlfcluster.records import RecordError, count_records, read_json, read_jsonl  # noqa: E402
 from mlfcluster.runner import last_lines  # noqa: E402
 
 BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), "systems": ["mlfabric-a"],
@@ -26,7 +29,7 @@ class Tmp(ExpCase):
 
 class RateSchedule(Tmp):
     def test_known_values(self):
-        # conf/exp-c1-n2.json's first two periods as the bash runner (awk) printed them
+        # conf/exp-c1-n2.json's first two periods as network.tsv holds them (%g)
         want = ("0 0 ps 0.33 1\n0 0 w0 1 0.25\n0 0 w1 1 1\n0 0 w2 1 1\n0 0 w3 0.5 1\n"
                 "1 5 ps 0.5 1\n1 5 w0 1 1\n1 5 w1 1 1\n1 5 w2 0.33 1\n1 5 w3 1 1\n")
         self.assertEqual(schedule_lines(rate_schedule(self.exp(), 1)), want)
@@ -295,13 +298,68 @@ class Results(Tmp):
         self.assertEqual(v["wall_s"], 10)
         self.assertEqual(v["server_host_rx_bytes"], 7)
         self.assertIsNone(v["recovery_s"])
-        self.assertIsInstance(v["wall_s"], int)  # integral values print as jq prints them
+        self.assertIsInstance(v["wall_s"], int)  # whole seconds in, whole seconds out
         table = results.summary(r).splitlines()
-        self.assertEqual(table[1].split(), ["mlfabric-a", "true", "6.5", "0.75", "5", "66.7", "2.8", "8", "2.5", "0.2"])
+        self.assertEqual(table[1].split(), ["mlfabric-a", "yes", "6.5", "0.750", "5", "66.7", "2.80", "8", "2.5",
+                                          "0.200"])
 
     def test_no_target(self):
         with self.assertRaises(ValueError):
             results.compute(self.dir)
+
+    def test_malformed_record_named(self):
+        """A malformed line of a record fails the results with its file and line."""
+        self.write("experiment.json", [{"systems": ["async"], "target_accuracy": 0.5}])
+        self.write("async/run.json", [{"system": "async", "t0": 1, "t_end": 2}])
+        p = os.path.join(self.dir, "async/records/accuracy.jsonl")
+        self.write("async/records/accuracy.jsonl", [{"t": 1.5, "accuracy": 0.4}])
+        with open(p, "a") as f:
+            f.write('{"t": 1.6, "accuracy": \n{"t": 1.7, "accuracy": 0.6}\n')
+        with self.assertRaises(RecordError) as cm:
+            results.compute(self.dir)
+        self.assertEqual(str(cm.exception), p + ":2: malformed JSON record (Expecting value)")
+
+
+class Records(Tmp):
+    """records.read_jsonl: the one reader of JSON-lines records, and read_json."""
+
+    def put(self, text):
+        p = os.path.join(self.dir, "r.jsonl")
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def test_records_in_order(self):
+        p = self.put('{"a": 1}\n\n  \n{"a": 2, "b": [1]}\n')
+        self.assertEqual(list(read_jsonl(p)), [{"a": 1}, {"a": 2, "b": [1]}])
+        self.assertEqual(count_records(p), 2)
+        self.assertEqual(list(read_jsonl(os.path.join(self.dir, "none.jsonl"))), [])
+
+    def test_partial_last_line_skipped(self):
+        """A file still being written: its last line without a newline is skipped when it is not
+        JSON, read when it is."""
+        self.assertEqual(list(read_jsonl(self.put('{"a": 1}\n{"a": 2, "b'))), [{"a": 1}])
+        self.assertEqual(list(read_jsonl(self.put('{"a": 1}\n{"a": 2}'))), [{"a": 1}, {"a": 2}])
+
+    def test_malformed_line_named(self):
+        p = self.put('{"a": 1}\n{"a": 2,}\n{"a": 3}\n')
+        with self.assertRaises(RecordError) as cm:
+            list(read_jsonl(p))
+        self.assertRegex(str(cm.exception), "^%s:2: malformed JSON record \\(" % p)
+        p = self.put('{"a": 1}\n[1, 2]\n')
+        with self.assertRaises(RecordError) as cm:
+            list(read_jsonl(p))
+        self.assertEqual(str(cm.exception), p + ":2: malformed JSON record (not an object)")
+
+    def test_read_json(self):
+        p = self.put('{\n  "t0": 1,\n  "t_end": 2.5\n}\n')
+        self.assertEqual(read_json(p), {"t0": 1, "t_end": 2.5})
+        self.assertIsNone(read_json(os.path.join(self.dir, "none.json")))
+        self.assertIsNone(read_json(self.put("")))
+        p = self.put('{\n  "t0": 1,\n  "t_end": \n}\n')
+        with self.assertRaises(RecordError) as cm:
+            read_json(p)
+        self.assertEqual(str(cm.exception), p + ":4: malformed JSON (Expecting value)")
 
 
 class Readiness(Tmp):

@@ -1,7 +1,7 @@
 """Unit tests of tools/mlffault's pure checks (no network, no programs): the accounting of pushed
 updates on tiny hand-made run folders (a fail-over with the promotion rule, checkpoint restarts,
-final fates, in flight, unaccounted), the one-line errors for missing or malformed records, the
-target and recovery lines, jq-style number printing.
+final fates, in flight, unaccounted), the one-line errors for missing or malformed records (read
+through mlfcluster.records), the target and recovery lines with their fixed decimals.
 Run: python3 -m unittest discover -s tests/python"""
 import io
 import json
@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from mlffault import checks  # noqa: E402
-from mlffault.records import RecordError, jq_round, jqs, read_jsonl  # noqa: E402
+from mlfcluster.records import RecordError, read_jsonl_numbered  # noqa: E402
 
 T_END = 1000.0
 
@@ -69,7 +69,7 @@ class Accounting(RunFolder):
         r = checks.accounting(self.sys)
         self.assertEqual(r, {"pushed": 10, "applied": 7, "lost": 2, "dropped": 1, "in_flight": 0,
                              "unaccounted": []})
-        self.assertEqual(sorted(checks.surviving_ids(self.rec), key=int), ["1", "2", "3", "3", "4", "7", "8", "9"])
+        self.assertEqual(sorted(checks.surviving_ids(self.rec)), [1, 2, 3, 3, 4, 7, 8, 9])
 
     def test_not_promoted_after_the_promotion_version(self):
         # without the lost fate, id 5 (applied by the old server at the promotion version) is
@@ -79,7 +79,7 @@ class Accounting(RunFolder):
         self.put("replica/applied.jsonl", applied([(i, i - 1) for i in range(6, 11)]))
         r = checks.accounting(self.sys)
         self.assertEqual(r["applied"], 9)
-        self.assertEqual(r["unaccounted"], ["5 (w0, pushed at -10 s before the stop)"])
+        self.assertEqual(r["unaccounted"], ["5 (w0, pushed at -10.00 s before the stop)"])
 
     def test_empty_new_server_is_no_promotion(self):
         self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 11)]))
@@ -94,8 +94,8 @@ class Accounting(RunFolder):
         self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 7)]))
         self.put("restart-1/applied.jsonl", applied([(4, 3), (6, 4), (7, 5)]))
         self.put("restart-2/applied.jsonl", applied([(8, 4), (9, 5), (10, 6)]))
-        self.assertEqual(sorted(checks.surviving_ids(self.rec), key=int), ["1", "2", "3", "4", "8", "9", "10"])
-        self.assertEqual(sorted(checks.ckpt_lost_ids(self.rec), key=int), ["4", "5", "6", "6", "7"])
+        self.assertEqual(sorted(checks.surviving_ids(self.rec)), [1, 2, 3, 4, 8, 9, 10])
+        self.assertEqual(sorted(checks.ckpt_lost_ids(self.rec)), [4, 5, 6, 6, 7])
         r = checks.accounting(self.sys)
         self.assertEqual((r["applied"], r["lost"], r["unaccounted"]), (7, 3, []))
 
@@ -117,7 +117,8 @@ class Accounting(RunFolder):
         checks.check_accounting(rep, self.dir, "mlfabric-a")
         self.assertEqual(rep.fails, 1)
         self.assertTrue(out.getvalue().startswith("FAIL accounting: pushed 10: applied on the surviving model 8,"))
-        self.assertIn("unaccounted 2; unaccounted: 9 (w1, pushed at -10 s before the stop), 10 (w1, ", out.getvalue())
+        self.assertIn("unaccounted 2; unaccounted: 9 (w1, pushed at -10.00 s before the stop), 10 (w1, ",
+                      out.getvalue())
 
     def test_no_push(self):
         for w in ("w0", "w1"):
@@ -180,9 +181,16 @@ class RecordErrors(RunFolder):
         self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 11)]))
         self.assertEqual(checks.accounting(self.sys)["applied"], 10)
 
-    def test_read_jsonl_skips_blank_lines(self):
+    def test_unterminated_malformed_last_line_is_skipped(self):
+        # a writer killed mid-line (mlfcluster.records' policy): the partial last line is no record
+        self.put("applied.jsonl", applied([(i, i - 1) for i in range(1, 11)]))
+        with open(os.path.join(self.rec, "applied.jsonl"), "a") as f:
+            f.write('{"t": 990.0, "id": 11, "a')
+        self.assertEqual(checks.accounting(self.sys)["applied"], 10)
+
+    def test_read_jsonl_numbered_skips_blank_lines(self):
         self.put("x.jsonl", [{"id": 1}, "", {"id": 2}])
-        self.assertEqual(read_jsonl(os.path.join(self.rec, "x.jsonl"), need=("id",)),
+        self.assertEqual(list(read_jsonl_numbered(os.path.join(self.rec, "x.jsonl"), need=("id",))),
                          [(1, {"id": 1}), (3, {"id": 2})])
 
 
@@ -209,11 +217,11 @@ class Lines(unittest.TestCase):
         return out.getvalue(), rep.fails
 
     def test_target(self):
-        res = {"experiment": {"target_accuracy": 0.75}, "systems": {"s": {"reached": True, "time_to_target_s": 18.15}}}
+        res = {"experiment": {"target_accuracy": 0.75}, "systems": {"s": {"reached": True, "time_to_target_s": 18.16}}}
         self.assertEqual(self.lines(checks.check_target, res), ("ok   target 0.75 reached at 18.2 s\n", 0))
         res["systems"]["s"] = {"reached": False, "final_accuracy": 0.7, "stop_reason": "time limit"}
         self.assertEqual(self.lines(checks.check_target, res),
-                         ("FAIL target 0.75 not reached: final accuracy 0.7, stopped: time limit\n", 1))
+                         ("FAIL target 0.75 not reached: final accuracy 0.7000, stopped: time limit\n", 1))
 
     def test_recovery(self):
         fo = {"old_server": "ps", "new_server": "rp", "version": 189, "lost_committed": 0, "lost_planned": 2}
@@ -223,7 +231,7 @@ class Lines(unittest.TestCase):
                           "version 189, 0 committed and 2 planned updates lost)\n", 0))
         s.update(failover=None, restarts=1, recovery_s=1.0)
         self.assertEqual(self.lines(checks.check_recovery, {"systems": {"s": s}})[0],
-                         "ok   recovery: 1 s from the kill to the first commit at the new server "
+                         "ok   recovery: 1.000 s from the kill to the first commit at the new server "
                          "(restarted from the checkpoint)\n")
         s["recovery_s"] = None
         self.assertEqual(self.lines(checks.check_recovery, {"systems": {"s": s}})[1], 1)
@@ -231,12 +239,6 @@ class Lines(unittest.TestCase):
         self.assertEqual(self.lines(checks.check_recovery, {"systems": {"s": s}}),
                          ("     recovery: no server was killed\n", 0))
 
-    def test_jq_numbers(self):
-        self.assertEqual([jqs(v) for v in (5, 5.0, 0.05, 1e-9, None, True, "x", 3298534883330)],
-                         ["5", "5", "0.05", "1e-09", "null", "true", "x", "3298534883330"])
-        self.assertEqual(jq_round(0.0825, 1000), 0.083)
-        self.assertEqual(jq_round(-7.215, 100), -7.22)
-        self.assertEqual(jq_round(2.5, 1), 3.0)
 
 
 

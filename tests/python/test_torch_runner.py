@@ -1,4 +1,4 @@
-"""Unit tests of tools/mlfcluster's worker_program "torch" and system gloo (issue 13): validation,
+"""Unit tests of tools/mlfcluster's worker_program "torch" and system gloo (docs/torch-example.md): validation,
 the workers' command lines, and results.json from hand-made gloo / torch records folders.
 Run: python3 -m unittest discover -s tests/python (no torch needed)."""
 import json

@@ -2,14 +2,17 @@
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 
-from . import plots, results
-from .experiment import Experiment, ExperimentError
+from . import links, plots, results, table2
+from .env import PROG, die, load, paths
 from .network import rate_schedule, schedule_lines
+from .records import RecordError, read_json
+from .runner import Runner
+from .testbed import Testbed
 
-PROG = "mlf-cluster"
 USAGE = """\
 Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
        tools/mlf-cluster down EXPERIMENT.json
@@ -63,32 +66,12 @@ MLF_MPIRUN (default tools/mlf-mpirun), MLF_DATAPLANE (read by mlf-testbed).
 """
 
 
-def die(msg):
-    print("%s: %s" % (PROG, msg), file=sys.stderr)
-    sys.exit(2)
-
-
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         die("%s: %s" % (self.prog, message))
 
     def print_help(self, file=None):
         (file or sys.stdout).write(USAGE)
-
-
-def paths():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    build = os.environ.get("MLF_BUILD") or os.path.join(root, "build")
-    mpirun = os.environ.get("MLF_MPIRUN") or os.path.join(root, "tools", "mlf-mpirun")
-    return root, build, mpirun
-
-
-def load(path, systems=None, check_programs=True):
-    root, build, mpirun = paths()
-    try:
-        return Experiment(path, root, build, mpirun, systems=systems, check_programs=check_programs)
-    except ExperimentError as e:
-        die(str(e))
 
 
 def cmd_run(a):
@@ -101,8 +84,10 @@ def cmd_run(a):
         os.makedirs(run, exist_ok=True)
     except OSError:
         die("cannot create %s" % run)
-    from .runner import Runner
-    return Runner(exp, run).main()
+    try:
+        return Runner(exp, run).main()
+    except RecordError as e:
+        die(str(e))
 
 
 def cmd_down(a):
@@ -114,7 +99,6 @@ def cmd_down(a):
         die("cannot read experiment %s" % a.experiment)
     if not os.access(cl, os.R_OK):
         cl = os.path.join(root, cl)
-    from .testbed import Testbed
 
     class E:
         pass
@@ -134,19 +118,21 @@ def cmd_results(a):
         die("no run folder %s" % a.run)
     try:
         res = results.compute(a.run, float(a.target) if a.target is not None else None)
-    except ValueError as e:
+        results.write(a.run, res)
+        plots.plots(a.run)
+    except ValueError as e:  # RecordError too
         die(str(e))
-    results.write(a.run, res)
-    plots.plots(a.run)
     sys.stdout.write(results.summary(res))
     return 0
 
 
 def cmd_links(a):
-    from . import links
     if not os.path.isdir(a.run):
         die("no run folder %s" % a.run)
-    lks = links.run_links(a.run)
+    try:
+        lks = links.run_links(a.run)
+    except RecordError as e:
+        die(str(e))
     if not lks:
         die("%s: no system with run.json t0/t_end and network.tsv" % a.run)
     links.write(a.run, lks)
@@ -155,13 +141,12 @@ def cmd_links(a):
         sys.stdout.write("\n")
         return 0
     for name, lk in lks.items():
-        rj = results.first(os.path.join(a.run, name, "run.json")) or {}
+        rj = read_json(os.path.join(a.run, name, "run.json")) or {}
         sys.stdout.write(links.table(name, lk, rj.get("server") or ""))
     return 0
 
 
 def cmd_table2(argv):
-    from . import table2
     return table2.main(argv, paths())
 
 
@@ -204,7 +189,6 @@ def cmd_top(a):
     tb = os.path.join(build, "mlf-testbed")
     if not os.access(tb, os.X_OK):
         die("top: %s not built" % tb)
-    import subprocess
     try:
         return subprocess.call([tb, "exec", cl, host] + argv)
     except KeyboardInterrupt:

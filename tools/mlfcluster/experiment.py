@@ -84,7 +84,7 @@ class ExperimentError(Exception):
 
 
 def num_str(v):
-    """A JSON value as jq -r prints it (integral numbers without a fraction)."""
+    """A JSON value as a command-line argument or log word (integral numbers without a fraction)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float) and v.is_integer() and abs(v) < 1e17:
@@ -192,14 +192,16 @@ class Experiment:
         if not isinstance(self.esync_nb, bool):
             self.err("esync_nonblocking: true or false expected, got %s" % json.dumps(self.esync_nb))
         # overlap: MLfabric-A and Async workers compute each gradient while the next model's get is
-        # in flight (mlf-worker --overlap, issue 11); other systems ignore it
+        # in flight (mlf-worker --overlap, docs/experiments.md "Experiment files"); other systems
+        # ignore it
         self.overlap = x.get("overlap", False)
         if not isinstance(self.overlap, bool):
             self.err("overlap: true or false expected, got %s" % json.dumps(self.overlap))
         if self.overlap and x.get("worker_program", "c") != "c":
             self.err("overlap: needs worker_program c (mlf-worker --overlap)")
         # data_split: "iid" (each worker a slice of the set) or "by-label" (non-i.i.d.: worker i
-        # holds the classes l with l % workers == i; mlf-worker --shard-by-label, issue 12)
+        # holds the classes l with l % workers == i; mlf-worker --shard-by-label,
+        # docs/experiments.md "Experiment files")
         self.data_split = x.get("data_split", "iid")
         if self.data_split not in ("iid", "by-label"):
             self.err('data_split: "iid" or "by-label" expected, got %s' % json.dumps(self.data_split))
@@ -329,9 +331,10 @@ class Experiment:
         return a
 
     def _load_speeds(self):
-        """speeds: one slowdown factor >= 1 per worker (issue 12: deterministic stragglers, e.g.
-        [1, 1, 1, 4] makes the fourth worker 4x slower), from speeds_at_s seconds after the
-        start (mlf-worker --speed F@T), on top of the compute setting's random stragglers."""
+        """speeds: one slowdown factor >= 1 per worker (deterministic stragglers, docs/experiments.md
+        "Experiment files"; e.g. [1, 1, 1, 4] makes the fourth worker 4x slower), from speeds_at_s
+        seconds after the start (mlf-worker --speed F@T), on top of the compute setting's random
+        stragglers."""
         v = self.raw.get("speeds")
         self.speeds = None
         if "asp" in self.systems and int(self.s["asp_w"]) > int(self.s["ssp_s"]):

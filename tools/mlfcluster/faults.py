@@ -3,7 +3,6 @@ cut-link / loss-burst ended after duration_s), in time order; every event is app
 <system>/faults.jsonl, every kill's pid to killed.pids before the kill."""
 import glob
 import json
-import math
 import os
 import shutil
 import signal
@@ -11,7 +10,6 @@ import threading
 import time
 
 from .experiment import num_str
-from .results import jqnum
 
 
 def plan(faults):
@@ -116,10 +114,10 @@ class FaultDriver(threading.Thread):
             ok = self.tb.tel(f.host, what)
             what = "mlf-tel %s-%s %s" % (self.tb.cname, f.host, what)
         done = time.time()  # the injection has returned: a killed process is gone by now
-        rec = {"t": now, "t_done": done, "t_s": math.floor((now - self.t0) * 1000 + 0.5) / 1000, "fault": i,
+        rec = {"t": now, "t_done": done, "t_s": round(now - self.t0, 3), "fault": i,
                "event": phase, "kind": f.kind, "host": f.host, "duration_s": f.dur, "loss": f.loss,
                "pid": pid, "ok": ok, "action": what}
         with open(os.path.join(self.sysdir, "faults.jsonl"), "a") as out:
-            out.write(json.dumps(jqnum(rec), separators=(",", ":")) + "\n")
+            out.write(json.dumps(rec, separators=(",", ":")) + "\n")
         return "t=%.2fs fault %d %s %s %s: %s%s" % (now - self.t0, i, phase, f.kind, f.host, what,
                                                     "" if ok else " (failed)")

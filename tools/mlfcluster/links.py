@@ -9,16 +9,18 @@ t0). Over the run's window [t0, t_end] (run.json), per link:
   byte counters (netdev.jsonl, every system): per sample interval, the time the bytes take at the
   link's capacity, at most the interval (bytes / capacity, capped), summed, over the window.
 - load (transfers only): the sum of the transfers' durations over the window; above 1 when
-  transfers overlap on the link (the issue's "110%").
+  transfers overlap on the link.
 - util: bytes x 8 / the capacity integrated over the window (Gbit / (Gbit/s x s)).
-The verdict checks issue 11's target: neither server link busy more than 80% of the run while the
-worker links idle (their median busy fraction below 50%).
+The verdict checks the balance target (docs/experiments.md "Per-link utilisation"): no server
+link busy more than 80% of the run while the worker links idle (their median busy fraction below
+50%).
 """
 import json
 import os
 import statistics
 
-from .results import first, read_values
+from .network import read_schedule
+from .records import read_json, read_jsonl, run_systems
 
 SERVER_BUSY_MAX = 0.8     # the target: a server link busy at most this fraction of the run ...
 WORKER_IDLE_BELOW = 0.5   # ... unless the worker links are busy too (median at least this)
@@ -144,7 +146,7 @@ def from_counters(samples, cap, a, b):
 
 
 def verdict(links, server, workers):
-    """Where the bottleneck sits and issue 11's target: {"server_up", "server_down" (busy),
+    """Where the bottleneck sits and the balance target (module doc): {"server_up", "server_down" (busy),
     "workers_busy_median" (of every worker link, up and down), "busiest" (link name),
     "target_ok": no server link busy > 80% while the worker links' median is below 50%}."""
     if not links or server not in links:
@@ -174,21 +176,20 @@ def system_links(run, sysdir):
     """The link analysis of one system folder of RUN: {"window_s", "transfers" (MLfabric: from
     the plan), "counters" (switch byte counters), "verdict" (from the counters when present, else
     from the transfers), "verdict_source"}; None without run.json t0/t_end or network.tsv."""
-    rj = first(os.path.join(sysdir, "run.json")) or {}
+    rj = read_json(os.path.join(sysdir, "run.json")) or {}
     t0, t1 = rj.get("t0"), rj.get("t_end")
     tsv = os.path.join(run, "network.tsv")
-    exp = first(os.path.join(run, "experiment.json")) or {}
+    exp = read_json(os.path.join(run, "experiment.json")) or {}
     if not isinstance(t0, (int, float)) or not isinstance(t1, (int, float)) or t1 <= t0 or not os.path.isfile(tsv):
         return None
-    from .network import read_schedule
     cap = Capacity(read_schedule(tsv), t0, exp.get("period_s") or 5)
     out = {"window_s": round(t1 - t0, 3)}
     tr = os.path.join(sysdir, "records", "transfers.jsonl")
     if os.path.isfile(tr):
-        out["transfers"] = rounded(from_transfers(read_values(tr, warn=False) or [], cap, t0, t1))
+        out["transfers"] = rounded(from_transfers(list(read_jsonl(tr)), cap, t0, t1))
     nd = os.path.join(sysdir, "netdev.jsonl")
     if os.path.isfile(nd):
-        out["counters"] = rounded(from_counters(read_values(nd, warn=False) or [], cap, t0, t1))
+        out["counters"] = rounded(from_counters(list(read_jsonl(nd)), cap, t0, t1))
     server = rj.get("server") or ""
     workers = rj.get("workers") or [h for h in cap.hosts() if h != server]
     src = "counters" if "counters" in out else "transfers" if "transfers" in out else None
@@ -230,7 +231,6 @@ def table(name, lk, server):
 
 def run_links(run):
     """{system: system_links} of a run folder (systems with a window)."""
-    from .results import run_systems
     out = {}
     for s in run_systems(run):
         lk = system_links(run, os.path.join(run, s))

@@ -3,8 +3,8 @@
 Every period_s each host's uplink and downlink take a rate from {1, 2.5, 3.3, 5, 10} x rate_scale
 Gbit/s with the probabilities of the setting N1-N3. One Park-Miller stream seeded with the
 experiment's seed draws, period by period, host by host (config order), the uplink then the
-downlink: the same seed gives the same sequence whatever the system (the bash runner's awk
-program, number for number).
+downlink: the same seed gives the same sequence whatever the system (docs/experiments.md
+"What a run does, per system").
 """
 import threading
 import time
@@ -13,7 +13,7 @@ from .experiment import RATES
 
 
 def fmt_g(v):
-    """printf %g (what awk printed)."""
+    """A rate or offset of network.tsv and `rates`: %g (0.33, 1, 10)."""
     return "%g" % v
 
 

@@ -2,7 +2,8 @@
 import os
 import subprocess
 
-from .results import acc_files, first, jqnum, nonempty, run_systems, slurp, tostring
+from .records import nonempty, read_json, read_jsonl, run_systems
+from .results import acc_files
 
 
 def gnuplot(script, log):
@@ -14,32 +15,33 @@ def gnuplot(script, log):
 
 
 def num(v):
-    return tostring(jqnum(v))
+    """A number of a gnuplot data file (NaN, gnuplot's missing value, for None)."""
+    return "NaN" if v is None else repr(v)
 
 
 def plots(run):
     pd = os.path.join(run, "plot")
     os.makedirs(pd, exist_ok=True)
     glog = os.path.join(pd, "gnuplot.log")
-    exp = first(os.path.join(run, "experiment.json")) if os.path.isfile(os.path.join(run, "experiment.json")) else None
+    exp = read_json(os.path.join(run, "experiment.json"))
     # delays from 3 x tau_max + 1 on share the last bin (Async has a long tail)
     cap = 25
     if isinstance(exp, dict):
-        cap = jqnum(3 * (exp.get("tau_max") or 8) + 1)
+        cap = 3 * (exp.get("tau_max") or 8) + 1
     acc_cmd, del_cmd, first_tl, ndel = [], [], "", 0
     for sys_ in run_systems(run):
         rec = os.path.join(run, sys_, "records")
-        t0 = (first(os.path.join(run, sys_, "run.json")) or {}).get("t0") or 0
+        t0 = (read_json(os.path.join(run, sys_, "run.json")) or {}).get("t0") or 0
         accs = acc_files(rec)
         if accs:
             dat = os.path.join(pd, "acc-%s.dat" % sys_)
             with open(dat, "w") as f:
-                for a in slurp(accs[0]):
+                for a in read_jsonl(accs[0]):
                     f.write("%s %s\n" % (num(a["t"] - t0), num(a.get("accuracy"))))
             acc_cmd.append("'%s' using 1:2 with linespoints title '%s'" % (dat, sys_))
         if nonempty(os.path.join(rec, "applied.jsonl")):
             counts = {}
-            for a in slurp(os.path.join(rec, "applied.jsonl")):
+            for a in read_jsonl(os.path.join(rec, "applied.jsonl")):
                 d = min(a.get("delay"), cap)
                 counts[d] = counts.get(d, 0) + 1
             dat = os.path.join(pd, "delay-%s.dat" % sys_)
@@ -51,7 +53,7 @@ def plots(run):
         if not first_tl and nonempty(os.path.join(rec, "transfers.jsonl")):
             # one segment per transfer on the sender's uplink and the receiver's downlink; times
             # relative to the run start (records are CLOCK_REALTIME)
-            xs = slurp(os.path.join(rec, "transfers.jsonl"))
+            xs = list(read_jsonl(os.path.join(rec, "transfers.jsonl")))
             links = sorted({l for x in xs for l in (x["src"] + ".up", x["dst"] + ".down")})
             ix = {l: i for i, l in enumerate(links)}
             with open(os.path.join(pd, "timeline.dat"), "w") as f:
@@ -72,8 +74,8 @@ def plots(run):
         gnuplot("set terminal pngcairo size 900,540\n"
                 "set output '%s/delays.png'\n"
                 "set title 'Delay of applied updates (server version at apply - version computed from)'\n"
-                "set xlabel 'delay (versions; the last bin holds every delay >= %s)'; set ylabel 'applied updates'; set grid\n"
-                "set xrange [-0.5:%s + 0.5]; set style fill solid 0.4; set boxwidth 0.4\n"
+                "set xlabel 'delay (versions; the last bin holds every delay >= %g)'; set ylabel 'applied updates'; set grid\n"
+                "set xrange [-0.5:%g + 0.5]; set style fill solid 0.4; set boxwidth 0.4\n"
                 "plot %s\n" % (run, cap, cap, ", ".join(del_cmd)), glog)
     if first_tl:
         with open(os.path.join(pd, "timeline.dat")) as f:

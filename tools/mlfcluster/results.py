@@ -1,83 +1,13 @@
 """results.json from a run folder's records (docs/fabric.md, docs/replication.md) and the summary
-table. Same fields and values as the bash runner's jq program; numbers follow jq's conventions
-(integral values print without a fraction, null for what is missing)."""
+table (docs/experiments.md "The run folder", "Reading the records; the summary table"); null for
+what is missing."""
 import glob
 import json
 import math
 import os
-import sys
 
-PROG = "mlf-cluster"
-
-
-def jqnum(v):
-    """Integral floats as ints (jq prints 6, not 6.0), recursively."""
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e17:
-        return int(v)
-    if isinstance(v, dict):
-        return {k: jqnum(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [jqnum(x) for x in v]
-    return v
-
-
-def tostring(v):
-    """jq's tostring of a value."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (int, float)):
-        return json.dumps(jqnum(v))
-    return json.dumps(v, separators=(",", ":"))
-
-
-def truthy(v):
-    return v is not None and v is not False
-
-
-def read_values(path, warn=True):
-    """The JSON values of a JSON-lines file; [] when missing or empty; None when malformed
-    (reported naming the file, as the bash runner did)."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError:
-        return []
-    vals, dec, i = [], json.JSONDecoder(), 0
-    n = len(text)
-    try:
-        while True:
-            while i < n and text[i] in " \t\r\n":
-                i += 1
-            if i >= n:
-                break
-            v, i = dec.raw_decode(text, i)
-            vals.append(v)
-    except ValueError:
-        if warn:
-            print("%s: %s: malformed JSON record" % (PROG, path), file=sys.stderr)
-        return None
-    return vals
-
-
-def slurp(path):
-    v = read_values(path)
-    return [] if v is None else v
-
-
-def first(path):
-    v = slurp(path)
-    return v[0] if v else None
-
-
-def nonempty(path):
-    try:
-        return os.path.getsize(path) > 0
-    except OSError:
-        return False
+from .links import run_links, system_links, write as write_links
+from .records import RecordError, count_records, nonempty, read_json, read_jsonl, run_systems
 
 
 def server_dirs(rec):
@@ -100,10 +30,8 @@ def acc_files(rec):
 def final_server_dir(rec):
     """The server that ends the run: the promoted replica, else the last restart, else REC."""
     fo = os.path.join(rec, "failover.jsonl")
-    if nonempty(fo):
-        vals = read_values(fo, warn=False)
-        if vals is not None and any(isinstance(x, dict) and x.get("new_server") != "" for x in vals):
-            return os.path.join(rec, "replica")
+    if any(x.get("new_server") != "" for x in read_jsonl(fo)):
+        return os.path.join(rec, "replica")
     last = rec
     for d in sorted(glob.glob(os.path.join(rec, "restart-*"))):
         if os.path.isdir(d):
@@ -113,19 +41,13 @@ def final_server_dir(rec):
 
 def final_applied(rec, t_promoted):
     """applied.jsonl records of the model's timeline: the server's, every restart's, and the
-    promoted replica's from T_PROMOTED on; None when one is malformed."""
+    promoted replica's from T_PROMOTED on."""
     out = []
     for d in [rec] + sorted(glob.glob(os.path.join(rec, "restart-*"))):
-        p = os.path.join(d, "applied.jsonl")
-        if os.path.isfile(p):
-            v = read_values(p, warn=False)
-            if v is None:
-                return None
-            out += v
-    rp = os.path.join(rec, "replica", "applied.jsonl")
-    if t_promoted and os.path.isfile(rp):
-        v = read_values(rp, warn=False) or []
-        out += [x for x in v if isinstance(x.get("t"), (int, float)) and x["t"] >= t_promoted]
+        out += read_jsonl(os.path.join(d, "applied.jsonl"))
+    if t_promoted:
+        out += [x for x in read_jsonl(os.path.join(rec, "replica", "applied.jsonl"))
+                if isinstance(x.get("t"), (int, float)) and x["t"] >= t_promoted]
     return out
 
 
@@ -157,9 +79,14 @@ def step_times(applied):
     return list(step_ends(applied).values())
 
 
-def jq_sort_key(v):
-    """jq's order for null and numbers (null first)."""
+def none_first(v):
+    """A sort key for numbers that may be None: None first."""
     return (0, 0) if v is None else (1, v)
+
+
+def present(v):
+    """A record's value counts as given: anything but null and false (0 and "" count)."""
+    return v is not None and v is not False
 
 
 def mean(xs):
@@ -173,87 +100,75 @@ def pct(s, p):
 
 
 def last_acc(rec):
-    """(accuracy, version) of the last evaluation of any server of REC, as strings ("-" if none)."""
+    """(accuracy, version) of the last evaluation of any server of REC, as strings ("-" if none or
+    when a record is malformed: this is the live progress line, the results report it)."""
     tails = []
-    for f in acc_files(rec):
-        try:
-            with open(f) as fh:
-                lines = [l for l in fh.read().splitlines() if l.strip()]
-            tails.append(json.loads(lines[-1]))
-        except (OSError, ValueError, IndexError):
-            return "-", "-"
+    try:
+        for f in acc_files(rec):
+            recs = list(read_jsonl(f))
+            if recs:
+                tails.append(recs[-1])
+    except RecordError:
+        return "-", "-"
     if not tails:
         return "-", "-"
-    tails.sort(key=lambda x: jq_sort_key(x.get("t")))
+    tails.sort(key=lambda x: none_first(x.get("t")))
     x = tails[-1]
-    ver = x.get("version") if truthy(x.get("version")) else x.get("iteration")
-    return tostring(x.get("accuracy")), tostring(ver) if truthy(ver) else "-"
+    ver = x.get("version") if present(x.get("version")) else x.get("iteration")
+    acc = x.get("accuracy")
+    return "-" if acc is None else str(acc), str(ver) if present(ver) else "-"
 
 
 def system_results(d, target):
     rec = os.path.join(d, "records")
-    run = first(os.path.join(d, "run.json")) or {}
-    t0 = run.get("t0") if truthy(run.get("t0")) else 0
-    failover = first(os.path.join(rec, "failover.jsonl"))
+    run = read_json(os.path.join(d, "run.json")) or {}
+    t0 = run.get("t0") if present(run.get("t0")) else 0
+    failover = next(read_jsonl(os.path.join(rec, "failover.jsonl")), None)
     fin = final_server_dir(rec)
-    acc = []
-    for f in acc_files(rec):
-        v = read_values(f, warn=False)
-        if v is None:
-            acc = []
-            break
-        acc += v
-    acc.sort(key=lambda x: jq_sort_key(x.get("t")))
+    acc = [a for f in acc_files(rec) for a in read_jsonl(f)]
+    acc.sort(key=lambda x: none_first(x.get("t")))
     t_promoted = (failover or {}).get("t_promoted") or 0
     applied = final_applied(rec, t_promoted)
-    delays = [x.get("delay") for x in applied] if applied is not None else []
-    workers = []
-    for f in sorted(glob.glob(os.path.join(rec, "*", "worker.json"))):
-        v = read_values(f, warn=False)
-        if v is None:
-            workers = []
-            break
-        workers += v
-    server = first(os.path.join(fin, "server.json"))
-    iters = slurp(os.path.join(rec, "iterations.jsonl"))
+    delays = [x.get("delay") for x in applied]
+    workers = [read_json(f) for f in sorted(glob.glob(os.path.join(rec, "*", "worker.json")))]
+    workers = [w for w in workers if isinstance(w, dict)]
+    server = read_json(os.path.join(fin, "server.json"))
+    iters = list(read_jsonl(os.path.join(rec, "iterations.jsonl")))
     groups = {}
-    for u in slurp(os.path.join(rec, "updates.jsonl")):
+    for u in read_jsonl(os.path.join(rec, "updates.jsonl")):
         groups[json.dumps(u.get("id"))] = u.get("fate")  # the last line of each id
     fates = list(groups.values())
-    faults = slurp(os.path.join(d, "faults.jsonl"))
-    kills = [f for f in faults if f.get("event") == "start" and f.get("kind") == "kill-server" and truthy(f.get("ok"))]
+    faults = list(read_jsonl(os.path.join(d, "faults.jsonl")))
+    kills = [f for f in faults if f.get("event") == "start" and f.get("kind") == "kill-server" and present(f.get("ok"))]
     recovery = None
     if kills and kills[0].get("t") is not None:
         t_kill = kills[0]["t"]
         if failover is not None and failover.get("t_first_commit") is not None:
             recovery = failover["t_first_commit"] - t_kill
-        elif nonempty(os.path.join(rec, "restart-1", "applied.jsonl")):
-            with open(os.path.join(rec, "restart-1", "applied.jsonl")) as f:
-                recovery = json.loads(f.readline())["t"] - t_kill
-    pushed = 0
-    for f in glob.glob(os.path.join(rec, "*", "pushes.jsonl")):
-        with open(f, "rb") as fh:
-            pushed += fh.read().count(b"\n")
+        else:
+            restart = next(read_jsonl(os.path.join(rec, "restart-1", "applied.jsonl")), None)
+            recovery = restart["t"] - t_kill if restart is not None else None
+    pushed = sum(count_records(f) for f in glob.glob(os.path.join(rec, "*", "pushes.jsonl")))
 
     hit = next((a for a in acc if a.get("accuracy") is not None and a["accuracy"] >= target), None)
-    ds = sorted(delays, key=jq_sort_key)
+    ds = sorted(delays, key=none_first)
     rr = run.get("system") == "rr-sync"
     gloo = run.get("system") == "gloo"
     n_drop = sum(1 for f in fates if f in ("dropped", "lost"))
     w_drop = sum(w.get("dropped") or 0 for w in workers)
     repl = run.get("replication")
-    eth0 = run.get("eth0_rx_bytes") if truthy(run.get("eth0_rx_bytes")) else None
+    eth0 = run.get("eth0_rx_bytes") if present(run.get("eth0_rx_bytes")) else None
 
     def host_bytes(h):
-        if not truthy(h) or not isinstance(eth0, dict):
+        if not present(h) or not isinstance(eth0, dict):
             return None
         return eth0.get(h)
 
     if rr:
-        applied_n = len(iters) * (run.get("n_workers") if truthy(run.get("n_workers")) else 1)
+        applied_n = len(iters) * (run.get("n_workers") if present(run.get("n_workers")) else 1)
     elif gloo:  # each all-reduce step applies every rank's gradient once
         applied_n = sum(w.get("iterations") or 0 for w in workers)
-    elif truthy(server):
+    elif present(server):
         applied_n = server.get("applied")
     else:
         applied_n = len(delays)
@@ -277,7 +192,7 @@ def system_results(d, target):
         "final_accuracy": acc[-1].get("accuracy") if acc else None,
         # when the last evaluation was made, from t0: far before wall_s when the evaluating
         # worker stopped early (table2 then says the final accuracy is stale)
-        "final_accuracy_t_s": acc[-1]["t"] - t0 if acc and truthy(acc[-1].get("t")) and t0 else None,
+        "final_accuracy_t_s": acc[-1]["t"] - t0 if acc and present(acc[-1].get("t")) and t0 else None,
         "evaluations": len(acc),
         "applied": applied_n,
         "pushed": pushed,
@@ -285,19 +200,19 @@ def system_results(d, target):
         "dropped_fraction": dropped_fraction,
         "aggregated": sum(1 for f in fates if f == "aggregated"),
         "delay": {"mean": mean(ds), "p50": pct(ds, 0.5), "p99": pct(ds, 0.99), "max": ds[-1] if ds else None},
-        "server_rx_bytes": server.get("rx_bytes") if truthy(server) else None,
-        "server_version": server.get("version") if truthy(server) else None,
+        "server_rx_bytes": server.get("rx_bytes") if present(server) else None,
+        "server_version": server.get("version") if present(server) else None,
         "mean_iteration_s": mean_it,
         # rr-sync and mlfabric-s: seconds per iteration after the first 5 (steady_iteration_s)
         "steady_iteration_s": sync_it,
         "iterations": iterations,
         # ESync (mlf-worker --esync): the workers' local iterations; iterations counts rounds
         "local_steps": (sum(w.get("local_steps") or 0 for w in workers) or None) if workers else None,
-        "wall_s": run["t_end"] - run["t0"] if truthy(run.get("t_end")) and truthy(run.get("t0")) else None,
+        "wall_s": run["t_end"] - run["t0"] if present(run.get("t_end")) and present(run.get("t0")) else None,
         "stop_reason": run.get("stop_reason"),
-        "dead_workers": run.get("dead_workers") if truthy(run.get("dead_workers")) else [],
+        "dead_workers": run.get("dead_workers") if present(run.get("dead_workers")) else [],
         "eth0_rx_bytes": eth0,
-        "replication": repl if truthy(repl) else None,
+        "replication": repl if present(repl) else None,
         "server_host_rx_bytes": host_bytes(run.get("server")),
         "replica_host_rx_bytes": host_bytes(repl.get("replica") if isinstance(repl, dict) else None),
         "lost": sum(1 for f in fates if f == "lost"),
@@ -305,71 +220,49 @@ def system_results(d, target):
         "faults": [{k: f.get(k) for k in ("t_s", "kind", "host", "ok")} for f in faults if f.get("event") == "start"],
         "recovery_s": recovery,
         "failover": failover,
-        "restarts": run.get("restarts") if truthy(run.get("restarts")) else 0,
+        "restarts": run.get("restarts") if present(run.get("restarts")) else 0,
         "cpu": run.get("cpu") if isinstance(run.get("cpu"), dict) else None,
     }
 
 
-def run_systems(run):
-    """The system folders of a run (with run.json), in the experiment's order, then the others."""
-    names = []
-    exp = first(os.path.join(run, "experiment.json")) if os.path.isfile(os.path.join(run, "experiment.json")) else None
-    if isinstance(exp, dict) and isinstance(exp.get("systems"), list):
-        names += [s for s in exp["systems"] if isinstance(s, str)]
-    names += sorted(os.listdir(run))
-    seen, out = set(), []
-    for s in names:
-        if s not in seen:
-            seen.add(s)
-            if os.path.isfile(os.path.join(run, s, "run.json")):
-                out.append(s)
-    return out
-
-
 def compute(run, target=None):
     """The results of a run folder as a dict (raises ValueError when no target is known)."""
-    exp = {}
     ep = os.path.join(run, "experiment.json")
-    if os.path.isfile(ep):
-        with open(ep) as f:
-            exp = json.load(f)
+    exp = read_json(ep) or {}
     if target is None:
         try:
-            with open(os.path.join(run, "results.json")) as f:
-                target = json.load(f)["experiment"]["target_accuracy"]
-        except (OSError, ValueError, KeyError, TypeError):
+            target = read_json(os.path.join(run, "results.json"))["experiment"]["target_accuracy"]
+        except (RecordError, KeyError, TypeError):
             target = None
     if target is None and os.path.isfile(ep):
         target = exp.get("target_accuracy")
     if target is None:
         raise ValueError("%s: no experiment.json: give --target" % run)
     target = float(target) if isinstance(target, str) else target
-    from .links import system_links
     systems = {}
     for s in run_systems(run):
         systems[s] = system_results(os.path.join(run, s), target)
         lk = system_links(run, os.path.join(run, s))
         systems[s]["links"] = {"source": lk["verdict_source"], "verdict": lk["verdict"]} if lk else None
-    return jqnum({"experiment": dict(exp, target_accuracy=target), "systems": systems})
+    return {"experiment": dict(exp, target_accuracy=target), "systems": systems}
 
 
 def write(run, res):
     """results.json and links.json (the per-link analysis, links.py) of RUN."""
-    from . import links
     with open(os.path.join(run, "results.json"), "w") as f:
         json.dump(res, f, indent=2)
         f.write("\n")
-    links.write(run, links.run_links(run))
+    write_links(run, run_links(run))
 
 
-def jqround(x):
-    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+def fixed(x, n):
+    """X with N decimals, "-" for None."""
+    return "-" if x is None else "%.*f" % (n, x)
 
 
-def f(x, n):
-    if x is None:
-        return "-"
-    return tostring(jqround(x * 10 ** n) / 10 ** n)
+def count(v):
+    """A count of the table: "-" when not given."""
+    return str(v) if present(v) else "-"
 
 
 def summary(res):
@@ -381,18 +274,18 @@ def summary(res):
              "server_MB", "iter_s"] + (["repl", "replica_host_MB", "lost", "faults", "recovery_s"] if repl else [])]
     for name, v in res.get("systems", {}).items():
         d = v.get("delay") or {}
-        row = [name, tostring(v.get("reached")), f(v.get("time_to_target_s"), 1), f(v.get("final_accuracy"), 3),
-               tostring(v["applied"]) if truthy(v.get("applied")) else "-",
-               f((v.get("dropped_fraction") or 0) * 100, 1), f(d.get("mean"), 2),
-               tostring(d["max"]) if truthy(d.get("max")) else "-",
-               f(v["server_rx_bytes"] / 1e6 if truthy(v.get("server_rx_bytes")) else None, 1),
-               f(v.get("mean_iteration_s"), 3)]
+        reached = v.get("reached")
+        row = [name, "-" if reached is None else "yes" if reached else "no", fixed(v.get("time_to_target_s"), 1),
+               fixed(v.get("final_accuracy"), 3), count(v.get("applied")),
+               fixed((v.get("dropped_fraction") or 0) * 100, 1), fixed(d.get("mean"), 2), count(d.get("max")),
+               fixed(v["server_rx_bytes"] / 1e6 if present(v.get("server_rx_bytes")) else None, 1),
+               fixed(v.get("mean_iteration_s"), 3)]
         if repl:
             row += [(v.get("replication") or {}).get("mode") or "none",
-                    f(v["replica_host_rx_bytes"] / 1e6 if truthy(v.get("replica_host_rx_bytes")) else None, 1),
-                    tostring(v.get("lost") or 0), str(len(v.get("faults") or [])), f(v.get("recovery_s"), 2)]
+                    fixed(v["replica_host_rx_bytes"] / 1e6 if present(v.get("replica_host_rx_bytes")) else None, 1),
+                    str(v.get("lost") or 0), str(len(v.get("faults") or [])), fixed(v.get("recovery_s"), 2)]
         rows.append(row)
-    # column -t: every column but the last padded to its width, two spaces between
+    # every column but the last padded to its width, two spaces between
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "".join("  ".join(c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r)) + "\n"
                    for r in rows)

@@ -1,19 +1,18 @@
 """One run: every system of the experiment in turn, from mlf-testbed up to teardown, then
 results.json, the plots and the summary table (docs/experiments.md "What a run does")."""
 import json
-import math
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 
-from . import cpu, links, plots, results
-from .experiment import GLOO_PORT
+from . import cpu, plots, results
+from .experiment import GLOO_PORT, num_str
 from .faults import FaultDriver, killed_pids
 from .network import NetDriver, apply_period, read_schedule, rate_schedule, schedule_lines
 from .procs import NotReady, Procs, last_line, log_has, stop, wait_ready
+from .records import RecordError, count_records, read_json, read_jsonl
 from .testbed import Testbed
 
 # readiness timeouts (s): how long each process may take to show it is ready
@@ -78,7 +77,7 @@ class Runner:
         c["runjson"].update(kv)
         path = os.path.join(c["sysdir"], "run.json")
         with open(path + ".tmp", "w") as f:
-            json.dump(results.jqnum(c["runjson"]), f, indent=2)
+            json.dump(c["runjson"], f, indent=2)
             f.write("\n")
         os.replace(path + ".tmp", path)
 
@@ -300,7 +299,7 @@ class Runner:
                     os.makedirs(os.path.join(rec, "replica"), exist_ok=True)
                     p = self.start("replica@" + e.replica, L("replica.log"), e.replica,
                                    [b("mlf-ps")] + ps_common + ["--host", e.replica, "--records", os.path.join(rec, "replica"),
-                                    "--replica", "--server", e.server, "--div-max", results.tostring(e.div_max),
+                                    "--replica", "--server", e.server, "--div-max", num_str(e.div_max),
                                     "--replication", e.repl_mode] + verify)
                     wait_ready("replica@%s (no 'replica of' in replica.log)" % e.replica, log_has(p.log, "replica of"),
                                READY_SERVER_S, [p])
@@ -474,30 +473,27 @@ class Runner:
             acc, ver = results.last_acc(rec)
             extra = ""
             if sys_ == "rr-sync":
-                applied, dropped = count_lines(os.path.join(rec, "iterations.jsonl")) * e.nw, 0
+                applied, dropped = count_records(os.path.join(rec, "iterations.jsonl")) * e.nw, 0
             elif sys_ == "gloo":  # every step applies the (averaged) gradients of all ranks
-                applied, dropped = count_lines(os.path.join(rec, e.workers[0], "pushes.jsonl")) * e.nw, 0
+                applied, dropped = count_records(os.path.join(rec, e.workers[0], "pushes.jsonl")) * e.nw, 0
             else:
-                applied = count_lines(os.path.join(cur, "applied.jsonl"))
+                applied = count_records(os.path.join(cur, "applied.jsonl"))
                 if os.path.isfile(os.path.join(rec, "updates.jsonl")):
-                    with open(os.path.join(rec, "updates.jsonl")) as f:
-                        dropped = sum(1 for l in f if '"fate":"dropped"' in l.replace(" ", "")
-                                      or '"fate":"lost"' in l.replace(" ", ""))
+                    dropped = sum(1 for u in read_jsonl(os.path.join(rec, "updates.jsonl"))
+                                  if u.get("fate") in ("dropped", "lost"))
                 else:
                     dropped = 0
                     for h in os.listdir(rec):
-                        w = results.first(os.path.join(rec, h, "worker.json")) if os.path.isfile(
-                            os.path.join(rec, h, "worker.json")) else None
+                        try:
+                            w = read_json(os.path.join(rec, h, "worker.json"))
+                        except RecordError:
+                            w = None  # the worker is writing it as it exits
                         if isinstance(w, dict):
                             dropped += w.get("dropped") or 0
                 if e.replica and not failed_over:
-                    extra = " replica_applied=%d" % count_lines(os.path.join(rec, "replica", "applied.jsonl"))
+                    extra = " replica_applied=%d" % count_records(os.path.join(rec, "replica", "applied.jsonl"))
                 if e.faults:
-                    try:
-                        with open(os.path.join(c["sysdir"], "faults.jsonl")) as f:
-                            nf = sum(1 for l in f if '"event":"start"' in l)
-                    except OSError:
-                        nf = 0
+                    nf = sum(1 for x in read_jsonl(os.path.join(c["sysdir"], "faults.jsonl")) if x.get("event") == "start")
                     extra += " faults=%d" % nf
             u = self.cpu_sample(c)
             if u and u.get("machine_cores") is not None:
@@ -541,14 +537,14 @@ class Runner:
                 os.makedirs(recd, exist_ok=True)
                 argv = ([os.path.join(e.build, "mlf-ps")] + c["ps_common"] +
                         ["--host", host, "--records", recd, "--replica", "--server", srv,
-                         "--div-max", results.tostring(e.div_max), "--replication", e.repl_mode] + c["verify"])
+                         "--div-max", num_str(e.div_max), "--replication", e.repl_mode] + c["verify"])
                 log = os.path.join(logs, "replica-%d.log" % (k + 1))
             p = self.start(name, log, host, argv)
             p.t_start = now
             procs.write_pids()
             if name.startswith("worker@"):
                 c["down"].discard(host)
-            rec_ = {"t": now, "t_s": math.floor((now - t0) * 1000 + 0.5) / 1000, "fault": fault,
+            rec_ = {"t": now, "t_s": round(now - t0, 3), "fault": fault,
                     "event": what, "kind": what, "host": host, "pid": p.pid, "ok": True,
                     "action": "started %s (pid %d, log %s)" % (name, p.pid, os.path.basename(log))}
             with open(os.path.join(c["sysdir"], "faults.jsonl"), "a") as out:
@@ -613,28 +609,11 @@ class Runner:
         self.cur = None
 
 
-def count_lines(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read().count(b"\n")
-    except OSError:
-        return 0
-
-
 def reached(files, target):
     """An evaluation of FILES at or above TARGET (a partly written last line is skipped)."""
-    pat = re.compile(r'"accuracy": *([^,}]*)')
     for fn in files:
-        try:
-            with open(fn) as f:
-                for line in f:
-                    m = pat.search(line)
-                    if m:
-                        try:
-                            if float(m.group(1)) >= target:
-                                return True
-                        except ValueError:
-                            pass
-        except OSError:
-            pass
+        for x in read_jsonl(fn):
+            acc = x.get("accuracy")
+            if isinstance(acc, (int, float)) and not isinstance(acc, bool) and acc >= target:
+                return True
     return False

@@ -33,6 +33,9 @@ import sys
 import time
 
 from . import cpu, results
+from .env import load
+from .plots import gnuplot
+from .records import read_json, read_jsonl
 
 PROG = "mlf-cluster table2"
 CELLS = ["c%d-n%d" % (c, n) for c in (1, 2, 3) for n in (1, 2, 3)]
@@ -229,12 +232,10 @@ def collect(out, cells, seeds, systems):
         for sys_ in systems:
             for seed in range(1, seeds + 1):
                 rd = os.path.join(out, run_name(cell, seed, sys_))
-                r = results.first(os.path.join(rd, "results.json")) if os.path.isfile(
-                    os.path.join(rd, "results.json")) else None
+                r = read_json(os.path.join(rd, "results.json"))
                 v = (r or {}).get("systems", {}).get(sys_) if isinstance(r, dict) else None
                 lim = ((r or {}).get("experiment") or {}).get("time_limit_s") if isinstance(r, dict) else None
-                wc = results.first(os.path.join(out, run_name(cell, seed, sys_) + ".cpu.json")) if os.path.isfile(
-                    os.path.join(out, run_name(cell, seed, sys_) + ".cpu.json")) else None
+                wc = read_json(os.path.join(out, run_name(cell, seed, sys_) + ".cpu.json"))
                 if not os.path.isdir(rd):
                     continue
                 rec = {"failed": v is None or v.get("stop_reason") not in ("target", "time_limit", "rr-sync_exited"),
@@ -361,7 +362,8 @@ def sync_iteration_lines(data, present_cells, systems):
 
 
 def efficiency_lines(data, present_cells, systems):
-    """Time to target = gradients to target / gradients per second (issue 11): per cell and system,
+    """Time to target = gradients to target / gradients per second (BENCHMARKS.md
+    "Throughput against statistical efficiency"): per cell and system,
     the medians over the seeds that reached the target of the worker gradients computed and
     applied per second of the run, the fraction dropped, and the gradients applied when the target
     was reached (the run stops there; RR-Sync applies workers x iterations), each also as a ratio
@@ -399,7 +401,6 @@ def efficiency_lines(data, present_cells, systems):
 # ---- plots --------------------------------------------------------------------------------
 
 def plots(out, data, cells, systems):
-    from .plots import gnuplot
     pd = os.path.join(out, "plot")
     os.makedirs(pd, exist_ok=True)
     glog = os.path.join(pd, "gnuplot.log")
@@ -411,13 +412,13 @@ def plots(out, data, cells, systems):
             for seed in sorted(data.get((cell, s), {})):
                 sysdir = os.path.join(out, run_name(cell, seed, s), s)
                 rec = os.path.join(sysdir, "records")
-                t0 = (results.first(os.path.join(sysdir, "run.json")) or {}).get("t0") or 0
+                t0 = (read_json(os.path.join(sysdir, "run.json")) or {}).get("t0") or 0
                 accs = results.acc_files(rec) if os.path.isdir(rec) else []
                 if not accs:
                     continue
                 dat = os.path.join(pd, "acc-%s-%s-s%d.dat" % (cell, s, seed))
                 with open(dat, "w") as f:
-                    for a in results.slurp(accs[0]):
+                    for a in read_jsonl(accs[0]):
                         if a.get("t") is not None and a.get("accuracy") is not None:
                             f.write("%.3f %s\n" % (a["t"] - t0, a["accuracy"]))
                 curves.append("'%s' using 1:2 with lines lc %d dt %d lw 2 title '%s seed %d'"
@@ -501,8 +502,7 @@ def stale_note(v):
 
 
 def describe(out, name, sys_):
-    r = results.first(os.path.join(out, name, "results.json")) if os.path.isfile(
-        os.path.join(out, name, "results.json")) else None
+    r = read_json(os.path.join(out, name, "results.json"))
     v = (r or {}).get("systems", {}).get(sys_) if isinstance(r, dict) else None
     if not v:
         return "failed (no results; see %s.out)" % name
@@ -595,7 +595,6 @@ def run_main(a, root):
     else:
         params = check_params(g.get("params"), systems, a.grid)
     # the experiment itself is validated by tools/mlf-cluster check before anything runs
-    from .cli import load
     if a.table:
         out = a.table
         if not os.path.isdir(out):
@@ -706,8 +705,7 @@ def sweep(a, g, root, out, base, systems, nw, limit):
                 continue
             ts, fs = [], []
             for n in names:
-                r = results.first(os.path.join(out, n, "results.json")) if os.path.isfile(
-                    os.path.join(out, n, "results.json")) else None
+                r = read_json(os.path.join(out, n, "results.json"))
                 v = (r or {}).get("systems", {}).get(s) if isinstance(r, dict) else None
                 ts.append(v["time_to_target_s"] if v and v.get("reached") else INF)
                 fs.append(v.get("final_accuracy") if v else None)

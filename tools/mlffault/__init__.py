@@ -1,2 +1,3 @@
-"""mlf-fault in Python (tools/mlf-fault is the entry point): cli (list, run, check), checks (the
-checks of a run folder), records (reading JSON and JSON-lines records, jq-style formatting)."""
+"""mlf-fault in Python (tools/mlf-fault is the entry point): cli (list, run, check, soak), checks
+(the checks of a run folder), soak (the soak's fault schedule and checks); records are read
+through mlfcluster.records."""

@@ -9,9 +9,33 @@ import shutil
 import subprocess
 import tempfile
 
-from .records import RecordError, jq_round, jqs, nonempty, number, read_json, read_jsonl, truthy
+from mlfcluster.records import RecordError, nonempty, read_json, read_jsonl_numbered
+from mlfcluster.results import fixed
 
 INFLIGHT_S = 2  # pushes this close to the stop (or later) may be in flight when the run stops
+
+
+def number(rec, key, path, n):
+    """REC[KEY] as a number (not a boolean), else RecordError naming PATH line N (N 0: no line)."""
+    v = rec.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        where = f"{path}:{n}" if n else path
+        raise RecordError(f'{where}: "{key}" is {json.dumps(v)}, expected a number')
+    return v
+
+
+def json_object(path):
+    """The JSON object of PATH (run.json, experiment.json); RecordError when the file is missing,
+    empty, malformed or not an object."""
+    v = read_json(path, missing_ok=False)
+    if not isinstance(v, dict):
+        raise RecordError(f"{path}: not a JSON object")
+    return v
+
+
+def given(v):
+    """A record's value counts as given unless it is null or false (0 and "" are given)."""
+    return v is not None and v is not False
 
 
 class Report:
@@ -40,20 +64,19 @@ class Report:
 def fault_starts(sysdir):
     """The start records of faults.jsonl in file order ([] when there is no faults.jsonl)."""
     path = os.path.join(sysdir, "faults.jsonl")
-    return [r for _, r in read_jsonl(path, need=("event",), missing_ok=True) if r["event"] == "start"]
+    return [r for _, r in read_jsonl_numbered(path, need=("event",)) if r["event"] == "start"]
 
 
 # ---- 1. target ---------------------------------------------------------------------------------
 
 def check_target(rep, results, sysname):
     s = results["systems"][sysname]
-    target = jqs((results.get("experiment") or {}).get("target_accuracy"))
+    target = (results.get("experiment") or {}).get("target_accuracy")
     if s.get("reached") is True:
-        t = s.get("time_to_target_s")
-        rep.ok(f"target {target} reached at {jqs(jq_round(t, 10) if t is not None else None)} s")
+        rep.ok(f"target {target} reached at {fixed(s.get('time_to_target_s'), 1)} s")
     else:
-        rep.bad(f"target {target} not reached: final accuracy {jqs(s.get('final_accuracy'))}, "
-                f"stopped: {jqs(s.get('stop_reason'))}")
+        rep.bad(f"target {target} not reached: final accuracy {fixed(s.get('final_accuracy'), 4)}, "
+                f"stopped: {s.get('stop_reason') or '-'}")
 
 
 # ---- 2. divergence -----------------------------------------------------------------------------
@@ -66,7 +89,7 @@ def snapshot_pairs(snapfile, t_fault):
     """The server/replica snapshot pairs taken before T_FAULT, newest tag first: (tag, server
     record, replica record), each the last of its role with that tag."""
     groups = {}
-    for n, r in read_jsonl(snapfile, need=("role", "tag", "t")):
+    for n, r in read_jsonl_numbered(snapfile, need=("role", "tag", "t"), missing_ok=False):
         if isinstance(r["tag"], bool) or not isinstance(r["tag"], (int, float, str)):
             raise RecordError(f'{snapfile}:{n}: "tag" is not a number or a string')
         if number(r, "t", snapfile, n) < t_fault:
@@ -89,7 +112,7 @@ def check_divergence(rep, run, sysname, experiment, verify, k=0):
     repl = experiment.get("replication") or {}
     if not isinstance(repl, dict):
         raise RecordError(f'{run}/experiment.json: "replication" is not an object')
-    divmax = repl.get("div_max") if truthy(repl.get("div_max")) else None
+    divmax = repl.get("div_max") if given(repl.get("div_max")) else None
     ve = repl.get("verify_every")
     if repl.get("mode") in (None, "none"):
         return rep.skip("divergence: the scenario has no replica")
@@ -100,7 +123,7 @@ def check_divergence(rep, run, sysname, experiment, verify, k=0):
         return rep.bad(f"divergence: no fault was injected ({d}/faults.jsonl)")
     t_fault = number(starts[0], "t", os.path.join(d, "faults.jsonl"), 0)
     # the copy made just before the fault (kills), else the snapshots as left at the end
-    vdir = os.path.join(d, f"verify-fault-{jqs(starts[0].get('fault'))}")
+    vdir = os.path.join(d, f"verify-fault-{starts[0].get('fault')}")
     if not os.path.isdir(vdir):
         vdir = os.path.join(d, "records", "verify")
     snapfile = os.path.join(vdir, "snapshots.jsonl")
@@ -112,19 +135,18 @@ def check_divergence(rep, run, sysname, experiment, verify, k=0):
                 None)
     if pair is None:
         return rep.bad("divergence: no server/replica snapshot pair with both files before the "
-                       f"fault at {jqs(starts[0].get('t_s'))} s ({vdir})")
+                       f"fault at {fixed(starts[0].get('t_s'), 3)} s ({vdir})")
     tag, srv, rpl = pair
     out, rc = run_verify(verify, vdir, srv, rpl, divmax, os.path.join(d, "records", "batches.jsonl"))
     for line in out.rstrip("\n").split("\n"):
         rep.line("     mlf-verify: " + line)
-    tag = jqs(tag)
     if rc == 0:
-        rep.ok(f"divergence: snapshot pair tag {tag} (versions {jqs(srv.get('version'))}/"
-               f"{jqs(rpl.get('version'))}), the last before the fault at {jqs(starts[0].get('t_s'))} s: "
-               f"within div_max {jqs(divmax) if divmax is not None else '?'}")
+        rep.ok(f"divergence: snapshot pair tag {tag} (versions {srv.get('version')}/"
+               f"{rpl.get('version')}), the last before the fault at {fixed(starts[0].get('t_s'), 3)} s: "
+               f"within div_max {divmax if divmax is not None else '?'}")
     elif rc == 1:
         rep.bad(f"divergence: snapshot pair tag {tag} before the fault exceeds div_max "
-                f"{jqs(divmax) if divmax is not None else ''}")
+                f"{divmax if divmax is not None else ''}")
     else:
         rep.bad(f"divergence: mlf-verify failed on tag {tag} (status {rc})")
 
@@ -145,7 +167,7 @@ def run_verify(verify, vdir, srv, rpl, divmax, batches):
                 shutil.copyfile(src, dst)
         args = [verify, tmp]
         if divmax is not None:
-            args += ["--div-max", jqs(divmax)]
+            args += ["--div-max", str(divmax)]
         if nonempty(batches):
             args += ["--batches", batches]
         try:
@@ -160,22 +182,22 @@ def run_verify(verify, vdir, srv, rpl, divmax, batches):
 # ---- 3. accounting -----------------------------------------------------------------------------
 
 def _ids(path, below=None, from_=None):
-    """The ids (as jq -r prints them) of applied.jsonl PATH: all, those applied at a version
-    below BELOW, or at FROM_ or above."""
+    """The update ids of applied.jsonl PATH (a missing file: RecordError): all, those applied at a
+    version below BELOW, or at FROM_ or above."""
     out = []
-    for n, r in read_jsonl(path, need=("id",)):
+    for n, r in read_jsonl_numbered(path, need=("id",), missing_ok=False):
         if below is not None and not number(r, "at", path, n) < below:
             continue
         if from_ is not None and not number(r, "at", path, n) >= from_:
             continue
-        out.append(jqs(r["id"]))
+        out.append(r["id"])
     return out
 
 
 def _first_at(path):
     """The version (at) of the first applied update of PATH; 0 when it is missing or empty."""
-    recs = read_jsonl(path, missing_ok=True)
-    return number(recs[0][1], "at", path, recs[0][0]) if recs else 0
+    n, first = next(read_jsonl_numbered(path), (0, None))
+    return number(first, "at", path, n) if first is not None else 0
 
 
 def _generations(rec):
@@ -187,7 +209,7 @@ def promoted_version(rec):
     server), or None when there was no promotion."""
     path = os.path.join(rec, "failover.jsonl")
     if nonempty(path):
-        for n, r in read_jsonl(path, need=("new_server",)):
+        for n, r in read_jsonl_numbered(path, need=("new_server",)):
             if r["new_server"] != "":
                 return number(r, "version", path, n)
     return None
@@ -228,17 +250,17 @@ def ckpt_lost_ids(rec):
 
 def last_fates(path):
     """id -> the final fate (last line per id) of the scheduler's updates.jsonl."""
-    return {jqs(r["id"]): r.get("fate") for _, r in read_jsonl(path, need=("id",), missing_ok=True)}
+    return {r["id"]: r.get("fate") for _, r in read_jsonl_numbered(path, need=("id",))}
 
 
 def pushes(rec):
-    """Every pushed update with an id: dicts id (as jq prints it), t, host, in host order."""
+    """Every pushed update with an id: dicts id, t, host, in host order."""
     out = []
     for path in sorted(glob.glob(os.path.join(rec, "*", "pushes.jsonl"))):
         host = os.path.basename(os.path.dirname(path))
-        for n, r in read_jsonl(path):
+        for n, r in read_jsonl_numbered(path):
             if r.get("id") is not None:
-                out.append({"id": jqs(r["id"]), "t": number(r, "t", path, n), "host": host})
+                out.append({"id": r["id"], "t": number(r, "t", path, n), "host": host})
     return out
 
 
@@ -247,7 +269,8 @@ def accounting(sysdir):
     in_flight (pushed within INFLIGHT_S of the stop), else unaccounted. Returns the counts and
     the unaccounted pushes as "ID (HOST, pushed at X s before the stop)"."""
     rec = os.path.join(sysdir, "records")
-    t_end = number(read_json(os.path.join(sysdir, "run.json")), "t_end", os.path.join(sysdir, "run.json"), 0)
+    run_json = os.path.join(sysdir, "run.json")
+    t_end = number(json_object(run_json), "t_end", run_json, 0)
     applied = set(surviving_ids(rec))
     fates = last_fates(os.path.join(rec, "updates.jsonl"))
     lost = set(ckpt_lost_ids(rec)) | {i for i, f in fates.items() if f == "lost"}
@@ -265,7 +288,7 @@ def accounting(sysdir):
             res["in_flight"] += 1
         else:
             res["unaccounted"].append(f"{p['id']} ({p['host']}, pushed at "
-                                      f"{jqs(jq_round(p['t'] - t_end, 100))} s before the stop)")
+                                      f"{p['t'] - t_end:.2f} s before the stop)")
     return res
 
 
@@ -288,19 +311,19 @@ def check_accounting(rep, run, sysname):
 def check_recovery(rep, results, sysname):
     """After a kill-server: the time from the kill to the first commit at the new server."""
     s = results["systems"][sysname]
-    if not any(f.get("kind") == "kill-server" and truthy(f.get("ok"))
+    if not any(f.get("kind") == "kill-server" and given(f.get("ok"))
                for f in s.get("faults") or []):
         return rep.line("     recovery: no server was killed")
     if s.get("recovery_s") is None:
         return rep.bad("recovery: the server was killed and no new server committed an update")
     fo, how = s.get("failover"), ""
-    if truthy(fo):
-        how = (f" ({jqs(fo.get('old_server'))} -> {jqs(fo.get('new_server'))}, version "
-               f"{jqs(fo.get('version'))}, {jqs(fo.get('lost_committed'))} committed and "
-               f"{jqs(fo.get('lost_planned'))} planned updates lost)")
+    if given(fo):
+        how = (f" ({fo.get('old_server')} -> {fo.get('new_server')}, version "
+               f"{fo.get('version')}, {fo.get('lost_committed')} committed and "
+               f"{fo.get('lost_planned')} planned updates lost)")
     elif isinstance(s.get("restarts"), (int, float)) and s["restarts"] > 0:
         how = " (restarted from the checkpoint)"
-    rep.ok(f"recovery: {jqs(jq_round(s['recovery_s'], 1000))} s from the kill to the first commit "
+    rep.ok(f"recovery: {fixed(s['recovery_s'], 3)} s from the kill to the first commit "
            f"at the new server{how}")
 
 
@@ -315,12 +338,12 @@ def check_scheduler_restart(rep, run, sysname):
     first one's planned start."""
     d = os.path.join(run, sysname)
     kills = [number(f, "t", os.path.join(d, "faults.jsonl"), 1) for f in fault_starts(d)
-             if f.get("kind") == "kill-scheduler" and truthy(f.get("ok"))]
+             if f.get("kind") == "kill-scheduler" and given(f.get("ok"))]
     if not kills:
         return
     path = os.path.join(d, "records", "transfers.jsonl")
     first = [None] * len(kills)
-    for _, r in read_jsonl(path, need=("xfer", "start"), missing_ok=True):
+    for _, r in read_jsonl_numbered(path, need=("xfer", "start")):
         x = r["xfer"]
         if not (isinstance(x, int) and x & SCHED_FRESH):
             continue
@@ -340,22 +363,20 @@ def check_scheduler_restart(rep, run, sysname):
 
 def check_run(rep, run, verify):
     """Every check on every system of the run folder RUN; returns the experiment's name."""
-    results = read_json(os.path.join(run, "results.json"))
-    experiment = read_json(os.path.join(run, "experiment.json"))
+    results = read_json(os.path.join(run, "results.json"), missing_ok=False)
+    experiment = json_object(os.path.join(run, "experiment.json"))
     if not isinstance(results, dict) or not isinstance(results.get("systems"), dict):
         raise RecordError(f"{run}/results.json: no systems object")
-    if not isinstance(experiment, dict):
-        raise RecordError(f"{run}/experiment.json: not a JSON object")
-    name = jqs(experiment.get("name"))
+    name = experiment.get("name") or "-"
     for sysname in sorted(results["systems"]):
         if not isinstance(results["systems"][sysname], dict):
             raise RecordError(f'{run}/results.json: systems["{sysname}"] is not an object')
         rep.line(f"== {name} {sysname} ({run}/{sysname})")
         faults = os.path.join(run, sysname, "faults.jsonl")
-        for _, f in read_jsonl(faults, missing_ok=True):
-            rep.line(f"     fault {jqs(f.get('fault'))} {jqs(f.get('event'))} at {jqs(f.get('t_s'))} s: "
-                     f"{jqs(f.get('kind'))} {jqs(f.get('host'))}: {jqs(f.get('action'))}"
-                     f"{'' if truthy(f.get('ok')) else ' (failed)'}")
+        for _, f in read_jsonl_numbered(faults):
+            rep.line(f"     fault {f.get('fault')} {f.get('event')} at {fixed(f.get('t_s'), 3)} s: "
+                     f"{f.get('kind')} {f.get('host') or '-'}: {f.get('action')}"
+                     f"{'' if given(f.get('ok')) else ' (failed)'}")
         check_target(rep, results, sysname)
         check_divergence(rep, run, sysname, experiment, verify)
         check_accounting(rep, run, sysname)

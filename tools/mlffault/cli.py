@@ -8,8 +8,9 @@ import sys
 import time
 
 from . import soak
-from .checks import Report, check_run
-from .records import RecordError, jqs, truthy
+from mlfcluster.records import RecordError
+
+from .checks import Report, check_run, given
 
 PROG = "mlf-fault"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
@@ -66,16 +67,16 @@ def scenario_row(path):
             sc = json.load(f)
         faults = []
         for x in sc["faults"]:
-            faults.append(f"{jqs(x.get('kind'))}{' ' + jqs(x['host']) if truthy(x.get('host')) else ''}"
-                          f" at {jqs(x.get('at_s'))} s"
-                          f"{' for ' + jqs(x['duration_s']) + ' s' if truthy(x.get('duration_s')) else ''}"
-                          f"{' loss ' + jqs(x['loss']) if truthy(x.get('loss')) else ''}")
+            faults.append(f"{x.get('kind')}{' ' + str(x['host']) if given(x.get('host')) else ''}"
+                          f" at {x.get('at_s')} s"
+                          f"{' for ' + str(x['duration_s']) + ' s' if given(x.get('duration_s')) else ''}"
+                          f"{' loss ' + str(x['loss']) if given(x.get('loss')) else ''}")
         repl = sc.get("replication") or {}
         mode = repl.get("mode")
-        div = f" div_max {jqs(repl['div_max'])}" if repl.get("div_max") is not None else ""
+        div = f" div_max {repl['div_max']}" if repl.get("div_max") is not None else ""
         name = os.path.basename(path)[:-len(".json")]
         return [name[len("fault-"):] if name.startswith("fault-") else name, ", ".join(faults),
-                f"replication {jqs(mode if truthy(mode) else 'none')}{div}"]
+                f"replication {mode if given(mode) else 'none'}{div}"]
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         raise Die(f"{path}: malformed scenario") from None
 

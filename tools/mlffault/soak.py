@@ -1,4 +1,4 @@
-"""`mlf-fault soak`: long training under random faults (issue 14, docs/experiments.md "Soak").
+"""`mlf-fault soak`: long training under random faults (docs/experiments.md "Soak").
 
 A seeded fault schedule over the base experiment conf/soak.json (MLfabric-A with an mlfabric
 replica on conf/cluster-repl-flt.json): one fault every EVERY_MIN-EVERY_MAX s from FIRST_S on,
@@ -19,8 +19,10 @@ import json
 import os
 import random
 
-from .checks import Report, check_accounting, check_divergence, check_scheduler_restart, fault_starts
-from .records import read_json, read_jsonl
+from mlfcluster.records import read_json, read_jsonl
+from mlfcluster.results import fixed
+
+from .checks import check_accounting, check_divergence, check_scheduler_restart, fault_starts, json_object
 
 FIRST_S = 20
 EVERY_MIN, EVERY_MAX = 20, 40
@@ -82,21 +84,21 @@ def rss_check(samples, t0, warmup_s=WARMUP_S, slack=RSS_SLACK):
 def check_soak(rep, run, sysname, experiment, verify, target=0.80):
     """The five soak checks on RUN/SYSNAME (module doc); TARGET: the soak target accuracy."""
     d = os.path.join(run, sysname)
-    results = read_json(os.path.join(run, "results.json"))
+    results = read_json(os.path.join(run, "results.json"), missing_ok=False)
     s = results["systems"][sysname]
     acc = s.get("final_accuracy")
     if isinstance(acc, (int, float)) and acc >= target:
-        rep.ok(f"accuracy: final {acc} >= soak target {target} after {s.get('wall_s')} s")
+        rep.ok(f"accuracy: final {acc:.4f} >= soak target {target} after {fixed(s.get('wall_s'), 1)} s")
     else:
-        rep.bad(f"accuracy: final {acc} below the soak target {target}")
+        rep.bad(f"accuracy: final {fixed(acc, 4)} below the soak target {target}")
     check_accounting(rep, run, sysname)
     starts = fault_starts(d)
     ks = next((i for i, f in enumerate(starts) if f.get("kind") == "kill-server"), len(starts))
     for k in range(ks + 1 if ks < len(starts) else len(starts)):
         check_divergence(rep, run, sysname, experiment, verify, k)
     check_scheduler_restart(rep, run, sysname)
-    run_json = read_json(os.path.join(d, "run.json"))
-    samples = [r for _, r in read_jsonl(os.path.join(d, "cpu.jsonl"), need=("t",), missing_ok=True)]
+    run_json = json_object(os.path.join(d, "run.json"))
+    samples = list(read_jsonl(os.path.join(d, "cpu.jsonl"), need=("t",)))
     rows = rss_check(samples, run_json.get("t0") or 0)
     if not rows:
         rep.bad(f"memory: no CPU/RSS sample {WARMUP_S} s after the start ({d}/cpu.jsonl)")
