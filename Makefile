@@ -121,7 +121,7 @@ PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 INSTALL    ?= install
 NOINSTALL_PROGRAMS := $(BUILD)/mlf-txloop
 INSTALL_PROGRAMS = $(filter-out $(NOINSTALL_PROGRAMS),$(filter $(BUILD)/mlf-%,$(PROGRAMS)))
-INSTALL_HEADERS  := include/mlfabric.h include/mlfabric_verify.h lib/proto/mlf_payload.h
+INSTALL_HEADERS  := include/mlfabric.h include/mlfabric_sync.h include/mlfabric_verify.h
 SO_LINKS = $(notdir $(LIBMLFABRIC_SO)) $(SO_SONAME)
 
 install: $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) mlfabric.pc.in $(INSTALL_HOOKS)

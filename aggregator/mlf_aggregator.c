@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' }, { "progress", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
-	struct mlf_opts o = { .mode = MLF_MODE_ASYNC };
+	struct mlf_opts o = { .mode = MLF_MODE_MLFABRIC_A };
 	double progress = 10, last;
 	char err[256], comp[64];
 	mlf_t *f;

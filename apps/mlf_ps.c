@@ -11,6 +11,7 @@
 #include "cluster.h"
 #include "clock.h"
 #include "log.h"
+#include "mlf_payload.h"
 #include "mlfabric.h"
 #include "train.h"
 
@@ -265,13 +266,13 @@ static int ps_set_state(void *arg, const float *w, const float *h, size_t n, int
 static int64_t ps_on_update(void *arg, const struct mlf_update *u)
 {
 	struct ps *ps = arg;
-	const struct mlf_payload_hdr *h = u->hdr;
+	const struct mlf_update_hdr *h = u->hdr;
 	int64_t at, now, parts = h->n_parts ? h->n_parts : 1;
 	double t = clock_real_s();
 
 	pthread_mutex_lock(&ps->lock);
 	at = ps->m.version;
-	if (u->n != ps->m.n || h->n_parts > MLF_PAYLOAD_MAX_PARTS) {
+	if (u->n != ps->m.n || h->n_parts > MLF_UPDATE_MAX_PARTS) {
 		ps->bad_updates++;
 		pthread_mutex_unlock(&ps->lock);
 		log_warn("transfer %llu from %s: %zu floats, %u parts (model has %zu floats): not applied",
@@ -286,7 +287,7 @@ static int64_t ps_on_update(void *arg, const struct mlf_update *u)
 		ps_checkpoint(ps);
 	pthread_mutex_unlock(&ps->lock);
 	for (uint32_t i = 0; i < h->n_parts; i++) {
-		const struct mlf_part *p = &h->parts[i];
+		const struct mlf_update_part *p = &h->parts[i];
 		train_rec_line(ps->applied_f,
 			       json_pack("{s:f,s:I,s:s,s:I,s:s,s:I,s:I,s:I,s:i}", "t", t, "xfer",
 					 (json_int_t)u->xfer, "src", u->src, "id", (json_int_t)p->id, "worker",

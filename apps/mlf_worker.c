@@ -12,6 +12,7 @@
 #include "hop.h"
 #include "log.h"
 #include "mlfabric.h"
+#include "mlfabric_sync.h"
 #include "train.h"
 #include "vec.h"
 
@@ -255,7 +256,7 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 		return fprintf(stderr, "mlf-worker: --batch, --lr, --timeout must be positive\n"), -1;
 	if (!(o->momentum >= 0 && o->momentum < 1))
 		return fprintf(stderr, "mlf-worker: bad --momentum %g (must be in [0, 1))\n", o->momentum), -1;
-	if (o->esync && o->mode != MLF_MODE_SYNC)
+	if (o->esync && o->mode != MLF_MODE_MLFABRIC_S)
 		return fprintf(stderr, "mlf-worker: --esync aggregates once per round: it needs --mode "
 			       "mlfabric-s\n"), -1;
 	if (o->global_lr > 0 && !o->esync && !o->adsp)
@@ -271,10 +272,10 @@ static int wk_parse(int argc, char **argv, struct wk_opts *o)
 			       "scheduler), and neither --esync, --adsp nor --momentum\n"), -1;
 	if (o->hop_cfg.max_jump && !o->hop_cfg.max_ig)
 		return fprintf(stderr, "mlf-worker: --hop-jump needs token queues (--hop-max-ig >= 1)\n"), -1;
-	if (o->adsp && (o->mode != MLF_MODE_ASYNC || o->esync || o->momentum > 0))
+	if (o->adsp && (o->mode != MLF_MODE_MLFABRIC_A || o->esync || o->momentum > 0))
 		return fprintf(stderr, "mlf-worker: --adsp commits updates asynchronously: it needs "
 			       "--mode mlfabric-a, and neither --esync nor --momentum\n"), -1;
-	if (o->overlap && (o->mode == MLF_MODE_SYNC || o->esync || o->adsp || o->hop))
+	if (o->overlap && (o->mode == MLF_MODE_MLFABRIC_S || o->esync || o->adsp || o->hop))
 		return fprintf(stderr, "mlf-worker: --overlap pipelines an asynchronous worker's get: it "
 			       "needs --mode mlfabric-a or async, and neither --esync, --adsp nor --hop\n"), -1;
 	if (o->esync && o->momentum > 0)
@@ -649,7 +650,7 @@ static int wk_esync_round(struct wk_run *R)
 					R->u, n);
 	v_g = R->version;
 	double t_ar = clock_real_s();
-	r = mlf_allreduce(R->f, o->server, R->u, n, norm, R->version, R->w, &R->version, o->timeout);
+	r = mlf_push_get(R->f, o->server, R->u, n, norm, R->version, R->w, &R->version, o->timeout);
 	if (r)
 		return wk_fail(R->f, o, "allreduce", r);
 	double allreduce_s = clock_real_s() - t_ar;
@@ -716,8 +717,8 @@ static int wk_sgd_iteration(struct wk_run *R, double get_s)
 	}
 	double norm = vec_norm2_f32(R->L.u, n);
 	double t_ar = clock_real_s(), allreduce_s = 0;
-	if (o->mode == MLF_MODE_SYNC) {
-		r = mlf_allreduce(R->f, o->server, R->L.u, n, norm, R->version, R->w, &R->version, o->timeout);
+	if (o->mode == MLF_MODE_MLFABRIC_S) {
+		r = mlf_push_get(R->f, o->server, R->L.u, n, norm, R->version, R->w, &R->version, o->timeout);
 		if (r)
 			return wk_fail(R->f, o, "allreduce", r);
 		allreduce_s = clock_real_s() - t_ar;
@@ -739,7 +740,7 @@ static int wk_sgd_iteration(struct wk_run *R, double get_s)
 				 id > 0 ? json_integer(id) : json_null(), "version", (json_int_t)v_g, "norm",
 				 norm, "compute_s", g.compute_s, "straggled", g.factor > 1, "factor", g.factor,
 				 "get_s", get_s);
-	if (line && o->mode == MLF_MODE_SYNC) /* the synchronous step's wait for the others */
+	if (line && o->mode == MLF_MODE_MLFABRIC_S) /* the synchronous step's wait for the others */
 		json_object_set_new(line, "allreduce_s", json_real(allreduce_s));
 	train_rec_line(R->pushes, line);
 	if (r_get)
@@ -853,7 +854,7 @@ int main(int argc, char **argv)
 
 		/* the model first: every iteration (MLfabric-S: the first only, then the allreduce
 		 * returns it; ADSP: after a commit; --overlap: the first only; Hop: never) */
-		if ((o.mode != MLF_MODE_SYNC || R.it == 0) && (!o.adsp || R.need_get) && !o.hop &&
+		if ((o.mode != MLF_MODE_MLFABRIC_S || R.it == 0) && (!o.adsp || R.need_get) && !o.hop &&
 		    (!o.overlap || R.it == 0)) {
 			double tg = clock_real_s();
 			int64_t r = mlf_get(f, o.server, R.w, n, &R.version, o.timeout);

@@ -33,8 +33,10 @@ include bench/table2.mk
 # docs/results/staleness.md "Throughput against statistical efficiency"). SGD_DELAY_ARGS="--workers
 # 16 --systems sync,async:15" passes options (build/bench-sgd-delay --help); the default grid takes
 # ~7 min.
-$(BUILD)/bench/sgd_delay.o: INC_bench += $(INC_LEARN)
-$(BUILD)/bench-sgd-delay: $(BUILD)/bench/sgd_delay.o $(LIB_LEARN) $(LIB_BASE)
+# The event-driven mode (bench/sgd_event.c) predicts a fabric setting's time to target
+# (docs/results/staleness.md "An event-driven model of the fabric").
+$(BUILD)/bench/sgd_delay.o $(BUILD)/bench/sgd_event.o: INC_bench += $(INC_LEARN)
+$(BUILD)/bench-sgd-delay: $(BUILD)/bench/sgd_delay.o $(BUILD)/bench/sgd_event.o $(LIB_LEARN) $(LIB_BASE)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
 PROGRAMS += $(BUILD)/bench-sgd-delay

@@ -156,7 +156,7 @@ static int bench_one(int n, int rounds, double batch_ms, const char *dir, int po
 					"role", role, "server", "ps");
 		if (i == 0)
 			json_object_update_new(reg, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:i}",
-				"mode", "async", "n_floats", 250000, "bytes", 1001024, "version", 0,
+				"mode", "mlfabric-a", "n_floats", 250000, "bytes", 1001024, "version", 0,
 				"tau_max", 1000000, "momentum", 0.9, "n_workers", n));
 		if (i > n + AGGS)
 			json_object_update_new(reg, json_pack("{s:f, s:i, s:i, s:i, s:f}", "div_max",

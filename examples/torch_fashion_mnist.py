@@ -421,7 +421,7 @@ class Trainer:
 
 
 def run_fabric(a):
-    """Train over MLfabric through the mlfabric package (contract C of issue 13)."""
+    """Train over MLfabric through the mlfabric package (docs/python.md)."""
     try:
         import mlfabric
         import mlfabric.torch as mt

@@ -1,5 +1,11 @@
 /* mlfabric.h - the MLfabric application API (paper Table 1, §4): workers, servers, replicas.
  *
+ * This header is self-contained (it includes only the C library's headers) and holds the fabric
+ * core and the paper's Table 1 API: registerAsWorker (mlf_register_as_worker), push (mlf_push),
+ * get (mlf_get), AllReduce (mlf_push_get), registerAsServer (mlf_register_as_server) with its
+ * update and request callbacks, registerAsReplica (mlf_register_as_replica). The calls of the
+ * other synchronization models (ESync, ADSP, Hop) are an extension: include/mlfabric_sync.h.
+ *
  * An application process (worker, parameter server, replica, aggregator) opens one endpoint on
  * its host's dataplane (mlf_open). With a scheduler (modes MLfabric-A and MLfabric-S) every
  * update and model transfer is announced to the scheduler over the dataplane's control
@@ -24,21 +30,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mlf_payload.h" /* payload header of every update, aggregate and model transfer */
-
 /* ---- endpoints ---------------------------------------------------------------------------- */
 
 /** How the fabric carries transfers (docs/api.md, docs/control.md; paper §5/§6). */
 enum mlf_mode {
-	MLF_MODE_ASYNC = 0,  /* MLfabric-A: scheduled, ordered, delay bound, aggregation */
-	MLF_MODE_SYNC = 1,   /* MLfabric-S: one scheduled batch per iteration (allreduce) */
-	MLF_MODE_DIRECT = 2, /* the Async baseline: no scheduler, FIFO, no aggregation, no drops */
+	MLF_MODE_MLFABRIC_A = 0, /* MLfabric-A: scheduled, ordered, delay bound, aggregation */
+	MLF_MODE_MLFABRIC_S = 1, /* MLfabric-S: one scheduled batch per iteration (mlf_push_get) */
+	MLF_MODE_DIRECT = 2,     /* the Async baseline: no scheduler, FIFO, no aggregation, no drops */
 };
 
 /**
  * mlf_mode_parse - the fabric mode of a system name as experiment files and --mode flags spell
- * it (docs/fabric.md, case-insensitive): "mlfabric-a" -> MLF_MODE_ASYNC, "mlfabric-s" ->
- * MLF_MODE_SYNC, "async" (the plain parameter server baseline) -> MLF_MODE_DIRECT.
+ * it (docs/fabric.md, case-insensitive): "mlfabric-a" -> MLF_MODE_MLFABRIC_A, "mlfabric-s" ->
+ * MLF_MODE_MLFABRIC_S, "async" (the plain parameter server baseline) -> MLF_MODE_DIRECT.
  * Returns 0, or -EINVAL for any other name (*@mode unchanged).
  */
 int mlf_mode_parse(const char *name, enum mlf_mode *mode);
@@ -56,7 +60,7 @@ struct mlf_opts {
 	const char *cluster;   /* cluster config path (required) */
 	const char *host;      /* this host's name in the config (required) */
 	const char *sock;      /* dataplane socket (default /run/mlfabric/<cluster>-<host>.sock) */
-	enum mlf_mode mode;    /* default MLF_MODE_ASYNC */
+	enum mlf_mode mode;    /* default MLF_MODE_MLFABRIC_A */
 	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10) */
 	double agg_input_timeout_s; /* aggregator: inputs missing this long after the commanded
 				     * start are given up (`partial`), seconds (default 5) */
@@ -103,7 +107,7 @@ const char *mlf_error(const mlf_t *f);
  */
 const char *mlf_role(mlf_t *f);
 
-/* ---- worker (Table 1: registerAsWorker, push, get, AllReduce) ------------------------------ */
+/* ---- worker (Table 1: registerAsWorker, push, get, AllReduce = mlf_push_get) --------------- */
 
 /**
  * mlf_register_as_worker - announce this endpoint as a worker of @server (a host name).
@@ -131,60 +135,13 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *version, double timeout_s);
 
 /**
- * mlf_allreduce - MLfabric-S (§6): push @u as this worker's update of the current iteration to
- * the root server, then get the model after every worker's update of the iteration is applied.
- * @model/@version: as mlf_get. Returns 0 or as mlf_push/mlf_get.
+ * mlf_push_get - MLfabric-S's push-then-get (§6; the paper's Table 1 calls it allreduce, but it
+ * is no collective operation): push @u as this worker's update of the current iteration to the
+ * root server, then get the model after every worker's update of the iteration is applied.
+ * @model/@new_version: as mlf_get's @model/@version. Returns 0 or as mlf_push/mlf_get.
  */
-int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double norm,
-		  int64_t version, float *model, int64_t *new_version, double timeout_s);
-
-/**
- * mlf_query_state - ESync (esync.txt Alg. 1 line 8, Alg. 2): ask the State Server in the
- * scheduler, before a local iteration, whether to aggregate now. @round: the worker's
- * communication round (aggregations done), @k: local iterations done in it, @c_s: seconds its
- * last local iteration took (0 before the first). Blocks up to @timeout_s for the answer.
- * Returns 1 (READY: aggregate now), 0 (NOT-READY: train locally once more), -EINVAL (bad
- * arguments, not a worker) or -ETIMEDOUT (no answer; the error says so).
- */
-int mlf_query_state(mlf_t *f, int64_t round, int k, double c_s, double timeout_s);
-
-/**
- * mlf_query_state_send - ESync's non-blocking mode (esync.txt §4.2, "delayed ACK"): ask the
- * State Server as mlf_query_state does (@round, @k, @c_s alike; with §4.2's capability, @c_s
- * is the last local iteration's seconds plus the query's round-trip time) without waiting for
- * the answer: the worker trains on, taking NOT-READY as implicit, until mlf_state_wait sees an
- * explicit READY. Returns the query's sequence number (> 0), or -EINVAL (bad arguments, not a
- * worker).
- */
-int64_t mlf_query_state_send(mlf_t *f, int64_t round, int k, double c_s);
-
-/**
- * mlf_state_wait - ESync non-blocking: whether the State Server answered READY to a query with
- * sequence number >= @since (the round's first query, from mlf_query_state_send), waiting for
- * such an answer until @until_s (CLOCK_REALTIME s; a time already past does not wait). @rtt_s:
- * if not NULL, set to the round-trip time (s) of the last query whose answer came before the
- * next was sent (0 before any). Returns 1 (READY: abort the local iteration in progress and
- * aggregate), 0 (no READY by @until_s), -EINVAL (@since < 1), or -ETIMEDOUT when queries have
- * waited longer than the endpoint's timeout (struct mlf_opts.timeout_s) without any answer
- * (the error names the scheduler).
- */
-int mlf_state_wait(mlf_t *f, int64_t since, double until_s, double *rtt_s);
-
-/** ADSP's commit rate for this worker (adsp-aaai2020 §3, Alg. 2), as the scheduler last sent it. */
-struct mlf_commit_rate {
-	int64_t check;     /* the checkpoint it was computed at (counts from 0 per scheduler) */
-	int64_t delta;     /* ΔC_i: commits to make before the next checkpoint (0: none) */
-	double period_s;   /* the check period Γ, seconds */
-	double t;          /* CLOCK_REALTIME seconds it arrived */
-};
-
-/**
- * mlf_commit_rate - ADSP (the scheduler runs with --adsp): copy the latest commit rate the
- * scheduler sent into @r; never blocks. The scheduler sends one at every checkpoint, and one at
- * once to a worker that registers after the first. Returns 0, -EAGAIN (none arrived yet) or
- * -EINVAL (not a registered worker).
- */
-int mlf_commit_rate(mlf_t *f, struct mlf_commit_rate *r);
+int mlf_push_get(mlf_t *f, const char *server, const float *u, size_t n, double norm,
+		 int64_t version, float *model, int64_t *new_version, double timeout_s);
 
 /** Worker-side counters (monotonic). */
 struct mlf_worker_stats {
@@ -193,44 +150,6 @@ struct mlf_worker_stats {
 };
 /** mlf_worker_stats - copy the counters of @f. */
 void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s);
-
-/* ---- decentralized training (Hop, hop-asplos2019; docs/api.md "Peers") ---------------------- */
-
-/**
- * mlf_register_as_peer - a worker of decentralized training: no server, no scheduler (the
- * endpoint must be opened with MLF_MODE_DIRECT). Its neighbours' parameters and tokens arrive
- * on channel 7 and queue for mlf_peer_recv (at most 1024; more are dropped and logged).
- * Returns 0, -EINVAL (not MLF_MODE_DIRECT, already registered) or -ENOTCONN.
- */
-int mlf_register_as_peer(mlf_t *f);
-
-/**
- * mlf_peer_send - send parameters @w (@n floats, copied) tagged with iteration @iter (>= 0) to
- * the peer on @host, directly (unpaced, not scheduled). Returns at once: 0, -EINVAL (unknown
- * host, empty vector, negative iteration), -ENOTCONN, -ENOMEM.
- */
-int mlf_peer_send(mlf_t *f, const char *host, const float *w, size_t n, int64_t iter);
-
-/**
- * mlf_peer_tokens - give the peer on @host @count (>= 1) tokens (Hop's token queue, §4.2: each
- * lets it enter one more iteration). Returns as mlf_peer_send.
- */
-int mlf_peer_tokens(mlf_t *f, const char *host, int64_t count);
-
-/** One message from a neighbour (mlf_peer_recv). */
-struct mlf_peer_msg {
-	char from[64];   /* the sender's host name */
-	int token;       /* 1: tokens (@iter = how many), 0: parameters */
-	int64_t iter;    /* parameters: the sender's iteration; tokens: the count */
-	float *w;        /* parameters (malloc'ed: the caller frees), NULL for tokens */
-	size_t n;        /* floats in @w */
-};
-
-/**
- * mlf_peer_recv - the oldest queued neighbour message into @m, waiting up to @timeout_s seconds
- * (<= 0: do not wait). Returns 0, -ETIMEDOUT (nothing arrived) or -ENOTCONN (dataplane gone).
- */
-int mlf_peer_recv(mlf_t *f, struct mlf_peer_msg *m, double timeout_s);
 
 /* ---- the initial model (Horovod's broadcast_parameters; docs/api.md "Initial model") -------- */
 
@@ -259,13 +178,32 @@ int mlf_recv_model(mlf_t *f, const char *from, float **w, size_t *n, int64_t *ve
 
 /* ---- server and replica (Table 1: registerAsServer, registerAsReplica, callbacks) ---------- */
 
+#define MLF_UPDATE_MAX_PARTS 62 /* worker updates one aggregate can name (the wire's limit, docs/wire.md) */
+
+/** One worker update inside an update or aggregate: its id and the version it was computed from. */
+struct mlf_update_part {
+	uint64_t id;      /* update id (mlf_push's return value, unique in the cluster) */
+	int64_t version;  /* v(g): model version the update was computed from */
+};
+
+/**
+ * What an update or aggregate names (the library copies it from the transfer's payload header,
+ * docs/wire.md): an update has n_parts = 1, an aggregate the n_parts updates summed into it
+ * (the server's version advances by n_parts when it is applied, docs/planner.md).
+ */
+struct mlf_update_hdr {
+	uint32_t n_parts;  /* 1..MLF_UPDATE_MAX_PARTS */
+	int64_t version;   /* version of parts[0] */
+	struct mlf_update_part parts[MLF_UPDATE_MAX_PARTS];
+};
+
 /**
  * An update or aggregate handed to the server/replica, in the commit order the scheduler chose
  * (MLF_MODE_DIRECT: arrival order). @hdr names its parts; @u holds @n floats (the sum of the
  * parts' updates). Valid only during the callback.
  */
 struct mlf_update {
-	const struct mlf_payload_hdr *hdr;
+	const struct mlf_update_hdr *hdr;
 	const float *u;
 	size_t n;
 	uint64_t xfer;   /* transfer id */

@@ -2,7 +2,7 @@
 #   lib/base      libmlfbase.a   log, clock, growable arrays, vector kernels (no other layer)
 #   lib/proto     libmlfproto.a  wire format, app messages, control messages, cluster config,
 #                                payload header, protocol version (base; jansson)
-#   lib/mlfabric  libmlfabric.a  the application library of include/mlfabric.h (proto, base)
+#   lib/mlfabric  libmlfabric.a  the application library of include/mlfabric.h and mlfabric_sync.h (proto, base)
 #   all three     libmlfabric.so the shared library that make install installs (exports mlf_* only)
 
 INC_lib/base     := $(INC_BASE)
@@ -46,7 +46,7 @@ $(BUILD)/tests/test_cluster: $(BUILD)/tests/unit/test_cluster.o $(LIB_PROTO) $(L
 # the out-of-tree example examples/c against a live two-host fabric (installed library, pkg-config)
 INTEG_TESTS += tests/integration/fabric_example_c.sh
 
-# the bounds of issue 14: control framing (line limit, output cap) and the log rate limit
+# the bounds of docs/security.md: control framing (line limit, output cap) and the log rate limit
 UNIT_TESTS += $(BUILD)/tests/test_ctl $(BUILD)/tests/test_log $(BUILD)/tests/test_auth
 $(BUILD)/tests/test_ctl $(BUILD)/tests/test_log $(BUILD)/tests/test_auth: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)

@@ -4,7 +4,7 @@
 # PYTHONPATH=build/python /usr/bin/python3 imports it from the tree. `make install` installs it
 # under $(PREFIX)/lib/python3/dist-packages/mlfabric/ (the extension relinked with the rpath
 # $(LIBDIR), default $(PREFIX)/lib, none when that is /usr/lib); `make uninstall` removes it. The extension is app level: it includes only
-# include/ (mlfabric.h, which pulls in the payload header of lib/proto).
+# include/ (mlfabric.h, self-contained).
 # Python is Debian's /usr/bin/python3 (python3-dev for Python.h; `python3` on PATH may be
 # another interpreter without torch).
 
@@ -18,7 +18,7 @@ $(error Python.h not found (in '$(PY_INCDIR)'): run 'make deps' (Debian package 
 endif
 endif
 
-INC_python/mlfabric := $(INC_MLFABRIC) $(PY_CFLAGS)
+INC_python/mlfabric := -Iinclude $(PY_CFLAGS)
 
 PY_PKG     := $(BUILD)/python/mlfabric
 PY_SOURCES := $(wildcard python/mlfabric/*.py)

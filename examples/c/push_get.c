@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct mlf_opts o = { .mode = MLF_MODE_ASYNC, .timeout_s = 10 };
+	struct mlf_opts o = { .mode = MLF_MODE_MLFABRIC_A, .timeout_s = 10 };
 	const char *server = NULL;
 	unsigned long n = 1000;
 	char err[256], *end;
@@ -103,14 +103,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "push_get: register as worker of %s: %s\n", server, mlf_error(f));
 		goto out;
 	}
-	if (o.mode == MLF_MODE_SYNC) {
-		/* MLfabric-S: push and get in one step (the iteration's all-reduce) */
-		rc = mlf_allreduce(f, server, u, n, 0.0, 0, w, &version, o.timeout_s);
+	if (o.mode == MLF_MODE_MLFABRIC_S) {
+		/* MLfabric-S: push and get in one step (the paper's Table 1 allreduce, §6) */
+		rc = mlf_push_get(f, server, u, n, 0.0, 0, w, &version, o.timeout_s);
 		if (rc < 0) {
-			fprintf(stderr, "push_get: allreduce: %s\n", mlf_error(f));
+			fprintf(stderr, "push_get: push_get: %s\n", mlf_error(f));
 			goto out;
 		}
-		printf("pushed id=allreduce n=%lu\n", n);
+		printf("pushed id=push_get n=%lu\n", n);
 	} else {
 		int64_t id = mlf_push(f, server, u, n, 0.0, 0); /* zero update, ||u|| = 0, from version 0 */
 		if (id < 0) {

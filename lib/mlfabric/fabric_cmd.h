@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "appmsg.h"
+#include "mlf_payload.h"
 #include "mlfabric.h"
 
 /** Messages an application receives from the scheduler or its dataplane. */

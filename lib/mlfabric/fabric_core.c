@@ -985,9 +985,9 @@ int fabric_core_register(struct mlf *f, enum fabric_role role, const struct fabr
 int mlf_mode_parse(const char *name, enum mlf_mode *mode)
 {
 	if (!strcasecmp(name, "mlfabric-a"))
-		*mode = MLF_MODE_ASYNC;
+		*mode = MLF_MODE_MLFABRIC_A;
 	else if (!strcasecmp(name, "mlfabric-s"))
-		*mode = MLF_MODE_SYNC;
+		*mode = MLF_MODE_MLFABRIC_S;
 	else if (!strcasecmp(name, "async"))
 		*mode = MLF_MODE_DIRECT;
 	else

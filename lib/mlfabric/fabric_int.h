@@ -9,7 +9,7 @@
  *   fabric_core.c        open/close, the event thread, dispatch, the dataplane connection, the
  *                        scheduler's transfer commands (send, drop, release, order, skip),
  *                        registration
- *   fabric_worker.c      push, get, allreduce, model arrivals, `server_moved`
+ *   fabric_worker.c      push, get, push_get, model arrivals, `server_moved`
  *   fabric_server.c      applying updates and commits, model/state payloads, snapshots,
  *                        `replica`
  *   fabric_chain.c       chain replication: forwarding applied transfers to the chain replica
@@ -40,7 +40,9 @@
 #include "cluster.h"
 #include "dpclient.h"
 #include "fabric_cmd.h"
+#include "mlf_payload.h"
 #include "mlfabric.h"
+#include "mlfabric_sync.h"
 
 #define FABRIC_MAX_AGG_INPUTS 256 /* inputs held by an aggregator before a command names them */
 #define FABRIC_SKIPPED_MAX 1024   /* transfer ids the scheduler reported lost (`skip`) */
@@ -223,7 +225,7 @@ struct mlf_server_state {
 	/* verification mode: [0] server, [1] replica: ring of written tags */
 	uint64_t snap_tags[2][FABRIC_SNAP_KEEP];
 	unsigned n_snaps[2];
-	struct mlf_sync_acc sync; /* MLF_MODE_SYNC: the iteration accumulated so far */
+	struct mlf_sync_acc sync; /* MLF_MODE_MLFABRIC_S: the iteration accumulated so far */
 	/* sharded servers (§10.2, mlf_set_server_shard): this server holds the floats
 	 * [offset, offset + n_floats) of a model of n_total floats as shard @shard of @n_shards */
 	int shard, n_shards;      /* n_shards 0: not sharded */

@@ -1,4 +1,4 @@
-/* fabric_model.c - the initial model (contract B of issue 13): mlf_send_model and mlf_recv_model on channel MLF_CHAN_INIT. */
+/* fabric_model.c - the initial model (docs/api.md "Initial model"): mlf_send_model and mlf_recv_model on channel MLF_CHAN_INIT. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* fabric_peer.c - a peer endpoint (decentralized training, hop-asplos2019; issue 12): a worker's
+/* fabric_peer.c - a peer endpoint (decentralized training, hop-asplos2019): a worker's
  * parameters and tokens sent straight to neighbours on chan 7 (MLF_CHAN_PEER), never scheduled,
  * and queued on arrival for mlf_peer_recv. */
 #include <errno.h>

@@ -133,10 +133,23 @@ static int model_wait_add(struct mlf *f, struct fabric_cmd *c)
 	return 1;
 }
 
-/* Applies @u with on_update and records the version it returns. */
-static int64_t apply_update(struct mlf *f, const struct mlf_update *u)
+_Static_assert(MLF_UPDATE_MAX_PARTS == MLF_PAYLOAD_MAX_PARTS, "the public part limit is the wire's");
+
+/*
+ * Applies the update or aggregate with payload header @h (transfer @xfer from host @src) with
+ * on_update, which sees the public copy of the header (struct mlf_update_hdr, include/mlfabric.h),
+ * and records the version it returns.
+ */
+static int64_t apply_update(struct mlf *f, const struct mlf_payload_hdr *h, uint64_t xfer, const char *src)
 {
-	int64_t v = f->s.on_update(f->s.arg, u);
+	struct mlf_update_hdr pub = { .n_parts = h->n_parts, .version = h->version };
+	struct mlf_update u = { .hdr = &pub, .u = (const float *)((const char *)h + MLF_PAYLOAD_HDR),
+				.n = h->n_floats, .xfer = xfer, .src = src };
+	int64_t v;
+
+	for (uint32_t i = 0; i < h->n_parts && i < MLF_UPDATE_MAX_PARTS; i++)
+		pub.parts[i] = (struct mlf_update_part){ .id = h->parts[i].id, .version = h->parts[i].version };
+	v = f->s.on_update(f->s.arg, &u);
 
 	pthread_mutex_lock(&f->lock);
 	f->s.version = v;
@@ -188,14 +201,11 @@ static void sync_try_step(struct mlf *f, int force)
 {
 	struct mlf_sync_acc *a = &f->s.sync;
 	struct mlf_payload_hdr *h = a->data;
-	struct mlf_update u;
 	int64_t v;
 
 	if (!h || (!force && h->n_parts < sync_needed(&f->s)))
 		return;
-	u = (struct mlf_update){ .hdr = h, .u = (const float *)((const char *)h + MLF_PAYLOAD_HDR),
-				 .n = h->n_floats, .xfer = a->xfer, .src = a->src };
-	v = apply_update(f, &u);
+	v = apply_update(f, h, a->xfer, a->src);
 	log_debug("%s: iteration step: %u parts in %d transfers, version %lld", f->app, h->n_parts,
 		  a->n_commits, (long long)v);
 	if (f->role == FABRIC_ROLE_SERVER && f->chain.host[0]) {
@@ -262,7 +272,7 @@ void fabric_server_sync_step(struct mlf *f, const struct fabric_cmd *c)
 {
 	struct mlf_sync_acc *a = &f->s.sync;
 
-	if (f->mode != MLF_MODE_SYNC) {
+	if (f->mode != MLF_MODE_MLFABRIC_S) {
 		log_warn("%s: sync_step outside MLfabric-S; ignored", f->app);
 		return;
 	}
@@ -281,7 +291,6 @@ void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev)
 {
 	const struct mlf_payload_hdr *h = ev->buf.data;
 	struct mlf_server_state *s = &f->s;
-	struct mlf_update u;
 	char err[160];
 	int64_t v;
 
@@ -299,15 +308,13 @@ void fabric_server_apply(struct mlf *f, struct mlfabric_event *ev)
 			 (unsigned long long)ev->id, ev->peer);
 		return;
 	}
-	if (f->mode == MLF_MODE_SYNC) {
+	if (f->mode == MLF_MODE_MLFABRIC_S) {
 		if (sync_add(f, ev) == 0)
 			return;
 		log_err("transfer %llx from host %s: no memory to hold it for its iteration; applied alone",
 			(unsigned long long)ev->id, ev->peer);
 	}
-	u = (struct mlf_update){ .hdr = h, .u = (const float *)((const char *)h + MLF_PAYLOAD_HDR),
-				 .n = h->n_floats, .xfer = ev->id, .src = ev->peer };
-	v = apply_update(f, &u);
+	v = apply_update(f, h, ev->id, ev->peer);
 	if (f->mode == MLF_MODE_DIRECT)
 		return;
 	report_commit(f, ev, fabric_server_commit_msg(ev->id, v, h));
@@ -514,7 +521,7 @@ json_t *fabric_server_reg_fields(struct mlf *f)
 {
 	const struct mlf_server_state *s = &f->s;
 	json_t *reg = json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:i}", "mode",
-				f->mode == MLF_MODE_SYNC ? "sync" : "async", "n_floats", (json_int_t)s->n_floats,
+				f->mode == MLF_MODE_MLFABRIC_S ? "mlfabric-s" : "mlfabric-a", "n_floats", (json_int_t)s->n_floats,
 				"bytes", (json_int_t)mlf_payload_bytes(s->n_floats), "version", (json_int_t)s->version,
 				"tau_max", (json_int_t)s->params.tau_max, "momentum", s->params.momentum,
 				"n_workers", s->params.n_workers);

@@ -1,4 +1,4 @@
-/* fabric_worker.c - a worker endpoint (paper Table 1): push, get, allreduce, model arrivals, `server_moved`. */
+/* fabric_worker.c - a worker endpoint (paper Table 1): push, get, push_get, model arrivals, `server_moved`. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -371,7 +371,7 @@ int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *versi
 	return get_model(f, server, model, n, -1, version, timeout_s);
 }
 
-int mlf_allreduce(mlf_t *f, const char *server, const float *u, size_t n, double norm,
+int mlf_push_get(mlf_t *f, const char *server, const float *u, size_t n, double norm,
 		  int64_t version, float *model, int64_t *new_version, double timeout_s)
 {
 	int workers = 0;

@@ -42,7 +42,7 @@ struct cluster {
 	int n_hosts;
 	struct cluster_host *hosts;
 	uint8_t *graph;     /* "graph" (optional; NULL: none): the decentralised workers' graph
-			     * (Hop, hop-asplos2019 §3; issue 12), an n_hosts x n_hosts adjacency
+			     * (Hop, hop-asplos2019 §3), an n_hosts x n_hosts adjacency
 			     * matrix, graph[i * n_hosts + j] = 1 when hosts i and j are neighbours;
 			     * undirected, no self edges, its hosts workers and connected */
 };

@@ -160,10 +160,10 @@ class Endpoint:
         timeout_s, default the endpoint's). Returns the model version."""
         return self._h.get(self._server_or_fail(), out, self._timeout(timeout_s))
 
-    def allreduce(self, update, norm, version, out, timeout_s=None):
+    def push_get(self, update, norm, version, out, timeout_s=None):
         """MLfabric-S (§6): push `update` for this iteration, then fill `out` with the model
         after every worker's update of the iteration. Returns the new model version."""
-        return self._h.allreduce(self._server_or_fail(), update, float(norm), int(version), out,
+        return self._h.push_get(self._server_or_fail(), update, float(norm), int(version), out,
                                  self._timeout(timeout_s))
 
     def send_model(self, model, version=0, timeout_s=None):

@@ -7,7 +7,7 @@
  * numpy arrays, torch tensors' .numpy(), array.array('f'), memoryviews; they are passed to
  * the library in place, never copied here.
  *
- * Threads: the GIL is released around every call that may block (open, close, get, allreduce,
+ * Threads: the GIL is released around every call that may block (open, close, get, push_get,
  * send_model, registrations). The library calls the server callbacks on its event thread;
  * they take the GIL (PyGILState_Ensure) and receive memoryviews of the library's buffers,
  * valid only during the call. A handle is used by one Python thread at a time (the library's
@@ -280,8 +280,8 @@ static PyObject *Handle_get(HandleObject *self, PyObject *args)
 	return PyLong_FromLongLong(version);
 }
 
-/* allreduce(server, update, norm, version, out, timeout_s) -> new version (MLfabric-S, §6). */
-static PyObject *Handle_allreduce(HandleObject *self, PyObject *args)
+/* push_get(server, update, norm, version, out, timeout_s) -> new version (MLfabric-S, §6). */
+static PyObject *Handle_push_get(HandleObject *self, PyObject *args)
 {
 	const char *server;
 	PyObject *uo, *mo;
@@ -307,10 +307,10 @@ static PyObject *Handle_allreduce(HandleObject *self, PyObject *args)
 		handle_leave(self);
 		PyBuffer_Release(&u);
 		PyBuffer_Release(&m);
-		return raise_mlf(EINVAL, "allreduce: update and out differ in size");
+		return raise_mlf(EINVAL, "push_get: update and out differ in size");
 	}
 	Py_BEGIN_ALLOW_THREADS
-	rc = mlf_allreduce(self->f, server, u.buf, (size_t)(u.len / 4), norm, version, m.buf, &nv, timeout_s);
+	rc = mlf_push_get(self->f, server, u.buf, (size_t)(u.len / 4), norm, version, m.buf, &nv, timeout_s);
 	Py_END_ALLOW_THREADS
 	handle_leave(self);
 	PyBuffer_Release(&u);
@@ -427,7 +427,7 @@ static int64_t py_on_update(void *arg, const struct mlf_update *u)
 
 	mv = f32_view(u->u, u->n, 0);
 	parts = PyList_New(0);
-	for (uint32_t i = 0; parts && i < np && i < MLF_PAYLOAD_MAX_PARTS; i++) {
+	for (uint32_t i = 0; parts && i < np && i < MLF_UPDATE_MAX_PARTS; i++) {
 		PyObject *t = Py_BuildValue("(KL)", (unsigned long long)u->hdr->parts[i].id,
 					    (long long)u->hdr->parts[i].version);
 		if (!t || PyList_Append(parts, t) < 0)
@@ -543,8 +543,8 @@ static PyMethodDef Handle_methods[] = {
 	  "register_as_aggregator() - mlf_register_as_aggregator" },
 	{ "push", (PyCFunction)Handle_push, METH_VARARGS, "push(server, update, norm, version) -> update id" },
 	{ "get", (PyCFunction)Handle_get, METH_VARARGS, "get(server, out, timeout_s) -> model version" },
-	{ "allreduce", (PyCFunction)Handle_allreduce, METH_VARARGS,
-	  "allreduce(server, update, norm, version, out, timeout_s) -> model version" },
+	{ "push_get", (PyCFunction)Handle_push_get, METH_VARARGS,
+	  "push_get(server, update, norm, version, out, timeout_s) -> model version" },
 	{ "send_model", (PyCFunction)Handle_send_model, METH_VARARGS,
 	  "send_model(server, model, version, timeout_s) - mlf_send_model" },
 	{ "stats", (PyCFunction)Handle_stats, METH_NOARGS, "stats() -> dict of the worker counters" },

@@ -9,7 +9,7 @@
 
 Each step: snapshot the parameters p0 (model version v), run the wrapped optimizer's step,
 push u = p - p0 with ||u||_2 at version v (the paper's worker loop, §3.1), then get (modes
-mlfabric-a, async) or allreduce (mlfabric-s) the server's model and load it into the
+mlfabric-a, async) or push_get (mlfabric-s) the server's model and load it into the
 parameters. The parameters are gathered into one preallocated float32 vector: when every
 parameter is a CPU float32 tensor, the parameters become views of that vector (no copies at all;
 do not move the model to another device afterwards); otherwise they are copied in and out of it.
@@ -139,7 +139,7 @@ class DistributedOptimizer:
         u = _torch.sub(self.params.gather(), self._p0, out=self._u)
         norm = float(_torch.linalg.vector_norm(u))
         if self.mode == "mlfabric-s":
-            v = ep.allreduce(u.numpy(), norm, self.version, self._model.numpy())
+            v = ep.push_get(u.numpy(), norm, self.version, self._model.numpy())
         else:
             ep.push(u.numpy(), norm, self.version)
             v = ep.get(self._model.numpy())

@@ -303,11 +303,13 @@ static int on_register_server(struct sched *s, int ci, const char *app, json_t *
 
 	if (!mode)
 		return -1;
-	if (strcmp(mode, "async") && strcmp(mode, "sync")) {
-		reply_err(s, ci, app, "register: field \"mode\": '%s' is not async or sync", mode);
+	if (strcmp(mode, "mlfabric-a") && strcmp(mode, "mlfabric-s")) {
+		reply_err(s, ci, app, "register: field \"mode\": '%s' is not mlfabric-a or mlfabric-s%s", mode,
+			  !strcmp(mode, "async") ? " (MLfabric-A is now spelled mlfabric-a)" :
+			  !strcmp(mode, "sync") ? " (MLfabric-S is now spelled mlfabric-s)" : "");
 		return -1;
 	}
-	sv.sync = !strcmp(mode, "sync");
+	sv.sync = !strcmp(mode, "mlfabric-s");
 	if (get_u64(s, ci, app, m, "n_floats", &sv.n_floats) ||
 	    get_u64(s, ci, app, m, "bytes", &sv.bytes) ||
 	    get_i64(s, ci, app, m, "version", &sv.version) ||

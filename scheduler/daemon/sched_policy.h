@@ -107,8 +107,8 @@ struct sched_policy_ops {
 };
 
 /** The policies (each defined in its sched_policy_<name>.c; docs/scheduler.md "Policies"). */
-extern const struct sched_policy_ops sched_policy_mlfabric_a; /* MLfabric-A, §5 (mode async) */
-extern const struct sched_policy_ops sched_policy_mlfabric_s; /* MLfabric-S, §6 (mode sync) */
+extern const struct sched_policy_ops sched_policy_mlfabric_a; /* MLfabric-A, §5 */
+extern const struct sched_policy_ops sched_policy_mlfabric_s; /* MLfabric-S, §6 */
 extern const struct sched_policy_ops sched_policy_ssp;        /* SSP / ASP gate (--ssp, --asp) */
 extern const struct sched_policy_ops sched_policy_esync;      /* ESync's State Server */
 extern const struct sched_policy_ops sched_policy_adsp;       /* ADSP's commit rates (--adsp) */
@@ -125,7 +125,7 @@ void sched_policy_defaults(struct sched_config *cfg);
 
 /**
  * sched_policy_choose - the one place that decides which policies run: the planning policy
- * from the server's registered mode ("sync": MLfabric-S, else MLfabric-A), SSP/ASP with
+ * from the server's registered mode ("mlfabric-s" or "mlfabric-a"), SSP/ASP with
  * --ssp, ADSP with --adsp, and ESync's State Server always (a worker opts in with mlf-worker
  * --esync). Called at daemon creation and after every server registration: policies that
  * keep running keep their state, new ones are initialised, dropped ones finished. Returns 0,

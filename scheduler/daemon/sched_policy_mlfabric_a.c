@@ -1,5 +1,5 @@
 /* sched_policy_mlfabric_a.c - MLfabric-A (§5): every pending update goes into the next batch,
- * which the planner orders and bounds by the delay bound (server mode "async"). */
+ * which the planner orders and bounds by the delay bound (server mode "mlfabric-a"). */
 #include "sched_policy.h"
 
 #include "sched_state.h"

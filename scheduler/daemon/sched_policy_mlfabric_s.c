@@ -1,6 +1,6 @@
 /* sched_policy_mlfabric_s.c - MLfabric-S (§6; docs/scheduler.md "MLfabric-S"): a batch takes
  * the ready updates of the current iteration, one per worker; an iteration ends when n_workers
- * are planned, or at --sync-timeout with fewer (server mode "sync"). */
+ * are planned, or at --sync-timeout with fewer (server mode "mlfabric-s"). */
 #include "sched_policy.h"
 
 #include <stdlib.h>

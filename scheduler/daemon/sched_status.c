@@ -185,7 +185,7 @@ json_t *sched_status_build(const struct sched *s, double now)
 	silent_json(s, now, late);
 	json_t *srv = json_pack("{s:s?, s:s, s:I, s:i}", "host", s->server.host >= 0 ?
 				s->cl.hosts[s->server.host].name : NULL, "mode",
-				s->server.sync ? "sync" : "async", "version",
+				s->server.sync ? "mlfabric-s" : "mlfabric-a", "version",
 				(json_int_t)s->server.version, "n_workers", s->server.n_workers);
 	return json_pack("{s:s, s:s, s:f, s:f, s:i, s:f, s:o, s:o, s:i, s:o, s:o, s:o, s:o, s:o*}",
 			 "type", "status", "cluster", s->cl.name, "t", now, "uptime_s", now - s->t0,

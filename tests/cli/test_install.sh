@@ -26,10 +26,11 @@ fi
 grep -q 'ldconfig' "$tmp/install.log" && fail "make install ran ldconfig although DESTDIR was set"
 
 # the files
-for f in include/mlfabric/mlfabric.h include/mlfabric/mlf_payload.h include/mlfabric/mlfabric_verify.h \
+for f in include/mlfabric/mlfabric.h include/mlfabric/mlfabric_sync.h include/mlfabric/mlfabric_verify.h \
 	 lib/pkgconfig/mlfabric.pc bin/mlf-dataplane bin/mlf-scheduler bin/mlf-ps bin/mlf-worker bin/mlf-testbed; do
 	[ -f "$dest/usr/$f" ] || fail "make install did not install /usr/$f"
 done
+[ -e "$dest/usr/include/mlfabric/mlf_payload.h" ] && fail "make install installed the protocol header mlf_payload.h (mlfabric.h is self-contained)"
 for f in bin/mlf-txloop bin/fabric_app bin/test_fabric; do
 	[ -e "$dest/usr/$f" ] && fail "make install installed the test/bench program /usr/$f"
 done
@@ -53,7 +54,7 @@ missing=$(comm -23 "$tmp/declared" "$tmp/exported" | tr '\n' ' ')
 [ -z "$missing" ] || fail "declared in the headers but not exported: $missing"
 
 # the headers, alone
-for h in mlfabric.h mlf_payload.h mlfabric_verify.h; do
+for h in mlfabric.h mlfabric_sync.h mlfabric_verify.h; do
 	printf '#include <%s>\nint main(void) { return 0; }\n' "$h" >"$tmp/h.c"
 	cc -std=c11 -Wall -Wextra -Werror -pedantic -I"$dest/usr/include/mlfabric" -c "$tmp/h.c" -o "$tmp/h.o" \
 		2>"$tmp/h.err" || fail "installed $h does not compile alone: $(head -3 "$tmp/h.err")"

@@ -2,7 +2,7 @@
  * application: the scheduler's commands (fabric_cmd_parse, JSON text from the control
  * connection) and the payload header of every transfer a dataplane hands over
  * (fabric_cmd_payload_check for each magic: updates, models, states, a neighbour's parameters
- * and tokens, issue 12). The first byte picks the parser; the rest is its input. */
+ * and tokens). The first byte picks the parser; the rest is its input. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

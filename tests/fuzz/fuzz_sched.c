@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (setup_once())
 		return 0;
 	sched_daemon_defaults(&cfg);
-	/* ADSP on (issue 12): `loss` reports feed the commit-rate search, checkpoints every 0.1 s
+	/* ADSP on: `loss` reports feed the commit-rate search, checkpoints every 0.1 s
 	 * send `commit_rate` to the workers (sched_policy_tick below) */
 	cfg.adsp.gamma_s = 0.1;
 	cfg.adsp.eval_s = 0.2;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # apps_sync.sh - MLfabric-S end to end: mlf-scheduler, mlf-ps and 2 mlf-workers run 30 synchronous
-# iterations (mlf_allreduce); the server applies exactly 2 updates per iteration (version 60), both
+# iterations (mlf_push_get); the server applies exactly 2 updates per iteration (version 60), both
 # workers end on the same model version, and the test accuracy rises above 0.5.
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }

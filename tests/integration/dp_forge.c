@@ -1,5 +1,5 @@
 /* dp_forge.c - forges MLfabric frames from a host that is not the one it claims to be, for
- * tests/integration/test_dp_forge.sh (issue 14 finding 2): DATA with foreign bytes for a running
+ * tests/integration/test_dp_forge.sh (docs/security.md): DATA with foreign bytes for a running
  * transfer, a SACK saying done, an ABORT, a flood of new transfer ids. Raw AF_PACKET socket on
  * eth0 of the namespace it runs in (run it through `mlf-testbed exec CLUSTER x`). */
 #define _GNU_SOURCE

@@ -15,10 +15,10 @@ dp_start w0
 dp_start ag
 wait_for "$WORK/sched.out" '"type":"hello","host":"ag"' 5
 bg agg "$AGG" --cluster "$CLUSTER" --host ag --input-timeout 1 --progress 0
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 1000 --count 1
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode mlfabric-a --n 1000 --count 1
 wait_for "$WORK/server.out" "server ready" 10
 wait_for "$WORK/agg.err" "registered as aggregator@ag" 10
-timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 1000 --count 2 \
+timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode mlfabric-a --n 1000 --count 2 \
 	>"$WORK/worker.out" 2>"$WORK/worker.err" || fail "worker failed: $(cat "$WORK/worker.err")"
 wait "$PID_server" || fail "server failed: $(cat "$WORK/server.err")"
 ids=$(sed -n 's/^push id=//p' "$WORK/worker.out" | tr '\n' ',' | sed 's/,$//')

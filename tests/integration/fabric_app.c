@@ -96,7 +96,7 @@ static int64_t on_request(void *arg, float *model, size_t n)
 
 static void usage(void)
 {
-	printf("usage: fabric_app server|replica|worker|ctl --cluster C --host H [--mode direct|async|sync] [--server S]\n"
+	printf("usage: fabric_app server|replica|worker|ctl --cluster C --host H [--mode mlfabric-a|mlfabric-s|async] [--server S]\n"
 	       "         [--workers W] [--n FLOATS] [--count K] [--first F] [--sock P] [--app NAME --send JSON --expect TYPE]\n"
 	       "         [--momentum G] [--stay] [--verify DIR] [--replication mlfabric|chain] [--delay S]\n"
 	       "server: serve a model of n floats (0), print every update, exit at version K (--stay: at a signal);\n"
@@ -105,7 +105,7 @@ static void usage(void)
 	       "        exit at a signal.\n"
 	       "worker: push K updates (update i = F..F+K-1 is n copies of i), get until version >= F+K-1\n"
 	       "        (--until-version V: until V, e.g. every worker's updates);\n"
-	       "        --mode sync: K allreduce iterations instead (--workers: the server's n_workers),\n"
+	       "        --mode mlfabric-s: K push_get iterations instead (--workers: the server's n_workers),\n"
 	       "        each after --delay S seconds (a straggler), printing its push time (push t=...).\n"
 	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
 }
@@ -186,8 +186,15 @@ int main(int argc, char **argv)
 		case 'c': o.cluster = optarg; break;
 		case 'H': o.host = optarg; break;
 		case 'm':
-			o.mode = !strcmp(optarg, "direct") ? MLF_MODE_DIRECT :
-				 !strcmp(optarg, "sync") ? MLF_MODE_SYNC : MLF_MODE_ASYNC;
+			if (!strcmp(optarg, "direct") || !strcmp(optarg, "sync")) {
+				fprintf(stderr, "fabric_app: --mode %s is the old spelling: use --mode %s\n", optarg,
+					optarg[0] == 'd' ? "async" : "mlfabric-s");
+				return 2;
+			}
+			if (mlf_mode_parse(optarg, &o.mode) < 0) {
+				fprintf(stderr, "fabric_app: unknown --mode %s (mlfabric-a, mlfabric-s or async)\n", optarg);
+				return 2;
+			}
 			break;
 		case 'W': workers = atoi(optarg); break;
 		case 'S': server = optarg; break;
@@ -257,7 +264,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s\n", mlf_error(f));
 			return 1;
 		}
-		for (long i = first; i < first + count && o.mode == MLF_MODE_SYNC; i++) {
+		for (long i = first; i < first + count && o.mode == MLF_MODE_MLFABRIC_S; i++) {
 			for (size_t k = 0; k < n; k++)
 				u[k] = (float)i;
 			if (delay > 0)
@@ -265,13 +272,13 @@ int main(int argc, char **argv)
 			struct timespec now;
 			clock_gettime(CLOCK_REALTIME, &now);
 			printf("push t=%.6f\n", (double)now.tv_sec + (double)now.tv_nsec * 1e-9);
-			if ((rc = mlf_allreduce(f, server, u, n, 1.0, v < 0 ? 0 : v, w, &v, timeout)) < 0) {
+			if ((rc = mlf_push_get(f, server, u, n, 1.0, v < 0 ? 0 : v, w, &v, timeout)) < 0) {
 				fprintf(stderr, "%s\n", mlf_error(f));
 				return 1;
 			}
-			printf("allreduce version=%lld w0=%g\n", (long long)v, (double)w[0]);
+			printf("push_get version=%lld w0=%g\n", (long long)v, (double)w[0]);
 		}
-		for (long i = first; i < first + count && o.mode != MLF_MODE_SYNC; i++) {
+		for (long i = first; i < first + count && o.mode != MLF_MODE_MLFABRIC_S; i++) {
 			for (size_t k = 0; k < n; k++)
 				u[k] = (float)i;
 			/* ||u||_2 of n copies of i: the planner's divergence bound (Div_max) uses it */
@@ -285,7 +292,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (until < 0)
 			until = first + count - 1;
-		for (int tries = 0; tries < 100 && v < until && o.mode != MLF_MODE_SYNC; tries++) {
+		for (int tries = 0; tries < 100 && v < until && o.mode != MLF_MODE_MLFABRIC_S; tries++) {
 			if ((rc = mlf_get(f, server, w, n, &v, timeout)) < 0) {
 				fprintf(stderr, "%s\n", mlf_error(f));
 				break;

@@ -16,15 +16,15 @@ dp_start w0
 dp_start w1
 dp_start r1
 wait_for "$WORK/sched.out" '"type":"hello","host":"r1"' 5
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 1000 --momentum 0.5 --stay
-bg replica "$APP" replica --cluster "$CLUSTER" --host r1 --server ps --mode async --n 1000 --momentum 0.5 \
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode mlfabric-a --n 1000 --momentum 0.5 --stay
+bg replica "$APP" replica --cluster "$CLUSTER" --host r1 --server ps --mode mlfabric-a --n 1000 --momentum 0.5 \
 	--replication chain
 wait_for "$WORK/server.out" "server ready" 10
 wait_for "$WORK/replica.out" "replica ready" 10
 wait_for "$WORK/sched.out" 'tx ps {"type":"replica".*"host":"r1"' 5
 grep 'rx r1 .*"type":"register"' "$WORK/sched.out" | grep -q '"replication":"chain"' || fail "replica did not register as chain"
 wait_for "$WORK/server.err" "chain replication to r1" 5
-timeout 30 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 1000 --count 4 \
+timeout 30 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode mlfabric-a --n 1000 --count 4 \
 	>"$WORK/worker.out" 2>"$WORK/worker.err" || fail "worker failed: $(cat "$WORK/worker.err")"
 wait_for "$WORK/replica.out" '^update .* version=4 ' 5
 s=$(grep '^update .* version=4 ' "$WORK/server.out" | sed 's/.*w0=//')
@@ -45,7 +45,7 @@ grep -q '"status":-' "$WORK/sched.out" && fail "a failed transfer with the chain
 # the replica host dies: the chain breaks (a second worker host: its update ids are new), the server goes on
 kill -9 "$DP_PID_r1" "$PID_replica"
 sleep 0.5
-timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode async --n 1000 --first 5 --count 1 --timeout 30 \
+timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode mlfabric-a --n 1000 --first 5 --count 1 --timeout 30 \
 	>"$WORK/worker2.out" 2>"$WORK/worker2.err" || fail "second worker failed: $(cat "$WORK/worker2.err")"
 grep -q '^update .* version=5 ' "$WORK/server.out" || fail "server did not apply update 5 after the replica died"
 wait_for "$WORK/server.err" "chain replication stopped" 5

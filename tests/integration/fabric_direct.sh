@@ -9,13 +9,13 @@
 fab_begin fabd 'ps:1:"server"' 'w0:10:"worker"'
 dp_start ps --scheduler none
 dp_start w0 --scheduler none
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode direct --n 1000 --count 25
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 1000 --count 25
 wait_for "$WORK/server.out" "server ready" 10
-timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode direct --n 1000 --count 20 \
+timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 1000 --count 20 \
 	>"$WORK/worker.out" 2>"$WORK/worker.err" || fail "worker failed: $(cat "$WORK/worker.err")"
 line=$(grep '^get ' "$WORK/worker.out")
 [[ "$line" == "get version=20 w0=210 wlast=210 pushed=20 sent=20 "* ]] || fail "worker get: $line"
-timeout 60 "$APP" worker --cluster "$CLUSTER" --host ps --server ps --mode direct --n 1000 --count 5 --first 21 \
+timeout 60 "$APP" worker --cluster "$CLUSTER" --host ps --server ps --mode async --n 1000 --count 5 --first 21 \
 	>"$WORK/local.out" 2>"$WORK/local.err" || fail "co-hosted worker failed: $(cat "$WORK/local.err")"
 wait "$PID_server" || fail "server failed: $(cat "$WORK/server.err")"
 n=$(grep -c '^update ' "$WORK/server.out")

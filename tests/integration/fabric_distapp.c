@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 		{ "cluster", 1, NULL, 'c' }, { "host", 1, NULL, 'H' }, { "server", 1, NULL, 's' },
 		{ "n", 1, NULL, 'n' }, { "count", 1, NULL, 'k' }, { "gets", 1, NULL, 'g' },
 		{ "timeout", 1, NULL, 't' }, { NULL, 0, NULL, 0 } };
-	struct mlf_opts o = { .mode = MLF_MODE_ASYNC };
+	struct mlf_opts o = { .mode = MLF_MODE_MLFABRIC_A };
 	const char *server = NULL;
 	size_t n = 1000;
 	long count = 1, gets = 1;

@@ -11,11 +11,11 @@ mkdir -p "$WORK/rec"
 bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec"
 for h in ps w0 w1 ag; do dp_start $h; done
 bg agg "$AGG" --cluster "$CLUSTER" --host ag --progress 0
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 250000 --count 10
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode mlfabric-a --n 250000 --count 10
 wait_for "$WORK/server.out" "server ready" 10
 wait_for "$WORK/agg.err" "registered as aggregator@ag" 10
-bg w0 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 250000 --count 5 --until-version 10
-bg w1 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode async --n 250000 --count 5 --until-version 10
+bg w0 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode mlfabric-a --n 250000 --count 5 --until-version 10
+bg w1 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode mlfabric-a --n 250000 --count 5 --until-version 10
 wait "$PID_w0" || fail "worker w0 failed: $(cat "$WORK/w0.err")"
 wait "$PID_w1" || fail "worker w1 failed: $(cat "$WORK/w1.err")"
 wait "$PID_server" || fail "server failed: $(cat "$WORK/server.err")"

@@ -16,7 +16,7 @@ PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$dest/usr/lib/pkgconfig \
 	fail "examples/c does not build: $(tail -3 "$WORK/example.log")"
 dp_start ps --scheduler none
 dp_start w0 --scheduler none
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode direct --n 1000 --count 1
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 1000 --count 1
 wait_for "$WORK/server.out" "server ready" 10
 LD_LIBRARY_PATH=$dest/usr/lib timeout 60 "$WORK/example/push_get" --cluster "$CLUSTER" --host w0 --server ps \
 	--mode async --n 1000 >"$WORK/example.out" 2>"$WORK/example.err" ||

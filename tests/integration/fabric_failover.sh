@@ -16,18 +16,18 @@ mkdir -p "$WORK/rec"
 bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec" --verify-every 1
 for h in ps w0 w1 w2 w3 ag r1 r2; do dp_start $h; done
 bg agg "$AGG" --cluster "$CLUSTER" --host ag --progress 0
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 10000 --stay --verify "$WORK/verify"
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode mlfabric-a --n 10000 --stay --verify "$WORK/verify"
 wait_for "$WORK/server.out" "server ready" 10
-bg replica "$APP" replica --cluster "$CLUSTER" --host r1 --server ps --mode async --n 10000 --verify "$WORK/verify"
+bg replica "$APP" replica --cluster "$CLUSTER" --host r1 --server ps --mode mlfabric-a --n 10000 --verify "$WORK/verify"
 wait_for "$WORK/replica.out" "replica ready" 10
 wait_for "$WORK/agg.err" "registered as aggregator@ag" 10
 sleep 0.5
-bg w0 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 10000 --count 5
+bg w0 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode mlfabric-a --n 10000 --count 5
 wait "$PID_w0" || fail "worker w0 failed: $(cat "$WORK/w0.err")"
 # w1 starts after w0 is done: its get is answered with version 5 at once, so it closes right
 # after pushing; mlf_close waits until its updates and their replica copies are sent (else the
 # server loses updates and the replica has to catch up from a state transfer)
-bg w1 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode async --n 10000 --count 5
+bg w1 timeout 60 "$APP" worker --cluster "$CLUSTER" --host w1 --server ps --mode mlfabric-a --n 10000 --count 5
 wait "$PID_w1" || fail "worker w1 failed: $(cat "$WORK/w1.err")"
 wait_for "$WORK/replica.out" '^update .* version=10 w0=30 ' 10
 s=$(grep '^update .* version=10 ' "$WORK/server.out" | sed 's/.*w0=//')
@@ -35,7 +35,7 @@ r=$(grep '^update .* version=10 ' "$WORK/replica.out" | sed 's/.*w0=//')
 [ "$s" = "$r" ] || fail "server '$s' and replica '$r' differ at version 10"
 # snapshots are taken at batch boundaries: no batch has started since w1's updates took the
 # model to version 10; w2's pull of version 10 makes one
-timeout 60 "$APP" worker --cluster "$CLUSTER" --host w2 --server ps --mode async --n 10000 --first 11 --count 0 \
+timeout 60 "$APP" worker --cluster "$CLUSTER" --host w2 --server ps --mode mlfabric-a --n 10000 --first 11 --count 0 \
 	>"$WORK/w2.out" 2>"$WORK/w2.err" || fail "worker w2 failed: $(cat "$WORK/w2.err")"
 wait_for "$WORK/verify/snapshots.jsonl" '"role":"replica".*"version":10' 5
 grep -E 'is stale|update\(s\) lost' "$WORK/sched.err" && fail "a closing worker lost updates or replica copies"
@@ -47,13 +47,13 @@ kill -9 "$PID_server"
 # the dataplane of ps reports the server app gone (no traffic needed); after the promotion,
 # w3's updates 11 and 12 are applied by r1
 wait_for "$WORK/replica.err" "promoted from replica" 5
-timeout 60 "$APP" worker --cluster "$CLUSTER" --host w3 --server ps --mode async --n 10000 --first 11 --count 2 \
+timeout 60 "$APP" worker --cluster "$CLUSTER" --host w3 --server ps --mode mlfabric-a --n 10000 --first 11 --count 2 \
 	>"$WORK/w3.out" 2>"$WORK/w3.err" || fail "worker w3 failed: $(cat "$WORK/w3.err")"
 line=$(grep '^get ' "$WORK/w3.out")
 [[ "$line" == "get version=12 w0=53 "* ]] || fail "w3 get: $line"
 grep -q '^update .* version=12 w0=53 ' "$WORK/replica.out" || fail "promoted replica: $(tail -3 "$WORK/replica.out")"
 # a new replica joins the promoted server r1 and catches up from it (state transfer)
-bg replica2 "$APP" replica --cluster "$CLUSTER" --host r2 --server r1 --mode async --n 10000
+bg replica2 "$APP" replica --cluster "$CLUSTER" --host r2 --server r1 --mode mlfabric-a --n 10000
 wait_for "$WORK/replica2.out" '^installed version=12 w0=53 ' 10
 kill "$PID_sched"; wait "$PID_sched" 2>/dev/null # writes failover.jsonl
 fo=$(cat "$WORK/rec/failover.jsonl")

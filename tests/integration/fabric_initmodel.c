@@ -1,4 +1,4 @@
-/* fabric_initmodel.c - test program of tests/integration/fabric_init_model.sh: mlf_send_model / mlf_recv_model (contract B of issue 13). */
+/* fabric_initmodel.c - test program of tests/integration/fabric_init_model.sh: mlf_send_model / mlf_recv_model (docs/api.md "Initial model"). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>

@@ -22,9 +22,9 @@ dp_start w0
 dp_start r1
 wait_for "$WORK/sched.out" '"type":"hello","host":"r1"' 5
 # the replica first: refused while no server is registered, it registers again on the same endpoint
-bg replica "$APP" replica --cluster "$CLUSTER" --host r1 --server ps --mode async --n 1000 --momentum 0.5 --verify "$WORK/verify"
+bg replica "$APP" replica --cluster "$CLUSTER" --host r1 --server ps --mode mlfabric-a --n 1000 --momentum 0.5 --verify "$WORK/verify"
 wait_for "$WORK/replica.out" "refused: replica@r1: registration refused: replica refused: no server is registered" 10
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 1000 --momentum 0.5 --stay --verify "$WORK/verify"
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode mlfabric-a --n 1000 --momentum 0.5 --stay --verify "$WORK/verify"
 wait_for "$WORK/server.out" "server ready role=server" 10
 wait_for "$WORK/replica.out" "replica ready role=replica" 10
 grep -q 'rx r1 .*"type":"register".*"role":"replica"' "$WORK/sched.out" || fail "no replica registration"
@@ -32,7 +32,7 @@ reg=$(grep 'rx r1 .*"type":"register"' "$WORK/sched.out" | head -1)
 for k in '"server":"ps"' '"replication":"mlfabric"' '"n_floats":1000' '"version":0' '"momentum":0.5'; do
 	[[ "$reg" == *"$k"* ]] || fail "replica registration lacks $k: $reg"
 done
-timeout 30 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 1000 --count 3 \
+timeout 30 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode mlfabric-a --n 1000 --count 3 \
 	>"$WORK/worker.out" 2>"$WORK/worker.err" || fail "worker failed: $(cat "$WORK/worker.err")"
 # update 1: both applied it, same model (bit for bit)
 s1=$(grep '^update .* version=1 ' "$WORK/server.out" | sed 's/.*hash=//')
@@ -68,7 +68,7 @@ wait_for "$WORK/verify/snapshots.jsonl" '"role":"server","host":"ps","tag":18' 5
 wait_for "$WORK/sched.out" 'rx r1 .*"type":"promoted"' 5
 pr=$(grep 'rx r1 .*"type":"promoted"' "$WORK/sched.out")
 [[ "$pr" == *'"app":"server@r1"'* && "$pr" == *'"version":3'* ]] || fail "promoted: $pr"
-timeout 30 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 1000 --first 4 --count 2 \
+timeout 30 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode mlfabric-a --n 1000 --first 4 --count 2 \
 	>"$WORK/worker2.out" 2>"$WORK/worker2.err" || fail "second worker failed: $(cat "$WORK/worker2.err")"
 [ "$(grep -c 'rx w0 .*"type":"update".*"server":"r1"' "$WORK/sched.out")" = 2 ] ||
 	fail "the second worker's updates do not name r1: $(grep 'rx w0 .*"type":"update"' "$WORK/sched.out")"

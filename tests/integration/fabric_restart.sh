@@ -15,9 +15,9 @@ wait_for "$WORK/sched.out" listening 5
 dp_start ps
 dp_start w0
 wait_for "$WORK/sched.out" '"type":"hello","host":"w0"' 5
-bg server "$APP" server --cluster "$CLUSTER" --host ps --mode async --n 1000 --count 2
+bg server "$APP" server --cluster "$CLUSTER" --host ps --mode mlfabric-a --n 1000 --count 2
 wait_for "$WORK/server.out" "server ready" 10
-timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode async --n 1000 --count 2 \
+timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode mlfabric-a --n 1000 --count 2 \
 	>"$WORK/worker.out" 2>"$WORK/worker.err" || fail "worker failed: $(tail -3 "$WORK/worker.err")"
 wait "$PID_server" || fail "server failed: $(tail -3 "$WORK/server.err")"
 

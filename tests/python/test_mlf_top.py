@@ -23,7 +23,7 @@ _loader.exec_module(top)
 T = 1000.0
 STATUS = {
     "type": "status", "cluster": "c1", "t": T, "uptime_s": 42.0, "batches": 17, "peer_timeout_s": 2.0,
-    "server": {"host": "ps", "mode": "async", "version": 120, "n_workers": 2},
+    "server": {"host": "ps", "mode": "mlfabric-a", "version": 120, "n_workers": 2},
     "hosts": [
         {"name": "ps", "roles": ["server", "scheduler"], "apps": ["server"], "connected": False,
          "alive": False, "up_gbps": 10.0, "down_gbps": 10.0, "silent_s": 4.5, "tx_gbps": 0.1,
@@ -60,7 +60,7 @@ class RenderTest(unittest.TestCase):
         self.assertIn("-", rows["w1"][5:7])
         self.assertEqual(rows["ps"][8], "1")  # one transfer in flight towards ps
         self.assertIn("cluster c1", out)
-        self.assertIn("server ps (async, version 120)", out)
+        self.assertIn("server ps (mlfabric-a, version 120)", out)
 
     def test_transfer_table(self):
         lines = top.render(STATUS).splitlines()

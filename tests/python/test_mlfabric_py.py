@@ -243,7 +243,7 @@ class TestFakeDataplane(Base):
             h.get("ps", ro, 0.1)  # the output must be writable
         self.assertIn("writable", str(cm.exception))
         with self.assertRaises(TypeError):
-            h.allreduce("ps", np.zeros(4, np.float32), 1.0, 0, np.zeros(4, np.float64), 0.1)
+            h.push_get("ps", np.zeros(4, np.float32), 1.0, 0, np.zeros(4, np.float64), 0.1)
         ep.close()
 
 
@@ -322,7 +322,7 @@ class FakeEndpoint:
         np.frombuffer(out, dtype=np.float32)[:] = self.w
         return self.version
 
-    def allreduce(self, u, norm, version, out, timeout_s=None):
+    def push_get(self, u, norm, version, out, timeout_s=None):
         self.push(u, norm, version)
         return self.get(out)
 
@@ -372,19 +372,19 @@ class TestDistributedOptimizer(unittest.TestCase):
         opt = self.run_steps("async")
         self.assertTrue(opt.params.backed)
 
-    def test_step_sync_uses_allreduce(self):
+    def test_step_sync_uses_push_get(self):
         calls = []
-        orig = FakeEndpoint.allreduce
+        orig = FakeEndpoint.push_get
 
         def spy(self, *a, **k):
             calls.append(a[2])
             return orig(self, *a, **k)
-        FakeEndpoint.allreduce = spy
+        FakeEndpoint.push_get = spy
         try:
             self.run_steps("mlfabric-s")
         finally:
-            FakeEndpoint.allreduce = orig
-        self.assertEqual(calls, [0, 2, 4])  # versions passed to allreduce
+            FakeEndpoint.push_get = orig
+        self.assertEqual(calls, [0, 2, 4])  # versions passed to push_get
 
     def test_step_float64_params(self):
         opt = self.run_steps("mlfabric-a", dtype=torch.float64)

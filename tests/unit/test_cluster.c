@@ -77,7 +77,7 @@ static const struct { const char *doc, *must_name; } bad_docs[] = {
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"up_gbps\":1e-300}]}", "hosts[0].up_gbps" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"down_gbps\":401}]}", "hosts[0].down_gbps" },
 	{ "{\"mtu\":100,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "mtu" },
-	/* Hop's graph (issue 12): hosts a, b, c workers, s a server */
+	/* Hop's graph: hosts a, b, c workers, s a server */
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"x\"],\"x\":[\"a\"]}}", "graph.a[0]: \"x\" is not the name of a host" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"zz\":[\"a\"]}}", "graph: \"zz\" is not a host" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"s\"],\"s\":[\"a\"]}}", "\"s\" is not a worker" },
@@ -97,7 +97,7 @@ static const char *graph_split =
 	"{\"name\":\"d\",\"ip\":\"10.0.0.4\",\"roles\":[\"worker\"]}],"
 	"\"graph\":{\"a\":[\"b\"],\"b\":[\"a\"],\"c\":[\"d\"],\"d\":[\"c\"]}}";
 
-/* The graph (Hop, issue 12): a ring of four workers gives each its two ring neighbours, in the
+/* The graph (Hop): a ring of four workers gives each its two ring neighbours, in the
  * order of hosts; a host outside the graph has none; no graph is -ENOENT; two pairs are not
  * connected, and the error names who cannot reach whom. */
 START_TEST(graph_neighbours)

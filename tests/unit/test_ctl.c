@@ -1,4 +1,4 @@
-/* test_ctl.c - Check tests of the control framing's bounds (lib/proto/ctl.c, issue 14). */
+/* test_ctl.c - Check tests of the control framing's bounds (lib/proto/ctl.c, docs/security.md). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -150,7 +150,7 @@ START_TEST(token_bucket_rate_and_runtime_change)
 END_TEST
 
 /*
- * pacer_wait_ticks (issue 11, the loop sleeps until the next frame is due): a loop that sleeps
+ * pacer_wait_ticks (docs/dataplane.md "Idle behaviour": the loop sleeps until the next frame is due): a loop that sleeps
  * exactly the returned ticks, then sends what is allowed, follows the schedule (steps and a
  * pause) within a frame, wakes once per frame at most, and never finds nothing to send unless
  * the schedule has ended.

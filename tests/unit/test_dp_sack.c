@@ -260,7 +260,7 @@ START_TEST(resent_segment_gives_no_rtt_sample)
 }
 END_TEST
 
-/* issue 14: acks of segments never sent (a forged SACK for the second half) are refused; before,
+/* docs/security.md: acks of segments never sent (a forged SACK for the second half) are refused; before,
  * they counted, next_new - n_acked wrapped around and the sender stalled for good */
 START_TEST(ack_beyond_sent_refused)
 {

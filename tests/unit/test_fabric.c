@@ -318,9 +318,9 @@ START_TEST(mode_names)
 	enum mlf_mode m;
 
 	ck_assert_int_eq(mlf_mode_parse("mlfabric-a", &m), 0);
-	ck_assert_int_eq(m, MLF_MODE_ASYNC);
+	ck_assert_int_eq(m, MLF_MODE_MLFABRIC_A);
 	ck_assert_int_eq(mlf_mode_parse("MLfabric-S", &m), 0);
-	ck_assert_int_eq(m, MLF_MODE_SYNC);
+	ck_assert_int_eq(m, MLF_MODE_MLFABRIC_S);
 	ck_assert_int_eq(mlf_mode_parse("async", &m), 0);
 	ck_assert_int_eq(m, MLF_MODE_DIRECT);
 	ck_assert_int_eq(mlf_mode_parse("sync", &m), -EINVAL);

@@ -21,6 +21,7 @@
 #include "ck_run.h"
 #include "clock.h"
 #include "dpclient.h"
+#include "mlf_payload.h"
 #include "mlfabric.h"
 
 #define N 16
@@ -270,7 +271,7 @@ static int64_t commit_field(const char *text, const char *k)
 START_TEST(sync_server_one_step_per_iteration)
 {
 	struct mlf_opts o = { .cluster = cfg, .host = "x", .sock = sock, .timeout_s = 5,
-			      .mode = MLF_MODE_SYNC };
+			      .mode = MLF_MODE_MLFABRIC_S };
 	struct mlf_params p = { .tau_max = 8, .n_workers = 3 };
 	struct srv s = { .version = 10 };
 	char err[256];

@@ -29,7 +29,7 @@ static struct mlf *endpoint(enum fabric_role role, const char *app, double thres
 	ck_assert_int_eq(cluster_parse(cluster_text, "test", &f->cl, err, sizeof(err)), 0);
 	pthread_mutex_init(&f->lock, NULL);
 	f->role = role;
-	f->mode = MLF_MODE_ASYNC;
+	f->mode = MLF_MODE_MLFABRIC_A;
 	f->reg_state = 1;
 	f->waits.threshold_s = threshold_s;
 	snprintf(f->app, sizeof(f->app), "%s", app);

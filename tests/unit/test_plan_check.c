@@ -420,7 +420,7 @@ END_TEST
 START_TEST(test_sync_drop_only_undeliverable)
 {
 	const char *doc =
-		"{\"mode\": \"sync\", \"hosts\": [{\"name\": \"w0\", \"up_gbps\": 10, \"down_gbps\": 10},"
+		"{\"mode\": \"mlfabric-s\", \"hosts\": [{\"name\": \"w0\", \"up_gbps\": 10, \"down_gbps\": 10},"
 		" {\"name\": \"w1\", \"up_gbps\": 10, \"down_gbps\": 10},"
 		" {\"name\": \"ps\", \"up_gbps\": 10, \"down_gbps\": 10}], \"servers\": [\"ps\"], \"v_init\": 3,"
 		" \"capacity_changes\": [{\"link\": \"w1.up\", \"at_s\": 0.01, \"gbps\": 0}],"

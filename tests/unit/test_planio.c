@@ -9,7 +9,7 @@
 
 /* A valid batch using every field of docs/plan-format.md. */
 static const char *base_batch =
-	"{\"mode\": \"async\", \"now_s\": 0.0,"
+	"{\"mode\": \"mlfabric-a\", \"now_s\": 0.0,"
 	" \"hosts\": [{\"name\": \"w0\", \"up_gbps\": 10.0, \"down_gbps\": 10.0},"
 	"             {\"name\": \"w1\", \"up_gbps\": 2.5, \"down_gbps\": 10.0},"
 	"             {\"name\": \"w2\", \"up_gbps\": 10.0, \"down_gbps\": 10.0},"
@@ -132,7 +132,7 @@ START_TEST(test_defaults)
 {
 	const char *doc = "{\"hosts\": [{\"name\": \"w0\", \"up_gbps\": 1, \"down_gbps\": 1},"
 			  " {\"name\": \"ps\", \"up_gbps\": 1, \"down_gbps\": 1}],"
-			  " \"servers\": \"ps\", \"mode\": \"sync\","
+			  " \"servers\": \"ps\", \"mode\": \"mlfabric-s\","
 			  " \"updates\": [{\"id\": \"u0\", \"worker\": \"w0\", \"bytes\": 10}]}";
 	struct plan_batch b;
 	char err[PLANIO_ERR_MAX];
@@ -160,8 +160,10 @@ static const struct bad_case {
 	{ "tau_max", NULL, "tau_max: missing required field" },
 	{ "v_init", NULL, "v_init: missing required field" },
 	{ "div_max", NULL, "div_max: missing required field" },
-	{ "mode", "\"fast\"", "mode: expected \"async\" or \"sync\", got \"fast\"" },
-	{ "mode", "3", "mode: expected \"async\" or \"sync\", got an integer" },
+	{ "mode", "\"fast\"", "mode: expected \"mlfabric-a\" or \"mlfabric-s\", got \"fast\"" },
+	{ "mode", "3", "mode: expected \"mlfabric-a\" or \"mlfabric-s\", got an integer" },
+	{ "mode", "\"async\"", "mode: \"async\" is the old spelling: write \"mlfabric-a\"" },
+	{ "mode", "\"sync\"", "mode: \"sync\" is the old spelling: write \"mlfabric-s\"" },
 	{ "now_s", "\"zero\"", "now_s: expected a number, got a string" },
 	{ "tau_max", "2.5", "tau_max: expected an integer, got a real number" },
 	{ "tau_max", "-1", "tau_max: must be >= 0, got -1" },

@@ -87,7 +87,7 @@ END_TEST
 START_TEST(batch_order_sends_aggregates)
 {
 	start_daemon(NULL);
-	int w[3], a0, ps = setup("async", 100, 8, 3, w, &a0);
+	int w[3], a0, ps = setup("mlfabric-a", 100, 8, 3, w, &a0);
 	uint64_t ids[3];
 	for (int i = 0; i < 3; i++) {
 		ids[i] = ((uint64_t)(i + 2) << 40) | 1;
@@ -186,7 +186,7 @@ START_TEST(stale_update_dropped)
 	start_daemon(NULL);
 	int w0;
 
-	setup("async", 100, 4, 1, &w0, NULL);
+	setup("mlfabric-a", 100, 4, 1, &w0, NULL);
 	uint64_t stale = ((uint64_t)2 << 40) | 7, fresh = ((uint64_t)2 << 40) | 8;
 	push(w0, stale, 90, 1000);  /* deadline 90 + 4 - 100 < 1: can never meet the delay bound */
 	push(w0, fresh, 100, 1000);
@@ -232,7 +232,7 @@ static int one_update_sent(int *w0)
 	uint64_t id = ((uint64_t)2 << 40) | 1;
 
 	start_daemon(no_agg);
-	int ps = setup("async", 0, 8, 1, w0, NULL);
+	int ps = setup("mlfabric-a", 0, 8, 1, w0, NULL);
 	push(*w0, id, 0, 100000);
 	json_t *s = wait_msg(*w0, "send", 2.0);
 	ck_assert_ptr_nonnull(s);
@@ -267,7 +267,7 @@ END_TEST
 START_TEST(pull_gets_model)
 {
 	start_daemon(NULL);
-	int w[2], ps = setup("async", 5, 8, 2, w, NULL), w1 = w[1];
+	int w[2], ps = setup("mlfabric-a", 5, 8, 2, w, NULL), w1 = w[1];
 	fake_send(w1, json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app", "worker@w1", "id",
 				77, "server", "ps"));
 	json_t *s = wait_msg(ps, "send", 2.0);
@@ -295,7 +295,7 @@ static void no_distributors(struct sched_config *c)
 START_TEST(lost_model_pull_answered_again)
 {
 	start_daemon(no_distributors);
-	int w[2], ps = setup("async", 5, 8, 2, w, NULL);
+	int w[2], ps = setup("mlfabric-a", 5, 8, 2, w, NULL);
 	fake_send(w[1], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w1", "id",
 				  77, "server", "ps", "min_version", 5));
 	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w0", "id",
@@ -310,7 +310,7 @@ START_TEST(lost_model_pull_answered_again)
 				"application server@ps closed its connection to the dataplane of host ps"));
 	pump(0.3);
 	ck_assert_int_eq(count_msgs(ps, "send"), 2); /* no server: nothing commanded */
-	reg_server(ps, "async", 3, 8, 2);             /* restarted from an older checkpoint */
+	reg_server(ps, "mlfabric-a", 3, 8, 2);             /* restarted from an older checkpoint */
 	json_t *again = wait_msg(ps, "send", 2.0);
 	ck_assert_ptr_nonnull(again);
 	ck_assert_str_eq(json_string_value(json_object_get(again, "what")), "model");
@@ -332,7 +332,7 @@ static void sync_all(struct sched_config *c)
 START_TEST(sync_waits_for_all)
 {
 	start_daemon(sync_all);
-	int w[3], ps = setup("sync", 10, 8, 3, w, NULL);
+	int w[3], ps = setup("mlfabric-s", 10, 8, 3, w, NULL);
 	push(w[0], ((uint64_t)2 << 40) | 1, 10, 1000);
 	push(w[1], ((uint64_t)3 << 40) | 1, 10, 1000);
 	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w0",
@@ -366,7 +366,7 @@ START_TEST(link_report_after_t_lag)
 	start_daemon(NULL);
 	int w0;
 
-	setup("async", 0, 100, 1, &w0, NULL);
+	setup("mlfabric-a", 0, 100, 1, &w0, NULL);
 	fake_send(w0, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				"w0", "t", clock_real_s(), "up_gbps", 2.0, "down_gbps", 4.0, "tx_gbps", 0.0,
 				"rx_gbps", 0.0));
@@ -393,7 +393,7 @@ START_TEST(running_transfer_carried)
 	start_daemon(no_agg);
 	int w0;
 
-	setup("async", 0, 100, 1, &w0, NULL);
+	setup("mlfabric-a", 0, 100, 1, &w0, NULL);
 	push(w0, ((uint64_t)2 << 40) | 1, 0, 100000000); /* 100 MB over 0.95 Gbit/s: ~0.84 s */
 	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
 	pump(0.1);
@@ -416,7 +416,7 @@ END_TEST
 static json_t *aggregate_planned(int *w, int *a0, int *ps)
 {
 	start_daemon(NULL);
-	*ps = setup("async", 0, 8, 2, w, a0);
+	*ps = setup("mlfabric-a", 0, 8, 2, w, a0);
 	push(w[0], ((uint64_t)2 << 40) | 1, 0, 10001024);
 	push(w[1], ((uint64_t)3 << 40) | 1, 0, 10001024);
 	json_t *ag = wait_msg(*a0, "aggregate", 2.0);
@@ -463,7 +463,7 @@ START_TEST(sync_timeout_names_missing)
 {
 	start_daemon(short_sync);
 	capture_stderr();
-	int w[3], ps = setup("sync", 0, 8, 3, w, NULL);
+	int w[3], ps = setup("mlfabric-s", 0, 8, 3, w, NULL);
 	push(w[0], ((uint64_t)2 << 40) | 1, 0, 1000);
 	push(w[2], ((uint64_t)4 << 40) | 1, 0, 1000);
 	pump(0.15);
@@ -510,7 +510,7 @@ START_TEST(sync_eager_plans_ready_updates)
 	start_daemon(short_eager);
 	capture_stderr();
 	int w[3], ps = setup(NULL, 0, 0, 3, w, NULL);
-	reg_server(ps, "sync", 10, 8, 4);
+	reg_server(ps, "mlfabric-s", 10, 8, 4);
 	push(w[0], ((uint64_t)2 << 40) | 1, 10, 1000);
 	push(w[1], ((uint64_t)3 << 40) | 1, 10, 1000);
 	ck_assert_ptr_nonnull(wait_msg(ps, "order", 1.0));
@@ -610,7 +610,9 @@ START_TEST(bad_fields_named)
 {
 	static const struct { const char *line, *names; } bad[] = {
 		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"x\"}", "mode" },
-		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"async\"}", "n_floats" },
+		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"mlfabric-a\"}", "n_floats" },
+		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"async\"}", "now spelled mlfabric-a" },
+		{ "{\"type\":\"register\",\"app\":\"server@w0\",\"role\":\"server\",\"mode\":\"sync\"}", "now spelled mlfabric-s" },
 		{ "{\"type\":\"register\",\"app\":\"w@w0\",\"role\":\"painter\"}", "role" },
 		{ "{\"type\":\"register\",\"app\":\"worker@w1\",\"role\":\"worker\",\"server\":\"ps\"}", "app" },
 		{ "{\"type\":\"register\",\"role\":\"worker\",\"server\":\"ps\"}", "app" },
@@ -797,7 +799,7 @@ static void short_xfer_timeout(struct sched_config *c)
 START_TEST(unreported_transfer_times_out)
 {
 	start_daemon(short_xfer_timeout);
-	int w0, ps = setup("async", 0, 8, 1, &w0, NULL);
+	int w0, ps = setup("mlfabric-a", 0, 8, 1, &w0, NULL);
 	uint64_t id = ((uint64_t)2 << 40) | 1, done_id = id + 1;
 	push(w0, id, 0, 1000);
 	push(w0, done_id, 0, 1000);

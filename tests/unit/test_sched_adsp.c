@@ -1,5 +1,5 @@
-/* test_sched_adsp.c - Check tests of ADSP's commit-rate control (adsp-aaai2020 §3-§4.2, Alg. 1;
- * issue 12): the O(1/t) loss fit and its reward, ΔC_i = C_target - c_i, the online search. */
+/* test_sched_adsp.c - Check tests of ADSP's commit-rate control (adsp-aaai2020 §3-§4.2, Alg. 1):
+ * the O(1/t) loss fit and its reward, ΔC_i = C_target - c_i, the online search. */
 #include <check.h>
 #include <math.h>
 #include <string.h>

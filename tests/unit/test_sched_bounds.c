@@ -1,5 +1,5 @@
 /*
- * test_sched_bounds.c - Check tests of the scheduler's resource bounds (issue 14): updates and
+ * test_sched_bounds.c - Check tests of the scheduler's resource bounds (docs/security.md): updates and
  * pulls per host, over-long lines, a peer that does not read (memory from /proc), the log rate
  * limit, and running out of file descriptors. The last three run build/mlf-scheduler (or
  * $MLF_SCHEDULER, to show an older build fails them) as a subprocess on 127.0.0.1.
@@ -98,7 +98,7 @@ START_TEST(updates_and_pulls_limited_per_host)
 }
 END_TEST
 
-/* Numbers near INT64_MAX are refused naming the field (issue 14 finding 5): before, a version
+/* Numbers near INT64_MAX are refused naming the field; before, a version
  * or tau_max there overflowed the deadline and bytes = INT64_MAX was commanded. */
 START_TEST(numbers_out_of_range_refused)
 {
@@ -144,7 +144,7 @@ START_TEST(register_momentum_out_of_range_refused)
 	start_daemon(NULL);
 	ps = fake_open("ps");
 	fake_send(ps, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:f, s:i}", "type",
-				"register", "app", "server@ps", "role", "server", "mode", "async",
+				"register", "app", "server@ps", "role", "server", "mode", "mlfabric-a",
 				"n_floats", 2500, "bytes", 10024, "version", (json_int_t)0, "tau_max",
 				(json_int_t)8, "momentum", 4.0, "n_workers", 1));
 	json_t *e = wait_msg(ps, "error", 2.0);
@@ -350,7 +350,7 @@ static int read_for(struct ctl_conn *c, double secs, const char *buf, size_t len
 }
 
 /*
- * A connection that sends bad lines and never reads its answers (issue 14: 64 MiB of them
+ * A connection that sends bad lines and never reads its answers (docs/security.md: 64 MiB of them
  * took the scheduler from 2 to 214 MB and wrote 4.6 million WARN lines): the output queue cap
  * closes it with one WARN, the scheduler's peak RSS stays bounded, the log stays short, and
  * the scheduler still serves.

@@ -29,7 +29,7 @@ static int three_pulls(void (*tweak)(struct sched_config *), int *w)
 	char app[64];
 
 	start_daemon(tweak);
-	int ps = setup("async", 5, 8, N_W, w, NULL);
+	int ps = setup("mlfabric-a", 5, 8, N_W, w, NULL);
 	fake_send(ps, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				"ps", "t", clock_real_s(), "up_gbps", 0.5, "down_gbps", 1.0, "tx_gbps",
 				0.0, "rx_gbps", 0.0));
@@ -229,7 +229,7 @@ START_TEST(pulls_held_while_uplink_busy)
 	char app[64];
 
 	start_daemon(NULL);
-	int ps = setup("async", 5, 8, N_W, w, NULL);
+	int ps = setup("mlfabric-a", 5, 8, N_W, w, NULL);
 	fake_send(ps, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				"ps", "t", clock_real_s(), "up_gbps", 0.5, "down_gbps", 1.0, "tx_gbps",
 				0.0, "rx_gbps", 0.0));
@@ -264,7 +264,7 @@ START_TEST(unreachable_pull_stays_queued)
 	char app[64];
 
 	start_daemon(NULL);
-	int ps = setup("async", 5, 8, N_W, w, NULL);
+	int ps = setup("mlfabric-a", 5, 8, N_W, w, NULL);
 	fake_send(w[1], json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				  "w1", "t", clock_real_s(), "up_gbps", 1.0, "down_gbps", 0.0,
 				  "tx_gbps", 0.0, "rx_gbps", 0.0));

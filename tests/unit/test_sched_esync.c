@@ -1,4 +1,4 @@
-/* test_sched_esync.c - Check tests of ESync's State Server rule (esync.txt §4, Alg. 2; issue 12). */
+/* test_sched_esync.c - Check tests of ESync's State Server rule (esync.txt §4, Alg. 2). */
 #include <check.h>
 #include <string.h>
 

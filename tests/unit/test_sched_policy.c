@@ -63,7 +63,7 @@ START_TEST(choose_follows_options_and_mode)
 	ck_assert_int_eq(sched_policy_plan_mode(&s), PLAN_ASYNC);
 	void *esync_state = s.pol.data[index_of(&sched_policy_esync)];
 	ck_assert_ptr_nonnull(esync_state);
-	/* the server registers in mode sync: the planning policy changes, ESync keeps its state */
+	/* the server registers in mode mlfabric-s: the planning policy changes, ESync keeps its state */
 	s.server.sync = 1;
 	ck_assert_int_eq(sched_policy_choose(&s, err, sizeof(err)), 0);
 	ck_assert_str_eq(names(), "mlfabric-s,esync");

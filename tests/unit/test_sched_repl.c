@@ -63,7 +63,7 @@ START_TEST(replica_registration_refused)
 	int r = fake_open("r0");
 	expect_refused(reg_replica(r, 1.0, NULL, 2500000, 0), "no server");
 	int w0;
-	setup("async", 0, 8, 1, &w0, NULL);
+	setup("mlfabric-a", 0, 8, 1, &w0, NULL);
 	expect_refused(reg_replica(r, 1.0, NULL, 7, 0), "n_floats");
 	expect_refused(reg_replica(r, 1.0, "paxos", 2500000, 0), "replication");
 	json_t *ok = reg_replica(r, 1.0, NULL, 2500000, 0);
@@ -146,7 +146,7 @@ START_TEST(replica_div0_copies_ordered)
 	int ps;
 
 	start_daemon(verify_each_batch);
-	replicate_three("async", 0.0, ids, &ps);
+	replicate_three("mlfabric-a", 0.0, ids, &ps);
 	json_t *o4 = wait_msg(r0, "order", 2.0);
 	ck_assert_ptr_nonnull(o4);
 	ck_assert_int_eq(json_integer_value(json_object_get(o4, "chan")), 4);
@@ -185,7 +185,7 @@ START_TEST(replica_punted_copies_sent_later)
 	int ps;
 
 	start_daemon(NULL);
-	replicate_three("async", 1e9, ids, &ps);
+	replicate_three("mlfabric-a", 1e9, ids, &ps);
 	pump(0.4);
 	pthread_mutex_lock(&hook_mu);
 	int punted = hook_punted[1], lag2 = hook_lag[2], batches = hook_batches;
@@ -217,7 +217,7 @@ START_TEST(replica_sync_mode)
 	int ps;
 
 	start_daemon(NULL);
-	replicate_three("sync", 0.0, ids, &ps);
+	replicate_three("mlfabric-s", 0.0, ids, &ps);
 	json_t *o4 = wait_msg(r0, "order", 2.0);
 	ck_assert_ptr_nonnull(o4);
 	pump(0.2);
@@ -265,7 +265,7 @@ START_TEST(replica_catchup_and_stale)
 
 	start_daemon(no_agg);
 	want_r0 = 1;
-	int ps = setup("async", 100, 8, 1, &w0, NULL);
+	int ps = setup("mlfabric-a", 100, 8, 1, &w0, NULL);
 	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, NULL, 2500000, 0)), "registered");
 	uint64_t sx = expect_state_send(ps);
 	uint64_t id = ((uint64_t)2 << 40) | 1;
@@ -313,7 +313,7 @@ START_TEST(catchup_timeout_late_commit)
 
 	start_daemon(short_catchup);
 	want_r0 = 1;
-	int ps = setup("async", 100, 8, 1, &w0, NULL);
+	int ps = setup("mlfabric-a", 100, 8, 1, &w0, NULL);
 	push(w0, id, 100, 1000);
 	ck_assert_ptr_nonnull(wait_msg(ps, "order", 2.0));
 	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, NULL, 2500000, 100)), "registered");
@@ -336,7 +336,7 @@ START_TEST(failover_promotes_replica)
 
 	start_daemon(no_agg);
 	want_r0 = 1;
-	int ps = setup("async", 0, 8, 2, w, NULL);
+	int ps = setup("mlfabric-a", 0, 8, 2, w, NULL);
 	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, NULL, 2500000, 0)), "registered");
 	push(w[0], u1, 0, 1000);
 	push(w[1], u2, 0, 1000);
@@ -392,7 +392,7 @@ static int chain_setup(int *w0, json_t **told)
 {
 	start_daemon(NULL);
 	want_r0 = 1;
-	int ps = setup("async", 0, 8, 1, w0, NULL);
+	int ps = setup("mlfabric-a", 0, 8, 1, w0, NULL);
 	ck_assert_str_eq(ctl_type(reg_replica(r0, 0.0, "chain", 2500000, 0)), "registered");
 	*told = wait_msg(ps, "replica", 2.0);
 	ck_assert_ptr_nonnull(*told);

@@ -38,7 +38,7 @@ static json_t *shard_reg(const char *host, int k, const char *mode, int64_t n_to
 /*
  * Daemon (config changed by @tweak, may be NULL) with workers w0..w2 (@w), shard 0 at ps
  * (returned; version 5) and then shard 1 at a0 (*@s1; version @v1), both registered in @mode
- * ("async" or "sync").
+ * ("mlfabric-a" or "mlfabric-s").
  */
 static int two_shards_in(int *w, int *s1, const char *mode, void (*tweak)(struct sched_config *),
 			 int64_t v1)
@@ -58,7 +58,7 @@ static int two_shards_in(int *w, int *s1, const char *mode, void (*tweak)(struct
 /* two_shards_in() for MLfabric-A with the test config, both shards at version 5. */
 static int two_shards(int *w, int *s1)
 {
-	return two_shards_in(w, s1, "async", NULL, 5);
+	return two_shards_in(w, s1, "mlfabric-a", NULL, 5);
 }
 
 /* Index in got[] of the first message of @type to fake @f from @from on, or -1. */
@@ -248,7 +248,7 @@ START_TEST(lagging_shard_rejoins)
 	int w[N_W], s1, ps = two_shards(w, &s1);
 	uint64_t x1 = lose_leg_to_s1(w, s1);
 
-	json_t *r = shard_reg("a0", 1, "async", 2 * HALF, HALF);
+	json_t *r = shard_reg("a0", 1, "mlfabric-a", 2 * HALF, HALF);
 	json_object_set_new(r, "version", json_integer(7));
 	int from = n_got;
 	fake_send(s1, r);
@@ -257,7 +257,7 @@ START_TEST(lagging_shard_rejoins)
 	ck_assert_ptr_nonnull(strstr(str(e, "reason"), "ahead"));
 	ck_assert_int_eq(first(s1, "registered", NULL, from), -1);
 	from = n_got;
-	fake_send(s1, shard_reg("a0", 1, "async", 2 * HALF, HALF)); /* its own version: 5 */
+	fake_send(s1, shard_reg("a0", 1, "mlfabric-a", 2 * HALF, HALF)); /* its own version: 5 */
 	ck_assert_ptr_nonnull(wait_msg(s1, "registered", 2.0));
 	/* the skip of the leg lost while it was away is sent again */
 	int sk = first(s1, "skip", NULL, from);
@@ -295,7 +295,7 @@ END_TEST
  */
 START_TEST(shard_ahead_lifts_incomplete_group)
 {
-	int w[N_W], s1, ps = two_shards_in(w, &s1, "async", NULL, 7);
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "mlfabric-a", NULL, 7);
 
 	pull_copies(w[1], 402, ps, s1, 0, 5, 7, 7);
 	stop_daemon();
@@ -315,11 +315,11 @@ START_TEST(aggregates_per_shard)
 	start_daemon(NULL);
 	int ps = setup(NULL, 0, 0, N_W, w, &a0);
 	int s1 = fake_open("r0");
-	json_t *r = shard_reg("ps", 0, "async", 2 * HALF * 1000, 0);
+	json_t *r = shard_reg("ps", 0, "mlfabric-a", 2 * HALF * 1000, 0);
 	json_object_set_new(r, "n_floats", json_integer(HALF * 1000));
 	fake_send(ps, r);
 	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
-	r = shard_reg("r0", 1, "async", 2 * HALF * 1000, HALF);
+	r = shard_reg("r0", 1, "mlfabric-a", 2 * HALF * 1000, HALF);
 	json_object_set_new(r, "offset", json_integer(HALF * 1000));
 	json_object_set_new(r, "n_floats", json_integer(HALF * 1000));
 	fake_send(s1, r);
@@ -394,7 +394,7 @@ static void copy_after_aggregate(int mode, int waits)
 	int ps = setup(NULL, 0, 0, N_W, w, &a0);
 	int s1 = fake_open("r0");
 	for (int k = 0; k < 2; k++) {
-		json_t *r = shard_reg(k ? "r0" : "ps", k, "async", 2 * nf, k * nf);
+		json_t *r = shard_reg(k ? "r0" : "ps", k, "mlfabric-a", 2 * nf, k * nf);
 		json_object_set_new(r, "n_floats", json_integer(nf));
 		fake_send(k ? s1 : ps, r);
 		ck_assert_ptr_nonnull(wait_msg(k ? s1 : ps, "registered", 2.0));
@@ -524,18 +524,18 @@ START_TEST(bad_shard_registrations_refused)
 	start_daemon(NULL);
 	int ps = setup(NULL, 0, 0, N_W, w, NULL);
 	int s1 = fake_open("a0");
-	fake_send(ps, shard_reg("ps", 0, "async", 2 * HALF, 0));
+	fake_send(ps, shard_reg("ps", 0, "mlfabric-a", 2 * HALF, 0));
 	ck_assert_ptr_nonnull(wait_msg(ps, "registered", 2.0));
 	/* the shards of one model serve one mode */
-	fake_send(s1, shard_reg("a0", 1, "sync", 2 * HALF, HALF));
+	fake_send(s1, shard_reg("a0", 1, "mlfabric-s", 2 * HALF, HALF));
 	json_t *e = wait_msg(s1, "error", 2.0);
 	ck_assert_ptr_nonnull(e);
 	ck_assert_ptr_nonnull(strstr(str(e, "reason"), "mode"));
-	fake_send(s1, shard_reg("a0", 1, "async", 3 * HALF, HALF));
+	fake_send(s1, shard_reg("a0", 1, "mlfabric-a", 3 * HALF, HALF));
 	e = wait_msg(s1, "error", 2.0);
 	ck_assert_ptr_nonnull(e);
 	ck_assert_ptr_nonnull(strstr(str(e, "reason"), "n_total"));
-	fake_send(s1, shard_reg("a0", 1, "async", 2 * HALF, HALF / 2));
+	fake_send(s1, shard_reg("a0", 1, "mlfabric-a", 2 * HALF, HALF / 2));
 	e = wait_msg(s1, "error", 2.0);
 	ck_assert_ptr_nonnull(e);
 	ck_assert_ptr_nonnull(strstr(str(e, "reason"), "overlap"));
@@ -582,7 +582,7 @@ static void short_sync_shards(struct sched_config *c)
  */
 START_TEST(sync_shards_step_together)
 {
-	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards, 5);
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "mlfabric-s", short_sync_shards, 5);
 
 	for (int i = 0; i < N_W; i++)
 		push(w[i], 1001 + (uint64_t)i, 5, UPD_BYTES);
@@ -634,7 +634,7 @@ END_TEST
  */
 START_TEST(sync_shards_lagging_shard)
 {
-	int w[N_W], s1, ps = two_shards_in(w, &s1, "sync", short_sync_shards, 8);
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "mlfabric-s", short_sync_shards, 8);
 
 	push(w[0], 1001, 8, UPD_BYTES);
 	push(w[1], 1002, 8, UPD_BYTES);

@@ -56,7 +56,7 @@ START_TEST(ahead_worker_waits_for_slowest)
 	int w[2], ps;
 
 	start_daemon(ssp1);
-	ps = setup("async", 0, 1000, 2, w, NULL);
+	ps = setup("mlfabric-a", 0, 1000, 2, w, NULL);
 	push(w[0], 101, 0, 4000);
 	push(w[0], 102, 0, 4000);
 	pull(w[0], "w0", 900);
@@ -76,7 +76,7 @@ START_TEST(dead_worker_holds_nobody)
 	int w[2], ps;
 
 	start_daemon(ssp1);
-	ps = setup("async", 0, 1000, 2, w, NULL);
+	ps = setup("mlfabric-a", 0, 1000, 2, w, NULL);
 	push(w[0], 101, 0, 4000);
 	push(w[0], 102, 0, 4000);
 	pull(w[0], "w0", 900);
@@ -95,7 +95,7 @@ START_TEST(off_holds_nothing)
 	int w[2], ps;
 
 	start_daemon(no_dist);
-	ps = setup("async", 0, 1000, 2, w, NULL);
+	ps = setup("mlfabric-a", 0, 1000, 2, w, NULL);
 	push(w[0], 101, 0, 4000);
 	push(w[0], 102, 0, 4000);
 	pull(w[0], "w0", 900);
@@ -170,7 +170,7 @@ static int query(int f, int64_t seq, int64_t round, int k, double c)
 }
 
 /*
- * ESync's State Server in the daemon (issue 12, esync.txt Alg. 2): k = 0 is NOT-READY; a fast
+ * ESync's State Server in the daemon (esync.txt Alg. 2): k = 0 is NOT-READY; a fast
  * worker (c 0.5 s) is NOT-READY while the slowest (c 2 s) has 2 s to go; the slowest is READY
  * after its first local iteration, and then so is the fast one; a bad field is refused with an
  * error naming it and no answer.
@@ -181,7 +181,7 @@ START_TEST(esync_state_server)
 	char app[64];
 
 	start_daemon(no_dist);
-	ps = setup("sync", 0, 1000, 2, w, NULL);
+	ps = setup("mlfabric-s", 0, 1000, 2, w, NULL);
 	(void)ps;
 	ck_assert_int_eq(query(w[0], 1, 0, 0, 0.0), 0);
 	ck_assert_int_eq(query(w[1], 1, 0, 0, 2.0), 0); /* its iterations take 2 s */
@@ -217,7 +217,7 @@ static json_t *rate_with_c(int f, int64_t c, double t)
 }
 
 /*
- * ADSP in the daemon (issue 12, adsp-aaai2020 §3): every check period each live worker gets
+ * ADSP in the daemon (adsp-aaai2020 §3): every check period each live worker gets
  * `commit_rate` with ΔC_i = C_target - c_i (c_i: its updates so far), capped at max_lag x r; the
  * worker ahead (w0, 3 commits) owes fewer than the one behind (w1, none). The server's `loss`
  * is accepted; a worker's, or a bad number, is refused with an error naming it.
@@ -228,7 +228,7 @@ START_TEST(adsp_commit_rates)
 	char app[64];
 
 	start_daemon(adsp_fixed2);
-	ps = setup("async", 0, 1000, 2, w, NULL);
+	ps = setup("mlfabric-a", 0, 1000, 2, w, NULL);
 	for (uint64_t i = 1; i <= 3; i++)
 		push(w[0], 100 + i, 0, 4000);
 	json_t *m0 = rate_with_c(w[0], 3, 3.0);

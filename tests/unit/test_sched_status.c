@@ -92,7 +92,7 @@ START_TEST(late_transfer_names_source)
 	uint64_t id = ((uint64_t)2 << 40) | 1;
 	int w0;
 	start_daemon(no_agg);
-	setup("async", 0, 8, 1, &w0, NULL);
+	setup("mlfabric-a", 0, 8, 1, &w0, NULL);
 	push(w0, id, 0, 100000);
 	ck_assert_ptr_nonnull(wait_msg(w0, "send", 2.0));
 	int v = viewer();
@@ -150,7 +150,7 @@ START_TEST(waits_reported_and_cleared)
 	int w0;
 	char app[64];
 	start_daemon(NULL);
-	int ps = setup("async", 0, 8, 1, &w0, NULL);
+	int ps = setup("mlfabric-a", 0, 8, 1, &w0, NULL);
 	int v = viewer();
 	double since = clock_real_s() - 2.5;
 	json_t *ws = json_pack("[{s:s, s:s, s:f}]", "what", "model (get)", "peer", "ps", "since",

@@ -261,7 +261,7 @@ static int probe_wait(void *ctx, double until)
 	return p->ret;
 }
 
-/* Local SGD steps on a copy (issue 12: ESync, ADSP, Hop): a step is wr += -lr x the gradient of
+/* Local SGD steps on a copy (ESync, ADSP, Hop): a step is wr += -lr x the gradient of
  * the mini-batch the same random state draws; the deterministic straggler slows steps only from
  * its start time; an abort (ESync non-blocking) leaves the copy alone and counts apart; a wait
  * error is kept and the step applied; the delta is scale x (copy - w) with its norm, in place too. */

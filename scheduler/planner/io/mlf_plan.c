@@ -139,7 +139,7 @@ static void explain(FILE *f, const struct plan_batch *b, const struct plan *p, c
 	char what[PLAN_NAME_MAX];
 
 	fprintf(f, "batch: %s, %d hosts, %d updates, %d pulls, tau_max %lld, v_init %lld; "
-		"planned in %.3f ms (%s)\n", b->mode == PLAN_SYNC ? "sync" : "async", b->n_hosts,
+		"planned in %.3f ms (%s)\n", b->mode == PLAN_SYNC ? "mlfabric-s" : "mlfabric-a", b->n_hosts,
 		b->n_updates, b->n_pulls, (long long)b->tau_max, (long long)b->v_init,
 		p->plan_ms, impl);
 	if (p->origin_s != 0.0)

@@ -39,7 +39,7 @@ enum field_type {
 enum field_need {
 	NEED_OPT = 0,   /* optional, the destination keeps its default */
 	NEED_ALWAYS,    /* required */
-	NEED_ASYNC,     /* required in async mode */
+	NEED_ASYNC,     /* required in mode mlfabric-a */
 	NEED_REPLICA,   /* required when the batch has a replica */
 };
 
@@ -636,12 +636,15 @@ static int read_mode(struct reader *rd, const json_t *top)
 	if (!v)
 		return 0;
 	if (!json_is_string(v))
-		return fail(rd, "", "mode", "expected \"async\" or \"sync\", got %s", json_kind(v));
+		return fail(rd, "", "mode", "expected \"mlfabric-a\" or \"mlfabric-s\", got %s", json_kind(v));
 	s = json_string_value(v);
-	if (strcmp(s, "sync") == 0)
+	if (strcmp(s, "mlfabric-s") == 0)
 		rd->b->mode = PLAN_SYNC;
-	else if (strcmp(s, "async") != 0)
-		return fail(rd, "", "mode", "expected \"async\" or \"sync\", got \"%s\"", s);
+	else if (strcmp(s, "async") == 0 || strcmp(s, "sync") == 0)
+		return fail(rd, "", "mode", "\"%s\" is the old spelling: write \"%s\"", s,
+			    s[0] == 'a' ? "mlfabric-a" : "mlfabric-s");
+	else if (strcmp(s, "mlfabric-a") != 0)
+		return fail(rd, "", "mode", "expected \"mlfabric-a\" or \"mlfabric-s\", got \"%s\"", s);
 	return 0;
 }
 
@@ -841,7 +844,7 @@ json_t *planio_batch_to_json(const struct plan_batch *b)
 
 	if (!ok)
 		return NULL;
-	put(doc, "mode", json_string(b->mode == PLAN_SYNC ? "sync" : "async"), &ok);
+	put(doc, "mode", json_string(b->mode == PLAN_SYNC ? "mlfabric-s" : "mlfabric-a"), &ok);
 	put(doc, "now_s", json_real(b->now_s), &ok);
 	put(doc, "hosts", a = json_array(), &ok);
 	for (int i = 0; a && i < b->n_hosts; i++) {
