@@ -17,17 +17,23 @@ $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sch
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS) -lpthread
 
-# ESync's State Server rule alone (issue 12): pure, no daemon
+# ESync's State Server rule alone (docs/scheduler.md "ESync's State Server"): pure
 $(BUILD)/tests/test_sched_esync: $(BUILD)/tests/unit/test_sched_esync.o $(BUILD)/scheduler/daemon/sched_esync.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/test_sched_esync
 
-# ADSP's commit-rate control alone (issue 12): pure, no daemon
+# ADSP's commit-rate control alone (docs/scheduler.md "ADSP's commit rates"): pure
 $(BUILD)/tests/test_sched_adsp: $(BUILD)/tests/unit/test_sched_adsp.o $(BUILD)/scheduler/daemon/sched_adsp.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/test_sched_adsp
+
+# the policy layer on a hand-made daemon state (docs/architecture.md "Scheduler policies")
+$(BUILD)/tests/test_sched_policy: $(BUILD)/tests/unit/test_sched_policy.o $(SCHED_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS += $(BUILD)/tests/test_sched_policy
 
 PROGRAMS += $(BUILD)/mlf-scheduler
 UNIT_TESTS += $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sched_status $(BUILD)/tests/test_sched_dist $(BUILD)/tests/test_sched_shard $(BUILD)/tests/test_sched_bounds $(BUILD)/tests/test_sched_ssp

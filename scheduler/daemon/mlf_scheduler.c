@@ -55,7 +55,7 @@ static void usage(FILE *f)
 		"  --max-pulls-per-host N    pulls of one host waiting; more are refused (1024)\n"
 		"  --ssp S              stale-synchronous parallel: a worker's pull (its next\n"
 		"                       iteration) waits while it is more than S iterations ahead\n"
-		"                       of the slowest live worker (default off; issue 12)\n"
+		"                       of the slowest live worker (default off)\n"
 		"  --asp                adaptive SSP: the threshold follows the workers' iteration\n"
 		"                       rates, --asp-weak W while they are similar, up to --ssp S\n"
 		"  --asp-weak W         ASP's weak threshold (default 1)\n"

@@ -1,6 +1,7 @@
 /* sched_adsp.h - ADSP's commit-rate control (adsp-aaai2020 §3-§4, Alg. 1) in the scheduler
- * (issue 12): check periods, per-worker commit rates, and the online search of the commit rate
- * from the loss-decrease speed. Pure: no daemon state; sched_msg.c and sched_daemon.c drive it. */
+ * (docs/scheduler.md "ADSP's commit rates"): check periods, per-worker commit rates, and the
+ * online search of the commit rate from the loss-decrease speed. Pure: no daemon state; the
+ * ADSP policy (sched_policy_adsp.c) drives it. */
 #ifndef MLF_SCHED_ADSP_H
 #define MLF_SCHED_ADSP_H
 

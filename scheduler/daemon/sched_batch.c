@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "log.h"
 #include "sched_cmd.h"
+#include "sched_policy.h"
 #include "sched_rec.h"
 #include "sched_select.h"
 #include "sched_repl.h"
@@ -452,7 +453,7 @@ static void remove_pulls(struct sched *s, const int *psel, int n)
 
 	for (int i = 0; i < s->n_pulls; i++) {
 		if (j < n && psel[j] == i) {
-			s->hosts[s->pulls[i].worker].t_pull_planned = now; /* ASP: its iteration starts */
+			sched_policy_pull_planned(s, s->pulls[i].worker, now);
 			j++;
 			continue;
 		}
@@ -513,7 +514,7 @@ static int build_batch(struct sched *s, double now, const int *sel, int n_sel, i
 	int n_h = s->cl.n_hosts, cap_ch = 0;
 
 	memset(b, 0, sizeof(*b));
-	b->mode = s->server.sync ? PLAN_SYNC : PLAN_ASYNC;
+	b->mode = sched_policy_plan_mode(s);
 	b->now_s = now - s->t0 + s->cfg.lead_s;
 	b->n_hosts = n_h;
 	b->hosts = calloc((size_t)n_h, sizeof(*b->hosts));
@@ -654,14 +655,15 @@ int sched_batch_tick(struct sched *s, double now)
 	if (sched_repl_planned(s))
 		n_car = sched_repl_carried_sel(s, sel);
 	if (!sched_repl_paused(s))
-		n_sel = n_car + sched_select_updates(s, now, sel + n_car, s->cfg.max_batch > n_car ?
-					       s->cfg.max_batch - n_car : 0);
+		n_sel = n_car + sched_policy_select_updates(s, now, sel + n_car,
+							    s->cfg.max_batch > n_car ?
+							    s->cfg.max_batch - n_car : 0);
 	/* a pull waits for its min_version: applied, or for sharded MLfabric-S planned (its copies
 	 * then wait at each shard for the step, sched_shard_pull_version) */
 	int64_t v_pull = sched_shard_pull_version(s);
 	for (int i = 0; i < s->n_pulls; i++)
 		if (s->pulls[i].min_version <= v_pull && s->hosts[s->pulls[i].worker].alive &&
-		    sched_ssp_allows(s, s->pulls[i].worker))
+		    sched_policy_pull_ready(s, s->pulls[i].worker))
 			psel[n_psel++] = i;
 	if (n_psel && sched_select_hold_pulls(s, now, psel, n_psel))
 		n_psel = 0;
@@ -715,8 +717,7 @@ int sched_batch_tick(struct sched *s, double now)
 			"batch's updates stay pending)", s->batch_no, strerror(-rc));
 		goto out;
 	}
-	if (s->server.sync)
-		sched_select_planned(s, now, sel + n_car, n_sel - n_car);
+	sched_policy_planned(s, now, sel + n_car, n_sel - n_car);
 	remove_pulls(s, psel, n_psel);
 
 	int aggregated = 0;

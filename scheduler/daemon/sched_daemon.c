@@ -17,9 +17,9 @@
 #include "log.h"
 #include "mlf_payload.h"
 #include "sched_batch.h"
-#include "sched_commit.h"
 #include "sched_fail.h"
 #include "sched_msg.h"
+#include "sched_policy.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
 #include "sched_status.h"
@@ -41,10 +41,7 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->distributors = -1;
 	cfg->max_upd_per_host = SCHED_MAX_UPD_PER_HOST;
 	cfg->max_pulls_per_host = SCHED_MAX_PULLS_PER_HOST;
-	cfg->ssp_s = -1;
-	cfg->asp_w = 1;
-	cfg->adsp.eval_s = 6;
-	cfg->adsp.max_lag_r = 4;
+	sched_policy_defaults(cfg);
 }
 
 /* ---- the loop -------------------------------------------------------------------------- */
@@ -258,8 +255,7 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 		double now = clock_real_s();
 		check_peers(s, now);
 		check_xfers(s, now);
-		if (s->cfg.adsp.gamma_s > 0 && now >= s->adsp.next_check)
-			sched_adsp_tick(s, now);
+		sched_policy_tick(s, now);
 		if (now >= s->next_batch) {
 			/* errors are logged by the batch; the updates stay pending for the next */
 			(void)sched_batch_tick(s, now);
@@ -353,13 +349,8 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 	if (s->listen_fd < 0)
 		goto fail;
 	s->t0 = clock_real_s();
-	if (cfg->adsp.gamma_s > 0 && adsp_init(&s->adsp, &cfg->adsp, s->t0 + cfg->adsp.gamma_s)) {
-		snprintf(err, errlen, "--adsp %g s, --adsp-eval %g s, --adsp-epoch %g s, --adsp-rate %d, "
-			 "--adsp-max-lag %d: the evaluation window must be at least one check period",
-			 cfg->adsp.gamma_s, cfg->adsp.eval_s, cfg->adsp.epoch_s, cfg->adsp.fixed_r,
-			 cfg->adsp.max_lag_r);
+	if (sched_policy_choose(s, err, errlen))
 		goto fail;
-	}
 	/* fresh transfer ids start at this start's milliseconds << 20: a scheduler restarted after a
 	 * crash (docs/scheduler.md "Restart") never reuses an id of transfers still in flight */
 	s->xfer_counter = ((uint64_t)(s->t0 * 1e3) & ((1ull << 41) - 1)) << 20;
@@ -389,6 +380,7 @@ void sched_daemon_free(struct sched *s)
 		close(s->listen_fd);
 	if (s->hosts)
 		sched_repl_finish(s);
+	sched_policy_free(s);
 	sched_rec_close(s);
 	sched_status_free(s);
 	free(s->repl.carried);

@@ -1,4 +1,4 @@
-/* sched_esync.h - ESync's State Server (esync.txt §4, Alg. 2) in the scheduler (issue 12). */
+/* sched_esync.h - ESync's State Server (esync.txt §4, Alg. 2) in the scheduler: the rule alone. */
 #ifndef MLF_SCHED_ESYNC_H
 #define MLF_SCHED_ESYNC_H
 

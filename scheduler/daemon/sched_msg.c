@@ -3,17 +3,15 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "arr.h"
 #include "clock.h"
 #include "log.h"
 #include "proto.h"
-#include "sched_commit.h"
 #include "sched_fail.h"
+#include "sched_policy.h"
 #include "sched_repl.h"
-#include "sched_select.h"
 #include "sched_shard.h"
 #include "sched_status.h"
 #include "sched_xfer.h"
@@ -368,7 +366,7 @@ static int on_register_server(struct sched *s, int ci, const char *app, json_t *
 			s->server_alias[oh] = 1;
 	}
 	s->server_alias[sv.host] = 0;
-	/* MLfabric-S: a new iteration from the registered version (sched_batch.c) */
+	/* MLfabric-S: a new iteration from the registered version (sched_policy_mlfabric_s.c) */
 	s->sync.v = sv.version;
 	s->sync.n = 0;
 	s->sync.since = 0;
@@ -448,10 +446,15 @@ static void on_register(struct sched *s, int ci, const char *app, json_t *m)
 		return;
 	}
 	if (bit == SCHED_ROLE_SERVER) {
+		char err[256];
+
 		/* refused: no `registered` (a shard server refused again used to get one after the
 		 * error, its host still being the group's shard host) */
 		if (on_register_server(s, ci, app, m) < 0)
 			return;
+		/* the registered mode chooses the planning policy */
+		if (sched_policy_choose(s, err, sizeof(err)))
+			log_err("%s: %s", app, err);
 	} else if (bit == SCHED_ROLE_WORKER) {
 		if (server_field(s, ci, app, m) < 0)
 			return;
@@ -464,8 +467,7 @@ static void on_register(struct sched *s, int ci, const char *app, json_t *m)
 	json_t *r = json_pack("{s:s, s:I}", "type", "registered", "xfer_base",
 			      (json_int_t)((uint64_t)(h + 1) << 40));
 	sched_to_app(s, role, h, r);
-	if (bit == SCHED_ROLE_WORKER)
-		sched_adsp_joined(s, h);
+	sched_policy_on_register(s, h, bit);
 }
 
 static void on_update(struct sched *s, int ci, const char *app, json_t *m, double now)
@@ -491,7 +493,7 @@ static void on_update(struct sched *s, int ci, const char *app, json_t *m, doubl
 		reply_err(s, ci, app, "update: field \"id\": update %" PRIu64 " is already known", u.id);
 		return;
 	}
-	sched_ssp_count(s, u.worker, now); /* one more iteration of this worker (--ssp, --asp) */
+	sched_policy_on_update(s, u.worker, now); /* one more iteration of this worker */
 	int max = s->cfg.max_upd_per_host;
 	if (max > 0 && s->hosts[u.worker].held_upd >= max) {
 		/* dropped at once, not held: told to the worker like any drop (sched_fail_update) */
@@ -677,49 +679,6 @@ static void on_promoted(struct sched *s, int ci, const char *app, json_t *m)
 			 (int)(strchr(app, '@') - app), app);
 }
 
-/*
- * ESync's State Server (esync.txt Alg. 2; issue 12): a worker asks, before each local iteration,
- * whether to aggregate now. `state_query` {app, seq, round, k, c}: its communication round, the
- * local iterations done in it, the seconds its last one took. Answered with `state` {seq, ready}.
- */
-static void on_state_query(struct sched *s, int ci, const char *app, json_t *m, double now)
-{
-	int h = s->conns[ci].host;
-	int64_t seq, round, k;
-	json_t *c = json_object_get(m, "c");
-
-	if (get_i64(s, ci, app, m, "seq", &seq) || get_i64(s, ci, app, m, "round", &round) ||
-	    get_i64(s, ci, app, m, "k", &k))
-		return;
-	if (!json_is_number(c) || !(json_number_value(c) >= 0 && json_number_value(c) < 3600)) {
-		reply_err(s, ci, app, "state_query: field \"c\" must be seconds in [0, 3600)");
-		return;
-	}
-	if (seq < 0 || round < 0 || round > SCHED_MAX_VERSION || k < 0 || k > (1 << 30)) {
-		reply_err(s, ci, app, "state_query: seq, round or k out of range (k at most 2^30)");
-		return;
-	}
-	if (strncmp(app, "worker@", 7)) {
-		reply_err(s, ci, app, "state_query: only a worker asks the State Server");
-		return;
-	}
-	int n = s->cl.n_hosts;
-	struct esync_rec *recs = malloc(sizeof(*recs) * (size_t)n);
-	if (!recs) {
-		reply_err(s, ci, app, "state_query: out of memory");
-		return;
-	}
-	for (int i = 0; i < n; i++) {
-		recs[i] = s->hosts[i].esync;
-		recs[i].alive = s->hosts[i].alive && (s->hosts[i].apps & SCHED_ROLE_WORKER);
-	}
-	int ready = esync_query(recs, n, h, round, (int)k, json_number_value(c), now, ESYNC_EPS_S);
-	s->hosts[h].esync = recs[h];
-	free(recs);
-	sched_to_app(s, "worker", h, json_pack("{s:s, s:I, s:b}", "type", "state", "seq",
-					       (json_int_t)seq, "ready", ready));
-}
-
 /* An application message: check "app" names a role on this connection's host, dispatch. */
 static void on_app(struct sched *s, int ci, json_t *m, const char *type, double now)
 {
@@ -748,25 +707,23 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 		on_commit(s, ci, app, m);
 	else if (!strcmp(type, "promoted"))
 		on_promoted(s, ci, app, m);
-	else if (!strcmp(type, "state_query"))
-		on_state_query(s, ci, app, m, now);
 	else if (!strcmp(type, "waits")) {
 		char err[256];
 		if (sched_status_waits(s, h, app, m, err, sizeof(err)))
 			reply_err(s, ci, app, "%s", err);
-	} else if (!strcmp(type, "loss")) {
+	} else if (sched_policy_owns_msg(type)) {
 		char err[256];
-		if (sched_adsp_loss(s, h, app, m, err, sizeof(err)))
+		if (sched_policy_on_msg(s, h, app, type, m, now, err, sizeof(err)))
 			reply_err(s, ci, app, "%s", err);
-	}
-	else
+	} else {
 		on_partial(s, ci, app, m);
+	}
 }
 
 void sched_msg_handle(struct sched *s, int ci, json_t *m)
 {
 	static const char *const app_types[] = { "register", "update", "pull", "done", "commit",
-						 "partial", "promoted", "waits", "state_query", "loss" };
+						 "partial", "promoted", "waits" };
 	const char *type = ctl_type(m);
 	double now = clock_real_s();
 
@@ -816,5 +773,9 @@ void sched_msg_handle(struct sched *s, int ci, json_t *m)
 			on_app(s, ci, m, type, now);
 			return;
 		}
+	if (sched_policy_owns_msg(type)) { /* a policy's message (sched_policy_ops.msg_types) */
+		on_app(s, ci, m, type, now);
+		return;
+	}
 	reply_err(s, ci, json_string_value(json_object_get(m, "app")), "unknown type '%s'", type);
 }

@@ -74,9 +74,7 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 		s->rec_transfers = open_one(dir, "transfers.jsonl", err, errlen);
 	if (s->rec_transfers)
 		s->rec_failover = open_one(dir, "failover.jsonl", err, errlen);
-	if (s->rec_failover && s->cfg.adsp.gamma_s > 0)
-		s->rec_adsp = open_one(dir, "adsp.jsonl", err, errlen);
-	if (!s->rec_failover || (s->cfg.adsp.gamma_s > 0 && !s->rec_adsp)) {
+	if (!s->rec_failover) {
 		int rc = -errno;
 		sched_rec_close(s);
 		return rc ? rc : -EIO;
@@ -86,8 +84,7 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 
 void sched_rec_close(struct sched *s)
 {
-	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers, &s->rec_failover,
-		       &s->rec_adsp };
+	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers, &s->rec_failover };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i])
@@ -191,7 +188,17 @@ void sched_rec_failover(struct sched *s)
 		"lost_committed", fo->lost_committed, "lost_planned", fo->lost_planned));
 }
 
-void sched_rec_adsp(struct sched *s, json_t *o)
+int sched_rec_open_file(const struct sched *s, const char *name, FILE **f, char *err,
+			size_t errlen)
 {
-	put_line(s->rec_adsp, o);
+	*f = NULL;
+	if (!s->cfg.records[0])
+		return 0;
+	*f = open_one(s->cfg.records, name, err, errlen);
+	return *f ? 0 : (errno ? -errno : -EIO);
+}
+
+void sched_rec_put(FILE *f, json_t *o)
+{
+	put_line(f, o);
 }

@@ -51,9 +51,17 @@ void sched_rec_transfer(struct sched *s, const struct sched_xfer *x);
 void sched_rec_failover(struct sched *s);
 
 /**
- * sched_rec_adsp - append @o (reference stolen) as one line of adsp.jsonl, the ADSP checkpoint
- * record (docs/scheduler.md "ADSP"); discarded when ADSP or the records are off.
+ * sched_rec_open_file - open (append) the record file @name in the --records directory into
+ * *@f, for a policy's own records (*@f NULL when the records are off). Returns 0, or -errno
+ * with @err naming the path.
  */
-void sched_rec_adsp(struct sched *s, json_t *o);
+int sched_rec_open_file(const struct sched *s, const char *name, FILE **f, char *err,
+			size_t errlen);
+
+/**
+ * sched_rec_put - append @o (reference stolen) as one line of record file @f (opened by
+ * sched_rec_open_file), flushed; discarded when @f is NULL.
+ */
+void sched_rec_put(FILE *f, json_t *o);
 
 #endif

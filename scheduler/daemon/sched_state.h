@@ -11,9 +11,8 @@
 #include "cluster.h"
 #include "ctl.h"
 #include "plan.h"
-#include "sched_adsp.h"
-#include "sched_esync.h"
 #include "sched_index.h"
+#include "sched_policy.h"
 
 #define SCHED_LATE_WEIGHT 0.1     /* weight of one leg in sched_shard.late_s */
 #define SCHED_LATE_MAX 0.5        /* one leg's lateness counts at most this, s (a leg held
@@ -24,7 +23,6 @@
  * small enough that deadlines (version + tau_max) and rate integrals (bytes * 8) cannot overflow */
 #define SCHED_MAX_BYTES PLAN_MAX_BYTES      /* an update or model: 1 TiB (plan.h: one limit) */
 #define SCHED_MAX_VERSION PLAN_MAX_VERSION  /* a model version (exact as a double) */
-#define SCHED_ASP_ALPHA0 1.5 /* ASP: rates within this ratio count as "similar" (alpha ~ 1) */
 /* The name both sides MAC for a status viewer: no host can have it (names never start with '-'). */
 #define SCHED_VIEWER_NAME "-viewer"
 #define SCHED_MAX_TAU PLAN_MAX_TAU          /* the delay bound, in versions */
@@ -63,14 +61,14 @@ struct sched_host {
 	int held_upd;      /* entries of sched.upd of its worker (recounted by sched_compact) */
 	int held_pulls;    /* entries of sched.pulls of its worker (recounted by sched_compact) */
 	uint64_t n_pushed; /* updates its worker announced since this scheduler started: the
-			    * worker's iteration clock of stale-synchronous parallel (--ssp) */
+			    * worker's iteration clock (sched_policy_on_update), read by the
+			    * policies (docs/scheduler.md "Policies") */
 	double t_last_push; /* CLOCK_REALTIME s of its worker's last update (0: none yet) */
 	double t_pull_planned; /* CLOCK_REALTIME s its worker's last pull was planned (answered) */
-	struct esync_rec esync; /* its worker at ESync's State Server (state_query, Alg. 2) */
 	double iter_rate;   /* its worker's iterations per second while working: EWMA (weight 0.2)
 			     * of 1 / (update arrival - the later of its last update and its last
-			     * answered pull), so time held at the SSP gate does not count: ASP's
-			     * load signal (--asp) */
+			     * answered pull), so time held at a pull gate does not count: the
+			     * load signal of adaptive SSP (--asp) */
 };
 
 /** Life of an update (docs/fabric.md updates.jsonl fates). */
@@ -211,15 +209,15 @@ struct sched_config {
 				 * refused (0 = no limit) */
 	int ssp_s;              /* --ssp S: stale-synchronous parallel, a worker's pull waits while
 				 * it is more than S iterations ahead of the slowest live worker
-				 * (issue 12, asp-ieee-access2018 §III); -1 = off. With --asp, the
+				 * (asp-ieee-access2018 §III; sched_policy_ssp.c); -1 = off. With --asp, the
 				 * largest threshold ASP may choose */
 	int asp;                /* --asp: adaptive SSP (asp-ieee-access2018 §III.C): the threshold
 				 * follows the workers' iteration rates (sched_ssp_threshold) */
 	int asp_w;              /* --asp-weak W: ASP's weak threshold, used while the workers'
 				 * rates differ by less than SCHED_ASP_ALPHA0 (default 1) */
 	struct adsp_cfg adsp;   /* --adsp GAMMA (check period, s; 0 = ADSP off), --adsp-eval,
-				 * --adsp-epoch, --adsp-rate, --adsp-max-lag (adsp-aaai2020, issue
-				 * 12): commit rates sent to the workers (`commit_rate`) */
+				 * --adsp-epoch, --adsp-rate, --adsp-max-lag (adsp-aaai2020;
+				 * sched_policy_adsp.c): commit rates sent to the workers */
 };
 
 /** Called after every plan_compute (tests inspect the batch the daemon built). */
@@ -357,15 +355,14 @@ struct sched {
 	double accept_backoff;        /* current pause of accept, s (0: accepting normally) */
 
 	FILE *rec_batches, *rec_updates, *rec_transfers, *rec_failover;
-	FILE *rec_adsp;               /* adsp.jsonl: one line per ADSP checkpoint (NULL: off) */
-	struct adsp adsp;             /* ADSP's commit-rate controller (cfg.adsp.gamma_s > 0) */
+	struct sched_policy_set pol;  /* the running synchronization policies (sched_policy.h) */
 
 	sched_batch_hook hook;
 	void *hook_arg;
 
 	json_t *app_waits;            /* sched_status.c: app name -> {"host", "waits"} reported */
 
-	struct sched_sync sync;       /* MLfabric-S iteration (sched_batch.c) */
+	struct sched_sync sync;       /* MLfabric-S iteration (sched_policy_mlfabric_s.c) */
 };
 
 /**

@@ -187,11 +187,12 @@ json_t *sched_status_build(const struct sched *s, double now)
 				s->cl.hosts[s->server.host].name : NULL, "mode",
 				s->server.sync ? "mlfabric-s" : "mlfabric-a", "version",
 				(json_int_t)s->server.version, "n_workers", s->server.n_workers);
-	return json_pack("{s:s, s:s, s:f, s:f, s:i, s:f, s:o, s:o, s:i, s:o, s:o, s:o, s:o}",
+	return json_pack("{s:s, s:s, s:f, s:f, s:i, s:f, s:o, s:o, s:i, s:o, s:o, s:o, s:o, s:o*}",
 			 "type", "status", "cluster", s->cl.name, "t", now, "uptime_s", now - s->t0,
 			 "batches", s->batch_no, "peer_timeout_s", s->cfg.peer_timeout_s, "server",
 			 srv, "hosts", hosts, "n_transfers", n_xfers, "transfers", xs, "workers",
-			 workers_json(s, now), "waits", waits_json(s, now), "late", late);
+			 workers_json(s, now), "waits", waits_json(s, now), "late", late, "policies",
+			 sched_policy_status(s, now));
 }
 
 void sched_status_request(struct sched *s, int ci, double now)

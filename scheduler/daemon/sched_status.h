@@ -19,7 +19,8 @@
  * transfers in flight (commanded, not reported done) with their planned end and how late
  * they are (s); the updates held and pulls not yet planned per worker; the waits the
  * applications reported; and the scheduler's own list of hosts it waits on (a transfer past
- * its planned end: its source; a silent dataplane). Layout in docs/mlf-top.md. Returns a new
+ * its planned end: its source; a silent dataplane); and per running policy its state
+ * ("policies", sched_policy_status). Layout in docs/mlf-top.md. Returns a new
  * reference, NULL when out of memory.
  */
 json_t *sched_status_build(const struct sched *s, double now);

@@ -17,7 +17,6 @@
 #include "ctl.h"
 #include "log.h"
 #include "sched_batch.h"
-#include "sched_commit.h"
 #include "sched_daemon.h"
 #include "sched_msg.h"
 
@@ -109,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	sched_daemon_defaults(&cfg);
 	/* ADSP on: `loss` reports feed the commit-rate search, checkpoints every 0.1 s
-	 * send `commit_rate` to the workers (sched_adsp_tick below) */
+	 * send `commit_rate` to the workers (sched_policy_tick below) */
 	cfg.adsp.gamma_s = 0.1;
 	cfg.adsp.eval_s = 0.2;
 	/* a port of its own (nothing connects to it: the connections are socket pairs) */
@@ -146,8 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (++n % 4 == 0) {
 			now += 0.05;
 			(void)sched_batch_tick(s, now);
-			if (now >= s->adsp.next_check)
-				sched_adsp_tick(s, now);
+			sched_policy_tick(s, now);
 			drain(s, peer);
 		}
 	}

@@ -1,11 +1,13 @@
 """Unit tests of tools/check-layers: it flags an include from a layer above, a forbidden system
-header in the pure planner, and a file-level circle of calls found in real objects (gcc + nm),
-and accepts one-way calls."""
+header in the pure planner, a file-level circle of calls found in real objects (gcc + nm), and a
+scheduler core file that names a synchronization policy; it accepts one-way calls and the
+policy words inside the policy files."""
 import importlib.machinery
 import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -58,6 +60,48 @@ class Includes(unittest.TestCase):
         bad = CL.check_includes(self.root)
         self.assertEqual(len(bad), 1)
         self.assertIn("<jansson.h>", bad[0])
+
+
+class PolicyWords(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="mlf-policy-")
+        write(self.root, "scheduler/daemon/sched_batch.c",
+              "/* sched_batch.c - batches (an aspect of planning, not a policy) */\n"
+              "int tick(void) { return sched_policy_pull_ready(0, 0); }\n")
+        write(self.root, "scheduler/daemon/sched_policy_ssp.c", "/* SSP and ASP */ int ssp_s;\n")
+        write(self.root, "scheduler/daemon/sched_esync.c", "int esync_query(void);\n")
+        write(self.root, "scheduler/daemon/mlf_scheduler.c", '"--adsp GAMMA"\n')
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def run_tool(self):
+        return subprocess.run([sys.executable, TOOL, "--root", self.root, "--no-calls"],
+                              capture_output=True, text=True)
+
+    def test_clean_core_passes(self):
+        self.assertEqual(CL.check_policy_words(self.root), [])
+        self.assertEqual(self.run_tool().returncode, 0)
+
+    def test_planted_policy_branch_is_named_with_file_and_line(self):
+        write(self.root, "scheduler/daemon/sched_msg.c",
+              "/* sched_msg.c - messages */\n"
+              "void on_update(struct sched *s) {\n"
+              "\tif (s->cfg.ssp_s >= 0) /* the SSP gate */\n"
+              "\t\tsched_adsp_joined(s);\n"
+              "}\n"
+              "/* ESync's State Server */\n")
+        bad = CL.check_policy_words(self.root)
+        self.assertEqual(len(bad), 3)
+        self.assertIn("scheduler/daemon/sched_msg.c:3:", bad[0])
+        self.assertIn("ssp", bad[0])
+        self.assertIn("scheduler/daemon/sched_msg.c:4:", bad[1])
+        self.assertIn("adsp", bad[1])
+        self.assertIn("scheduler/daemon/sched_msg.c:6:", bad[2])
+        self.assertIn("esync", bad[2])
+        r = self.run_tool()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("scheduler/daemon/sched_msg.c:3:", r.stdout)
 
 
 @unittest.skipUnless(shutil.which("gcc") and shutil.which("nm"), "needs gcc and nm")
