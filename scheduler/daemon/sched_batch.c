@@ -744,7 +744,7 @@ int sched_batch_tick(struct sched *s, double now)
 		if (s->pulls[i].min_version <= v_pull && s->hosts[s->pulls[i].worker].alive &&
 		    sched_policy_pull_ready(s, s->pulls[i].worker))
 			psel[n_psel++] = i;
-	n_psel = sched_select_fresh(s, sel, n_sel, psel, n_psel, fr);
+	n_psel = sched_select_fresh(s, now, sel, n_sel, psel, n_psel, fr);
 	if (n_psel && hold_pulls(s, now, psel, n_psel))
 		n_psel = 0;
 	if (n_sel == 0 && n_psel == 0)

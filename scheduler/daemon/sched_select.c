@@ -6,8 +6,8 @@
 
 #include "sched_policy.h"
 
-int sched_select_fresh(const struct sched *s, const int *sel, int n_sel, int *psel, int n_psel,
-		       struct sched_fresh *fr)
+int sched_select_fresh(const struct sched *s, double now, const int *sel, int n_sel, int *psel,
+		       int n_psel, struct sched_fresh *fr)
 {
 	int n = 0;
 
@@ -23,7 +23,10 @@ int sched_select_fresh(const struct sched *s, const int *sel, int n_sel, int *ps
 				for (int j = 0; j < n_sel && f->upd < 0; j++)
 					if (sel[j] == ui)
 						f->upd = j;
-				wait = f->upd < 0 || s->server.n_shards > 0;
+				wait = (f->upd < 0 || s->server.n_shards > 0) &&
+				       now - pl->t_arrival < SCHED_PULL_FRESH_WAIT_MAX_S;
+				if (wait || s->server.n_shards > 0)
+					f->upd = -1;
 			} else if (u->state == SCHED_UPD_PLANNED && !s->server.n_shards) {
 				f->v = u->v_commit;
 				f->t = u->t_commit;

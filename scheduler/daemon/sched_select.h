@@ -11,6 +11,11 @@
  * bound on the cost-model rule of sched_select_hold_pulls. */
 #define SCHED_PULL_HOLD_MAX_S 1.0
 
+/* Longest a pull waits for its update to be planned (a pending update the batches do not take,
+ * e.g. while the replica catches up), seconds after the pull's arrival; then it is answered
+ * with the model as it stands (docs/scheduler.md "Fresh pulls"). */
+#define SCHED_PULL_FRESH_WAIT_MAX_S 1.0
+
 /**
  * The update a fresh pull waits for (docs/scheduler.md "Fresh pulls"), one per entry of
  * sched.pulls: the copy answering the pull starts once the server reached @v, planned at @t.
@@ -28,13 +33,15 @@ struct sched_fresh {
  * s->pulls, s->n_pulls entries). The update planned in an earlier batch and not committed yet:
  * its planned commit (version and time). Pending and among the batch's @n_sel selected updates
  * @sel: fr.upd (planned with it, after it). Pending and not selected: the pull waits for a later
- * batch (taken out of @psel). Dropped, lost, committed or unknown: no wait. Sharded (§10.2): a
- * pull whose update is pending waits for a later batch (the copies of a batch carry the version
- * ordered before it, which then includes the update). Only for the asynchronous plan mode (a
- * synchronous pull waits for its min_version). Returns the new count of @psel.
+ * batch (taken out of @psel), at most SCHED_PULL_FRESH_WAIT_MAX_S after its arrival (@now:
+ * CLOCK_REALTIME seconds). Dropped, lost, committed or unknown: no wait. Sharded (§10.2): a pull
+ * whose update is pending waits for a later batch (the copies of a batch carry the version
+ * ordered before it, which then includes the update), with the same bound. Only for the
+ * asynchronous plan mode (a synchronous pull waits for its min_version). Returns the new count
+ * of @psel.
  */
-int sched_select_fresh(const struct sched *s, const int *sel, int n_sel, int *psel, int n_psel,
-		       struct sched_fresh *fr);
+int sched_select_fresh(const struct sched *s, double now, const int *sel, int n_sel, int *psel,
+		       int n_psel, struct sched_fresh *fr);
 
 /**
  * sched_select_commit - the commit of update @i of batch @p at the server @srv: sets *@v (the
