@@ -412,10 +412,10 @@ START_TEST(test_fifo_capacity_step_and_ready)
 END_TEST
 
 /*
- * Issue 14: checker and planner agree on sync mode's one drop. w1's uplink dies for good at
- * 0.01 s, before its 125 MB can leave: the planner drops it and the checker accepts that; the
- * same plan checked against the batch without the link failure (the update deliverable) is
- * refused. Before, the checker refused every sync drop.
+ * Checker and planner agree on mode mlfabric-s's one drop (docs/plan-format.md "What must always
+ * hold"). w1's uplink dies for good at 0.01 s, before its 125 MB can leave: the planner drops it
+ * and the checker accepts that; the same plan checked against the batch without the link failure
+ * (the update deliverable) is refused, so a checker that refused every such drop fails here.
  */
 START_TEST(test_sync_drop_only_undeliverable)
 {
