@@ -127,7 +127,7 @@ void sched_policy_defaults(struct sched_config *cfg);
  * sched_policy_choose - the one place that decides which policies run: the planning policy
  * from the server's registered mode ("mlfabric-s" or "mlfabric-a"), SSP/ASP with
  * --ssp, ADSP with --adsp, and ESync's State Server always (a worker opts in with mlf-worker
- * --esync). Called at daemon creation and after every server registration: policies that
+ * --system esync). Called at daemon creation and after every server registration: policies that
  * keep running keep their state, new ones are initialised, dropped ones finished. Returns 0,
  * or the -errno of a policy's init with @err set (the set is then left as it was).
  */
