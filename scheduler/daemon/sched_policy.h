@@ -30,8 +30,8 @@ struct sched_policy_ops {
 	const char *name;
 
 	/**
-	 * Plan mode of a planning policy (the one that implements @select_updates): PLAN_SYNC
-	 * plans one iteration's updates without ordering or dropping (§6), PLAN_ASYNC orders
+	 * Plan mode of a planning policy (the one that implements @select_updates): PLAN_MLFABRIC_S
+	 * plans one iteration's updates without ordering or dropping (§6), PLAN_MLFABRIC_A orders
 	 * them under the delay bound (§5). Read from the first running policy only.
 	 */
 	enum plan_mode plan_mode;
@@ -155,7 +155,7 @@ int sched_policy_pull_ready(const struct sched *s, int h);
  */
 void sched_policy_pull_planned(struct sched *s, int h, double now);
 
-/** sched_policy_plan_mode - the plan mode of the planning policy (PLAN_ASYNC when none). */
+/** sched_policy_plan_mode - the plan mode of the planning policy (PLAN_MLFABRIC_A when none). */
 enum plan_mode sched_policy_plan_mode(const struct sched *s);
 
 /**

@@ -173,7 +173,7 @@ static enum plan_check_result corrupt(struct fixture *f, int which, const char *
 		return PLAN_CHECK_STRUCTURE;
 	case 15:
 		*what = "sync mode with a dropped update";
-		f->b.mode = PLAN_SYNC;
+		f->b.mode = PLAN_MLFABRIC_S;
 		f->p.dropped = &f->order[2];
 		f->p.n_dropped = 1;
 		f->p.n_order = 2;
@@ -218,7 +218,7 @@ START_TEST(test_delay_violations_counted)
 	fixture_make(&f);
 	f.b.tau_max = 0;
 	ck_assert_int_eq(plan_check_delay_violations(&f.b, &f.p), 2); /* both aggregate inputs */
-	f.b.mode = PLAN_SYNC;
+	f.b.mode = PLAN_MLFABRIC_S;
 	ck_assert_int_eq(plan_check_delay_violations(&f.b, &f.p), 0);
 	planio_batch_free(&f.b);
 }
