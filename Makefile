@@ -70,9 +70,9 @@ LIB_LEARN   := $(BUILD)/libmlflearn.a
 LIBPLAN     := $(BUILD)/libplan.a
 LIBPLANIO   := $(BUILD)/libplanio.a
 LIBPLANTEST := $(BUILD)/libplantest.a
-# The shared library (lib/lib.mk): build/libmlfabric.so -> .so.1 -> .so.$(MLFABRIC_VERSION).
+# The shared library (lib/lib.mk): build/libmlfabric.so -> .so.$(MLFABRIC_SOVERSION) -> .so.$(MLFABRIC_VERSION).
 # MLFABRIC_VERSION is the single place of the library's version (soname, mlfabric.pc).
-MLFABRIC_VERSION   := 1.0.0
+MLFABRIC_VERSION   := 2.0.0
 MLFABRIC_SOVERSION := $(firstword $(subst ., ,$(MLFABRIC_VERSION)))
 LIBMLFABRIC_SO     := $(BUILD)/libmlfabric.so
 # what a program of the fabric links: libmlfabric and the layers below it

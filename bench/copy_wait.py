@@ -41,7 +41,8 @@ from mlfcluster.records import read_json, read_jsonl  # noqa: E402
 LOCK = "/tmp/mlf-netns.lock"
 BASE = os.path.join(ROOT, "conf", "exp-t2-shards4.json")
 MODES = ("updates", "learned")
-# the swept settings of BENCHMARKS.md "Throughput against statistical efficiency" (same rule for both)
+# the swept settings of docs/results/staleness.md "Throughput against statistical efficiency"
+# (same rule for both)
 PARAMS = {"mlfabric-a": {"lr": 0.02, "momentum": 0.0}, "rr-sync": {"lr": 0.005, "momentum": 0.9}}
 CMD_RE = re.compile(r"(\S+) INFO dataplane\[\w+\]: xfer (\w+): to \w+, \d+ bytes, start in (-?[\d.]+) ms")
 RX_RE = re.compile(r"(\S+) INFO dataplane\[\w+\]: xfer (\w+) from \S+ complete")

@@ -240,9 +240,9 @@ static double thread_cpu_s(pthread_t th)
 }
 
 /*
- * One flood run (issue 14): worker w0 announces @n updates while no server is registered, then
- * a malformed update whose error answer marks the end. @mode 0: the id lookups scan the update
- * table (the index off: the code before issue 14), no per-host limit; 1: indexed, no limit;
+ * One flood run (docs/scheduler.md "Benchmark"): worker w0 announces @n updates while no server
+ * is registered, then a malformed update whose error answer marks the end. @mode 0: the id
+ * lookups scan the update table (the id index off), no per-host limit; 1: indexed, no limit;
  * 2: indexed with the default --max-updates-per-host. Returns the daemon thread's CPU seconds
  * from the first update to the answer (-1 on failure); *@wall_s the wall time.
  */
@@ -317,7 +317,7 @@ static double flood_one(int n, int mode, const char *dir, int port, double *wall
 /* --flood N: the three flood_one modes, @reps times each; medians, min-max and the ratio. */
 static int bench_flood(int n, int reps, const char *dir)
 {
-	static const char *const names[] = { "scan (before issue 14), no limit",
+	static const char *const names[] = { "scan (before the index), no limit",
 		"indexed, no limit", "indexed, --max-updates-per-host 4096" };
 	double cpu[3][16], wall[3][16];
 	int held[3] = { 0 };
@@ -383,7 +383,7 @@ int main(int argc, char **argv)
 			       "a replica r0 (downlink 1 Gbit/s) at Div_max DIV_MAX is planned too (replica\n"
 			       "commits, punted copies, largest divergence bound are added).\n"
 			       "With --flood N: one worker announces N updates with no server\n"
-			       "registered; the daemon's CPU with id lookups by scan (before issue 14),\n"
+			       "registered; the daemon's CPU with id lookups by scan (before the index),\n"
 			       "indexed, and indexed with the default per-host limit, R repeats (default\n"
 			       "3), medians and the ratio.\n");
 			return c == 'h' ? 0 : 2;

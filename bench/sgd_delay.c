@@ -14,7 +14,7 @@
  * drawn from its i.i.d. shard, as mlf-worker computes it):
  *   sync     every step averages N workers' gradients on the same model and applies
  *            -(N x lr) x mean = -lr x sum with momentum (RR-Sync with lr_sync = N x lr, the rule
- *            of BENCHMARKS.md "Table 2"); a step counts N gradients.
+ *            of docs/results/table2.md "Table 2 (`make bench-table2`)"); a step counts N gradients.
  *   async:D  gradient t is computed on the model after update t - D (D = 0: sequential SGD) and
  *            applied alone as -lr x g with momentum (paper eq. 2 at the server, train_apply);
  *            worker t mod N computes it. D = N - 1 is what N workers with one update each in

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/sync_iteration.py RUN_DIR... - where an MLfabric-S iteration goes (BENCHMARKS.md
+"""bench/sync_iteration.py RUN_DIR... - where an MLfabric-S iteration goes (docs/results/mlfabric-s.md
 "MLfabric-S over shard servers against RR-Sync"), from one run folder of `tools/mlf-cluster run` or
 `table2` (RUN_DIR holds <system>/records/). Per iteration (model version v, N workers):
   compute  the last worker's model v arrived -> the last push of the iteration (a push is the

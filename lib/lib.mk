@@ -15,7 +15,7 @@ $(LIBMLFABRIC): $(patsubst %.c,$(BUILD)/%.o,$(wildcard lib/mlfabric/*.c))
 PROGRAMS += $(LIB_BASE) $(LIB_PROTO) $(LIBMLFABRIC)
 
 # The shared library build/libmlfabric.so.$(MLFABRIC_VERSION) (soname libmlfabric.so.$(MLFABRIC_SOVERSION),
-# symlinks libmlfabric.so.1 and libmlfabric.so): the same sources as the three archives, compiled
+# symlinks libmlfabric.so.$(MLFABRIC_SOVERSION) and libmlfabric.so): the same sources as the three archives, compiled
 # again with -fPIC into build/pic/ (the programs keep linking the archives, so their code is what
 # it was), exporting only mlf_* (lib/mlfabric/libmlfabric.map, version node MLFABRIC_1).
 SO_SRCS     := $(wildcard lib/base/*.c lib/proto/*.c lib/mlfabric/*.c)

@@ -39,7 +39,7 @@ void gen_params_default(struct gen_params *p, int n_updates, uint64_t seed)
 
 	memset(p, 0, sizeof(*p));
 	p->n_updates = n_updates;
-	p->mode = PLAN_ASYNC;
+	p->mode = PLAN_MLFABRIC_A;
 	p->n_servers = 1;
 	p->n_aggregators = workers / 2 < 4 ? workers / 2 : 4;
 	p->with_replica = 1;
@@ -75,7 +75,7 @@ void gen_params_variant(struct gen_params *p, enum gen_variant v)
 {
 	int workers = p->n_updates / 2 > 2 ? p->n_updates / 2 : 2;
 
-	p->mode = v == GEN_SYNC ? PLAN_SYNC : PLAN_ASYNC;
+	p->mode = v == GEN_SYNC ? PLAN_MLFABRIC_S : PLAN_MLFABRIC_A;
 	p->n_servers = v == GEN_SHARDED || v == GEN_SHARDED_PULLS ? 3 : 1;
 	p->n_pulls = v == GEN_PULLS || v == GEN_SHARDED_PULLS ? workers / 2 + 1 : 0;
 	p->n_distributors = v == GEN_PULLS ? 2 : 0;
@@ -117,7 +117,7 @@ static int *pick(const int *perm, int *next, int n)
 int gen_batch(const struct gen_params *p, struct plan_batch *b)
 {
 	uint64_t s = p->seed * 0x2545f4914f6cdd1dull + 1;
-	int n = p->n_updates, sync = p->mode == PLAN_SYNC;
+	int n = p->n_updates, sync = p->mode == PLAN_MLFABRIC_S;
 	int workers = sync ? n : (n / 2 > 2 ? n / 2 : 2);
 	int n_servers = p->n_servers;
 	int replica = p->with_replica;
@@ -136,7 +136,7 @@ int gen_batch(const struct gen_params *p, struct plan_batch *b)
 	n_agg = p->n_aggregators < workers ? p->n_aggregators : workers;
 	n_ragg = p->n_replica_aggregators < workers - n_agg ? p->n_replica_aggregators
 							    : workers - n_agg;
-	b->mode = sync ? PLAN_SYNC : PLAN_ASYNC;
+	b->mode = sync ? PLAN_MLFABRIC_S : PLAN_MLFABRIC_A;
 	b->hosts = calloc((size_t)(workers + n_servers + 1), sizeof(*b->hosts));
 	b->servers = calloc((size_t)n_servers, sizeof(int));
 	b->updates = calloc((size_t)total, sizeof(*b->updates));

@@ -26,7 +26,7 @@ enum gen_variant {
  */
 struct gen_params {
 	int n_updates;            /* |U| (updates of this batch, not counting replica-only copies) */
-	enum plan_mode mode;      /* PLAN_SYNC: one worker per update, every version v_init */
+	enum plan_mode mode;      /* PLAN_MLFABRIC_S: one worker per update, every version v_init */
 	int n_servers;            /* >= 1; > 1: model sharded over ps0.. (§10.2) */
 	int n_aggregators;        /* k, taken from the workers */
 	int with_replica;         /* 1: replica "rep" with n_replica_aggregators workers */

@@ -173,7 +173,7 @@ static double bytes_until_dead(const struct plan_batch *b, int host, enum plan_l
 	}
 }
 
-/* Sync mode (§6) applies every update of an iteration; the one exception the planner makes is an
+/* MLfabric-S (§6) applies every update of an iteration; the one exception the planner makes is an
  * update that can never arrive: its worker's uplink or its server's downlink dies for good
  * before carrying the update's bytes. */
 static int undeliverable(const struct plan_batch *b, const struct plan_update *u)
@@ -206,10 +206,10 @@ static enum plan_check_result check_partition(struct ctx *c)
 		if (!b->updates[u].replica_only && !seen[u])
 			r = fail(c, PLAN_CHECK_STRUCTURE, "update %s is in neither order nor "
 				 "dropped", uid(c, u));
-	for (int i = 0; i < p->n_dropped && !r && b->mode == PLAN_SYNC; i++)
+	for (int i = 0; i < p->n_dropped && !r && b->mode == PLAN_MLFABRIC_S; i++)
 		if (!undeliverable(b, &b->updates[p->dropped[i]]))
-			r = fail(c, PLAN_CHECK_STRUCTURE, "sync mode drops no update it can deliver, %s "
-				 "dropped", uid(c, p->dropped[i]));
+			r = fail(c, PLAN_CHECK_STRUCTURE, "mode mlfabric-s drops no update it can "
+				 "deliver, %s dropped", uid(c, p->dropped[i]));
 	free(seen);
 	return r;
 }
@@ -629,7 +629,7 @@ static enum plan_check_result check_server_commits(struct ctx *c)
 						    "%d, order has %s", host(c, srv), uid(c, in[j]),
 						    pos, pos < p->n_order ? uid(c, p->order[pos])
 									  : "nothing");
-				if (b->mode == PLAN_ASYNC &&
+				if (b->mode == PLAN_MLFABRIC_A &&
 				    version - b->updates[in[j]].version > b->tau_max)
 					return fail(c, PLAN_CHECK_DELAY, "%s applied at version "
 						    "%lld, computed from %lld: delay %lld > tau_max "
@@ -942,7 +942,7 @@ int plan_check_delay_violations(const struct plan_batch *b, const struct plan *p
 	int64_t version = b->v_init;
 	int count = 0;
 
-	if (b->mode != PLAN_ASYNC || b->n_servers < 1)
+	if (b->mode != PLAN_MLFABRIC_A || b->n_servers < 1)
 		return 0;
 	for (int i = 0; i < p->n_commits; i++) {
 		const struct plan_commit *k = &p->commits[i];

@@ -1,8 +1,8 @@
 # tools/cluster.mk - the experiment runner tools/mlf-cluster (Python package tools/mlfcluster/) and the fault scenarios tools/mlf-fault:
 # `make run` (the main job, conf/exp-default.json), `make bench-fabric` (C1-N1, C2-N1, C1-N2 with
 # MLfabric-A, Async and RR-Sync), `make bench-replication` (replication modes, div_max, server kills),
-# `make bench-sync-models` (issue 12: the experiments of the ASP, ADSP, Hop and ESync papers, and
-# every mode side by side in one run)
+# `make bench-sync-models` (the experiments of the ASP, ADSP, Hop and ESync papers, and
+# every mode side by side in one run; docs/results/sync-models.md)
 # and their tests.
 
 INTEG_TESTS += tests/integration/cluster_results.sh tests/integration/cluster_run.sh tests/integration/fabric_train.sh
@@ -35,7 +35,7 @@ bench-replication: programs
 	bench/replication_seeds.sh --seeds $(SEEDS) --base conf/exp-repl-net.json --only mlfabric-16x,chain
 	bench/replication_bench.sh
 
-# issue 12: each paper's experiment (ASP against SSP s = 1, 2, 3, asp-ieee-access2018 §IV.B; ADSP's
+# Each paper's experiment (ASP against SSP s = 1, 2, 3, asp-ieee-access2018 §IV.B; ADSP's
 # heterogeneity sweep; Hop's backup workers and skipping; ESync's Fig. 3, i.i.d. and not) and
 # every mode side by side in ESync's setting (PARTS=side); 38 runs of at most LIMIT (90) s per seed,
 # about an hour per seed.

@@ -342,7 +342,8 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	 * counts from the latest shard of the model that arrived: in Table 2's N3 the last of four
 	 * shard copies could start 5 s after its plan (its server applying the updates its version
 	 * needs over a 1 Mbit/s link) and end after a 10 s get timeout counted from the pull, while
-	 * the other three had arrived (BENCHMARKS.md "Workers that left N3 runs") */
+	 * the other three had arrived (docs/results/dataplane-reliability.md
+	 * "Workers that left N3 runs") */
 	while (rc == 0 && !w->get.done && !f->dead && clock_real_s() < (deadline = w->get.progress_s + wait_s))
 		fabric_core_wait_until(f, deadline);
 	if (rc < 0)

@@ -118,7 +118,7 @@ enum plan_mode sched_policy_plan_mode(const struct sched *s)
 	for (int i = 0; i < s->pol.n; i++)
 		if (s->pol.ops[i]->select_updates)
 			return s->pol.ops[i]->plan_mode;
-	return PLAN_ASYNC;
+	return PLAN_MLFABRIC_A;
 }
 
 int sched_policy_select_updates(struct sched *s, double now, int *sel, int max)

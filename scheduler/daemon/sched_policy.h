@@ -30,8 +30,8 @@ struct sched_policy_ops {
 	const char *name;
 
 	/**
-	 * Plan mode of a planning policy (the one that implements @select_updates): PLAN_SYNC
-	 * plans one iteration's updates without ordering or dropping (§6), PLAN_ASYNC orders
+	 * Plan mode of a planning policy (the one that implements @select_updates): PLAN_MLFABRIC_S
+	 * plans one iteration's updates without ordering or dropping (§6), PLAN_MLFABRIC_A orders
 	 * them under the delay bound (§5). Read from the first running policy only.
 	 */
 	enum plan_mode plan_mode;
@@ -127,7 +127,7 @@ void sched_policy_defaults(struct sched_config *cfg);
  * sched_policy_choose - the one place that decides which policies run: the planning policy
  * from the server's registered mode ("mlfabric-s" or "mlfabric-a"), SSP/ASP with
  * --ssp, ADSP with --adsp, and ESync's State Server always (a worker opts in with mlf-worker
- * --esync). Called at daemon creation and after every server registration: policies that
+ * --system esync). Called at daemon creation and after every server registration: policies that
  * keep running keep their state, new ones are initialised, dropped ones finished. Returns 0,
  * or the -errno of a policy's init with @err set (the set is then left as it was).
  */
@@ -155,7 +155,7 @@ int sched_policy_pull_ready(const struct sched *s, int h);
  */
 void sched_policy_pull_planned(struct sched *s, int h, double now);
 
-/** sched_policy_plan_mode - the plan mode of the planning policy (PLAN_ASYNC when none). */
+/** sched_policy_plan_mode - the plan mode of the planning policy (PLAN_MLFABRIC_A when none). */
 enum plan_mode sched_policy_plan_mode(const struct sched *s);
 
 /**

@@ -19,6 +19,6 @@ static int select_all(struct sched *s, void *data, double now, int *sel, int max
 
 const struct sched_policy_ops sched_policy_mlfabric_a = {
 	.name = "mlfabric-a",
-	.plan_mode = PLAN_ASYNC,
+	.plan_mode = PLAN_MLFABRIC_A,
 	.select_updates = select_all,
 };

@@ -200,7 +200,7 @@ static void iteration_status(const struct sched *s, const void *data, json_t *o,
 
 const struct sched_policy_ops sched_policy_mlfabric_s = {
 	.name = "mlfabric-s",
-	.plan_mode = PLAN_SYNC,
+	.plan_mode = PLAN_MLFABRIC_S,
 	.select_updates = select_sync,
 	.planned = iteration_planned,
 	.status = iteration_status,

@@ -17,7 +17,7 @@ int sched_select_fresh(const struct sched *s, double now, const int *sel, int n_
 		int ui = pl->after ? sched_find_update(s, pl->after) : -1, wait = 0;
 		*f = (struct sched_fresh){ .upd = -1, .v = -1, .t = 0 };
 		if (ui >= 0 && s->upd[ui].worker == pl->worker &&
-		    sched_policy_plan_mode(s) == PLAN_ASYNC) {
+		    sched_policy_plan_mode(s) == PLAN_MLFABRIC_A) {
 			const struct sched_update *u = &s->upd[ui];
 			if (u->state == SCHED_UPD_PENDING) {
 				for (int j = 0; j < n_sel && f->upd < 0; j++)

@@ -36,9 +36,9 @@ struct sched_fresh {
  * batch (taken out of @psel), at most SCHED_PULL_FRESH_WAIT_MAX_S after its arrival (@now:
  * CLOCK_REALTIME seconds). Dropped, lost, committed or unknown: no wait. Sharded (§10.2): a pull
  * whose update is pending waits for a later batch (the copies of a batch carry the version
- * ordered before it, which then includes the update), with the same bound. Only for the
- * asynchronous plan mode (a synchronous pull waits for its min_version). Returns the new count
- * of @psel.
+ * ordered before it, which then includes the update), with the same bound. Only in plan mode
+ * PLAN_MLFABRIC_A (a PLAN_MLFABRIC_S pull waits for its min_version). Returns the new count of
+ * @psel.
  */
 int sched_select_fresh(const struct sched *s, double now, const int *sel, int n_sel, int *psel,
 		       int n_psel, struct sched_fresh *fr);

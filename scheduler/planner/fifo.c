@@ -222,7 +222,7 @@ int fifo_simulate(const struct plan_batch *b, struct fifo_result *r)
 		int u = r->order[i];
 
 		sum += r->commit_s[u] - b->now_s;
-		if (b->mode == PLAN_ASYNC && version - b->updates[u].version > b->tau_max)
+		if (b->mode == PLAN_MLFABRIC_A && version - b->updates[u].version > b->tau_max)
 			r->delay_violations++;
 		version++;
 	}

@@ -433,7 +433,7 @@ int order_compute(struct planwork *pw, struct netstate *base)
 {
 	const struct plan_batch *b = pw->b;
 	struct plan *o = pw->out;
-	int async = b->mode == PLAN_ASYNC;
+	int async = b->mode == PLAN_MLFABRIC_A;
 	struct cands cs = { 0 };
 	struct netstate copy, *net = base;
 	struct netstate_mark m0 = netstate_mark(base);

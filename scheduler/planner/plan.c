@@ -120,7 +120,7 @@ static int batch_ok(const struct plan_batch *b, struct planwork *pw)
 	    !hosts_ok(b, b->aggregators, b->n_aggregators) ||
 	    !hosts_ok(b, b->replica_aggregators, b->n_replica_aggregators) ||
 	    !hosts_ok(b, b->distributors, b->n_distributors) || !isfinite(b->now_s) ||
-	    (b->mode != PLAN_ASYNC && b->mode != PLAN_SYNC) || b->n_updates < 0 ||
+	    (b->mode != PLAN_MLFABRIC_A && b->mode != PLAN_MLFABRIC_S) || b->n_updates < 0 ||
 	    (b->n_updates > 0 && !b->updates) || b->n_pulls < 0 || (b->n_pulls > 0 && !b->pulls) ||
 	    (b->n_pulls > 0 && b->model_bytes == 0) || b->n_changes < 0 ||
 	    (b->n_changes > 0 && !b->changes))
@@ -313,7 +313,7 @@ int plan_compute(const struct plan_batch *b0, enum plan_impl impl, struct plan *
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* 1. Order (Alg. 2; Alg. 1 in sync mode), on the network before any reservation. */
+	/* 1. Order (Alg. 2; Alg. 1 for MLfabric-S), on the network before any reservation. */
 	rc = order_compute(&pw, &net);
 	if (rc)
 		goto out;

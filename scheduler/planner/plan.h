@@ -17,10 +17,12 @@
 
 #define PLAN_NAME_MAX 64 /* longest host / update id, including the NUL */
 
-/** Planning mode: MLfabric-A (async, §5) or MLfabric-S (sync, §6). */
+/** Planning mode: MLfabric-A (§5) or MLfabric-S (§6); a batch document's `mode` "mlfabric-a" or
+ * "mlfabric-s" (docs/plan-format.md). */
 enum plan_mode {
-	PLAN_ASYNC = 0, /* ordering, delay bound, dropping, aggregation, replication */
-	PLAN_SYNC = 1,  /* one iteration's updates: no ordering or dropping; aggregation, replication */
+	PLAN_MLFABRIC_A = 0, /* ordering, delay bound, dropping, aggregation, replication */
+	PLAN_MLFABRIC_S = 1, /* one iteration's updates, no ordering or dropping; aggregation,
+			      * replication */
 };
 
 /** Direction of a host's link to the (non-blocking) core switch. */

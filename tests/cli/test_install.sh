@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_install.sh - `make install` into a temporary DESTDIR (PREFIX=/usr), then use the installed
 # library the way a user's project does: only through pkg-config mlfabric. Checks: the files are
-# where docs/api.md says, libmlfabric.so has SONAME libmlfabric.so.1 and exports only mlf_*, the
+# where docs/api.md says, libmlfabric.so has SONAME libmlfabric.so.2 (the first number of the
+# Makefile's MLFABRIC_VERSION; docs/api.md "Changes in 2.0") and exports only mlf_*, the
 # installed headers compile alone (-std=c11 -Wall -Wextra -Werror -pedantic), mlfabric.pc's
 # version is the library's, the out-of-tree example examples/c builds with pkg-config, links
 # the installed .so, answers --help, and without a dataplane exits 1 with one error line naming
@@ -34,14 +35,19 @@ done
 for f in bin/mlf-txloop bin/fabric_app bin/test_fabric; do
 	[ -e "$dest/usr/$f" ] && fail "make install installed the test/bench program /usr/$f"
 done
+version=$(sed -n 's/^MLFABRIC_VERSION *:= *//p' Makefile)
+major=${version%%.*}
+[ "$major" = 2 ] || fail "MLFABRIC_VERSION $version: the 2.0 API (docs/api.md \"Changes in 2.0\") is major 2"
+soname=libmlfabric.so.$major
 real=$(cd "$dest/usr/lib" && ls libmlfabric.so.*.*.* 2>/dev/null)
-[ -n "$real" ] && [ -f "$dest/usr/lib/$real" ] || fail "no libmlfabric.so.X.Y.Z in /usr/lib"
-[ "$(readlink "$dest/usr/lib/libmlfabric.so.1")" = "$real" ] || fail "libmlfabric.so.1 does not point to $real"
-[ "$(readlink "$dest/usr/lib/libmlfabric.so")" = libmlfabric.so.1 ] || fail "libmlfabric.so does not point to libmlfabric.so.1"
+[ "$real" = "libmlfabric.so.$version" ] && [ -f "$dest/usr/lib/$real" ] ||
+	fail "no libmlfabric.so.$version in /usr/lib (found: ${real:-none})"
+[ "$(readlink "$dest/usr/lib/$soname")" = "$real" ] || fail "$soname does not point to $real"
+[ "$(readlink "$dest/usr/lib/libmlfabric.so")" = "$soname" ] || fail "libmlfabric.so does not point to $soname"
 
 # the library: soname, exported symbols (only mlf_*, and every function the headers declare)
-so=$dest/usr/lib/libmlfabric.so.1
-readelf -d "$so" | grep -q 'SONAME.*\[libmlfabric\.so\.1\]' || fail "SONAME is not libmlfabric.so.1: $(readelf -d "$so" | grep SONAME)"
+so=$dest/usr/lib/$soname
+readelf -d "$so" | grep -F SONAME | grep -qF "[$soname]" || fail "SONAME is not $soname: $(readelf -d "$so" | grep SONAME)"
 nm -D --defined-only "$so" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u >"$tmp/exported"
 [ -s "$tmp/exported" ] || fail "libmlfabric.so exports nothing"
 bad=$(grep -v '^mlf_' "$tmp/exported" | head -5 | tr '\n' ' ')
@@ -75,8 +81,8 @@ if ! $MAKE --no-print-directory -C "$tmp/example" CFLAGS="-O2 -Werror" >"$tmp/ex
 else
 	ex=$tmp/example/push_get
 	export LD_LIBRARY_PATH=$dest/usr/lib
-	readelf -d "$ex" | grep -q 'NEEDED.*\[libmlfabric\.so\.1\]' || fail "push_get does not link libmlfabric.so.1"
-	ldd "$ex" | grep -q "libmlfabric.so.1 => $dest/usr/lib/" || fail "push_get does not load the installed library: $(ldd "$ex" | grep mlf)"
+	readelf -d "$ex" | grep -F NEEDED | grep -qF "[$soname]" || fail "push_get does not link $soname"
+	ldd "$ex" | grep -qF "$soname => $dest/usr/lib/" || fail "push_get does not load the installed library: $(ldd "$ex" | grep mlf)"
 	"$ex" --help | grep -q -- '--server' || fail "push_get --help does not describe --server"
 	"$ex" --host w0 >/dev/null 2>&1
 	[ $? = 2 ] || fail "push_get without --cluster/--server: exit status not 2"

@@ -85,8 +85,8 @@ expect_bad 1 "$tmp/no/dir/plan.json: No such file or directory" --in conf/plan-f
   --out "$tmp/no/dir/plan.json"
 expect_bad 2 '--impl: expected fast or simple, got "quick"' --impl quick --in conf/plan-fig1.json
 expect_bad 2 'unexpected argument "conf/plan-fig1.json"' conf/plan-fig1.json
-# issue 14: the planner's own refusals name the field (before: "Cannot allocate memory" for a
-# negative now_s, "Invalid argument" for a replica link down for good, bytes 2^62 accepted)
+# the planner's own refusals name the field (docs/plan-format.md "Reading rules (planio)"): a
+# negative now_s, a replica link down for good, bytes 2^62
 jq '.now_s = -5 | .updates[].ready_s = -5' conf/plan-replication.json >"$tmp/negnow.json"
 expect_bad 2 'now_s: must be >= 0 seconds, got -5' --in "$tmp/negnow.json"
 jq '.capacity_changes = [{"link": "rep.down", "at_s": 9.0, "gbps": 0}]' conf/plan-replication.json >"$tmp/repdown.json"

@@ -2,7 +2,7 @@
 # apps_esync.sh - ESync (esync.txt; docs/scheduler.md "ESync's State Server"): 4 workers at
 # fixed speeds 1:1:1:4 (w3 4x slower,
 # mlf-worker --speed 4), MLfabric-S server and scheduler (the State Server), 40 rounds each with
-# and without --esync 4 (rounds, not a duration: a synchronous round needs every worker). With ESync the fast workers train locally while the slow one finishes: per
+# with --system esync --esync-workers 4 and with --system mlfabric-s (rounds, not a duration: a synchronous round needs every worker). With ESync the fast workers train locally while the slow one finishes: per
 # round each fast worker does at least twice the slow one's local iterations (the rule gives
 # 3 to 1 with iterations of 0.05 s against 0.2 s: 3 and 1 measured), the slow one about one; every round's four deltas are applied together (the
 # server's version grows by 4 per round); in the same number of rounds the cluster computes at
@@ -10,7 +10,7 @@
 # accuracy rises above 0.5. Then the non-blocking mode (esync.txt §4.2, --esync-nonblocking):
 # the same rounds and 2:1 split, queries that never block (less time blocked in them than the
 # blocking mode's), rounds ended by READYs that abort the iteration in progress.
-# Fixed-rate local SGD (system local-sgd, --esync 4 --local-steps 4, 20 rounds): every worker does
+# Fixed-rate local SGD (--system local-sgd --local-workers 4 --local-steps 4, 20 rounds): every worker does
 # exactly 4 local iterations every round, the slow one too, and asks the State Server nothing
 # (less than a fifth of blocking ESync's time spent deciding when a round ends);
 # every round's four deltas are applied together, and the accuracy rises above 0.5.

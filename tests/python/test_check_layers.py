@@ -1,5 +1,6 @@
 """Unit tests of tools/check-layers: it flags an include from a layer above, a forbidden system
-header in the pure planner, a file-level circle of calls found in real objects (gcc + nm), and a
+header in the pure planner, a header the example may not include (examples/c sees only the
+installed ones), a file-level circle of calls found in real objects (gcc + nm), and a
 scheduler core file that names a synchronization policy; it accepts one-way calls and the
 policy words inside the policy files."""
 import importlib.machinery
@@ -60,6 +61,18 @@ class Includes(unittest.TestCase):
         bad = CL.check_includes(self.root)
         self.assertEqual(len(bad), 1)
         self.assertIn("<jansson.h>", bad[0])
+
+    def test_example_includes_only_installed_headers(self):
+        """examples/c may include the installed headers (include/) and system headers, with
+        "..." or <...>; the protocol header mlf_payload.h is not installed, so it is named."""
+        write(self.root, "include/mlfabric.h", "/* API */\n")
+        write(self.root, "lib/proto/mlf_payload.h", "/* wire header */\n")
+        write(self.root, "examples/c/push_get.c", '#include <mlfabric.h>\n#include <stdio.h>\n')
+        self.assertEqual(CL.check_includes(self.root), [])
+        write(self.root, "examples/c/push_get.c", '#include <mlfabric.h>\n#include <mlf_payload.h>\n')
+        bad = CL.check_includes(self.root)
+        self.assertEqual(len(bad), 1)
+        self.assertIn('examples/c/push_get.c: includes "mlf_payload.h" from lib/proto', bad[0])
 
 
 class PolicyWords(unittest.TestCase):

@@ -115,7 +115,7 @@ class Validation(Tmp):
         self.bad('momentum_at: "worker" needs worker_program "c"', momentum_at="worker", worker_program="torch")
 
     def test_speeds_and_ssp(self):
-        """Issue 12: deterministic stragglers (speeds, one factor per worker, from speeds_at_s) and
+        """Deterministic stragglers (speeds, one factor per worker, from speeds_at_s) and
         system ssp (the scheduler's stale-synchronous gate with threshold ssp_s)."""
         e = self.exp(speeds=[1, 1, 1, 4], speeds_at_s=5, systems=["ssp", "async"])
         self.assertEqual((e.speeds, e.s["speeds_at_s"], e.s["ssp_s"]), (["1", "1", "1", "4"], "5", "3"))
@@ -138,7 +138,7 @@ class Validation(Tmp):
         self.bad("asp_w: 5 is above ssp_s 3", systems=["asp"], asp_w=5)
 
     def test_hop_graph(self):
-        """Issue 12: system hop's graph (ring, ring-based, an object) and settings; a graph naming
+        """System hop's graph (ring, ring-based, an object) and settings; a graph naming
         an unknown host, one-way or disconnected, and backups that leave nothing, are refused."""
         e = self.exp(systems=["hop"])
         self.assertEqual(e.hop_nb["w0"], ["w1", "w3"])
@@ -178,7 +178,7 @@ class Validation(Tmp):
         self.bad("compute: unknown setting", compute="2,6")
 
     def test_adsp_and_local_sgd(self):
-        """Issue 12: systems adsp (commit rates from the scheduler) and local-sgd (fixed local
+        """Systems adsp (commit rates from the scheduler) and local-sgd (fixed local
         iterations per round): their keys, defaults and bad values."""
         e = self.exp(systems=["adsp", "local-sgd", "mlfabric-s"])
         self.assertEqual((e.s["adsp_period_s"], e.s["adsp_eval_s"], e.s["adsp_rate"], e.s["adsp_global_lr"],
@@ -194,7 +194,7 @@ class Validation(Tmp):
         self.bad("unknown system", systems=["adsp2"])
 
     def test_overlap(self):
-        """Issue 11: overlap (mlf-worker --overlap) is a boolean, off by default, C workers only."""
+        """overlap (mlf-worker --overlap) is a boolean, off by default, C workers only."""
         self.assertIs(self.exp(systems=["mlfabric-a"]).overlap, False)
         self.assertIs(self.exp(systems=["mlfabric-a", "async"], overlap=True).overlap, True)
         self.bad("overlap: true or false expected, got 1", systems=["mlfabric-a"], overlap=1)
@@ -202,7 +202,7 @@ class Validation(Tmp):
                  worker_program="torch")
 
     def test_init_weights(self):
-        """Issue 11: init_weights names a file of exactly the model's float32 parameters (the
+        """init_weights names a file of exactly the model's float32 parameters (the
         paper's Table 2 starts from a pre-trained model); refused with one line otherwise."""
         self.assertIsNone(self.exp(systems=["mlfabric-a"]).init_weights)
         n = 784 * 8 + 8 + 8 * 10 + 10
@@ -220,7 +220,7 @@ class Validation(Tmp):
                  init_weights=good)
 
     def test_esync_nonblocking(self):
-        """Issue 12: esync_nonblocking (esync.txt §4.2) is a boolean, off by default."""
+        """esync_nonblocking (esync.txt §4.2) is a boolean, off by default."""
         self.assertIs(self.exp(systems=["esync"]).esync_nb, False)
         self.assertIs(self.exp(systems=["esync"], esync_nonblocking=True).esync_nb, True)
         self.bad("esync_nonblocking: true or false expected, got 1", systems=["esync"], esync_nonblocking=1)

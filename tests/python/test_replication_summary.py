@@ -1,6 +1,6 @@
 """Unit tests of bench/replication_summary.py: medians and min-max over seeds, the 3x replica-data
 target decided on medians (and whether the spreads overlap), the chain comparison, and the
-BENCHMARKS.md section replaced in place."""
+docs/results/replication.md section replaced in place."""
 import importlib.util
 import json
 import os

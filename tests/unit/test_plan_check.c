@@ -173,7 +173,7 @@ static enum plan_check_result corrupt(struct fixture *f, int which, const char *
 		return PLAN_CHECK_STRUCTURE;
 	case 15:
 		*what = "sync mode with a dropped update";
-		f->b.mode = PLAN_SYNC;
+		f->b.mode = PLAN_MLFABRIC_S;
 		f->p.dropped = &f->order[2];
 		f->p.n_dropped = 1;
 		f->p.n_order = 2;
@@ -218,7 +218,7 @@ START_TEST(test_delay_violations_counted)
 	fixture_make(&f);
 	f.b.tau_max = 0;
 	ck_assert_int_eq(plan_check_delay_violations(&f.b, &f.p), 2); /* both aggregate inputs */
-	f.b.mode = PLAN_SYNC;
+	f.b.mode = PLAN_MLFABRIC_S;
 	ck_assert_int_eq(plan_check_delay_violations(&f.b, &f.p), 0);
 	planio_batch_free(&f.b);
 }
@@ -412,10 +412,10 @@ START_TEST(test_fifo_capacity_step_and_ready)
 END_TEST
 
 /*
- * Issue 14: checker and planner agree on sync mode's one drop. w1's uplink dies for good at
- * 0.01 s, before its 125 MB can leave: the planner drops it and the checker accepts that; the
- * same plan checked against the batch without the link failure (the update deliverable) is
- * refused. Before, the checker refused every sync drop.
+ * Checker and planner agree on mode mlfabric-s's one drop (docs/plan-format.md "What must always
+ * hold"). w1's uplink dies for good at 0.01 s, before its 125 MB can leave: the planner drops it
+ * and the checker accepts that; the same plan checked against the batch without the link failure
+ * (the update deliverable) is refused, so a checker that refused every such drop fails here.
  */
 START_TEST(test_sync_drop_only_undeliverable)
 {

@@ -112,7 +112,7 @@ START_TEST(test_fig4_tend)
 	int w, s;
 	double end;
 
-	tb_init(&t, PLAN_ASYNC);
+	tb_init(&t, PLAN_MLFABRIC_A);
 	w = tb_host(&t, "w", 0.04, 10);
 	s = tb_host(&t, "ps", 10, 1);
 	tb_change(&t, w, PLAN_UP, 2.0, 0.0);
@@ -168,7 +168,7 @@ START_TEST(test_netstate_undo)
 	struct netstate_mark m;
 	int w, s, i, l;
 
-	tb_init(&t, PLAN_ASYNC);
+	tb_init(&t, PLAN_MLFABRIC_A);
 	w = tb_host(&t, "w", 1, 1);
 	s = tb_host(&t, "ps", 1, 0.5);
 	tb_change(&t, s, PLAN_DOWN, 3.0, 2.0);
@@ -206,7 +206,7 @@ START_TEST(test_fig5_drop)
 	struct plan p;
 	int w1, w2, g1, g2;
 
-	tb_init(&t, PLAN_ASYNC);
+	tb_init(&t, PLAN_MLFABRIC_A);
 	w1 = tb_host(&t, "w1", 0.01, 1);
 	w2 = tb_host(&t, "w2", 1, 1);
 	t.servers[t.b.n_servers++] = tb_host(&t, "ps", 1, 0.1);
@@ -245,7 +245,7 @@ START_TEST(test_fig1_delay_bound)
 	struct plan p;
 	int i, j, s;
 
-	tb_init(&t, PLAN_ASYNC);
+	tb_init(&t, PLAN_MLFABRIC_A);
 	s = tb_host(&t, "ps", 10, 1);
 	t.servers[t.b.n_servers++] = s;
 	for (i = 0; i < 5; i++)
@@ -277,7 +277,7 @@ START_TEST(test_deadline_passed)
 	struct plan p;
 	int a, b2, c;
 
-	tb_init(&t, PLAN_ASYNC);
+	tb_init(&t, PLAN_MLFABRIC_A);
 	t.servers[t.b.n_servers++] = tb_host(&t, "ps", 10, 1);
 	tb_host(&t, "w1", 1, 1);
 	tb_host(&t, "w2", 1, 1);
@@ -303,7 +303,7 @@ START_TEST(test_ready_time)
 	struct plan p;
 	int u;
 
-	tb_init(&t, PLAN_ASYNC);
+	tb_init(&t, PLAN_MLFABRIC_A);
 	t.b.now_s = 1.0;
 	t.servers[t.b.n_servers++] = tb_host(&t, "ps", 10, 1);
 	tb_host(&t, "w1", 1, 1);
@@ -327,7 +327,7 @@ static void fig6_batch(struct tb *t, int k)
 {
 	int i;
 
-	tb_init(t, PLAN_ASYNC);
+	tb_init(t, PLAN_MLFABRIC_A);
 	t->servers[t->b.n_servers++] = tb_host(t, "ps", 10, 1);
 	for (i = 0; i < 6; i++)
 		tb_update(t, tb_host(t, "w", 1, 1), GBIT, t->b.v_init);
@@ -521,7 +521,7 @@ END_TEST
  */
 static void repl_batch(struct tb *t, double div_max)
 {
-	tb_init(t, PLAN_ASYNC);
+	tb_init(t, PLAN_MLFABRIC_A);
 	t->servers[t->b.n_servers++] = tb_host(t, "ps", 10, 1);
 	t->b.replica = tb_host(t, "rep", 10, 0.25);
 	tb_update(t, tb_host(t, "w1", 10, 10), GBIT, t->b.v_init);
@@ -616,7 +616,7 @@ END_TEST
  */
 static void repl_agg_batch(struct tb *t, double div_max, double rep_down)
 {
-	tb_init(t, PLAN_ASYNC);
+	tb_init(t, PLAN_MLFABRIC_A);
 	t->servers[t->b.n_servers++] = tb_host(t, "ps", 10, 1);
 	t->b.replica = tb_host(t, "rep", 10, rep_down);
 	tb_update(t, tb_host(t, "w1", 10, 10), GBIT, t->b.v_init);
@@ -684,7 +684,7 @@ START_TEST(test_sync_mode)
 	struct plan p;
 	int i;
 
-	tb_init(&t, PLAN_SYNC);
+	tb_init(&t, PLAN_MLFABRIC_S);
 	t.servers[t.b.n_servers++] = tb_host(&t, "ps", 10, 1);
 	t.b.tau_max = 0;
 	for (i = 0; i < 4; i++)
@@ -707,7 +707,7 @@ START_TEST(test_shards)
 	struct plan p;
 	int i, j, per_server[2] = { 0, 0 };
 
-	tb_init(&t, PLAN_ASYNC);
+	tb_init(&t, PLAN_MLFABRIC_A);
 	t.servers[t.b.n_servers++] = tb_host(&t, "ps0", 10, 1);
 	t.servers[t.b.n_servers++] = tb_host(&t, "ps1", 10, 0.5);
 	for (i = 0; i < 3; i++) {
@@ -747,7 +747,7 @@ START_TEST(test_distribution)
 	struct plan p;
 	int i, j, via = 0, served[8] = { 0 };
 
-	tb_init(&t, PLAN_ASYNC);
+	tb_init(&t, PLAN_MLFABRIC_A);
 	t.servers[t.b.n_servers++] = tb_host(&t, "ps", 1, 10);
 	t.b.model_bytes = GBIT;
 	for (i = 0; i < 6; i++) {
@@ -792,12 +792,12 @@ START_TEST(test_fast_equals_simple)
 {
 	static const struct { int n, k, kr, rep, srv, pulls, dists; enum plan_mode mode; double div; }
 	cases[] = {
-		{ 12, 2, 1, 1, 1, 0, 0, PLAN_ASYNC, 1.0 },
-		{ 30, 3, 2, 1, 1, 4, 2, PLAN_ASYNC, 0.3 },
-		{ 30, 4, 0, 1, 1, 0, 0, PLAN_ASYNC, 0.0 },
-		{ 25, 2, 2, 1, 2, 0, 0, PLAN_ASYNC, 2.0 },
-		{ 20, 3, 1, 1, 1, 3, 1, PLAN_SYNC, 0.5 },
-		{ 40, 0, 0, 0, 3, 0, 0, PLAN_ASYNC, 0.0 },
+		{ 12, 2, 1, 1, 1, 0, 0, PLAN_MLFABRIC_A, 1.0 },
+		{ 30, 3, 2, 1, 1, 4, 2, PLAN_MLFABRIC_A, 0.3 },
+		{ 30, 4, 0, 1, 1, 0, 0, PLAN_MLFABRIC_A, 0.0 },
+		{ 25, 2, 2, 1, 2, 0, 0, PLAN_MLFABRIC_A, 2.0 },
+		{ 20, 3, 1, 1, 1, 3, 1, PLAN_MLFABRIC_S, 0.5 },
+		{ 40, 0, 0, 0, 3, 0, 0, PLAN_MLFABRIC_A, 0.0 },
 	};
 	unsigned i, seed;
 

@@ -352,7 +352,7 @@ static double lazy_replica_bytes(double div_max, int *max_inflight)
 			snprintf(hosts[h].name, PLAN_NAME_MAX, h < hosts_w ? "w%d" : h == 4 ? "ps" : "rep", h);
 			hosts[h].up_gbps = hosts[h].down_gbps = 10.0;
 		}
-		b.mode = PLAN_ASYNC;
+		b.mode = PLAN_MLFABRIC_A;
 		b.now_s = 0.0;
 		b.hosts = hosts;
 		b.n_hosts = 6;

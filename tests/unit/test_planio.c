@@ -94,7 +94,7 @@ START_TEST(test_reads_every_field)
 	char err[PLANIO_ERR_MAX];
 
 	ck_assert_int_eq(planio_read_string(base_batch, &b, err, sizeof(err)), 0);
-	ck_assert_int_eq(b.mode, PLAN_ASYNC);
+	ck_assert_int_eq(b.mode, PLAN_MLFABRIC_A);
 	ck_assert_int_eq(b.n_hosts, 5);
 	ck_assert_str_eq(b.hosts[1].name, "w1");
 	ck_assert_double_eq(b.hosts[1].up_gbps, 2.5);
@@ -138,7 +138,7 @@ START_TEST(test_defaults)
 	char err[PLANIO_ERR_MAX];
 
 	ck_assert_msg(planio_read_string(doc, &b, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_int_eq(b.mode, PLAN_SYNC);
+	ck_assert_int_eq(b.mode, PLAN_MLFABRIC_S);
 	ck_assert_int_eq(b.replica, -1);
 	ck_assert_int_eq(b.n_servers, 1);
 	ck_assert_double_eq(b.momentum, 0.9);

@@ -344,7 +344,7 @@ START_TEST(sync_waits_for_all)
 	json_t *o = wait_msg(ps, "order", 2.0);
 	ck_assert_ptr_nonnull(o);
 	pthread_mutex_lock(&hook_mu);
-	ck_assert_int_eq(hook_mode, PLAN_SYNC);
+	ck_assert_int_eq(hook_mode, PLAN_MLFABRIC_S);
 	ck_assert_int_eq(hook_n_updates, 3);
 	pthread_mutex_unlock(&hook_mu);
 	pump(0.2);
@@ -516,7 +516,7 @@ START_TEST(sync_eager_plans_ready_updates)
 	ck_assert_ptr_nonnull(wait_msg(ps, "order", 1.0));
 	pump(0.1);
 	pthread_mutex_lock(&hook_mu);
-	ck_assert_int_eq(hook_mode, PLAN_SYNC);
+	ck_assert_int_eq(hook_mode, PLAN_MLFABRIC_S);
 	ck_assert_int_eq(hook_n_updates, 2);
 	int batches = hook_batches;
 	pthread_mutex_unlock(&hook_mu);

@@ -60,14 +60,14 @@ START_TEST(choose_follows_options_and_mode)
 	fresh();
 	ck_assert_int_eq(sched_policy_choose(&s, err, sizeof(err)), 0);
 	ck_assert_str_eq(names(), "mlfabric-a,esync");
-	ck_assert_int_eq(sched_policy_plan_mode(&s), PLAN_ASYNC);
+	ck_assert_int_eq(sched_policy_plan_mode(&s), PLAN_MLFABRIC_A);
 	void *esync_state = s.pol.data[index_of(&sched_policy_esync)];
 	ck_assert_ptr_nonnull(esync_state);
 	/* the server registers in mode mlfabric-s: the planning policy changes, ESync keeps its state */
 	s.server.sync = 1;
 	ck_assert_int_eq(sched_policy_choose(&s, err, sizeof(err)), 0);
 	ck_assert_str_eq(names(), "mlfabric-s,esync");
-	ck_assert_int_eq(sched_policy_plan_mode(&s), PLAN_SYNC);
+	ck_assert_int_eq(sched_policy_plan_mode(&s), PLAN_MLFABRIC_S);
 	ck_assert_ptr_eq(s.pol.data[index_of(&sched_policy_esync)], esync_state);
 	sched_policy_free(&s);
 	ck_assert_int_eq(s.pol.n, 0);

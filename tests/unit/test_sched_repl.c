@@ -224,7 +224,7 @@ START_TEST(replica_sync_mode)
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_ge(one_last_copy(ids[i]), 2);
 	pthread_mutex_lock(&hook_mu);
-	ck_assert_int_eq(hook_mode, PLAN_SYNC);
+	ck_assert_int_eq(hook_mode, PLAN_MLFABRIC_S);
 	ck_assert_int_eq(hook_replica[1], 5);
 	ck_assert_int_eq(hook_punted[1], 0);
 	pthread_mutex_unlock(&hook_mu);

@@ -11,7 +11,7 @@ import shutil
 KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp", "asp", "esync", "adsp",
                  "local-sgd", "hop"]
 # hop (hop-asplos2019) is decentralized: the workers average with their neighbours on the graph
-# hop_graph, no server and no scheduler (mlf-worker --hop); worker 0 evaluates its own model
+# hop_graph, no server and no scheduler (mlf-worker --system hop); worker 0 evaluates its own model
 # systems run by mlf-scheduler: ssp and asp are MLfabric-A's scheduler with its (adaptive)
 # stale-synchronous gate; esync is MLfabric-S with workers that train locally between rounds,
 # asking the scheduler's State Server (esync.txt); local-sgd is the same with local_steps fixed
@@ -172,7 +172,7 @@ class Experiment:
         for k in POSITIVE:
             setattr(self, k, x[k])
         self._check_ranges(x)
-        # the command-line strings of the settings, as the bash runner passed them
+        # each setting as the string its command-line option takes (num_str: 2.0 -> "2")
         g = lambda k: num_str(x[k]) if k in x and x[k] is not None else OPTIONAL[k]
         self.s = {k: num_str(g(k)) for k in ["model", "batch", "lr", "momentum", "compute_s", "tau_max",
                                              "eval_every_s", "eval_images", "batch_ms", "t_lag",
@@ -662,7 +662,8 @@ class Experiment:
             dur = f.get("duration_s") or 0
             loss = f.get("loss") or 0
             self.faults.append(Fault(0, f["at_s"], kind, host, dur, loss, f))
-        # sorted by at_s, then numbered 1, 2, ... in that order (as the bash runner did)
+        # sorted by at_s (stable: faults at the same time keep the file's order), then numbered 1, 2, ...
+        # in that order; the number orders the start and end events of faults at the same instant
         self.faults.sort(key=lambda f: f.at)
         for n, f in enumerate(self.faults):
             f.index = n + 1

@@ -206,7 +206,7 @@ def system_results(d, target):
         # rr-sync and mlfabric-s: seconds per iteration after the first 5 (steady_iteration_s)
         "steady_iteration_s": sync_it,
         "iterations": iterations,
-        # ESync (mlf-worker --esync): the workers' local iterations; iterations counts rounds
+        # ESync (mlf-worker --system esync): the workers' local iterations; iterations counts rounds
         "local_steps": (sum(w.get("local_steps") or 0 for w in workers) or None) if workers else None,
         "wall_s": run["t_end"] - run["t0"] if present(run.get("t_end")) and present(run.get("t0")) else None,
         "stop_reason": run.get("stop_reason"),

@@ -362,7 +362,7 @@ def sync_iteration_lines(data, present_cells, systems):
 
 
 def efficiency_lines(data, present_cells, systems):
-    """Time to target = gradients to target / gradients per second (BENCHMARKS.md
+    """Time to target = gradients to target / gradients per second (docs/results/staleness.md
     "Throughput against statistical efficiency"): per cell and system,
     the medians over the seeds that reached the target of the worker gradients computed and
     applied per second of the run, the fraction dropped, and the gradients applied when the target

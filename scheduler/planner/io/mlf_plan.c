@@ -139,8 +139,8 @@ static void explain(FILE *f, const struct plan_batch *b, const struct plan *p, c
 	char what[PLAN_NAME_MAX];
 
 	fprintf(f, "batch: %s, %d hosts, %d updates, %d pulls, tau_max %lld, v_init %lld; "
-		"planned in %.3f ms (%s)\n", b->mode == PLAN_SYNC ? "mlfabric-s" : "mlfabric-a", b->n_hosts,
-		b->n_updates, b->n_pulls, (long long)b->tau_max, (long long)b->v_init,
+		"planned in %.3f ms (%s)\n", b->mode == PLAN_MLFABRIC_S ? "mlfabric-s" : "mlfabric-a",
+		b->n_hosts, b->n_updates, b->n_pulls, (long long)b->tau_max, (long long)b->v_init,
 		p->plan_ms, impl);
 	if (p->origin_s != 0.0)
 		fprintf(f, "times: seconds after origin_s %.0f (the batch's now_s is %.6f)\n",
@@ -159,7 +159,7 @@ static void explain(FILE *f, const struct plan_batch *b, const struct plan *p, c
 	}
 	explain_links(f, b, p);
 	explain_commits(f, b, p, p->commits, p->n_commits, "commits",
-			b->mode == PLAN_ASYNC);
+			b->mode == PLAN_MLFABRIC_A);
 	explain_commits(f, b, p, p->replica_commits, p->n_replica_commits, "replica commits",
 			0);
 	if (b->n_pulls > 0) {

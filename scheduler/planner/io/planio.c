@@ -209,7 +209,7 @@ static int is_needed(const struct reader *rd, enum field_need need)
 {
 	switch (need) {
 	case NEED_ALWAYS: return 1;
-	case NEED_ASYNC: return rd->b->mode == PLAN_ASYNC;
+	case NEED_ASYNC: return rd->b->mode == PLAN_MLFABRIC_A;
 	case NEED_REPLICA: return rd->has_replica;
 	case NEED_OPT: return 0;
 	}
@@ -632,14 +632,14 @@ static int read_mode(struct reader *rd, const json_t *top)
 	json_t *v = json_object_get(top, "mode");
 	const char *s;
 
-	rd->b->mode = PLAN_ASYNC;
+	rd->b->mode = PLAN_MLFABRIC_A;
 	if (!v)
 		return 0;
 	if (!json_is_string(v))
 		return fail(rd, "", "mode", "expected \"mlfabric-a\" or \"mlfabric-s\", got %s", json_kind(v));
 	s = json_string_value(v);
 	if (strcmp(s, "mlfabric-s") == 0)
-		rd->b->mode = PLAN_SYNC;
+		rd->b->mode = PLAN_MLFABRIC_S;
 	else if (strcmp(s, "async") == 0 || strcmp(s, "sync") == 0)
 		return fail(rd, "", "mode", "\"%s\" is the old spelling: write \"%s\"", s,
 			    s[0] == 'a' ? "mlfabric-a" : "mlfabric-s");
@@ -844,7 +844,7 @@ json_t *planio_batch_to_json(const struct plan_batch *b)
 
 	if (!ok)
 		return NULL;
-	put(doc, "mode", json_string(b->mode == PLAN_SYNC ? "mlfabric-s" : "mlfabric-a"), &ok);
+	put(doc, "mode", json_string(b->mode == PLAN_MLFABRIC_S ? "mlfabric-s" : "mlfabric-a"), &ok);
 	put(doc, "now_s", json_real(b->now_s), &ok);
 	put(doc, "hosts", a = json_array(), &ok);
 	for (int i = 0; a && i < b->n_hosts; i++) {
