@@ -69,8 +69,9 @@ struct fabric_cmd {
 				  * held update as one shard (-1 = the whole update); AGGREGATE: sum
 				  * the inputs' shards starting at this float (-1 = whole updates) */
 	uint64_t shard_n;
-	int64_t at_version;      /* SEND model: take the snapshot when the (shard) server's version
-				  * is exactly this (-1 = now) */
+	int64_t at_version;      /* SEND model: take the snapshot when the shard server's version is
+				  * exactly this, an unsharded server's at least this (fresh pulls,
+				  * docs/scheduler.md); -1 = now */
 	int64_t label;           /* SEND model: version written into the snapshot's header, the
 				  * one every shard of the pull carries (-1 = the server's own) */
 };

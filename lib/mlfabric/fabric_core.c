@@ -58,6 +58,18 @@ int fabric_core_ctl(struct mlf *f, json_t *msg)
 	return rc;
 }
 
+json_t *fabric_core_pull_msg(const struct mlf_worker_state *w)
+{
+	json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)w->get.pull,
+			      "server", w->get.server);
+
+	if (m && w->get.min_version >= 0)
+		json_object_set_new(m, "min_version", json_integer(w->get.min_version));
+	if (m && w->get.after)
+		json_object_set_new(m, "after", json_integer((json_int_t)w->get.after));
+	return m;
+}
+
 uint64_t fabric_core_next_id(struct mlf *f)
 {
 	return ((uint64_t)(f->me + 1) << 40) | (++f->seq & FABRIC_SEQ_MASK);
@@ -554,11 +566,7 @@ static void scheduler_back(struct mlf *f)
 							 "bytes", (json_int_t)u->bytes,
 							 "version", (json_int_t)u->version, "norm", u->norm));
 	if (f->role == FABRIC_ROLE_WORKER && f->w.get.active && !f->w.get.done) {
-		m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)f->w.get.pull,
-			      "server", f->w.get.server);
-		if (m && f->w.get.min_version >= 0)
-			json_object_set_new(m, "min_version", json_integer(f->w.get.min_version));
-		json_array_append_new(msgs, m);
+		json_array_append_new(msgs, fabric_core_pull_msg(&f->w));
 	}
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
@@ -622,7 +630,8 @@ static void on_ctl(struct mlf *f, const char *text)
 		scheduler_back(f);
 		break;
 	case FABRIC_CMD_SEND:
-		/* a shard server's model copy at a set version may have to wait for it (§10.2) */
+		/* a model copy at a set version (a shard's, §10.2; a fresh pull's, docs/scheduler.md
+		 * "Fresh pulls") may have to wait for it */
 		if (c.what_model && c.at_version >= 0 && ops && ops->command && ops->command(f, &c))
 			break;
 		fabric_core_send(f, &c);

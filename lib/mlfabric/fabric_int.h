@@ -153,6 +153,8 @@ struct mlf_worker_state {
 		char server[APPMSG_NAME_MAX];
 		double since;     /* CLOCK_REALTIME s the get started (fabric_wait.c) */
 		uint64_t pull;    /* its pull id (announced again to a restarted scheduler) */
+		uint64_t after;   /* the update its pull names (`after`, docs/control.md): the one
+				   * pushed last to its server before it, 0 = none */
 		/* a sharded model (§10.2): the shards of one version received so far */
 		int64_t shard_version;
 		int n_shards;
@@ -165,6 +167,8 @@ struct mlf_worker_state {
 					* newer version starting over moves progress_s only once it
 					* covers more, so a get waits at most (shards + 1) x timeout */
 	} get;
+	uint64_t last_push;       /* id of the update pushed last (0: none), to last_push_server */
+	char last_push_server[APPMSG_NAME_MAX];
 	struct {                  /* ESync's State Server (mlf_query_state): the last answer */
 		uint64_t seq;     /* of the query answered last (0: none) */
 		uint64_t next;    /* of the query asked last */
@@ -427,6 +431,14 @@ int fabric_core_wait_until(struct mlf *f, double deadline);
  * transfers"). 0 or -errno (dataplane gone).
  */
 int fabric_core_listen(struct mlf *f, uint16_t chan);
+
+/**
+ * fabric_core_pull_msg - the `pull` of the get @w waits in (docs/control.md): its id, server,
+ * `min_version` when set and `after` (the update pushed last to that server before it, so the
+ * copy answering it includes that update: docs/scheduler.md "Fresh pulls"). New reference; NULL
+ * when out of memory. Called with f->lock held or by the get's own thread.
+ */
+json_t *fabric_core_pull_msg(const struct mlf_worker_state *w);
 
 /**
  * fabric_core_register - make this endpoint @role with @ops, listen on @chans and, in the

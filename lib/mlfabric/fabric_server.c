@@ -78,9 +78,24 @@ static void model_wait_fail(struct mlf *f, struct fabric_model_wait *w, const ch
 }
 
 /*
- * The waiting model copies (§10.2) after the version changed or time passed: those at their
- * version are sent now (in command order: a batch's first one takes the snapshot), those past
- * it or past their deadline fail (the scheduler answers the pull again).
+ * Where the server stands against model copy @c's at_version: 0 = at it (send now), 1 = short
+ * of it (wait), -1 = past it (fail). A shard's copy (its `version` label set, §10.2) needs the
+ * exact version, every shard of a pull at one point; an unsharded server's copy answering a
+ * fresh pull (docs/scheduler.md "Fresh pulls") needs at least that version: a later one still
+ * holds the updates the pull waits for.
+ */
+static int model_wait_state(const struct mlf *f, const struct fabric_cmd *c)
+{
+	if (c->at_version == f->s.version || (c->label < 0 && f->s.version > c->at_version))
+		return 0;
+	return c->at_version > f->s.version ? 1 : -1;
+}
+
+/*
+ * The waiting model copies (§10.2, docs/scheduler.md "Fresh pulls") after the version changed
+ * or time passed: those at their version are sent now (in command order: a batch's first one
+ * takes the snapshot), those past it or past their deadline fail (the scheduler answers the
+ * pull again).
  */
 static void model_waits_check(struct mlf *f)
 {
@@ -88,17 +103,17 @@ static void model_waits_check(struct mlf *f)
 	double now = clock_real_s();
 
 	while ((w = *p)) {
-		if (w->c.at_version == f->s.version) {
+		int st = model_wait_state(f, &w->c);
+		if (st == 0) {
 			*p = w->next;
 			fabric_core_send(f, &w->c);
 			fabric_cmd_free(&w->c);
 			free(w);
-		} else if (w->c.at_version < f->s.version || now > w->deadline) {
+		} else if (st < 0 || now > w->deadline) {
 			char why[96];
 			*p = w->next;
-			snprintf(why, sizeof(why), w->c.at_version < f->s.version ?
-				 "the shard is already at version %lld" : "the shard is still at version %lld",
-				 (long long)f->s.version);
+			snprintf(why, sizeof(why), st < 0 ? "the shard is already at version %lld" :
+				 "the server is still at version %lld", (long long)f->s.version);
 			model_wait_fail(f, w, why);
 		} else {
 			p = &w->next;
@@ -107,14 +122,16 @@ static void model_waits_check(struct mlf *f)
 }
 
 /*
- * A model `send` with at_version (sharded servers, §10.2): 0 when the server is at that version
- * (the core sends now); else 1: kept until it is (or failed when the server is past it).
+ * A model `send` with at_version (sharded servers, §10.2; fresh pulls, docs/scheduler.md "Fresh
+ * pulls"): 0 when the server is at that version (the core sends now); else 1: kept until it is
+ * (or failed when a shard is past it).
  */
 static int model_wait_add(struct mlf *f, struct fabric_cmd *c)
 {
 	struct fabric_model_wait *w, **p;
+	int st = model_wait_state(f, c);
 
-	if (c->at_version == f->s.version)
+	if (st == 0)
 		return 0;
 	if (!(w = calloc(1, sizeof(*w)))) {
 		fabric_core_report_done(f, c->xfer, -ENOMEM, 0, clock_real_s(), "no memory to wait for a version");
@@ -123,7 +140,7 @@ static int model_wait_add(struct mlf *f, struct fabric_cmd *c)
 	w->c = *c;
 	memset(c, 0, sizeof(*c)); /* arrays now w's */
 	w->deadline = (w->c.start > clock_real_s() ? w->c.start : clock_real_s()) + f->timeout_s;
-	if (w->c.at_version < f->s.version) {
+	if (st < 0) {
 		model_wait_fail(f, w, "the shard is already past it");
 		return 1;
 	}

@@ -238,6 +238,8 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 	pthread_mutex_lock(&f->lock);
 	id = fabric_core_next_id(f);
 	f->ws.pushed++;
+	f->w.last_push = id;
+	snprintf(f->w.last_push_server, sizeof(f->w.last_push_server), "%s", server);
 	pthread_mutex_unlock(&f->lock);
 	hdr = h->buf.data;
 	hdr->magic = MLF_PAYLOAD_MAGIC_UPDATE;
@@ -313,6 +315,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	w->get.min_version = min_version;
 	w->get.since = w->get.progress_s = clock_real_s();
 	w->get.pull = pull;
+	w->get.after = strcmp(w->last_push_server, server) ? 0 : w->last_push;
 	snprintf(w->get.server, sizeof(w->get.server), "%s", server);
 	int lost = f->sched_lost; /* then scheduler_back announces the pull */
 	pthread_mutex_unlock(&f->lock);
@@ -332,10 +335,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 			fabric_core_queue_direct(f, d, 1);
 		}
 	} else if (!lost) {
-		json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)pull, "server", server);
-		if (min_version >= 0)
-			json_object_set_new(m, "min_version", json_integer(min_version));
-		rc = fabric_core_ctl(f, m);
+		rc = fabric_core_ctl(f, fabric_core_pull_msg(w));
 	}
 	pthread_mutex_lock(&f->lock);
 	/* a lost scheduler may come back (restarted) within the timeout: keep waiting. The timeout

@@ -115,6 +115,8 @@ struct cmd_work {
 	int *fwd_in;      /* a distributor's forward: index of the server's copy it forwards */
 	int *n_fwd;       /* a server's copy to a distributor: forwards of it */
 	int models_left;  /* model copies the server still sends in this batch (`keep`) */
+	int64_t at_version; /* the batch's snapshot: at this server version at least (fresh pulls,
+			     * docs/scheduler.md "Fresh pulls"); -1 = as the server stands */
 };
 
 static void cmd_work_free(struct cmd_work *w)
@@ -251,7 +253,8 @@ static void command_orders(struct sched *s, const struct plan_batch *b, const st
 
 /*
  * `send` of a model copy by the server: one snapshot for the whole batch (@batch tag, `keep`
- * while more copies of it follow), @fwd forwards of it by its destination (docs/control.md).
+ * while more copies of it follow, `at_version` when the batch's pulls wait for updates: docs/
+ * scheduler.md "Fresh pulls"), @fwd forwards of it by its destination (docs/control.md).
  */
 static json_t *model_msg(struct sched *s, uint64_t pull, uint64_t xfer, int dst, uint64_t bytes,
 			 const struct plan_transfer *t, double now_s, struct cmd_work *w, int fwd)
@@ -260,6 +263,8 @@ static json_t *model_msg(struct sched *s, uint64_t pull, uint64_t xfer, int dst,
 			     --w->models_left > 0);
 
 	json_object_set_new(m, "batch", json_integer(s->batch_no));
+	if (w->at_version >= 0)
+		json_object_set_new(m, "at_version", json_integer(w->at_version));
 	if (fwd)
 		json_object_set_new(m, "forwards", json_integer(fwd));
 	return m;
@@ -392,15 +397,18 @@ static int command_local(struct sched *s, const struct plan_batch *b, const stru
 /*
  * The commands of @p (docs/control.md, docs/replication.md): the orders first, then
  * transfers, local sends, drops. Every update gets exactly one command without `keep`
- * (its last copy) or a `drop`; a punted copy keeps the worker holding it.
+ * (its last copy) or a `drop`; a punted copy keeps the worker holding it. The model copies
+ * take the snapshot at @at_version at least (-1: as the server stands).
  */
 static int command_plan(struct sched *s, const struct plan_batch *b, const struct plan *p,
-			const int *sel, const int *psel, const struct sched_pull *pulls)
+			const int *sel, const int *psel, const struct sched_pull *pulls,
+			int64_t at_version)
 {
 	struct cmd_work w;
 	int rc;
 
 	memset(&w, 0, sizeof(w));
+	w.at_version = at_version;
 	rc = cmd_work_init(s, b, p, sel, &w);
 	if (rc)
 		goto out;
@@ -436,6 +444,8 @@ static int command_plan(struct sched *s, const struct plan_batch *b, const struc
 		struct sched_update *u = &s->upd[sel[i]];
 		u->state = SCHED_UPD_PLANNED;
 		u->agg = w.agg_of[i] >= 0 ? w.aggx[w.agg_of[i]] : 0;
+		if (sched_select_commit(p, s->server.host, i, &u->v_commit, &u->t_commit))
+			u->v_commit = -1; /* no server commit: a pull naming it does not wait */
 		sched_rec_update(s, u, u->agg ? "aggregated" : "direct", NULL);
 	}
 	for (int k = 0; k < p->n_dropped; k++)
@@ -631,19 +641,88 @@ static int drop_unanswered(struct sched *s, const struct plan_batch *b, const st
 	return k;
 }
 
+/*
+ * The hold rule (§10.3, docs/scheduler.md "Distribution trees"): the planner's cost model on the
+ * @n_psel ready pulls @psel alone, twice: direct copies planned now (no distributors) against a
+ * tree planned when the server's uplink frees. Returns 1 (hold them for a later batch, where the
+ * pulls that gather meanwhile join them) only when the tree answers them all sooner.
+ */
+static int hold_pulls(struct sched *s, double now, const int *psel, int n_psel)
+{
+	double t_free, end[2] = { INFINITY, INFINITY };
+
+	if (!sched_select_may_hold(s, now, psel, n_psel, &t_free))
+		return 0;
+	for (int tree = 0; tree < 2; tree++) {
+		struct plan_batch b;
+		struct plan p;
+		memset(&p, 0, sizeof(p));
+		if (!build_batch(s, tree ? s->t0 + t_free - s->cfg.lead_s : now, NULL, 0, 0, psel,
+				 n_psel, &b)) {
+			if (!tree)
+				b.n_distributors = 0;
+			if (!plan_compute(&b, PLAN_IMPL_FAST, &p)) {
+				plan_to_batch_time(&p);
+				end[tree] = sched_select_pulls_end(&b, &p);
+			}
+		}
+		plan_free(&p);
+		free_batch(&b);
+	}
+	return end[1] < end[0];
+}
+
+/*
+ * The snapshot of batch @b's model copies (docs/scheduler.md "Fresh pulls"): the highest server
+ * version the pulls (@psel, waits @fr) wait for, in plan @p or an earlier one; -1 when none waits.
+ * Every pull of the batch shares that snapshot, so each copy starts no earlier than that version
+ * is planned: sets *@replan when a pull's ready_s moved (the batch must be planned again).
+ */
+static int64_t fresh_snapshot(const struct sched *s, struct plan_batch *b, const struct plan *p,
+			      const int *psel, const struct sched_fresh *fr, int *replan)
+{
+	int64_t v_at = -1;
+	double t_at = b->now_s;
+
+	*replan = 0;
+	if (s->server.n_shards) /* a sharded batch's copies carry the version ordered before it */
+		return -1;
+	for (int k = 0; k < b->n_pulls; k++) {
+		const struct sched_fresh *f = &fr[psel[k]];
+		int64_t v = f->v;
+		double t = f->t;
+		if (f->upd >= 0 && sched_select_commit(p, s->server.host, f->upd, &v, &t))
+			v = -1; /* dropped in this batch: no wait for it */
+		if (v < 0)
+			continue;
+		if (v > v_at)
+			v_at = v;
+		if (t > t_at)
+			t_at = t;
+	}
+	for (int k = 0; k < b->n_pulls && v_at >= 0; k++)
+		if (b->pulls[k].ready_s < t_at) {
+			b->pulls[k].ready_s = t_at;
+			*replan = 1;
+		}
+	return v_at;
+}
+
 int sched_batch_tick(struct sched *s, double now)
 {
 	if (s->server.host < 0 || !s->hosts[s->server.host].alive || !sched_shard_ready(s))
 		return 0;
 	int *sel = malloc(sizeof(int) * ((size_t)s->n_upd + 1));
 	int *psel = malloc(sizeof(int) * ((size_t)s->n_pulls + 1));
-	int n_sel = 0, n_psel = 0, rc = 0;
+	struct sched_fresh *fr = malloc(sizeof(*fr) * ((size_t)s->n_pulls + 1));
+	int n_sel = 0, n_psel = 0, rc = 0, replan = 0;
+	int64_t at_version = -1;
 	struct plan_batch b;
 	struct plan p;
 
 	memset(&b, 0, sizeof(b));
 	memset(&p, 0, sizeof(p));
-	if (!sel || !psel) {
+	if (!sel || !psel || !fr) {
 		rc = -ENOMEM;
 		log_err("batch %d: out of memory selecting updates", s->batch_no + 1);
 		goto out;
@@ -665,7 +744,8 @@ int sched_batch_tick(struct sched *s, double now)
 		if (s->pulls[i].min_version <= v_pull && s->hosts[s->pulls[i].worker].alive &&
 		    sched_policy_pull_ready(s, s->pulls[i].worker))
 			psel[n_psel++] = i;
-	if (n_psel && sched_select_hold_pulls(s, now, psel, n_psel))
+	n_psel = sched_select_fresh(s, now, sel, n_sel, psel, n_psel, fr);
+	if (n_psel && hold_pulls(s, now, psel, n_psel))
 		n_psel = 0;
 	if (n_sel == 0 && n_psel == 0)
 		goto out;
@@ -701,6 +781,19 @@ int sched_batch_tick(struct sched *s, double now)
 		}
 	}
 	plan_to_batch_time(&p); /* the daemon's times are seconds since s->t0: origin_s is 0 */
+	at_version = fresh_snapshot(s, &b, &p, psel, fr, &replan);
+	if (replan) { /* the pulls' copies after their updates' commits; the updates plan alike */
+		plan_free(&p);
+		rc = plan_compute(&b, PLAN_IMPL_FAST, &p);
+		t2 = clock_mono_s();
+		if (rc) {
+			log_err("batch %d: plan_compute refused the batch with fresh pulls (%d updates, "
+				"%d pulls): %s", s->batch_no + 1, n_sel, n_psel,
+				p.error[0] ? p.error : strerror(-rc));
+			goto out;
+		}
+		plan_to_batch_time(&p);
+	}
 	p.plan_ms = (t2 - t1) * 1e3;
 	s->batch_no++;
 	s->sync_wait_since = 0;
@@ -709,7 +802,7 @@ int sched_batch_tick(struct sched *s, double now)
 	if (s->hook)
 		s->hook(s->hook_arg, s->batch_no, &b, &p);
 	rc = s->server.n_shards ? sched_shard_command(s, &b, &p, sel, psel)
-				: command_plan(s, &b, &p, sel, psel, s->pulls);
+				: command_plan(s, &b, &p, sel, psel, s->pulls, at_version);
 	if (!rc && b.replica >= 0)
 		rc = sched_repl_carry(s, &b, &p, sel);
 	if (rc) {
@@ -749,5 +842,6 @@ out:
 	free_batch(&b);
 	free(sel);
 	free(psel);
+	free(fr);
 	return rc;
 }

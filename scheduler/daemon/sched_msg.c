@@ -528,6 +528,8 @@ static void on_pull(struct sched *s, int ci, const char *app, json_t *m, double 
 	if (json_object_get(m, "min_version") && get_i64(s, ci, app, m, "min_version",
 							  &p.min_version))
 		return;
+	if (json_object_get(m, "after") && get_u64(s, ci, app, m, "after", &p.after))
+		return;
 	if (p.min_version < -1 || p.min_version > SCHED_MAX_VERSION) {
 		reply_err(s, ci, app, "pull: field \"min_version\" out of range (0..%lld)",
 			  (long long)SCHED_MAX_VERSION);

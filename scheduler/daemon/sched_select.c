@@ -1,16 +1,72 @@
-/* sched_select.c - whether the ready pulls wait for the next batch (§10.3 held pulls). */
+/* sched_select.c - which ready pulls a batch answers: fresh pulls and held pulls (§10.3). */
 #include "sched_select.h"
 
+#include <errno.h>
+#include <math.h>
+
+#include "sched_policy.h"
+
+int sched_select_fresh(const struct sched *s, double now, const int *sel, int n_sel, int *psel,
+		       int n_psel, struct sched_fresh *fr)
+{
+	int n = 0;
+
+	for (int k = 0; k < n_psel; k++) {
+		const struct sched_pull *pl = &s->pulls[psel[k]];
+		struct sched_fresh *f = &fr[psel[k]];
+		int ui = pl->after ? sched_find_update(s, pl->after) : -1, wait = 0;
+		*f = (struct sched_fresh){ .upd = -1, .v = -1, .t = 0 };
+		if (ui >= 0 && s->upd[ui].worker == pl->worker &&
+		    sched_policy_plan_mode(s) == PLAN_MLFABRIC_A) {
+			const struct sched_update *u = &s->upd[ui];
+			if (u->state == SCHED_UPD_PENDING) {
+				for (int j = 0; j < n_sel && f->upd < 0; j++)
+					if (sel[j] == ui)
+						f->upd = j;
+				wait = (f->upd < 0 || s->server.n_shards > 0) &&
+				       now - pl->t_arrival < SCHED_PULL_FRESH_WAIT_MAX_S;
+				if (wait || s->server.n_shards > 0)
+					f->upd = -1;
+			} else if (u->state == SCHED_UPD_PLANNED && !s->server.n_shards) {
+				f->v = u->v_commit;
+				f->t = u->t_commit;
+			}
+		}
+		if (!wait)
+			psel[n++] = psel[k];
+	}
+	return n;
+}
+
+int sched_select_commit(const struct plan *p, int srv, int i, int64_t *v, double *t)
+{
+	for (int c = 0; c < p->n_commits; c++) {
+		const struct plan_commit *pc = &p->commits[c];
+		int one = pc->carries, hit = 0;
+		if (pc->host != srv)
+			continue;
+		if (pc->kind == PLAN_CARRY_AGGREGATE) {
+			for (int k = 0; k < p->aggregates[one].n_inputs && !hit; k++)
+				hit = p->aggregates[one].inputs[k] == i;
+		} else {
+			hit = one == i;
+		}
+		if (hit) {
+			*v = pc->version;
+			*t = pc->at_s;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
 
 /*
- * Whether the ready pulls (@psel) wait for a later batch. With distributors (§10.3), while the
- * server's uplink is reserved past the next batch by copies commanded earlier, a copy planned
- * now would only queue behind them; held until the uplink frees, the pulls that gathered
- * meanwhile are planned together, one server copy feeding a distribution tree, instead of one
- * server copy per batch of one pull. A pull is never held more than SCHED_PULL_HOLD_S after
- * its arrival (@now: CLOCK_REALTIME seconds).
+ * The preconditions of a hold (§10.3): with distributors, while the server's uplink is reserved
+ * past the next batch by copies commanded earlier, a copy planned now only queues behind them;
+ * held until the uplink frees, the pulls that gather meanwhile can share one server copy.
  */
-int sched_select_hold_pulls(const struct sched *s, double now, const int *psel, int n_psel)
+int sched_select_may_hold(const struct sched *s, double now, const int *psel, int n_psel,
+			  double *t_free)
 {
 	double now_plan = now - s->t0 + s->cfg.lead_s, until = 0;
 
@@ -24,7 +80,26 @@ int sched_select_hold_pulls(const struct sched *s, double now, const int *psel, 
 	if (until <= now_plan + s->cfg.batch_s)
 		return 0;
 	for (int k = 0; k < n_psel; k++)
-		if (now - s->pulls[psel[k]].t_arrival >= SCHED_PULL_HOLD_S)
+		if (now - s->pulls[psel[k]].t_arrival >= SCHED_PULL_HOLD_MAX_S)
 			return 0;
+	*t_free = until;
 	return 1;
+}
+
+double sched_select_pulls_end(const struct plan_batch *b, const struct plan *p)
+{
+	double end = b->now_s;
+
+	for (int q = 0; q < b->n_pulls; q++) {
+		double e = INFINITY;
+		for (int i = 0; i < p->n_transfers; i++) {
+			const struct plan_transfer *t = &p->transfers[i];
+			if (t->kind == PLAN_CARRY_MODEL && t->carries == q &&
+			    t->dst == b->pulls[q].worker && t->end_s < e)
+				e = t->end_s;
+		}
+		if (e > end)
+			end = e;
+	}
+	return end;
 }

@@ -106,6 +106,8 @@ struct sched_update {
 			    * aggregator), 0 before it is commanded */
 	uint64_t ragg;     /* the replica aggregate's transfer id when aggregated, else 0 */
 	int legs;          /* sharded model (§10.2): shards of it not yet committed */
+	int64_t v_commit;  /* planned: the server's version once it (or its aggregate) commits */
+	double t_commit;   /* planned: when it (or its aggregate) commits, plan time (sched.t0) */
 };
 
 /** A pull request waiting for a model transfer. */
@@ -113,6 +115,9 @@ struct sched_pull {
 	uint64_t id;
 	int worker;          /* host index */
 	int64_t min_version; /* answered once the server committed this version (-1: at once) */
+	uint64_t after;      /* the worker's update pushed before it (0: none): answered with a
+			      * model that includes it unless it is dropped (docs/scheduler.md
+			      * "Fresh pulls") */
 	double t_arrival;    /* CLOCK_REALTIME seconds */
 	int unreachable;     /* 1 once a plan found no copy can reach the worker (logged once) */
 };

@@ -2,7 +2,9 @@
  * SOCK_SEQPACKET server in a thread): registration, payload validation at the server, commits,
  * refusal of a malformed command, skip (ORDER flag, late arrival not applied), a get that times
  * out naming the server; mlf_recv_model refusing other hosts and bad payloads, mlf_send_model
- * retrying failed transfers until its timeout; MLfabric-S: one step per iteration, `sync_step`. */
+ * retrying failed transfers until its timeout; MLfabric-S: one step per iteration, `sync_step`;
+ * fresh pulls: a pull names the update pushed before it, an unsharded server's model copy waits
+ * for its at_version (at least). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -118,6 +121,32 @@ static void expect_ctl(int fd, const char *want, char *out, size_t cap)
 			return;
 		}
 	}
+}
+
+/* Accepts the endpoint's connection and answers its `register` as @app (a server@x gets the
+ * server's transfer id base, a worker the worker's). Returns the connection. */
+static int accept_registered(const char *app)
+{
+	int fd = accept(lfd, NULL, NULL);
+	char buf[1024], text[160];
+
+	expect_ctl(fd, "\"register\"", buf, sizeof(buf));
+	snprintf(text, sizeof(text), "{\"type\":\"registered\",\"app\":\"%s\",\"xfer_base\":%s}",
+		 app, strncmp(app, "server", 6) ? "2199023255552" : "1099511627776");
+	send_ctl(fd, text);
+	return fd;
+}
+
+/* Reads (and drops) what comes on @fd until the endpoint closes it (mlf_close), then closes it. */
+static void drain(int fd)
+{
+	struct appmsg m;
+	int mfd;
+
+	while (appmsg_recv(fd, &m, &mfd) == 1)
+		if (mfd >= 0)
+			close(mfd);
+	close(fd);
 }
 
 static void *fake_server_dp(void *arg)
@@ -264,27 +293,37 @@ static int64_t commit_field(const char *text, const char *k)
 }
 
 /*
+ * A server endpoint on host x in @mode (@n_workers, version 10, state @s) against the fake
+ * dataplane thread @dp, until the thread ends; then closed.
+ */
+static void run_server(enum mlf_mode mode, int n_workers, void *(*dp)(void *), struct srv *s)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "x", .sock = sock, .timeout_s = 5,
+			      .mode = mode };
+	struct mlf_params p = { .tau_max = 8, .n_workers = n_workers };
+	char err[256];
+	pthread_t t;
+	mlf_t *f;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_server(f, &p, N, 10, on_update, on_request, s), 0);
+	pthread_join(t, NULL);
+	mlf_close(f);
+}
+
+/*
  * MLfabric-S (§6): contributions arriving in several transfers are applied as one step per
  * iteration (one on_update with their sum, version += parts), committed at that step; a
  * `sync_step` (straggler timeout) sets a shorter iteration, before or after its arrivals.
  */
 START_TEST(sync_server_one_step_per_iteration)
 {
-	struct mlf_opts o = { .cluster = cfg, .host = "x", .sock = sock, .timeout_s = 5,
-			      .mode = MLF_MODE_MLFABRIC_S };
-	struct mlf_params p = { .tau_max = 8, .n_workers = 3 };
 	struct srv s = { .version = 10 };
-	char err[256];
-	pthread_t t;
-	mlf_t *f;
 
 	memset(&sync_seen, 0, sizeof(sync_seen));
-	ck_assert_int_eq(pthread_create(&t, NULL, fake_sync_dp, NULL), 0);
-	f = mlf_open(&o, err, sizeof(err));
-	ck_assert_msg(f != NULL, "%s", err);
-	ck_assert_int_eq(mlf_register_as_server(f, &p, N, 10, on_update, on_request, &s), 0);
-	pthread_join(t, NULL);
-	mlf_close(f);
+	run_server(MLF_MODE_MLFABRIC_S, 3, fake_sync_dp, &s);
 	ck_assert_int_eq(s.calls, 3);          /* three steps for six transfers */
 	ck_assert_int_eq(s.version, 16);
 	ck_assert_float_eq(s.w[0], 21.0f);     /* 1 + ... + 6: nothing lost or applied twice */
@@ -361,14 +400,10 @@ static void send_shard(int fd, uint64_t off, size_t n, int64_t version, const ch
  * shard at 0.2 s and the same shard of a newer version at 1.2 s. */
 static void *fake_slow_shards_dp(void *arg)
 {
-	int fd = accept(lfd, NULL, NULL);
+	int fd = accept_registered("worker@w0");
 	char buf[1024];
-	struct appmsg m;
-	int mfd;
 
 	(void)arg;
-	expect_ctl(fd, "\"register\"", buf, sizeof(buf));
-	send_ctl(fd, "{\"type\":\"registered\",\"app\":\"worker@w0\",\"xfer_base\":2199023255552}");
 	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
 	usleep(1400000);
 	send_shard(fd, 0, N / 2, 4, "x", 21);
@@ -384,10 +419,7 @@ static void *fake_slow_shards_dp(void *arg)
 	send_shard(fd, 0, N / 2, 6, "x", 24);
 	usleep(1000000);
 	send_shard(fd, 0, N / 2, 7, "x", 25);
-	while (appmsg_recv(fd, &m, &mfd) == 1) /* until mlf_close */
-		if (mfd >= 0)
-			close(mfd);
-	close(fd);
+	drain(fd);
 	return NULL;
 }
 
@@ -581,6 +613,132 @@ START_TEST(send_model_retries_failed_transfers_until_its_timeout)
 }
 END_TEST
 
+/* What the fake dataplanes of the fresh-pull tests saw: model sends (the header's version), the
+ * pulls' texts. */
+static struct {
+	int sends, early;
+	int64_t version[4];
+	char pull[2][1024];
+} fresh;
+
+/* The next model SEND (chan 3) on @fd within about 1 s: its header version into fresh, or -1. */
+static int64_t next_model_send(int fd, double wait_s)
+{
+	double until = clock_real_s() + wait_s;
+	struct appmsg m;
+	int mfd;
+
+	while (clock_real_s() < until) {
+		struct timeval tv = { 0, 20000 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (appmsg_recv(fd, &m, &mfd) != 1)
+			continue;
+		if (m.type != APPMSG_SEND || m.chan != 3) {
+			if (mfd >= 0)
+				close(mfd);
+			continue;
+		}
+		const struct mlf_payload_hdr *h = mmap(NULL, m.bytes, PROT_READ, MAP_SHARED, mfd, 0);
+		int64_t v = h != MAP_FAILED ? h->version : -2;
+		if (h != MAP_FAILED)
+			munmap((void *)h, m.bytes);
+		close(mfd);
+		struct appmsg r = { .type = APPMSG_ACCEPTED, .id = m.id };
+		appmsg_send(fd, &r, -1);
+		return v;
+	}
+	return -1;
+}
+
+/* A model `send` for pull @id (transfer @xfer, batch @batch) at @at_version, to w0. */
+static void send_model_cmd(int fd, int id, int xfer, int batch, int at_version)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "{\"type\":\"send\",\"app\":\"server@x\",\"what\":\"model\","
+		 "\"id\":%d,\"xfer\":%d,\"dst\":\"w0\",\"chan\":3,\"bytes\":%zu,\"start\":0,"
+		 "\"steps\":[],\"batch\":%d,\"at_version\":%d}", id, xfer,
+		 (size_t)mlf_payload_bytes(N), batch, at_version);
+	send_ctl(fd, text);
+}
+
+/*
+ * An unsharded server (version 10): a model copy at_version 11 waits until the update that
+ * brings it there is applied, then goes with version 11; one at_version 10 while the server is
+ * at 11 goes at once (at least that version: docs/scheduler.md "Fresh pulls").
+ */
+static void *fake_fresh_server_dp(void *arg)
+{
+	int fd = accept_registered("server@x");
+
+	(void)arg;
+	send_model_cmd(fd, 100, 50, 1, 11);
+	fresh.early = next_model_send(fd, 0.3) != -1;
+	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 1.0f, "w0", 8);
+	fresh.version[fresh.sends++] = next_model_send(fd, 2.0);
+	send_model_cmd(fd, 101, 51, 2, 10);
+	fresh.version[fresh.sends++] = next_model_send(fd, 2.0);
+	close(fd);
+	return NULL;
+}
+
+START_TEST(server_model_copy_waits_for_its_version)
+{
+	struct srv s = { .version = 10 };
+
+	memset(&fresh, 0, sizeof(fresh));
+	run_server(MLF_MODE_MLFABRIC_A, 1, fake_fresh_server_dp, &s);
+	ck_assert_int_eq(fresh.early, 0);
+	ck_assert_int_eq(fresh.version[0], 11);
+	ck_assert_int_eq(fresh.version[1], 11);
+}
+END_TEST
+
+/* A worker's pulls: the first (no push before it) names no update, the one after a push names
+ * that update (`after`). */
+static void *fake_fresh_worker_dp(void *arg)
+{
+	int fd = accept_registered("worker@w0");
+	char buf[1024];
+
+	(void)arg;
+	expect_ctl(fd, "\"pull\"", fresh.pull[0], sizeof(fresh.pull[0]));
+	expect_ctl(fd, "\"update\"", buf, sizeof(buf));
+	expect_ctl(fd, "\"pull\"", fresh.pull[1], sizeof(fresh.pull[1]));
+	drain(fd);
+	return NULL;
+}
+
+START_TEST(pull_names_the_update_pushed_before_it)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5 };
+	float w[N] = { 0 };
+	int64_t v;
+	char err[256];
+	pthread_t t;
+	mlf_t *f;
+
+	memset(&fresh, 0, sizeof(fresh));
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_fresh_worker_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 0.2), -ETIMEDOUT);
+	int64_t id = mlf_push(f, "x", w, N, 1.0, 0);
+	ck_assert_int_gt(id, 0);
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 0.2), -ETIMEDOUT);
+	mlf_close(f);
+	pthread_join(t, NULL);
+	json_t *p0 = json_loads(fresh.pull[0], 0, NULL), *p1 = json_loads(fresh.pull[1], 0, NULL);
+	ck_assert_ptr_nonnull(p0);
+	ck_assert_ptr_nonnull(p1);
+	ck_assert_ptr_null(json_object_get(p0, "after"));
+	ck_assert_int_eq(json_integer_value(json_object_get(p1, "after")), id);
+	json_decref(p0);
+	json_decref(p1);
+}
+END_TEST
+
 START_TEST(open_names_the_missing_dataplane)
 {
 	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = "/nonexistent/dp.sock" };
@@ -606,6 +764,8 @@ int main(void)
 	tcase_add_test(tc, get_times_out_naming_the_server);
 	tcase_add_test(tc, sharded_get_timeout_counts_from_latest_shard);
 	tcase_add_test(tc, open_names_the_missing_dataplane);
+	tcase_add_test(tc, server_model_copy_waits_for_its_version);
+	tcase_add_test(tc, pull_names_the_update_pushed_before_it);
 	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);
 	tcase_add_loop_test(tc, send_model_retries_failed_transfers_until_its_timeout, 0, 2);
 	suite_add_tcase(s, tc);

@@ -218,27 +218,45 @@ START_TEST(failed_copy_fails_forwards)
 }
 END_TEST
 
-/*
- * Pulls that arrive one by one while the server's uplink is busy with an earlier copy are held
- * (at most SCHED_PULL_HOLD_S) and planned together once it frees: a tree, not one server copy
- * per pull.
- */
-START_TEST(pulls_held_while_uplink_busy)
+/* Daemon with server ps (uplink reported at 0.5 Gbit/s: a 10 MB copy takes 0.17 s) and w0..w2. */
+static int busy_uplink(int *w)
 {
-	int w[N_W], n_fwd = 0;
-	char app[64];
-
 	start_daemon(NULL);
 	int ps = setup("mlfabric-a", 5, 8, N_W, w, NULL);
 	fake_send(ps, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				"ps", "t", clock_real_s(), "up_gbps", 0.5, "down_gbps", 1.0, "tx_gbps",
 				0.0, "rx_gbps", 0.0));
 	pump(0.35);
-	for (int i = 0; i < N_W; i++) {
-		fake_send(w[i], json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
-					  app_of(w[i], "worker", app), "id", 100 + i, "server", "ps"));
-		pump(i == 0 ? 0.05 : 0.03); /* the first one's copy (0.17 s) is under way */
-	}
+	return ps;
+}
+
+/* Worker fake @f pulls (@id) from ps. */
+static void pull(int f, int id)
+{
+	char app[64];
+
+	fake_send(f, json_pack("{s:s, s:s, s:i, s:s}", "type", "pull", "app",
+			       app_of(f, "worker", app), "id", id, "server", "ps"));
+}
+
+/*
+ * The hold rule (docs/scheduler.md "Distribution trees"): two pulls that arrive together while
+ * the server's uplink is busy with an earlier copy are held, since a tree planned when it frees
+ * (one server copy at 0.5 Gbit/s, one forward at 10) answers both sooner than two direct copies
+ * queued behind it, and are planned together once it frees: a tree, not one server copy per
+ * pull.
+ */
+START_TEST(pulls_held_while_uplink_busy)
+{
+	int w[N_W], n_fwd = 0;
+	int ps = busy_uplink(w);
+
+	pull(w[0], 100);
+	pump(0.05); /* its copy (0.17 s) is under way */
+	pull(w[1], 101);
+	pull(w[2], 102);
+	pump(0.05);
+	ck_assert_int_eq(count_msgs(ps, "send"), 1); /* held */
 	pump(0.4);
 	ck_assert_int_eq(count_msgs(ps, "send"), 2); /* w0's, then one for w1 and w2 together */
 	for (int i = 0; i < N_W; i++) {
@@ -246,7 +264,27 @@ START_TEST(pulls_held_while_uplink_busy)
 		snprintf(name, sizeof(name), "w%d", i);
 		ck_assert_int_eq(answers(0, 100 + (uint64_t)i, name, &n_fwd), 1);
 	}
-	ck_assert_int_ge(n_fwd, 1); /* from w0 (its own copy) or from a copy to w1 / w2 */
+	ck_assert_int_ge(n_fwd, 1); /* from w1 or w2 (its own copy) */
+	stop_daemon();
+}
+END_TEST
+
+/*
+ * The hold rule: one pull alone while the uplink is busy is not held (a tree for one pull is no
+ * sooner than its direct copy): it is commanded in the next batch, queued behind the copy under
+ * way, not a second later.
+ */
+START_TEST(lone_pull_not_held)
+{
+	int w[N_W];
+	int ps = busy_uplink(w);
+
+	pull(w[0], 100);
+	pump(0.05);
+	pull(w[1], 101);
+	pump(0.06);
+	ck_assert_int_eq(count_msgs(ps, "send"), 2);
+	ck_assert_int_eq(answers(0, 101, "w1", NULL), 1);
 	stop_daemon();
 }
 END_TEST
@@ -299,6 +337,7 @@ int main(void)
 	tcase_add_test(tc, dead_distributor_pulls_replanned);
 	tcase_add_test(tc, failed_copy_fails_forwards);
 	tcase_add_test(tc, pulls_held_while_uplink_busy);
+	tcase_add_test(tc, lone_pull_not_held);
 	tcase_add_test(tc, unreachable_pull_stays_queued);
 	suite_add_tcase(s, tc);
 	return ck_run(s);

@@ -661,6 +661,30 @@ START_TEST(sync_shards_lagging_shard)
 }
 END_TEST
 
+/*
+ * Fresh pulls over shards (docs/scheduler.md "Fresh pulls"): a pull naming w0's update pushed
+ * just before it waits for the batch after the one that plans the update, so its copies carry
+ * the group version that includes the update (6), not the one before it (5).
+ */
+START_TEST(fresh_pull_after_its_update)
+{
+	int w[N_W], s1;
+	int ps = two_shards(w, &s1);
+	char app[64];
+
+	push(w[0], 1, 5, UPD_BYTES);
+	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app",
+				  app_of(w[0], "worker", app), "id", 100, "server", "ps", "after", 1));
+	pump(0.3);
+	int m0 = first(ps, "send", "model", 0), m1 = first(s1, "send", "model", 0);
+	ck_assert_int_ge(m0, 0);
+	ck_assert_int_ge(m1, 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(got[m0].m, "version")), 6);
+	ck_assert_int_eq(json_integer_value(json_object_get(got[m1].m, "version")), 6);
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_shard");
@@ -683,6 +707,7 @@ int main(void)
 	tcase_add_test(tc, copy_lateness_is_bounded);
 	tcase_add_test(tc, sync_shards_step_together);
 	tcase_add_test(tc, sync_shards_lagging_shard);
+	tcase_add_test(tc, fresh_pull_after_its_update);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
