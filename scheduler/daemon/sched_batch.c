@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "log.h"
 #include "sched_cmd.h"
+#include "sched_lead.h"
 #include "sched_policy.h"
 #include "sched_rec.h"
 #include "sched_select.h"
@@ -515,7 +516,7 @@ static int build_batch(struct sched *s, double now, const int *sel, int n_sel, i
 
 	memset(b, 0, sizeof(*b));
 	b->mode = sched_policy_plan_mode(s);
-	b->now_s = now - s->t0 + s->cfg.lead_s;
+	b->now_s = now - s->t0 + sched_lead_s(s);
 	b->n_hosts = n_h;
 	b->hosts = calloc((size_t)n_h, sizeof(*b->hosts));
 	b->servers = malloc(sizeof(int));

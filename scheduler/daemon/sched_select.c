@@ -1,6 +1,8 @@
 /* sched_select.c - whether the ready pulls wait for the next batch (§10.3 held pulls). */
 #include "sched_select.h"
 
+#include "sched_lead.h"
+
 
 /*
  * Whether the ready pulls (@psel) wait for a later batch. With distributors (§10.3), while the
@@ -12,7 +14,7 @@
  */
 int sched_select_hold_pulls(const struct sched *s, double now, const int *psel, int n_psel)
 {
-	double now_plan = now - s->t0 + s->cfg.lead_s, until = 0;
+	double now_plan = now - s->t0 + sched_lead_s(s), until = 0;
 
 	if (s->cfg.distributors == 0 || s->server.n_shards) /* no trees for a sharded model */
 		return 0;
