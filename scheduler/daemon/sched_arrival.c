@@ -26,3 +26,12 @@ double sched_arrival_plan_at(const struct sched *s)
 		at = s->last_plan + s->cfg.replan_s;
 	return at < latest ? at : latest;
 }
+
+void sched_arrival_due(struct sched *s, double now)
+{
+	if (s->arrival_later > 0 && now >= s->arrival_later) {
+		double at = s->arrival_later;
+		s->arrival_later = 0;
+		sched_arrival_note(s, at);
+	}
+}

@@ -18,4 +18,10 @@ void sched_arrival_note(struct sched *s, double at);
  */
 double sched_arrival_plan_at(const struct sched *s);
 
+/**
+ * sched_arrival_due - at CLOCK_REALTIME @now, the future arrival of @s whose time came (a link
+ * report's t + t_lag) becomes an arrival (sched_arrival_note). Cannot fail.
+ */
+void sched_arrival_due(struct sched *s, double now);
+
 #endif

@@ -282,11 +282,7 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 		check_peers(s, now);
 		check_xfers(s, now);
 		sched_policy_tick(s, now);
-		if (s->arrival_later > 0 && now >= s->arrival_later) {
-			double at = s->arrival_later;
-			s->arrival_later = 0;
-			sched_arrival_note(s, at);
-		}
+		sched_arrival_due(s, now);
 		double plan = sched_arrival_plan_at(s);
 		if (now >= s->next_batch || (plan > 0 && now >= plan))
 			plan_now(s, now);
@@ -402,8 +398,10 @@ void sched_daemon_free(struct sched *s)
 {
 	if (!s)
 		return;
-	log_info("lead at exit %.2f ms (cap %.2f ms): %lu late and %lu on-time transfers measured",
-		 s->lead.lead_s * 1e3, s->lead.cap_s * 1e3, s->lead.n_late, s->lead.n_on_time);
+	if (s->t0 > 0)
+		log_info("lead at exit %.2f ms (cap %.2f ms): %lu late and %lu on-time transfers measured",
+			 s->lead.lead_s * 1e3, s->lead.cap_s * 1e3, s->lead.n_late,
+			 s->lead.n_on_time);
 	for (int ci = 0; ci < s->n_conns; ci++)
 		if (s->conns[ci].c.fd >= 0)
 			ctl_close(&s->conns[ci].c);

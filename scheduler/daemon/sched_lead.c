@@ -44,7 +44,7 @@ void sched_lead_done(struct sched *s, int xi, double t_end, double now)
 	const struct sched_xfer *x = &s->xfers[xi];
 
 	if (x->done || x->src == x->dst || x->end <= x->start || !(t_end > 0) ||
-	    x->from_xfer || (x->what != SCHED_WHAT_UPDATE && x->what != SCHED_WHAT_MODEL))
+	    x->what != SCHED_WHAT_UPDATE)
 		return;
 	sched_lead_sample(&s->lead, x->start, x->end, t_end - s->t0, now - s->t0);
 }

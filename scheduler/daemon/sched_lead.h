@@ -47,8 +47,8 @@ double sched_lead_s(const struct sched *s);
 /**
  * sched_lead_done - a successful `done` of transfer s->xfers[@xi] ending at CLOCK_REALTIME
  * @t_end (the message's `t`) heard at @now: one sample of @s's tracker when the transfer's start
- * follows only its command (a planned update or a server's model copy on a link: not a
- * forward, an aggregate or a state snapshot, whose start waits for other transfers).
+ * follows only its command: a worker's update copy between two hosts (an aggregate or a
+ * forward waits for its inputs, a model copy may wait for the server's commits).
  */
 void sched_lead_done(struct sched *s, int xi, double t_end, double now);
 
