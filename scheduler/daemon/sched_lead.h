@@ -14,8 +14,9 @@ struct sched;
 
 /**
  * The lead tracker (docs/scheduler.md "The lead"). A `done` carries the transfer's actual end
- * (`t`), not its start, so a sample says only whether the command reached the sender later than
- * the planned start (the transfer ended late) or not: censored samples of the command latency.
+ * (`t`) and optionally its actual start (`t_start`), so a sample says only whether the command
+ * reached the sender later than the planned start (the transfer started, or without `t_start`
+ * ended, late) or not: censored samples of the command latency.
  * The tracker is a stochastic-approximation quantile estimator on them (in log(lead)): at the
  * fixed point a fraction 1 - SCHED_LEAD_Q of the transfers start late, i.e. the lead is the p99
  * of the command-to-start latency. A late transfer raises the lead only when it was planned after
@@ -41,15 +42,24 @@ void sched_lead_init(struct sched_lead *l, double cap_s);
 double sched_lead_sample(struct sched_lead *l, double start_s, double end_s, double actual_s,
 			 double now_s);
 
+/**
+ * sched_lead_sample_start - one transfer's `done` that carries its actual start @actual_s
+ * (`t_start`): planned start @start_s, report at @now_s (plan times, s). Late when @actual_s -
+ * @start_s > SCHED_LEAD_SLACK_S (a slow wire then does not count). Returns the new lead.
+ */
+double sched_lead_sample_start(struct sched_lead *l, double start_s, double actual_s,
+			       double now_s);
+
 /** sched_lead_s - the lead of the next plan of @s, s: its tracker's value. */
 double sched_lead_s(const struct sched *s);
 
 /**
  * sched_lead_done - a successful `done` of transfer s->xfers[@xi] ending at CLOCK_REALTIME
- * @t_end (the message's `t`) heard at @now: one sample of @s's tracker when the transfer's start
+ * @t_end (the message's `t`; 0 when absent) and started at @t_start (`t_start`, optional: 0
+ * when absent, then the end is used) heard at @now: one sample of @s's tracker when its start
  * follows only its command: a worker's update copy between two hosts (an aggregate or a
  * forward waits for its inputs, a model copy may wait for the server's commits).
  */
-void sched_lead_done(struct sched *s, int xi, double t_end, double now);
+void sched_lead_done(struct sched *s, int xi, double t_end, double t_start, double now);
 
 #endif

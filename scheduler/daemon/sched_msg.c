@@ -579,7 +579,8 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m, double 
 		return;
 	}
 	if (status == 0) {
-		sched_lead_done(s, xi, json_number_value(json_object_get(m, "t")), now);
+		sched_lead_done(s, xi, json_number_value(json_object_get(m, "t")),
+				json_number_value(json_object_get(m, "t_start")), now);
 		s->xfers[xi].done = 1;
 		return;
 	}

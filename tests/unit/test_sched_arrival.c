@@ -170,6 +170,23 @@ START_TEST(lead_one_raise_per_batch)
 }
 END_TEST
 
+/* With the actual start (`t_start`), a slow wire (late ends, on-time starts) lowers the lead. */
+START_TEST(lead_from_start_times)
+{
+	struct sched_lead l;
+	double t = 0;
+
+	sched_lead_init(&l, 0.01);
+	for (int i = 0; i < 3000; i++, t += 0.001) {
+		sched_lead_sample_start(&l, t, t + 0.0005, t);
+		ck_assert_uint_eq(l.n_late, 0);
+	}
+	ck_assert_double_eq_tol(l.lead_s, SCHED_LEAD_FLOOR_S, 1e-12);
+	sched_lead_sample_start(&l, t, t + 0.003, t);
+	ck_assert_double_gt(l.lead_s, SCHED_LEAD_FLOOR_S);
+}
+END_TEST
+
 /*
  * The tracker follows the samples: command latencies uniform in [0, 4 ms] (p99 3.96 ms) give a
  * lead near the p99 less the slack a transfer may end late by (1 ms + 10% of 5 ms), with about
@@ -255,6 +272,15 @@ START_TEST(lead_follows_done_reports)
 	double high = lead_seen(w[0], UID(2, 501), &start);
 	ck_assert_msg(high > low + 0.005, "lead %.4f s after a late transfer (before %.4f s)", high,
 		      low);
+	/* a late end with an on-time `t_start` is a slow wire: the lead does not rise */
+	fake_send(w[0], json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:f}", "type", "done", "app",
+				  "worker@w0", "xfer", (json_int_t)UID(2, 501), "status", 0, "bytes",
+				  4000, "t", start + 0.5, "t_start", start));
+	pump(0.05);
+	push(w[0], UID(2, 502), 0, 4000);
+	double after = lead_seen(w[0], UID(2, 502), &start);
+	ck_assert_msg(after < high + 0.003, "lead %.4f s after a slow wire (before %.4f s)", after,
+		      high);
 	stop_daemon();
 }
 END_TEST
@@ -270,6 +296,7 @@ int main(void)
 	tcase_add_test(tc, stream_does_not_starve);
 	tcase_add_test(tc, lead_bounds);
 	tcase_add_test(tc, lead_one_raise_per_batch);
+	tcase_add_test(tc, lead_from_start_times);
 	tcase_add_test(tc, lead_follows_samples);
 	tcase_add_test(tc, lead_follows_done_reports);
 	suite_add_tcase(s, tc);
