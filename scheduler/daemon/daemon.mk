@@ -9,10 +9,10 @@ $(BUILD)/mlf-scheduler: $(BUILD)/scheduler/daemon/mlf_scheduler.o $(SCHED_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
-# All four link the shared harness tests/unit/sched_fake.c. program_runs_and_stops (test_sched) runs
+# These link the shared harness tests/unit/sched_fake.c. program_runs_and_stops (test_sched) runs
 # build/mlf-scheduler as a subprocess: built first (order-only).
 $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_bounds: | $(BUILD)/mlf-scheduler
-$(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sched_status $(BUILD)/tests/test_sched_dist $(BUILD)/tests/test_sched_shard $(BUILD)/tests/test_sched_bounds $(BUILD)/tests/test_sched_ssp $(BUILD)/tests/test_sched_fresh: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o \
+$(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sched_status $(BUILD)/tests/test_sched_dist $(BUILD)/tests/test_sched_shard $(BUILD)/tests/test_sched_bounds $(BUILD)/tests/test_sched_ssp $(BUILD)/tests/test_sched_fresh $(BUILD)/tests/test_sched_arrival: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o \
 		$(BUILD)/tests/unit/sched_fake.o $(SCHED_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS) -lpthread
@@ -36,7 +36,8 @@ $(BUILD)/tests/test_sched_policy: $(BUILD)/tests/unit/test_sched_policy.o $(SCHE
 UNIT_TESTS += $(BUILD)/tests/test_sched_policy
 
 PROGRAMS += $(BUILD)/mlf-scheduler
-UNIT_TESTS += $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sched_status $(BUILD)/tests/test_sched_dist $(BUILD)/tests/test_sched_shard $(BUILD)/tests/test_sched_bounds $(BUILD)/tests/test_sched_ssp $(BUILD)/tests/test_sched_fresh
+UNIT_TESTS += $(BUILD)/tests/test_sched $(BUILD)/tests/test_sched_repl $(BUILD)/tests/test_sched_status $(BUILD)/tests/test_sched_dist $(BUILD)/tests/test_sched_shard $(BUILD)/tests/test_sched_bounds $(BUILD)/tests/test_sched_ssp $(BUILD)/tests/test_sched_fresh \
+	$(BUILD)/tests/test_sched_arrival
 INTEG_TESTS += tests/integration/mlf_top.sh
 
 # distribution trees end to end (§10.3): its test program is built by the tests/integration/fabric_%

@@ -22,14 +22,18 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mlf-scheduler --cluster C.json [options]\n"
-		"The MLfabric scheduler: accepts every host's dataplane (docs/control.md), plans a\n"
-		"batch of pending updates and pulls every --batch-ms (ordering, delay bound,\n"
+		"The MLfabric scheduler: accepts every host's dataplane (docs/control.md), plans\n"
+		"pending updates and pulls as they arrive (ordering, delay bound,\n"
 		"aggregation, replication; paper 5 and 6) and commands the transfers; catches a\n"
 		"replica up and fails over to it (docs/replication.md). docs/scheduler.md.\n"
 		"  --cluster FILE       cluster config (required)\n"
 		"  --listen IP:PORT     control address (default: scheduler host's IP, control_port)\n"
-		"  --batch-ms MS        batch period (default 100)\n"
-		"  --lead-ms MS         plans start this long after now (default 10)\n"
+		"  --batch-ms MS        longest an arrival waits to be planned with others, and the\n"
+		"                       period of the fallback tick (default 100)\n"
+		"  --replan-ms MS       plans on arrival start at least MS apart; an arrival waits\n"
+		"                       MS for others to share its plan (default 2)\n"
+		"  --lead-ms MS         largest and initial lead of a plan; the lead follows the\n"
+		"                       measured command latency, at least 1 (default 10)\n"
 		"  --t-lag S            a link report is used from t + t_lag on (default 0.2)\n"
 		"  --peer-timeout S     a dataplane silent this long is dead (default 2)\n"
 		"  --sync-timeout S     MLfabric-S: plan without missing workers after S (default 30)\n"
@@ -89,6 +93,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "cluster", required_argument, 0, 'c' }, { "listen", required_argument, 0, 'l' },
 		{ "batch-ms", required_argument, 0, 'b' }, { "lead-ms", required_argument, 0, 'L' },
+		{ "replan-ms", required_argument, 0, 'Q' },
 		{ "t-lag", required_argument, 0, 't' }, { "peer-timeout", required_argument, 0, 'p' },
 		{ "sync-timeout", required_argument, 0, 's' },
 		{ "xfer-timeout", required_argument, 0, 'x' },
@@ -124,6 +129,7 @@ int main(int argc, char **argv)
 		case 'c': cluster = optarg; break;
 		case 'l': snprintf(cfg.listen, sizeof(cfg.listen), "%s", optarg); break;
 		case 'b': bad |= num_arg("--batch-ms", optarg, 1, 60000, &d); cfg.batch_s = d / 1e3; break;
+		case 'Q': bad |= num_arg("--replan-ms", optarg, 0, 60000, &d); cfg.replan_s = d / 1e3; break;
 		case 'L': bad |= num_arg("--lead-ms", optarg, 0, 60000, &d); cfg.lead_s = d / 1e3; break;
 		case 't': bad |= num_arg("--t-lag", optarg, 0, 3600, &cfg.t_lag_s); break;
 		case 'p': bad |= num_arg("--peer-timeout", optarg, 0.01, 3600, &cfg.peer_timeout_s); break;

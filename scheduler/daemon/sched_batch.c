@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "log.h"
 #include "sched_cmd.h"
+#include "sched_lead.h"
 #include "sched_policy.h"
 #include "sched_rec.h"
 #include "sched_select.h"
@@ -525,7 +526,7 @@ static int build_batch(struct sched *s, double now, const int *sel, int n_sel, i
 
 	memset(b, 0, sizeof(*b));
 	b->mode = sched_policy_plan_mode(s);
-	b->now_s = now - s->t0 + s->cfg.lead_s;
+	b->now_s = now - s->t0 + sched_lead_s(s);
 	b->n_hosts = n_h;
 	b->hosts = calloc((size_t)n_h, sizeof(*b->hosts));
 	b->servers = malloc(sizeof(int));
@@ -657,7 +658,7 @@ static int hold_pulls(struct sched *s, double now, const int *psel, int n_psel)
 		struct plan_batch b;
 		struct plan p;
 		memset(&p, 0, sizeof(p));
-		if (!build_batch(s, tree ? s->t0 + t_free - s->cfg.lead_s : now, NULL, 0, 0, psel,
+		if (!build_batch(s, tree ? s->t0 + t_free - sched_lead_s(s) : now, NULL, 0, 0, psel,
 				 n_psel, &b)) {
 			if (!tree)
 				b.n_distributors = 0;

@@ -16,8 +16,10 @@
 #include "clock.h"
 #include "log.h"
 #include "mlf_payload.h"
+#include "sched_arrival.h"
 #include "sched_batch.h"
 #include "sched_fail.h"
+#include "sched_lead.h"
 #include "sched_msg.h"
 #include "sched_policy.h"
 #include "sched_rec.h"
@@ -29,6 +31,7 @@ void sched_daemon_defaults(struct sched_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->batch_s = 0.1;
+	cfg->replan_s = 0.002;
 	cfg->t_lag_s = 0.2;
 	cfg->peer_timeout_s = 2.0;
 	cfg->headroom = 0.95;
@@ -212,6 +215,29 @@ static void flush_all(struct sched *s)
 	}
 }
 
+/* The next wake-up of the loop: the fallback tick, the arrivals' plan, a future arrival. */
+static double next_wake(const struct sched *s)
+{
+	double t = s->next_batch, plan = sched_arrival_plan_at(s);
+
+	if (plan > 0 && plan < t)
+		t = plan;
+	if (s->arrival_later > 0 && s->arrival_later < t)
+		t = s->arrival_later;
+	return t;
+}
+
+/* Plan now (errors are logged by the batch; the updates stay pending for the next). */
+static void plan_now(struct sched *s, double now)
+{
+	s->arrival_at = 0;
+	s->last_plan = now;
+	(void)sched_batch_tick(s, now);
+	sched_compact(s);
+	sched_xfer_compact(s, now - s->t0);
+	s->next_batch = now + s->cfg.batch_s;
+}
+
 int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 {
 	struct pollfd *pf = NULL;
@@ -234,7 +260,7 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 		for (int ci = 0; ci < s->n_conns; ci++)
 			pf[ci + 1] = (struct pollfd){ .fd = s->conns[ci].c.fd, .events = POLLIN |
 				(ctl_pending(&s->conns[ci].c) ? POLLOUT : 0) };
-		double wait = s->next_batch - clock_real_s();
+		double wait = next_wake(s) - clock_real_s();
 		int ms = wait <= 0 ? 0 : wait > 0.05 ? 50 : (int)(wait * 1e3) + 1;
 		int n_pf = s->n_conns + 1;
 		if (poll(pf, (nfds_t)n_pf, ms) < 0 && errno != EINTR) {
@@ -256,13 +282,10 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 		check_peers(s, now);
 		check_xfers(s, now);
 		sched_policy_tick(s, now);
-		if (now >= s->next_batch) {
-			/* errors are logged by the batch; the updates stay pending for the next */
-			(void)sched_batch_tick(s, now);
-			sched_compact(s);
-			sched_xfer_compact(s, now - s->t0);
-			s->next_batch = now + s->cfg.batch_s;
-		}
+		sched_arrival_due(s, now);
+		double plan = sched_arrival_plan_at(s);
+		if (now >= s->next_batch || (plan > 0 && now >= plan))
+			plan_now(s, now);
 		flush_all(s);
 	}
 	free(pf);
@@ -349,14 +372,16 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 	if (s->listen_fd < 0)
 		goto fail;
 	s->t0 = clock_real_s();
+	sched_lead_init(&s->lead, cfg->lead_s);
 	if (sched_policy_choose(s, err, errlen))
 		goto fail;
 	/* fresh transfer ids start at this start's milliseconds << 20: a scheduler restarted after a
 	 * crash (docs/scheduler.md "Restart") never reuses an id of transfers still in flight */
 	s->xfer_counter = ((uint64_t)(s->t0 * 1e3) & ((1ull << 41) - 1)) << 20;
-	log_info("listening on %s for %d hosts of cluster %s; batch %.0f ms, t_lag %.2f s, "
-		 "peer timeout %.1f s, headroom %.2f", addr, s->cl.n_hosts, s->cl.name,
-		 cfg->batch_s * 1e3, cfg->t_lag_s, cfg->peer_timeout_s, cfg->headroom);
+	log_info("listening on %s for %d hosts of cluster %s; batch %.0f ms, replan %.1f ms, "
+		 "lead <= %.1f ms, t_lag %.2f s, peer timeout %.1f s, headroom %.2f", addr,
+		 s->cl.n_hosts, s->cl.name, cfg->batch_s * 1e3, cfg->replan_s * 1e3,
+		 cfg->lead_s * 1e3, cfg->t_lag_s, cfg->peer_timeout_s, cfg->headroom);
 	return s;
 fail:
 	sched_daemon_free(s);
@@ -373,6 +398,10 @@ void sched_daemon_free(struct sched *s)
 {
 	if (!s)
 		return;
+	if (s->t0 > 0)
+		log_info("lead at exit %.2f ms (cap %.2f ms): %lu late and %lu on-time transfers measured",
+			 s->lead.lead_s * 1e3, s->lead.cap_s * 1e3, s->lead.n_late,
+			 s->lead.n_on_time);
 	for (int ci = 0; ci < s->n_conns; ci++)
 		if (s->conns[ci].c.fd >= 0)
 			ctl_close(&s->conns[ci].c);

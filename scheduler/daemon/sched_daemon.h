@@ -24,7 +24,8 @@ void sched_daemon_set_hook(struct sched *s, sched_batch_hook hook, void *arg);
 
 /**
  * sched_daemon_run - the single-threaded poll loop: accept dataplanes, handle their messages,
- * detect silent peers, plan a batch every batch_s. Returns 0 when *@stop becomes non-zero
+ * detect silent peers, plan on arrival (sched_arrival.h) and every batch_s without one
+ * (what waits on a timer: the sync timeout, held pulls, drops). Returns 0 when *@stop becomes non-zero
  * (checked at least every 50 ms), or -errno when the listening socket fails.
  */
 int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop);

@@ -9,7 +9,9 @@
 #include "clock.h"
 #include "log.h"
 #include "proto.h"
+#include "sched_arrival.h"
 #include "sched_fail.h"
+#include "sched_lead.h"
 #include "sched_policy.h"
 #include "sched_repl.h"
 #include "sched_shard.h"
@@ -267,6 +269,10 @@ static void on_link(struct sched *s, int ci, json_t *m)
 		return;
 	r.tx_gbps = json_number_value(json_object_get(m, "tx_gbps")); /* optional: 0 */
 	r.rx_gbps = json_number_value(json_object_get(m, "rx_gbps"));
+	const struct sched_link_report *last = h->n_reports ?
+		&h->reports[(h->next_report + SCHED_LINK_HIST - 1) % SCHED_LINK_HIST] : NULL;
+	if (!last || last->up_gbps != r.up_gbps || last->down_gbps != r.down_gbps)
+		sched_arrival_note(s, r.t + s->cfg.t_lag_s); /* a capacity change, usable then */
 	h->reports[h->next_report] = r;
 	h->next_report = (h->next_report + 1) % SCHED_LINK_HIST;
 	if (h->n_reports < SCHED_LINK_HIST)
@@ -550,7 +556,7 @@ static void on_pull(struct sched *s, int ci, const char *app, json_t *m, double 
 	s->hosts[p.worker].held_pulls++;
 }
 
-static void on_done(struct sched *s, int ci, const char *app, json_t *m)
+static void on_done(struct sched *s, int ci, const char *app, json_t *m, double now)
 {
 	uint64_t xfer;
 	int64_t status;
@@ -575,6 +581,8 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m)
 		return;
 	}
 	if (status == 0) {
+		sched_lead_done(s, xi, json_number_value(json_object_get(m, "t")),
+				json_number_value(json_object_get(m, "t_start")), now);
 		s->xfers[xi].done = 1;
 		return;
 	}
@@ -704,7 +712,7 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 	else if (!strcmp(type, "pull"))
 		on_pull(s, ci, app, m, now);
 	else if (!strcmp(type, "done"))
-		on_done(s, ci, app, m);
+		on_done(s, ci, app, m, now);
 	else if (!strcmp(type, "commit"))
 		on_commit(s, ci, app, m);
 	else if (!strcmp(type, "promoted"))
@@ -713,6 +721,7 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 		char err[256];
 		if (sched_status_waits(s, h, app, m, err, sizeof(err)))
 			reply_err(s, ci, app, "%s", err);
+		return; /* nothing to plan */
 	} else if (sched_policy_owns_msg(type)) {
 		char err[256];
 		if (sched_policy_on_msg(s, h, app, type, m, now, err, sizeof(err)))
@@ -720,6 +729,9 @@ static void on_app(struct sched *s, int ci, json_t *m, const char *type, double 
 	} else {
 		on_partial(s, ci, app, m);
 	}
+	/* an update, a pull, a done, a commit, a registration...: plan soon (docs/scheduler.md
+	 * "Batches"); one that changed nothing makes a plan with nothing to do */
+	sched_arrival_note(s, now);
 }
 
 void sched_msg_handle(struct sched *s, int ci, json_t *m)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "sched_lead.h"
 #include "sched_policy.h"
 
 int sched_select_fresh(const struct sched *s, double now, const int *sel, int n_sel, int *psel,
@@ -68,7 +69,7 @@ int sched_select_commit(const struct plan *p, int srv, int i, int64_t *v, double
 int sched_select_may_hold(const struct sched *s, double now, const int *psel, int n_psel,
 			  double *t_free)
 {
-	double now_plan = now - s->t0 + s->cfg.lead_s, until = 0;
+	double now_plan = now - s->t0 + sched_lead_s(s), until = 0;
 
 	if (s->cfg.distributors == 0 || s->server.n_shards) /* no trees for a sharded model */
 		return 0;

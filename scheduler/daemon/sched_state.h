@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "plan.h"
 #include "sched_index.h"
+#include "sched_lead.h"
 #include "sched_policy.h"
 
 #define SCHED_LATE_WEIGHT 0.1     /* weight of one leg in sched_shard.late_s */
@@ -189,13 +190,17 @@ enum sched_copy_wait {
 /** Daemon options (mlf-scheduler flags, docs/scheduler.md). */
 struct sched_config {
 	char listen[64];        /* "IP:PORT"; "" = the scheduler host's IP and control_port */
-	double batch_s;         /* --batch-ms / 1000 */
+	double batch_s;         /* --batch-ms / 1000: the longest an arrival waits to be planned,
+				 * and the period of the fallback tick (docs/scheduler.md "Batches") */
+	double replan_s;        /* --replan-ms / 1000: plans start at least this far apart, and an
+				 * arrival waits this long for others to share its plan */
 	double t_lag_s;         /* --t-lag: a link report is used from t + t_lag on */
 	double peer_timeout_s;  /* --peer-timeout */
 	double headroom;        /* --headroom: plan capacity = link capacity x headroom */
 	int copy_wait;          /* --copy-wait: when a sharded model copy may start
 				 * (enum sched_copy_wait, docs/scheduler.md "Sharded servers") */
-	double lead_s;          /* --lead-ms / 1000: plans start this long after now */
+	double lead_s;          /* --lead-ms / 1000: the largest and initial lead; the lead itself
+				 * is the measured command latency (sched_lead.h) */
 	double sync_timeout_s;  /* --sync-timeout */
 	double xfer_timeout_s;  /* --xfer-timeout: no `done` this long after the planned end = lost */
 	int max_batch;          /* most updates in one batch (an aggregate names <= 62 parts) */
@@ -354,7 +359,14 @@ struct sched {
 	uint64_t xfer_counter;        /* next fresh transfer id is SCHED_XFER_FRESH | counter; starts at
 				       * the start time in ms << 20 (unique across restarts) */
 	int batch_no;                 /* batches planned so far */
-	double next_batch;            /* CLOCK_REALTIME seconds of the next batch tick */
+	double next_batch;            /* CLOCK_REALTIME seconds of the next batch tick (the fallback
+				       * for what waits without an arrival: timers, held pulls) */
+	double arrival_at;            /* CLOCK_REALTIME s of the earliest arrival not planned yet
+				       * (sched_arrival_note; 0 = none) */
+	double arrival_later;         /* ... of the earliest arrival due in the future (a link
+				       * report is used from t + t_lag on; 0 = none) */
+	double last_plan;             /* CLOCK_REALTIME s of the last planning attempt (0 = none) */
+	struct sched_lead lead;       /* the lead of the next plan (sched_lead.h) */
 	double sync_wait_since;       /* CLOCK_REALTIME seconds a sync batch started waiting, 0 */
 	double accept_resume;         /* CLOCK_REALTIME seconds accept resumes after EMFILE, 0 */
 	double accept_backoff;        /* current pause of accept, s (0: accepting normally) */

@@ -1,0 +1,304 @@
+/*
+ * test_sched_arrival.c - Check tests of planning on arrival and of the measured lead
+ * (docs/scheduler.md "Batches" and "The lead"): an arrival is planned within the minimum replan
+ * interval, not at the next tick; arrivals within the interval share one plan; a stream of
+ * arrivals does not keep an early update waiting beyond --batch-ms; the lead tracks the p99 of
+ * the command latency within its floor and --lead-ms.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ck_run.h"
+#include "clock.h"
+#include "ctl.h"
+#include "sched_daemon.h"
+#include "sched_fake.h"
+#include "sched_lead.h"
+#include "sched_state.h"
+
+#define UID(host, seq) (((uint64_t)(host) << 40) | (seq)) /* update id of host index @host */
+
+/* A slow fallback tick (0.5 s) and the default replan interval, no aggregator. */
+static void slow_tick(struct sched_config *c)
+{
+	no_agg(c);
+	c->batch_s = 0.5;
+}
+
+/* A slow tick and a long replan interval (50 ms): arrivals gather. */
+static void gather(struct sched_config *c)
+{
+	slow_tick(c);
+	c->replan_s = 0.05;
+}
+
+/* The default-like timings of a run: 100 ms batches, replan 5 ms. */
+static void stream(struct sched_config *c)
+{
+	no_agg(c);
+	c->batch_s = 0.1;
+	c->replan_s = 0.005;
+}
+
+/* A large lead cap (50 ms), so that its fall is measurable against the loop's jitter. */
+static void big_lead(struct sched_config *c)
+{
+	no_agg(c);
+	c->lead_s = 0.05;
+}
+
+/* Time until fake @f gets a `send` of update @id (pumping), or -1 after @timeout s. */
+static double until_send(int f, uint64_t id, double timeout)
+{
+	double t0 = clock_real_s();
+	json_t *m;
+
+	while ((m = wait_msg(f, "send", timeout - (clock_real_s() - t0))))
+		if (jid(m, "id") == id)
+			return clock_real_s() - t0;
+	return -1;
+}
+
+/* An update pushed right after a plan is planned within a few ms, not at the 0.5 s tick. */
+START_TEST(arrival_planned_at_once)
+{
+	int w[1];
+
+	start_daemon(slow_tick);
+	setup("mlfabric-a", 0, 1000, 1, w, NULL);
+	push(w[0], UID(2, 1), 0, 4000);
+	ck_assert_double_ge(until_send(w[0], UID(2, 1), 2.0), 0);
+	push(w[0], UID(2, 2), 0, 4000);
+	double t = until_send(w[0], UID(2, 2), 2.0);
+	ck_assert_double_ge(t, 0);
+	ck_assert_msg(t < 0.1, "the update was planned after %.3f s (tick 0.5 s, replan 2 ms)", t);
+	stop_daemon();
+}
+END_TEST
+
+/* Three updates pushed within the replan interval (50 ms) share one plan. */
+START_TEST(arrivals_coalesce)
+{
+	int w[3];
+
+	start_daemon(gather);
+	setup("mlfabric-a", 0, 1000, 3, w, NULL);
+	pump(0.1);
+	pthread_mutex_lock(&hook_mu);
+	int before = hook_batches;
+	pthread_mutex_unlock(&hook_mu);
+	for (int i = 0; i < 3; i++)
+		push(w[i], UID(2 + i, 1), 0, 4000);
+	double t = until_send(w[0], UID(2, 1), 2.0);
+	ck_assert_double_ge(t, 0);
+	ck_assert_msg(t < 0.3, "planned after %.3f s (tick 0.5 s, replan 50 ms)", t);
+	pump(0.1);
+	pthread_mutex_lock(&hook_mu);
+	ck_assert_int_eq(hook_batches, before + 1);
+	ck_assert_int_eq(hook_n_updates, 3);
+	pthread_mutex_unlock(&hook_mu);
+	stop_daemon();
+}
+END_TEST
+
+/* A stream of updates (about one a millisecond) does not keep an early one waiting. */
+START_TEST(stream_does_not_starve)
+{
+	int w[2];
+	double t_send = -1;
+
+	start_daemon(stream);
+	setup("mlfabric-a", 0, 1000, 2, w, NULL);
+	double t0 = clock_real_s();
+	push(w[0], UID(2, 1), 0, 4000);
+	for (int i = 0; i < 300 && clock_real_s() - t0 < 0.4; i++) {
+		for (int k = 0; k < 3; k++)
+			push(w[1], UID(3, 3 * i + k + 1), 0, 4000);
+		pump(0.001);
+		if (t_send < 0 && count_msgs(w[0], "send") > 0)
+			t_send = clock_real_s() - t0;
+	}
+	ck_assert_msg(t_send >= 0 && t_send <= 0.1 + 0.03,
+		      "the early update was planned after %.3f s (batch 0.1 s)", t_send);
+	stop_daemon();
+}
+END_TEST
+
+/* The tracker's bounds: on-time reports bring it to the 1 ms floor, late ones to the cap. */
+START_TEST(lead_bounds)
+{
+	struct sched_lead l;
+	double t = 0;
+
+	sched_lead_init(&l, 0.01);
+	ck_assert_double_eq(l.lead_s, 0.01);
+	for (int i = 0; i < 3000; i++, t += 0.001)
+		sched_lead_sample(&l, t, t + 0.01, t + 0.01, t);
+	ck_assert_double_eq_tol(l.lead_s, SCHED_LEAD_FLOOR_S, 1e-12);
+	/* late reports of transfers planned after the last raise: each raises it, up to the cap */
+	double prev = l.lead_s;
+	for (int i = 0; i < 3; i++, t += 0.01) {
+		sched_lead_sample(&l, t, t + 0.01, t + 0.05, t);
+		ck_assert_double_gt(l.lead_s, prev);
+		prev = l.lead_s;
+	}
+	for (int i = 0; i < 20; i++, t += 0.01)
+		sched_lead_sample(&l, t, t + 0.01, t + 0.05, t);
+	ck_assert_double_eq(l.lead_s, 0.01);
+	/* --lead-ms 0: no lead at all */
+	sched_lead_init(&l, 0);
+	sched_lead_sample(&l, 1, 1.01, 2, 1);
+	ck_assert_double_eq(l.lead_s, 0);
+}
+END_TEST
+
+/* The late transfers of one batch (planned before the raise they caused) raise it once. */
+START_TEST(lead_one_raise_per_batch)
+{
+	struct sched_lead l;
+
+	sched_lead_init(&l, 0.01);
+	for (int i = 0; i < 1000; i++)
+		sched_lead_sample(&l, 0, 0.01, 0.01, 0);
+	double low = l.lead_s;
+	for (int i = 0; i < 10; i++)
+		sched_lead_sample(&l, 1.0, 1.01, 1.1, 1.2);
+	ck_assert_double_eq_tol(l.lead_s, low * exp(SCHED_LEAD_GAIN * SCHED_LEAD_Q), 1e-12);
+	ck_assert_uint_eq(l.n_late, 10);
+}
+END_TEST
+
+/* With the actual start (`t_start`), a slow wire (late ends, on-time starts) lowers the lead. */
+START_TEST(lead_from_start_times)
+{
+	struct sched_lead l;
+	double t = 0;
+
+	sched_lead_init(&l, 0.01);
+	for (int i = 0; i < 3000; i++, t += 0.001) {
+		sched_lead_sample_start(&l, t, t + 0.0005, t);
+		ck_assert_uint_eq(l.n_late, 0);
+	}
+	ck_assert_double_eq_tol(l.lead_s, SCHED_LEAD_FLOOR_S, 1e-12);
+	sched_lead_sample_start(&l, t, t + 0.003, t);
+	ck_assert_double_gt(l.lead_s, SCHED_LEAD_FLOOR_S);
+}
+END_TEST
+
+/*
+ * The tracker follows the samples: command latencies uniform in [0, 4 ms] (p99 3.96 ms) give a
+ * lead near the p99 less the slack a transfer may end late by (1 ms + 10% of 5 ms), with about
+ * 1% late transfers; latencies below the lead give the floor.
+ */
+START_TEST(lead_follows_samples)
+{
+	struct sched_lead l;
+	uint64_t x = 88172645463325252ull;
+	double t = 0, sum = 0;
+	int n = 40000, late = 0, n_avg = 0;
+
+	sched_lead_init(&l, 0.01);
+	for (int i = 0; i < n; i++, t += 0.001) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		double lat = 0.004 * (double)(x >> 11) / (double)(1ull << 53);
+		double lead = l.lead_s, dur = 0.005;
+		/* the command arrives @lat after the plan: the transfer starts at max(plan + lead,
+		 * plan + lat) and ends dur later; planned plan + lead .. + dur */
+		double start = t + lead, actual_end = t + (lat > lead ? lat : lead) + dur;
+		if (i >= n / 2) {
+			late += lat > lead + SCHED_LEAD_SLACK_S + SCHED_LEAD_SLACK_FRAC * dur;
+			sum += lead;
+			n_avg++;
+		}
+		sched_lead_sample(&l, start, start + dur, actual_end, t);
+	}
+	double mean = sum / n_avg;
+	ck_assert_msg(mean > 0.002 && mean < 0.0055, "mean lead %.4f s (latencies U[0, 4 ms])", mean);
+	ck_assert_msg(late < n_avg / 20, "%d of %d transfers late", late, n_avg);
+	sched_lead_init(&l, 0.01);
+	for (int i = 0; i < 2000; i++, t += 0.001)
+		sched_lead_sample(&l, t + l.lead_s, t + l.lead_s + 0.005, t + l.lead_s + 0.005, t);
+	ck_assert_double_eq_tol(l.lead_s, SCHED_LEAD_FLOOR_S, 1e-12);
+}
+END_TEST
+
+/* `send`'s start minus the time it arrived: the lead in force (less the command latency). */
+static double lead_seen(int w0, uint64_t id, double *start)
+{
+	json_t *m = NULL;
+	double t_end = clock_real_s() + 2.0;
+
+	while (clock_real_s() < t_end && (m = wait_msg(w0, "send", 2.0)) && jid(m, "id") != id)
+		;
+	ck_assert_ptr_nonnull(m);
+	*start = json_number_value(json_object_get(m, "start"));
+	return *start - clock_real_s();
+}
+
+/*
+ * In the daemon: `done` reports at the planned start (on time) lower the lead of the next
+ * commands from the 50 ms cap; a late one raises it again.
+ */
+START_TEST(lead_follows_done_reports)
+{
+	int w[1];
+	double start;
+
+	start_daemon(big_lead);
+	setup("mlfabric-a", 0, 100000, 1, w, NULL);
+	push(w[0], UID(2, 1), 0, 4000);
+	double first = lead_seen(w[0], UID(2, 1), &start);
+	ck_assert_msg(first > 0.035, "first lead %.4f s (cap 50 ms)", first);
+	for (int i = 0; i < 200; i++) {
+		uint64_t id = UID(2, 2 + i);
+		push(w[0], id, 0, 4000);
+		lead_seen(w[0], id, &start);
+		fake_send(w[0], json_pack("{s:s, s:s, s:I, s:i, s:i, s:f}", "type", "done", "app",
+					  "worker@w0", "xfer", (json_int_t)id, "status", 0, "bytes",
+					  4000, "t", start));
+	}
+	pump(0.05);
+	push(w[0], UID(2, 500), 0, 4000);
+	double low = lead_seen(w[0], UID(2, 500), &start);
+	ck_assert_msg(low < 0.03, "lead %.4f s after 200 on-time transfers (50 ms x e^-1 = 18 ms)",
+		      low);
+	fake_send(w[0], json_pack("{s:s, s:s, s:I, s:i, s:i, s:f}", "type", "done", "app",
+				  "worker@w0", "xfer", (json_int_t)UID(2, 500), "status", 0, "bytes",
+				  4000, "t", start + 0.5));
+	pump(0.05);
+	push(w[0], UID(2, 501), 0, 4000);
+	double high = lead_seen(w[0], UID(2, 501), &start);
+	ck_assert_msg(high > low + 0.005, "lead %.4f s after a late transfer (before %.4f s)", high,
+		      low);
+	/* a late end with an on-time `t_start` is a slow wire: the lead does not rise */
+	fake_send(w[0], json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:f}", "type", "done", "app",
+				  "worker@w0", "xfer", (json_int_t)UID(2, 501), "status", 0, "bytes",
+				  4000, "t", start + 0.5, "t_start", start));
+	pump(0.05);
+	push(w[0], UID(2, 502), 0, 4000);
+	double after = lead_seen(w[0], UID(2, 502), &start);
+	ck_assert_msg(after < high + 0.003, "lead %.4f s after a slow wire (before %.4f s)", after,
+		      high);
+	stop_daemon();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sched_arrival");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, arrival_planned_at_once);
+	tcase_add_test(tc, arrivals_coalesce);
+	tcase_add_test(tc, stream_does_not_starve);
+	tcase_add_test(tc, lead_bounds);
+	tcase_add_test(tc, lead_one_raise_per_batch);
+	tcase_add_test(tc, lead_from_start_times);
+	tcase_add_test(tc, lead_follows_samples);
+	tcase_add_test(tc, lead_follows_done_reports);
+	suite_add_tcase(s, tc);
+	return ck_run(s);
+}
