@@ -91,7 +91,7 @@ static void aggregate(struct mlf *f, struct fabric_agg_cmd *a)
 			log_warn("aggregate %llu: none of its %d inputs arrived; nothing sent", (unsigned long long)c->id, c->n_ids);
 		/* a failed `done`: the scheduler skips the aggregate at its destination at once
 		 * instead of waiting --xfer-timeout for it (docs/control.md) */
-		fabric_core_report_done(f, c->id, k ? -ENOMEM : -ENODATA, 0, clock_real_s(),
+		fabric_core_report_done(f, c->id, k ? -ENOMEM : -ENODATA, 0, 0, clock_real_s(),
 					k ? "aggregator out of memory" : "no input of the aggregate arrived");
 		goto out;
 	}
@@ -115,7 +115,7 @@ static void aggregate(struct mlf *f, struct fabric_agg_cmd *a)
 	pthread_mutex_unlock(&f->lock);
 	if (fabric_core_send_buf(f, &b, mlf_payload_bytes(n), c->dst, c->chan, c->id, c->start, c->steps,
 				 c->n_steps, &id) < 0)
-		fabric_core_report_done(f, c->id, -EINVAL, mlf_payload_bytes(n), clock_real_s(), f->err);
+		fabric_core_report_done(f, c->id, -EINVAL, mlf_payload_bytes(n), 0, clock_real_s(), f->err);
 	pthread_mutex_lock(&f->lock);
 	ag->stats.aggregates_sent++;
 	fabric_core_track_out(f, c->id, 0, 0);

@@ -18,7 +18,7 @@ static void chain_broken(struct mlf *f, uint64_t xfer, int status, const char *w
 		 (unsigned long long)xfer, f->chain.host, why);
 	log_err("%s: %s; chain replication stopped", f->app, reason);
 	f->chain.host[0] = '\0';
-	fabric_core_report_done(f, xfer, status < 0 ? status : -EIO, 0, clock_real_s(), reason);
+	fabric_core_report_done(f, xfer, status < 0 ? status : -EIO, 0, 0, clock_real_s(), reason);
 }
 
 void fabric_chain_set(struct mlf *f, const struct fabric_cmd *c)

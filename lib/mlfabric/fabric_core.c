@@ -98,12 +98,16 @@ void fabric_core_track_out(struct mlf *f, uint64_t xfer, int is_update, int to_a
 	f->out = o;
 }
 
-void fabric_core_report_done(struct mlf *f, uint64_t xfer, int status, uint64_t bytes, double t, const char *reason)
+void fabric_core_report_done(struct mlf *f, uint64_t xfer, int status, uint64_t bytes, double t_start, double t,
+			     const char *reason)
 {
 	if (f->mode == MLF_MODE_DIRECT)
 		return;
-	fabric_core_ctl(f, json_pack("{s:s, s:I, s:i, s:I, s:f, s:s}", "type", "done", "xfer", (json_int_t)xfer,
-				     "status", status, "bytes", (json_int_t)bytes, "t", t, "reason", reason));
+	json_t *m = json_pack("{s:s, s:I, s:i, s:I, s:f, s:s}", "type", "done", "xfer", (json_int_t)xfer,
+			      "status", status, "bytes", (json_int_t)bytes, "t", t, "reason", reason);
+	if (m && t_start > 0)
+		json_object_set_new(m, "t_start", json_real(t_start));
+	fabric_core_ctl(f, m);
 }
 
 int fabric_core_send_buf(struct mlf *f, struct mlfabric_buf *b, uint64_t bytes, const char *dst, uint16_t chan,
@@ -256,7 +260,7 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 				 c->what_model ? "model" : "state", c->what_model ? "pull" : "id",
 				 (unsigned long long)c->id);
 			log_warn("send command: %s", reason);
-			fabric_core_report_done(f, c->xfer, -EINVAL, 0, clock_real_s(), reason);
+			fabric_core_report_done(f, c->xfer, -EINVAL, 0, 0, clock_real_s(), reason);
 			return;
 		}
 		bytes = b.size;
@@ -265,7 +269,7 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 		if (!u) {
 			snprintf(reason, sizeof(reason), "%s holds no update %llu", f->app, (unsigned long long)c->id);
 			log_warn("send command: %s", reason);
-			fabric_core_report_done(f, c->xfer, -ENOENT, 0, clock_real_s(), reason);
+			fabric_core_report_done(f, c->xfer, -ENOENT, 0, 0, clock_real_s(), reason);
 			return;
 		}
 		bytes = u->bytes;
@@ -278,7 +282,7 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 			}
 			if (rc2 < 0) {
 				log_err("send command: %s", reason);
-				fabric_core_report_done(f, c->xfer, rc2, 0, clock_real_s(), reason);
+				fabric_core_report_done(f, c->xfer, rc2, 0, 0, clock_real_s(), reason);
 				return;
 			}
 			bytes = b.size;
@@ -288,7 +292,7 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 				snprintf(reason, sizeof(reason), "%s: no memory for a copy of update %llu", f->app,
 					 (unsigned long long)c->id);
 				log_err("send command: %s", reason);
-				fabric_core_report_done(f, c->xfer, -ENOMEM, 0, clock_real_s(), reason);
+				fabric_core_report_done(f, c->xfer, -ENOMEM, 0, 0, clock_real_s(), reason);
 				return;
 			}
 			memcpy(b.data, u->buf.data, bytes);
@@ -309,7 +313,7 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 		rc = fabric_core_send_buf(f, &b, bytes, c->dst, c->chan, c->xfer, c->start, c->steps,
 					  c->n_steps, &id);
 	if (rc < 0) {
-		fabric_core_report_done(f, c->xfer, -EINVAL, bytes, clock_real_s(), f->err);
+		fabric_core_report_done(f, c->xfer, -EINVAL, bytes, 0, clock_real_s(), f->err);
 		return;
 	}
 	pthread_mutex_lock(&f->lock);
@@ -393,7 +397,8 @@ static void on_sent(struct mlf *f, const struct mlfabric_event *ev)
 	if (ev->status)
 		log_warn("transfer %llx to %s failed: %s", (unsigned long long)ev->id, ev->peer, ev->reason);
 	if (o)
-		fabric_core_report_done(f, ev->id, ev->status, ev->bytes, (double)ev->end_ns / 1e9, ev->reason);
+		fabric_core_report_done(f, ev->id, ev->status, ev->bytes, (double)ev->first_tx_ns / 1e9,
+					(double)ev->end_ns / 1e9, ev->reason);
 	free(o);
 }
 
@@ -475,7 +480,7 @@ static void role_cmd_refused(struct mlf *f, const struct fabric_cmd *c)
 	case FABRIC_CMD_FORWARD: /* failed at once: the scheduler answers the pull again */
 		log_warn("%s: forward %llx for a non-worker endpoint; refused", f->app,
 			 (unsigned long long)c->xfer);
-		fabric_core_report_done(f, c->xfer, -EINVAL, 0, clock_real_s(), "forward: no worker endpoint");
+		fabric_core_report_done(f, c->xfer, -EINVAL, 0, 0, clock_real_s(), "forward: no worker endpoint");
 		break;
 	default: /* `snapshot`: only servers and replicas write one */
 		break;

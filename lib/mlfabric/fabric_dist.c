@@ -51,7 +51,7 @@ static void fwd_send(struct mlf *f, struct fabric_fwd *d, const struct fabric_cm
 
 	if (fabric_core_send_shared(f, &d->ev.buf, d->ev.bytes, c->dst, c->chan, c->xfer, c->start, c->steps,
 				    c->n_steps, &id) < 0) {
-		fabric_core_report_done(f, c->xfer, -EINVAL, d->ev.bytes, clock_real_s(), f->err);
+		fabric_core_report_done(f, c->xfer, -EINVAL, d->ev.bytes, 0, clock_real_s(), f->err);
 	} else {
 		pthread_mutex_lock(&f->lock);
 		fabric_core_track_out(f, id, 0, 0);
@@ -96,7 +96,7 @@ void fabric_dist_command(struct mlf *f, struct fabric_cmd *c)
 
 	if (!d && !(d = fwd_new(f, c->xfer_in))) {
 		log_err("%s: forward %llx: out of memory", f->app, (unsigned long long)c->xfer);
-		fabric_core_report_done(f, c->xfer, -ENOMEM, 0, clock_real_s(), "distributor out of memory");
+		fabric_core_report_done(f, c->xfer, -ENOMEM, 0, 0, clock_real_s(), "distributor out of memory");
 		return;
 	}
 	d->n_fwd = c->n_fwd;
@@ -109,7 +109,7 @@ void fabric_dist_command(struct mlf *f, struct fabric_cmd *c)
 	cmds = realloc(d->cmds, sizeof(*cmds) * (size_t)(d->n_cmds + 1));
 	if (!cmds) {
 		log_err("%s: forward %llx: out of memory", f->app, (unsigned long long)c->xfer);
-		fabric_core_report_done(f, c->xfer, -ENOMEM, 0, clock_real_s(), "distributor out of memory");
+		fabric_core_report_done(f, c->xfer, -ENOMEM, 0, 0, clock_real_s(), "distributor out of memory");
 		d->n_done++;
 		return;
 	}
@@ -171,7 +171,7 @@ void fabric_dist_progress(struct mlf *f)
 				 (unsigned long long)d->xfer_in, f->cl.hosts[f->me].name);
 			log_warn("%s: %s; %d forward(s) fail", f->app, reason, d->n_cmds);
 			for (int i = 0; i < d->n_cmds; i++)
-				fabric_core_report_done(f, d->cmds[i].xfer, -ENODATA, 0, now, reason);
+				fabric_core_report_done(f, d->cmds[i].xfer, -ENODATA, 0, 0, now, reason);
 		} else if (d->n_done < d->n_fwd) {
 			log_warn("%s: model copy %llx: %d of its %d forward(s) never commanded; released",
 				 f->app, (unsigned long long)d->xfer_in, d->n_fwd - d->n_done, d->n_fwd);

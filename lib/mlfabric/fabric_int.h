@@ -377,9 +377,12 @@ uint64_t fabric_core_next_id(struct mlf *f);
 
 /**
  * fabric_core_report_done - tell the scheduler transfer @xfer finished (@status 0 or -errno,
- * @bytes moved, at @t CLOCK_REALTIME s, @reason when it failed); nothing in direct mode.
+ * @bytes moved, at @t CLOCK_REALTIME s, @reason when it failed); @t_start (CLOCK_REALTIME s,
+ * 0 = unknown) is when its first byte left, which the scheduler's lead follows
+ * (docs/scheduler.md "The lead"). Nothing in direct mode.
  */
-void fabric_core_report_done(struct mlf *f, uint64_t xfer, int status, uint64_t bytes, double t, const char *reason);
+void fabric_core_report_done(struct mlf *f, uint64_t xfer, int status, uint64_t bytes, double t_start, double t,
+			     const char *reason);
 
 /**
  * fabric_core_send_buf - hand a transfer of @bytes of @b to host @dst on @chan to the dataplane:

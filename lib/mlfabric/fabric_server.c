@@ -72,7 +72,7 @@ static void model_wait_fail(struct mlf *f, struct fabric_model_wait *w, const ch
 	snprintf(reason, sizeof(reason), "%s: model copy for pull %llu at version %lld: %s", f->app,
 		 (unsigned long long)w->c.id, (long long)w->c.at_version, why);
 	log_warn("%s", reason);
-	fabric_core_report_done(f, w->c.xfer, -ESTALE, 0, clock_real_s(), reason);
+	fabric_core_report_done(f, w->c.xfer, -ESTALE, 0, 0, clock_real_s(), reason);
 	fabric_cmd_free(&w->c);
 	free(w);
 }
@@ -134,7 +134,7 @@ static int model_wait_add(struct mlf *f, struct fabric_cmd *c)
 	if (st == 0)
 		return 0;
 	if (!(w = calloc(1, sizeof(*w)))) {
-		fabric_core_report_done(f, c->xfer, -ENOMEM, 0, clock_real_s(), "no memory to wait for a version");
+		fabric_core_report_done(f, c->xfer, -ENOMEM, 0, 0, clock_real_s(), "no memory to wait for a version");
 		return 1;
 	}
 	w->c = *c;
