@@ -501,8 +501,14 @@ class Runner:
                 extra += " cpu=%.2f" % u["machine_cores"]
             self.log("%s: t=%ss accuracy=%s version=%s applied=%d dropped=%s%s"
                      % (sys_, el, acc, ver, applied, dropped, extra))
-            # any evaluation since the start, not only the last one, may have reached the target
-            if reached(results.acc_files(rec), float(e.target_accuracy)):
+            # any evaluation since the start, not only the last one, may have reached the target;
+            # a fault scenario stops for it only when an evaluation after every fault ended (and
+            # after every restart it schedules) reached it: the system recovered from its faults
+            since = None
+            if e.faults:
+                since = t0 + max(f.at + (f.dur or 0) for f in e.faults)
+            if (since is None or not c.get("pending")) and \
+                    reached(results.acc_files(rec), float(e.target_accuracy), since):
                 reason = "target"
                 break
             if int(el) >= tlimit:
@@ -610,11 +616,14 @@ class Runner:
         self.cur = None
 
 
-def reached(files, target):
-    """An evaluation of FILES at or above TARGET (a partly written last line is skipped)."""
+def reached(files, target, since=None):
+    """An evaluation of FILES at or above TARGET (a partly written last line is skipped); with
+    SINCE (CLOCK_REALTIME s), only an evaluation taken at or after it counts."""
     for fn in files:
         for x in read_jsonl(fn):
-            acc = x.get("accuracy")
+            acc, t = x.get("accuracy"), x.get("t")
+            if since is not None and not (isinstance(t, (int, float)) and t >= since):
+                continue
             if isinstance(acc, (int, float)) and not isinstance(acc, bool) and acc >= target:
                 return True
     return False
