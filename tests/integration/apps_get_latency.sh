@@ -10,8 +10,8 @@
 # scheduler logged at exit + 2 copy times) and under half the --batch-ms tick. Every get after a
 # push returns a version that includes that push (applied.jsonl: its commit's `at` + `parts`),
 # unless the update was dropped.
-# GETLAT_SCHED_ARGS adds scheduler options (e.g. "--replan-ms 100": a plan a tick after each
-# arrival, which this test must reject).
+# GETLAT_SCHED_ARGS adds scheduler options, the bound unchanged (e.g. "--replan-ms 100": a plan
+# a tick after each arrival, which this test rejects: median gets of about 50 ms).
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
 MODEL=784,128,10
@@ -40,8 +40,8 @@ wait "$PID_sched" || fail "mlf-scheduler did not exit cleanly on SIGTERM: $(tail
 # the lead at exit (the measured command latency, docs/scheduler.md "The lead"); its cap when absent
 lead_ms=$(sed -n 's/.*lead at exit \([0-9.]*\) ms (cap \([0-9.]*\) ms).*/\1/p' "$WORK/sched.log" | tail -1)
 lead_ms=${lead_ms:-10}
-replan_ms=$(sed -n 's/.*--replan-ms \([0-9.]*\).*/\1/p' <<<" ${GETLAT_SCHED_ARGS:-}")
-replan_ms=${replan_ms:-2}
+# the default --replan-ms the test is about, also when GETLAT_SCHED_ARGS sets another
+replan_ms=2
 floats=$(awk -F, '{ n = 0; for (i = 2; i <= NF; i++) n += $(i - 1) * $i + $i; print n }' <<<"$MODEL")
 # one copy of the model (an update is the same size) at the link rate the scheduler plans with
 # (--headroom 0.95)
