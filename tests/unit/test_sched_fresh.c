@@ -82,10 +82,10 @@ static void expect_fresh_copy(int ps, uint64_t pull, json_t *u, int64_t v)
 }
 
 /*
- * The issue's test: w0 pushes update 1 (version 5, server at 5) and at once pulls naming it.
- * The copy answering the pull is planned to start after the update's planned commit (its
- * transfer's end) and carries at_version 6, the version once it is applied. Before, the copy
- * was planned at once and took the model as it stood (version 5, without the update).
+ * A pull right after its own push: w0 pushes update 1 (version 5, server at 5) and at once
+ * pulls naming it. The copy answering the pull is planned to start after the update's planned
+ * commit (its transfer's end) and carries at_version 6, the version once it is applied. Before,
+ * the copy was planned at once and took the model as it stood (version 5, without the update).
  */
 START_TEST(pull_after_own_push)
 {
