@@ -9,6 +9,7 @@
 #include "log.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
+#include "sched_select.h"
 #include "sched_shard.h"
 #include "sched_xfer.h"
 
@@ -34,8 +35,10 @@ int sched_fail_update(struct sched *s, struct sched_update *u, const char *reaso
 	sched_to_app(s, "worker", u->worker, json_pack("{s:s, s:I, s:s}", "type", "drop", "id",
 		     (json_int_t)u->id, "reason", reason));
 	sched_rec_update(s, u, was_planned ? "lost" : "dropped", reason);
-	if (was_planned)
+	if (was_planned) {
 		sched_repl_server_lost(s, u);
+		sched_select_lost(s, u);
+	}
 	return was_planned;
 }
 

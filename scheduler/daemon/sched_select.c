@@ -39,6 +39,16 @@ int sched_select_fresh(const struct sched *s, double now, const int *sel, int n_
 	return n;
 }
 
+void sched_select_lost(struct sched *s, const struct sched_update *u)
+{
+	if (s->server.n_shards || u->v_commit < 0)
+		return;
+	for (int i = 0; i < s->n_upd; i++)
+		if (&s->upd[i] != u && s->upd[i].state == SCHED_UPD_PLANNED &&
+		    s->upd[i].v_commit >= u->v_commit)
+			s->upd[i].v_commit--;
+}
+
 int sched_select_commit(const struct plan *p, int srv, int i, int64_t *v, double *t)
 {
 	for (int c = 0; c < p->n_commits; c++) {

@@ -44,6 +44,14 @@ int sched_select_fresh(const struct sched *s, double now, const int *sel, int n_
 		       int n_psel, struct sched_fresh *fr);
 
 /**
+ * sched_select_lost - planned update @u of @s will not be committed (its transfer failed, the
+ * server registered again): the server's versions planned at or after its commit come one
+ * earlier, so the pulls naming those updates wait for versions the server reaches (the
+ * updates' v_commit, docs/scheduler.md "Fresh pulls"). An unsharded model only. Cannot fail.
+ */
+void sched_select_lost(struct sched *s, const struct sched_update *u);
+
+/**
  * sched_select_commit - the commit of update @i of batch @p at the server @srv: sets *@v (the
  * server's version after it) and *@t (its plan time). For an aggregated update: the aggregate's
  * commit. Returns 0, or -ENOENT when the plan commits it nowhere at @srv (dropped).

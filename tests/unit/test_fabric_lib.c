@@ -4,7 +4,8 @@
  * out naming the server; mlf_recv_model refusing other hosts and bad payloads, mlf_send_model
  * retrying failed transfers until its timeout; MLfabric-S: one step per iteration, `sync_step`;
  * fresh pulls: a pull names the update pushed before it, an unsharded server's model copy waits
- * for its at_version (at least). */
+ * for its at_version (at least); a completed copy's `done` carries its first byte's time
+ * (`t_start`) when the dataplane knows it. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -739,6 +740,70 @@ START_TEST(pull_names_the_update_pushed_before_it)
 }
 END_TEST
 
+/* What the `done`s of two completed model copies said (done_reports_first_byte_time). */
+static struct {
+	char done[2][1024];
+} dn;
+
+/*
+ * The server's model copies for pulls 100 and 101: the dataplane completes the first with its
+ * first byte's time (first_tx_ns) and the second without one (0 = unknown); their `done`s
+ * are kept in dn.
+ */
+static void *fake_done_server_dp(void *arg)
+{
+	static const uint64_t first_tx_ns[2] = { 1700000000250000000ull, 0 };
+	int fd = accept_registered("server@x");
+	struct appmsg m;
+	int mfd;
+
+	(void)arg;
+	for (int k = 0; k < 2; k++) {
+		send_model_cmd(fd, 100 + k, 50 + k, 1 + k, 10);
+		do {
+			ck_assert_int_eq(appmsg_recv(fd, &m, &mfd), 1);
+			if (mfd >= 0)
+				close(mfd);
+		} while (m.type != APPMSG_SEND || m.chan != 3);
+		struct appmsg r = { .type = APPMSG_ACCEPTED, .id = m.id };
+		ck_assert_int_eq(appmsg_send(fd, &r, -1), 0);
+		r = (struct appmsg){ .type = APPMSG_TX_DONE, .id = m.id, .chan = 3, .bytes = m.bytes,
+				     .first_tx_ns = first_tx_ns[k], .end_ns = 1700000000500000000ull };
+		strcpy(r.peer, "w0");
+		ck_assert_int_eq(appmsg_send(fd, &r, -1), 0);
+		expect_ctl(fd, "\"done\"", dn.done[k], sizeof(dn.done[k]));
+	}
+	close(fd);
+	return NULL;
+}
+
+/*
+ * A completed transfer's `done` carries `t_start`, the dataplane completion's first_tx_ns in
+ * CLOCK_REALTIME seconds, next to `t` (end_ns), and omits it when the dataplane does not know
+ * it (docs/scheduler.md "The lead").
+ */
+START_TEST(done_reports_first_byte_time)
+{
+	struct srv s = { .version = 10 };
+
+	memset(&dn, 0, sizeof(dn));
+	run_server(MLF_MODE_MLFABRIC_A, 1, fake_done_server_dp, &s);
+	json_t *d0 = json_loads(dn.done[0], 0, NULL), *d1 = json_loads(dn.done[1], 0, NULL);
+	ck_assert_ptr_nonnull(d0);
+	ck_assert_ptr_nonnull(d1);
+	ck_assert_int_eq(json_integer_value(json_object_get(d0, "xfer")), 50);
+	ck_assert_int_eq(json_integer_value(json_object_get(d0, "status")), 0);
+	ck_assert(json_is_number(json_object_get(d0, "t_start")));
+	ck_assert_double_eq_tol(json_number_value(json_object_get(d0, "t_start")), 1700000000.25, 1e-6);
+	ck_assert_double_eq_tol(json_number_value(json_object_get(d0, "t")), 1700000000.5, 1e-6);
+	ck_assert_int_eq(json_integer_value(json_object_get(d1, "xfer")), 51);
+	ck_assert_ptr_null(json_object_get(d1, "t_start"));
+	ck_assert_double_eq_tol(json_number_value(json_object_get(d1, "t")), 1700000000.5, 1e-6);
+	json_decref(d0);
+	json_decref(d1);
+}
+END_TEST
+
 START_TEST(open_names_the_missing_dataplane)
 {
 	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = "/nonexistent/dp.sock" };
@@ -766,6 +831,7 @@ int main(void)
 	tcase_add_test(tc, open_names_the_missing_dataplane);
 	tcase_add_test(tc, server_model_copy_waits_for_its_version);
 	tcase_add_test(tc, pull_names_the_update_pushed_before_it);
+	tcase_add_test(tc, done_reports_first_byte_time);
 	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);
 	tcase_add_loop_test(tc, send_model_retries_failed_transfers_until_its_timeout, 0, 2);
 	suite_add_tcase(s, tc);

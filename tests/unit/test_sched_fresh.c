@@ -2,7 +2,8 @@
  * test_sched_fresh.c - Check tests of fresh pulls (docs/scheduler.md "Fresh pulls"): a pull
  * naming the update its worker pushed before it (`after`) is answered by a copy planned after
  * that update's planned commit, at a server version that includes it (`at_version`); a pull
- * whose update was dropped, or is committed already, does not wait for it.
+ * whose update was dropped, or is committed already, does not wait for it; a planned update
+ * lost before the pull lowers the version it waits for.
  */
 #include <check.h>
 #include <string.h>
@@ -81,10 +82,10 @@ static void expect_fresh_copy(int ps, uint64_t pull, json_t *u, int64_t v)
 }
 
 /*
- * The issue's test: w0 pushes update 1 (version 5, server at 5) and at once pulls naming it.
- * The copy answering the pull is planned to start after the update's planned commit (its
- * transfer's end) and carries at_version 6, the version once it is applied. Before, the copy
- * was planned at once and took the model as it stood (version 5, without the update).
+ * A pull right after its own push: w0 pushes update 1 (version 5, server at 5) and at once
+ * pulls naming it. The copy answering the pull is planned to start after the update's planned
+ * commit (its transfer's end) and carries at_version 6, the version once it is applied. Before,
+ * the copy was planned at once and took the model as it stood (version 5, without the update).
  */
 START_TEST(pull_after_own_push)
 {
@@ -198,6 +199,35 @@ START_TEST(fresh_pulls_through_tree)
 }
 END_TEST
 
+/*
+ * A planned update lost before the pull (its transfer failed): the versions planned after it
+ * come one earlier. w1's update 11 (version 6) and w0's update 1 (7) are planned; 11's transfer
+ * fails; w0's pull naming update 1 waits for version 6, which the server reaches, not 7, which
+ * it reaches only when some other update is applied.
+ */
+START_TEST(pull_after_update_planned_behind_a_lost_one)
+{
+	int w[N_W];
+
+	int ps = start(5, 8, w);
+	push(w[1], 11, 5, UPD_BYTES);
+	pump(0.1);
+	push(w[0], 1, 5, UPD_BYTES);
+	pump(0.1);
+	json_t *u11 = find_send(w[1], "update", 11), *u = find_send(w[0], "update", 1);
+	ck_assert_ptr_nonnull(u11);
+	ck_assert_ptr_nonnull(u);
+	fake_send(w[1], json_pack("{s:s, s:s, s:I, s:i, s:i, s:s}", "type", "done", "app",
+				  "worker@w1", "xfer", (json_int_t)jid(u11, "xfer"), "status", -110,
+				  "bytes", 0, "reason", "peer silent"));
+	pump(0.05);
+	pull_after(w[0], 100, 1);
+	pump(0.1);
+	expect_fresh_copy(ps, 100, u, 6);
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_fresh");
@@ -209,6 +239,7 @@ int main(void)
 	tcase_add_test(tc, pull_after_dropped_update);
 	tcase_add_test(tc, pull_after_committed_update);
 	tcase_add_test(tc, fresh_pulls_through_tree);
+	tcase_add_test(tc, pull_after_update_planned_behind_a_lost_one);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
