@@ -20,7 +20,8 @@ double sched_arrival_plan_at(const struct sched *s);
 
 /**
  * sched_arrival_due - at CLOCK_REALTIME @now, the future arrival of @s whose time came (a link
- * report's t + t_lag) becomes an arrival (sched_arrival_note). Cannot fail.
+ * report's t + t_lag) becomes an arrival (sched_arrival_note), and the next capacity change in
+ * the hosts' kept link reports still in the future becomes the future arrival. Cannot fail.
  */
 void sched_arrival_due(struct sched *s, double now);
 

@@ -2,18 +2,21 @@
  * test_sched_arrival.c - Check tests of planning on arrival and of the measured lead
  * (docs/scheduler.md "Batches" and "The lead"): an arrival is planned within the minimum replan
  * interval, not at the next tick; arrivals within the interval share one plan; a stream of
- * arrivals does not keep an early update waiting beyond --batch-ms; the lead tracks the p99 of
+ * arrivals does not keep an early update waiting beyond --batch-ms; every capacity change
+ * usable in the future comes due, not only the earliest; the lead tracks the p99 of
  * the command latency within its floor and --lead-ms.
  */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ck_run.h"
 #include "clock.h"
 #include "ctl.h"
 #include "sched_daemon.h"
+#include "sched_arrival.h"
 #include "sched_fake.h"
 #include "sched_lead.h"
 #include "sched_state.h"
@@ -285,6 +288,50 @@ START_TEST(lead_follows_done_reports)
 }
 END_TEST
 
+/* A `link` report of host 0 at @t changing its capacities to @gbps, noted as on_link does. */
+static void link_report(struct sched *s, double t, double gbps)
+{
+	struct sched_host *h = &s->hosts[0];
+
+	h->reports[h->next_report] = (struct sched_link_report){ .t = t, .up_gbps = gbps,
+								 .down_gbps = gbps };
+	h->next_report = (h->next_report + 1) % SCHED_LINK_HIST;
+	if (h->n_reports < SCHED_LINK_HIST)
+		h->n_reports++;
+	sched_arrival_note(s, t + s->cfg.t_lag_s);
+}
+
+/*
+ * Two capacity changes usable in the future (a report's t + t_lag), 50 ms apart: each becomes
+ * an arrival when its time comes, the later one too after the earlier one was planned.
+ */
+START_TEST(future_arrivals_all_come_due)
+{
+	struct sched s;
+	struct sched_host host;
+	double now = clock_real_s();
+
+	memset(&s, 0, sizeof(s));
+	memset(&host, 0, sizeof(host));
+	sched_daemon_defaults(&s.cfg);
+	s.cl.n_hosts = 1;
+	s.hosts = &host;
+	link_report(&s, now - s.cfg.t_lag_s + 0.05, 10);
+	link_report(&s, now - s.cfg.t_lag_s + 0.1, 5);
+	ck_assert_double_eq_tol(s.arrival_later, now + 0.05, 1e-6);
+	ck_assert_double_eq(s.arrival_at, 0);
+	usleep(60000);
+	sched_arrival_due(&s, clock_real_s());
+	ck_assert_double_eq_tol(s.arrival_at, now + 0.05, 1e-6);
+	s.arrival_at = 0; /* planned */
+	ck_assert_double_eq_tol(s.arrival_later, now + 0.1, 1e-6);
+	usleep(60000);
+	sched_arrival_due(&s, clock_real_s());
+	ck_assert_double_eq_tol(s.arrival_at, now + 0.1, 1e-6);
+	ck_assert_double_eq(s.arrival_later, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_arrival");
@@ -299,6 +346,7 @@ int main(void)
 	tcase_add_test(tc, lead_from_start_times);
 	tcase_add_test(tc, lead_follows_samples);
 	tcase_add_test(tc, lead_follows_done_reports);
+	tcase_add_test(tc, future_arrivals_all_come_due);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }
