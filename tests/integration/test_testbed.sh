@@ -23,14 +23,18 @@ ok "a reaches b; b has its configured MAC"
 # a 1 Gbit/s tbf on b's downlink shapes TCP a -> b (iperf3 receiver goodput)
 "$TB" shape "$CLUSTER" b down 1 2>/dev/null
 "$TB" status "$CLUSTER" | grep -q "^b .*1Gbit *$\|^b .* 1Gbit " || fail "status does not show b's 1 Gbit/s downlink"
-"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
-sleep 0.3
-# -O 1: leave out slow start and the tbf's initial burst
-timeout 30 "$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -t 3 -O 1 -J >"$WORK/iperf.json" || fail "iperf3 a -> b failed"
-gbps=$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json")
-# tbf counts whole L2 frames: 1448 bytes of TCP payload per 1514-byte frame (MTU 1500, timestamps)
-within 2 "$gbps" "$(awk 'BEGIN { print 1448 / 1514 }')" ||
-	fail "downlink shaped to 1 Gbit/s gave TCP goodput $gbps Gbit/s (expected 0.956 +-2%)"
+# tbf counts whole L2 frames: 1448 bytes of TCP payload per 1514-byte frame (MTU 1500, timestamps).
+# A second measurement when the first misses: on a busy machine TCP can fall short of the shaper's
+# rate for want of CPU (0.934 once under make test), which says nothing about the shaper.
+for try in 1 2; do
+	"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
+	sleep 0.3
+	# -O 1: leave out slow start and the tbf's initial burst
+	timeout 30 "$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -t 3 -O 1 -J >"$WORK/iperf.json" || fail "iperf3 a -> b failed"
+	gbps=$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json")
+	within 2 "$gbps" "$(awk 'BEGIN { print 1448 / 1514 }')" && break
+	[ "$try" = 2 ] && fail "downlink shaped to 1 Gbit/s gave TCP goodput $gbps Gbit/s twice out of 0.956 +-2%"
+done
 ok "1 Gbit/s downlink tbf: TCP goodput $gbps Gbit/s"
 
 # removing the shaping lets TCP run well above 1 Gbit/s
