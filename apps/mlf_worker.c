@@ -289,8 +289,10 @@ int main(int argc, char **argv)
 	double next_eval = 0;
 	int rc = wk_parse(argc, argv, &o, &R);
 
-	if (rc)
+	if (rc) {
+		free(R.priv); /* a refused option may come after the algorithm's state was made */
 		return rc > 0 ? 0 : 2;
+	}
 	const struct wk_algo *A = R.algo;
 	snprintf(comp, sizeof(comp), "worker[%s]", o.host);
 	log_component = comp;
