@@ -297,11 +297,13 @@ int main(int argc, char **argv)
 	snprintf(comp, sizeof(comp), "worker[%s]", o.host);
 	log_component = comp;
 	if (mlp_shape_parse(o.model, &shape) || shape.sizes[0] != 784 || shape.sizes[shape.n_layers] != 10)
-		return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model), 2;
+		return log_err("bad --model '%s': layer sizes like 784,1024,10 (784 inputs, 10 outputs)", o.model),
+		       free(R.priv), 2;
 	if (train_straggle_parse(o.straggle, o.seed * 1000003u + (uint64_t)o.shard_i, &st))
-		return log_err("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none", o.straggle), 2;
+		return log_err("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none", o.straggle),
+		       free(R.priv), 2;
 	if (A->check && A->check(&R)) /* before anything is loaded or opened */
-		return 2;
+		return free(R.priv), 2;
 	if ((o.by_label ? train_load_shard_by_label : train_load_shard)(o.data, o.train_images, o.shard_i,
 									o.shard_n, &shard, err, sizeof(err)))
 		return log_err("%s", err), 1;
