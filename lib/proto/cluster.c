@@ -4,9 +4,12 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -175,6 +178,56 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 	return 0;
 }
 
+/*
+ * check_subnet() - host @i's address lies in the /prefix_len subnet of hosts[0] and is neither
+ * its network nor its broadcast address. Returns 0, or -EINVAL with one line in @err.
+ */
+static int check_subnet(const struct cluster *c, int i, const char *origin, char *err, size_t errlen)
+{
+	uint32_t hostmask = 0xffffffffu >> c->prefix_len, a = ntohl(c->hosts[i].ip);
+	uint32_t first = ntohl(c->hosts[0].ip);
+	struct in_addr net = { .s_addr = htonl(first & ~hostmask) };
+	char buf[INET_ADDRSTRLEN];
+
+	if ((a & ~hostmask) != (first & ~hostmask)) {
+		snprintf(err, errlen, "%s: hosts[%d].ip: outside the cluster's subnet %s/%d (hosts[0]'s, "
+			 "prefix_len)", origin, i, inet_ntop(AF_INET, &net, buf, sizeof(buf)), c->prefix_len);
+		return -EINVAL;
+	}
+	if ((a & hostmask) == 0 || (a & hostmask) == hostmask) {
+		snprintf(err, errlen, "%s: hosts[%d].ip: the network or broadcast address of its /%d subnet",
+			 origin, i, c->prefix_len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * check_roles() - hosts[0..@i] hold at most one scheduler and at most CLUSTER_SERVERS_MAX servers
+ * (the shard servers, docs/experiments.md "shards"). Returns 0, or -EINVAL naming hosts[@i].roles.
+ */
+static int check_roles(const struct cluster *c, int i, const char *origin, char *err, size_t errlen)
+{
+	int servers = 0;
+
+	for (int k = 0; k <= i; k++)
+		servers += !!(c->hosts[k].roles & CLUSTER_ROLE_SERVER);
+	if (servers > CLUSTER_SERVERS_MAX) {
+		snprintf(err, errlen, "%s: hosts[%d].roles: more than %d hosts with role server (at most one "
+			 "per shard)", origin, i, CLUSTER_SERVERS_MAX);
+		return -EINVAL;
+	}
+	if (!(c->hosts[i].roles & CLUSTER_ROLE_SCHEDULER))
+		return 0;
+	for (int k = 0; k < i; k++)
+		if (c->hosts[k].roles & CLUSTER_ROLE_SCHEDULER) {
+			snprintf(err, errlen, "%s: hosts[%d].roles: a second scheduler (hosts[%d] is one; at most "
+				 "one per cluster)", origin, i, k);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 /* "graph": {host: [neighbour, ...]} over worker hosts, undirected and connected; into
  * @out->graph. 0, or -EINVAL / -ENOMEM with @err naming the host. */
 static int parse_graph(json_t *g, struct cluster *out, const char *origin, char *err, size_t errlen)
@@ -300,8 +353,13 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	out->prefix_len = 24;
 	out->udp_port = 47000;
 	v = out->mtu;
-	if (get_int(root, "mtu", 576, 9000, &v, "", err, errlen))
-		goto prefix_err;
+	if (get_int(root, "mtu", CLUSTER_MTU_MIN, CLUSTER_MTU_MAX, &v, "", err, errlen)) {
+		snprintf(err, errlen, "%s: mtu: must be an integer in [%d, %d] (the minimum: IPv4 %d + UDP %d + "
+			 "MLfabric %d + frame tag %d header bytes and a %d-byte body, the largest SACK bitmap)",
+			 origin, CLUSTER_MTU_MIN, CLUSTER_MTU_MAX, WIRE_IP_LEN, WIRE_UDP_LEN, WIRE_MLF_LEN,
+			 WIRE_TAG_LEN, WIRE_SACK_MAX_BYTES);
+		goto out;
+	}
 	out->mtu = (int)v;
 	v = out->prefix_len;
 	if (get_int(root, "prefix_len", 8, 30, &v, "", err, errlen))
@@ -337,8 +395,8 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	}
 
 	hosts = json_object_get(root, "hosts");
-	if (!json_is_array(hosts) || json_array_size(hosts) == 0) {
-		snprintf(err, errlen, "%s: hosts: required non-empty array", origin);
+	if (!json_is_array(hosts) || json_array_size(hosts) == 0 || json_array_size(hosts) > CLUSTER_HOSTS_MAX) {
+		snprintf(err, errlen, "%s: hosts: required array of 1..%d hosts", origin, CLUSTER_HOSTS_MAX);
 		goto out;
 	}
 	out->n_hosts = (int)json_array_size(hosts);
@@ -354,7 +412,8 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 		for (int k = 0; k < i; k++) {
 			if (strcmp(out->hosts[k].name, out->hosts[i].name) == 0 ||
 			    out->hosts[k].ip == out->hosts[i].ip) {
-				snprintf(err, errlen, "%s: hosts[%d]: name or ip repeats hosts[%d]", origin, i, k);
+				const char *key = out->hosts[k].ip == out->hosts[i].ip ? "ip" : "name";
+				snprintf(err, errlen, "%s: hosts[%d].%s: repeats hosts[%d].%s", origin, i, key, k, key);
 				goto out;
 			}
 			if (memcmp(out->hosts[k].mac, out->hosts[i].mac, 6) == 0) {
@@ -362,14 +421,8 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 				goto out;
 			}
 		}
-		{
-			uint32_t hostmask = 0xffffffffu >> out->prefix_len, a = ntohl(out->hosts[i].ip);
-			if ((a & hostmask) == 0 || (a & hostmask) == hostmask) {
-				snprintf(err, errlen, "%s: hosts[%d].ip: the network or broadcast address of its "
-					 "/%d subnet", origin, i, out->prefix_len);
-				goto out;
-			}
-		}
+		if (check_subnet(out, i, origin, err, errlen) || check_roles(out, i, origin, err, errlen))
+			goto out;
 	}
 	j = json_object_get(root, "graph");
 	if (j && (rc = parse_graph(j, out, origin, err, errlen)))
@@ -409,18 +462,32 @@ int cluster_neighbours(const struct cluster *c, int h, int *out, int max)
 int cluster_load(const char *path, struct cluster *out, char *err, size_t errlen)
 {
 	json_error_t jerr;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *root;
+	struct stat st;
 	char *text;
-	int rc;
+	int rc, fd;
+	FILE *f;
 
 	memset(out, 0, sizeof(*out));
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -ENOENT;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > CLUSTER_FILE_MAX) {
+		snprintf(err, errlen, "%s: a regular file of at most %d bytes expected", path, CLUSTER_FILE_MAX);
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		close(fd);
+		return -ENOENT;
+	}
+	root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	fclose(f);
 	if (!root) {
-		FILE *f = fopen(path, "r");
-		if (!f) {
-			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-			return -ENOENT;
-		}
-		fclose(f);
 		snprintf(err, errlen, "%s: line %d: malformed JSON: %s", path, jerr.line, jerr.text);
 		return -EINVAL;
 	}

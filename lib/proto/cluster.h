@@ -5,7 +5,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire.h"
+
 #define CLUSTER_NAME_MAX 32 /* longest host / cluster name, including the NUL */
+#define CLUSTER_FILE_MAX (4 << 20) /* largest cluster config file read by cluster_load, bytes */
+#define CLUSTER_HOSTS_MAX 1024 /* most hosts of one cluster (docs/cluster-config.md) */
+#define CLUSTER_SERVERS_MAX 32 /* most hosts with role server: the shard servers (SCHED_MAX_SHARDS) */
+/* Smallest IP MTU: the IPv4, UDP and MLfabric headers, a frame tag, and one 1024-byte body (the
+ * largest SACK bitmap; a DATA segment of at least as many bytes): 20 + 8 + 40 + 16 + 1024 = 1108. */
+#define CLUSTER_MTU_MIN (WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_MLF_LEN + WIRE_TAG_LEN + WIRE_SACK_MAX_BYTES)
+#define CLUSTER_MTU_MAX 9000
 
 /** Roles a host may have (bit mask). */
 enum cluster_role {
@@ -29,7 +38,7 @@ struct cluster_host {
 /** A parsed cluster config (docs/cluster-config.md). */
 struct cluster {
 	char name[CLUSTER_NAME_MAX];
-	int mtu;            /* IP MTU of every link, bytes (576..9000, default 1500) */
+	int mtu;            /* IP MTU of every link, bytes (CLUSTER_MTU_MIN..CLUSTER_MTU_MAX, default 1500) */
 	int prefix_len;     /* subnet prefix length of the host addresses (default 24) */
 	uint16_t udp_port;  /* UDP port of the dataplane wire protocol (default 47000) */
 	uint16_t control_port; /* TCP port of the scheduler's control protocol (docs/control.md, default 7070) */
@@ -54,11 +63,14 @@ struct cluster {
  * @out:    filled on success; free with cluster_free().
  * @err:    on error, one line naming the file and key, e.g. `c.json: hosts[2].ip: not an IPv4 address`.
  * Returns 0, or -EINVAL for a malformed/invalid document (unknown keys, duplicate names or
- * addresses, out-of-range values), -ENOMEM.
+ * addresses, out-of-range values, more than CLUSTER_HOSTS_MAX hosts, a host outside the first
+ * host's prefix_len subnet, two schedulers, more than CLUSTER_SERVERS_MAX servers; every rule in
+ * docs/cluster-config.md), -ENOMEM.
  */
 int cluster_parse(const char *text, const char *origin, struct cluster *out, char *err, size_t errlen);
 
-/** cluster_load - cluster_parse() of a file; -ENOENT/-EIO (with @err naming the file) if unreadable. */
+/** cluster_load - cluster_parse() of a file; -ENOENT (with @err naming the file) if it cannot be
+ * opened, -EINVAL if it is not a regular file of at most CLUSTER_FILE_MAX bytes (read no further). */
 int cluster_load(const char *path, struct cluster *out, char *err, size_t errlen);
 
 /** cluster_find - index of the host named @name, or -1 when there is none. */

@@ -77,6 +77,12 @@ static const struct { const char *doc, *must_name; } bad_docs[] = {
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"up_gbps\":1e-300}]}", "hosts[0].up_gbps" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"down_gbps\":401}]}", "hosts[0].down_gbps" },
 	{ "{\"mtu\":100,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "mtu" },
+	{ "{\"mtu\":1107,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "mtu: must be an integer in [1108, 9000]" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"},{\"name\":\"b\",\"ip\":\"10.0.1.2\"}]}", "hosts[1].ip: outside the cluster's subnet 10.0.0.0/24" },
+	{ "{\"prefix_len\":16,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"},{\"name\":\"b\",\"ip\":\"10.1.0.2\"}]}", "hosts[1].ip: outside the cluster's subnet 10.0.0.0/16" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"scheduler\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\",\"scheduler\"]}]}", "hosts[1].roles: a second scheduler" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"up_gbps\":0,\"roles\":[\"worker\"]}]}", "hosts[0].up_gbps" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"down_gbps\":0,\"roles\":[\"server\"]}]}", "hosts[0].down_gbps" },
 	/* Hop's graph: hosts a, b, c workers, s a server */
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"a\":[\"x\"],\"x\":[\"a\"]}}", "graph.a[0]: \"x\" is not the name of a host" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"worker\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\"]},{\"name\":\"c\",\"ip\":\"10.0.0.3\",\"roles\":[\"worker\"]},{\"name\":\"s\",\"ip\":\"10.0.0.4\",\"roles\":[\"server\"]}],\"graph\":{\"zz\":[\"a\"]}}", "graph: \"zz\" is not a host" },
@@ -155,6 +161,10 @@ START_TEST(load_names_missing_file)
 	ck_assert_int_eq(cluster_load("conf/cluster-mini.json", &c, err, sizeof(err)), 0);
 	ck_assert_int_eq(c.n_hosts, 6);
 	cluster_free(&c);
+	/* not a regular file: refused without reading it */
+	ck_assert_int_eq(cluster_load("/dev/zero", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "/dev/zero: a regular file of at most 4194304 bytes expected"));
+	ck_assert_int_eq(cluster_load("conf", &c, err, sizeof(err)), -EINVAL);
 }
 END_TEST
 
@@ -194,6 +204,45 @@ START_TEST(key_file_resolved)
 }
 END_TEST
 
+/* Writes a cluster of @n hosts, the first @servers of them with role server, to @buf. */
+static void many_hosts(char *buf, size_t len, int n, int servers)
+{
+	size_t o = (size_t)snprintf(buf, len, "{\"prefix_len\":16,\"hosts\":[");
+
+	for (int i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s{\"name\":\"h%d\",\"ip\":\"10.0.%d.%d\"%s}",
+				      i ? "," : "", i, 1 + i / 200, 1 + i % 200,
+				      i < servers ? ",\"roles\":[\"server\"]" : "");
+	snprintf(buf + o, len - o, "]}");
+}
+
+/* The bounds of docs/cluster-config.md: CLUSTER_HOSTS_MAX hosts and CLUSTER_SERVERS_MAX servers are
+ * accepted, one more is refused naming the key; CLUSTER_MTU_MIN (1108) is accepted. */
+START_TEST(bounds)
+{
+	static char buf[96 * 1100];
+	struct cluster c;
+	char err[256] = "";
+
+	ck_assert_int_eq(CLUSTER_MTU_MIN, 1108);
+	many_hosts(buf, sizeof(buf), CLUSTER_HOSTS_MAX, CLUSTER_SERVERS_MAX);
+	ck_assert_msg(cluster_parse(buf, "max.json", &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(c.n_hosts, CLUSTER_HOSTS_MAX);
+	cluster_free(&c);
+	many_hosts(buf, sizeof(buf), CLUSTER_HOSTS_MAX + 1, 1);
+	ck_assert_int_eq(cluster_parse(buf, "big.json", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "big.json: hosts: required array of 1..1024 hosts") != NULL, "%s", err);
+	many_hosts(buf, sizeof(buf), 40, CLUSTER_SERVERS_MAX + 1);
+	ck_assert_int_eq(cluster_parse(buf, "srv.json", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "srv.json: hosts[32].roles: more than 32 hosts with role server") != NULL, "%s",
+		      err);
+	ck_assert_int_eq(cluster_parse("{\"mtu\":1108,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "m.json",
+				       &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.mtu, 1108);
+	cluster_free(&c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cluster");
@@ -204,6 +253,7 @@ int main(void)
 	tcase_add_loop_test(tc, rejects_bad_config, 0, sizeof(bad_docs) / sizeof(bad_docs[0]));
 	tcase_add_test(tc, load_names_missing_file);
 	tcase_add_test(tc, key_file_resolved);
+	tcase_add_test(tc, bounds);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -8,6 +8,8 @@ import os
 import re
 import shutil
 
+from . import validate
+
 KNOWN_SYSTEMS = ["mlfabric-a", "mlfabric-s", "async", "rr-sync", "gloo", "ssp", "asp", "esync", "adsp",
                  "local-sgd", "hop"]
 # hop (hop-asplos2019) is decentralized: the workers average with their neighbours on the graph
@@ -123,14 +125,9 @@ class Experiment:
     def _load(self, systems, check_programs):
         p = self.path
         try:
-            with open(p) as f:
-                text = f.read()
-        except OSError:
-            raise ExperimentError("cannot read experiment %s" % p)
-        try:
-            x = json.loads(text)
-        except ValueError as e:
-            raise ExperimentError("%s: not a JSON object (%s)" % (p, e))
+            x = validate.experiment(p)  # docs/experiments.md "Ranges"
+        except validate.ConfigError as e:
+            raise ExperimentError(str(e))
         if not isinstance(x, dict):
             self.err("not a JSON object")
         self.raw = x
@@ -436,13 +433,12 @@ class Experiment:
         path = c
         if not c.startswith("/") and not os.access(c, os.R_OK):
             path = os.path.join(self.root, c)
-        try:
-            with open(path) as f:
-                cl = json.load(f)
-        except OSError:
+        if not os.access(path, os.R_OK):
             self.err("cluster: cannot read %s" % c)
-        except ValueError:
-            raise ExperimentError('%s: a cluster config with "name" and "hosts" expected' % path)
+        try:
+            cl = validate.cluster(path, path, x, self.path)  # docs/cluster-config.md
+        except validate.ConfigError as e:
+            raise ExperimentError(str(e))
         if (not isinstance(cl, dict) or not cl.get("name") or not isinstance(cl.get("hosts"), list)
                 or not cl["hosts"]):
             raise ExperimentError('%s: a cluster config with "name" and "hosts" expected' % path)
