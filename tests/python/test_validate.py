@@ -176,6 +176,10 @@ class Corpus(ExpCase):
                 lines.add(r.stderr)
             self.assertEqual(len(lines), 1, lines)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "run")))
+        r = subprocess.run([CLI, "rates", os.path.join(ROOT, "conf", "exp-default.json"), "--periods", "100000000"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("rates: --periods: an integer in [0, 100000] expected (5 hosts), got 100000000", r.stderr)
 
 
 class Shipped(unittest.TestCase):

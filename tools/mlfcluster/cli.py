@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from . import links, plots, results, table2
+from . import links, plots, results, table2, validate
 from .env import PROG, die, load, paths
 from .network import rate_schedule, schedule_lines
 from .records import RecordError, read_json
@@ -93,9 +93,8 @@ def cmd_run(a):
 def cmd_down(a):
     root, build, _ = paths()
     try:
-        with open(a.experiment) as f:
-            cl = str(json.load(f).get("cluster") or "")
-    except (OSError, ValueError, AttributeError):
+        cl = str(validate.read_json(a.experiment, "experiment").get("cluster") or "")
+    except (validate.ConfigError, AttributeError):
         die("cannot read experiment %s" % a.experiment)
     if not os.access(cl, os.R_OK):
         cl = os.path.join(root, cl)
@@ -109,6 +108,9 @@ def cmd_down(a):
 def cmd_rates(a):
     exp = load(a.experiment, check_programs=False)
     k = a.periods if a.periods is not None else int(float(exp.time_limit_s) / float(exp.period_s))
+    most = min(validate.MAX_PERIODS, validate.MAX_SCHEDULE_ROWS // len(exp.hosts) - 1)
+    if not 0 <= k <= most:  # docs/experiments.md "Ranges"
+        die("rates: --periods: an integer in [0, %d] expected (%d hosts), got %d" % (most, len(exp.hosts), k))
     sys.stdout.write(schedule_lines(rate_schedule(exp, k)))
     return 0
 
@@ -161,12 +163,9 @@ def top_cluster(path):
     cluster config; dies with one line naming what is wrong."""
     root, _, _ = paths()
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        die("top: cannot read %s: %s" % (path, e.strerror))
-    except ValueError as e:
-        die("top: %s is not JSON: %s" % (path, e))
+        doc = validate.read_json(path, "experiment or cluster config")
+    except validate.ConfigError as e:
+        die("top: %s" % e)
     if isinstance(doc, dict) and "hosts" not in doc and isinstance(doc.get("cluster"), str):
         cl = doc["cluster"]
         if not os.access(cl, os.R_OK):
