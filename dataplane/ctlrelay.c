@@ -22,6 +22,8 @@
 #include "monitor.h"
 #include "transport.h"
 #include "auth.h"
+#include "clock.h"
+#include "clocksync.h"
 #include "proto.h"
 
 #define MAX_APPS 64                   /* app connections (appif's MAX_CLIENTS) */
@@ -51,6 +53,8 @@ static struct {
 	json_t *pending;            /* app messages that arrived before `welcome`, sent after it */
 	double last_fail_log;
 	char apps[MAX_APPS][APP_NAME_MAX]; /* "app" name registered by each app connection */
+	struct clocksync clk;       /* this host's clock offset to the scheduler's (docs/control.md
+				     * "Clocks"), from the `clock` answers to the heartbeats */
 } cr = { .connecting_fd = -1 };
 
 /*
@@ -286,6 +290,23 @@ static void on_expect(json_t *msg)
 		transport_announce(peer, (unsigned)json_integer_value(chan), (uint64_t)json_integer_value(v), 1);
 }
 
+/*
+ * The scheduler's answer to a heartbeat (docs/control.md "Clocks"): t1 echoes the heartbeat's
+ * "t", t2 and t3 are its receive and answer times; t4 is now, read afresh (the loop's sample may
+ * be older than the read). A malformed or impossible exchange is ignored with a debug line.
+ */
+static void on_clock(json_t *msg)
+{
+	double t4 = clock_real_s();
+	json_t *t1 = json_object_get(msg, "t1"), *t2 = json_object_get(msg, "t2"),
+	       *t3 = json_object_get(msg, "t3");
+
+	if (!json_is_number(t1) || !json_is_number(t2) || !json_is_number(t3) ||
+	    clocksync_sample(&cr.clk, json_number_value(t1), json_number_value(t2),
+			     json_number_value(t3), t4))
+		log_debug("scheduler %s: clock answer without a usable exchange: ignored", cr.addr);
+}
+
 /* Routes one scheduler message by its "app"; handles the dataplane's own ones. */
 static void from_sched(json_t *msg)
 {
@@ -324,6 +345,8 @@ static void from_sched(json_t *msg)
 				return;
 			}
 			cr.welcomed = 1;
+			cr.last_hb_ns = 0; /* a heartbeat at once: the first clock exchange */
+			clocksync_init(&cr.clk); /* a new scheduler may have another clock */
 			log_info("scheduler %s: welcome", cr.addr);
 			/* app messages held during the handshake, in order */
 			size_t k;
@@ -339,6 +362,8 @@ static void from_sched(json_t *msg)
 					appif_ctl_to(a, "{\"type\":\"scheduler_back\"}");
 			cr.was_lost = 0;
 		}
+		else if (!strcmp(type, "clock"))
+			on_clock(msg);
 		else if (!strcmp(type, "expect"))
 			on_expect(msg);
 		else if (!strcmp(type, "error"))
@@ -400,8 +425,14 @@ static int serve_conn(void)
 	}
 	if (dp.clk.mono_ns - cr.last_hb_ns >= HEARTBEAT_NS) {
 		cr.last_hb_ns = dp.clk.mono_ns;
-		to_sched(json_pack("{s:s, s:s, s:f}", "type", "heartbeat", "host",
-				   dp.cluster.hosts[dp.me].name, "t", now_real()));
+		json_t *hb = json_pack("{s:s, s:s, s:f}", "type", "heartbeat", "host",
+				       dp.cluster.hosts[dp.me].name, "t", clock_real_s());
+		if (hb && cr.clk.known) { /* the estimate, for the scheduler to convert times */
+			json_object_set_new(hb, "offset", json_real(cr.clk.offset_s));
+			json_object_set_new(hb, "offset_err", json_real(cr.clk.err_s));
+			json_object_set_new(hb, "offset_n", json_integer(cr.clk.n));
+		}
+		to_sched(hb);
 	}
 	if (dp.clk.mono_ns - cr.last_link_ns >= cr.t_report_ns)
 		send_link();

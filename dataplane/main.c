@@ -20,6 +20,7 @@
 #include <rte_ethdev.h>
 
 #include "appif.h"
+#include "clock.h"
 #include "ctlrelay.h"
 #include "dp.h"
 #include "log.h"
@@ -192,12 +193,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 static void clock_sample(void)
 {
-	struct timespec ts;
-
 	dp.clk.tsc = rte_rdtsc();
 	dp.clk.mono_ns = (uint64_t)((double)dp.clk.tsc * 1e9 / dp.hz);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	dp.clk.real_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	dp.clk.real_ns = clock_real_ns(); /* with the host's MLF_CLOCK_SKEW_MS, like its apps */
 }
 
 /*

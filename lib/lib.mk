@@ -47,7 +47,7 @@ $(BUILD)/tests/test_cluster: $(BUILD)/tests/unit/test_cluster.o $(LIB_PROTO) $(L
 INTEG_TESTS += tests/integration/fabric_example_c.sh
 
 # the bounds of docs/security.md: control framing (line limit, output cap) and the log rate limit
-UNIT_TESTS += $(BUILD)/tests/test_ctl $(BUILD)/tests/test_log $(BUILD)/tests/test_auth
-$(BUILD)/tests/test_ctl $(BUILD)/tests/test_log $(BUILD)/tests/test_auth: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_PROTO) $(LIB_BASE)
+UNIT_TESTS += $(BUILD)/tests/test_ctl $(BUILD)/tests/test_log $(BUILD)/tests/test_auth $(BUILD)/tests/test_clocksync
+$(BUILD)/tests/test_ctl $(BUILD)/tests/test_log $(BUILD)/tests/test_auth $(BUILD)/tests/test_clocksync: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(CHECK_LIBS) $(LDLIBS)

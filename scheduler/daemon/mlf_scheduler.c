@@ -35,6 +35,11 @@ static void usage(FILE *f)
 		"  --lead-ms MS         largest and initial lead of a plan; the lead follows the\n"
 		"                       measured command latency, at least 1 (default 10)\n"
 		"  --t-lag S            a link report is used from t + t_lag on (default 0.2)\n"
+		"  --clock-warn-ms MS   warn when a host's clock offset to ours is uncertain by\n"
+		"                       more than MS (default 5; docs/control.md \"Clocks\")\n"
+		"  --clock-max-ms MS    refuse such a host above MS (default 100)\n"
+		"  --clock-correct M    on (default): commanded start times in each host's clock;\n"
+		"                       off: in ours (offsets are still measured and recorded)\n"
 		"  --peer-timeout S     a dataplane silent this long is dead (default 2)\n"
 		"  --sync-timeout S     MLfabric-S: plan without missing workers after S (default 30)\n"
 		"  --sync-batching M    MLfabric-S: eager (plan each update of an iteration as it is\n"
@@ -94,6 +99,9 @@ int main(int argc, char **argv)
 		{ "cluster", required_argument, 0, 'c' }, { "listen", required_argument, 0, 'l' },
 		{ "batch-ms", required_argument, 0, 'b' }, { "lead-ms", required_argument, 0, 'L' },
 		{ "replan-ms", required_argument, 0, 'Q' },
+		{ "clock-warn-ms", required_argument, 0, 1001 },
+		{ "clock-max-ms", required_argument, 0, 1002 },
+		{ "clock-correct", required_argument, 0, 1003 },
 		{ "t-lag", required_argument, 0, 't' }, { "peer-timeout", required_argument, 0, 'p' },
 		{ "sync-timeout", required_argument, 0, 's' },
 		{ "xfer-timeout", required_argument, 0, 'x' },
@@ -132,6 +140,16 @@ int main(int argc, char **argv)
 		case 'Q': bad |= num_arg("--replan-ms", optarg, 0, 60000, &d); cfg.replan_s = d / 1e3; break;
 		case 'L': bad |= num_arg("--lead-ms", optarg, 0, 60000, &d); cfg.lead_s = d / 1e3; break;
 		case 't': bad |= num_arg("--t-lag", optarg, 0, 3600, &cfg.t_lag_s); break;
+		case 1001: bad |= num_arg("--clock-warn-ms", optarg, 0, 1e6, &d); cfg.clock_warn_s = d / 1e3; break;
+		case 1002: bad |= num_arg("--clock-max-ms", optarg, 0, 1e6, &d); cfg.clock_max_s = d / 1e3; break;
+		case 1003:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "mlf-scheduler: --clock-correct: '%s' is not on or off\n",
+					optarg);
+				bad = 1;
+			}
+			cfg.clock_correct = !strcmp(optarg, "on");
+			break;
 		case 'p': bad |= num_arg("--peer-timeout", optarg, 0.01, 3600, &cfg.peer_timeout_s); break;
 		case 's': bad |= num_arg("--sync-timeout", optarg, 0, 86400, &cfg.sync_timeout_s); break;
 		case 'x': bad |= num_arg("--xfer-timeout", optarg, 0.01, 86400, &cfg.xfer_timeout_s); break;

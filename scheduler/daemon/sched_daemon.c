@@ -37,6 +37,9 @@ void sched_daemon_defaults(struct sched_config *cfg)
 	cfg->headroom = 0.95;
 	cfg->copy_wait = SCHED_COPY_WAIT_LEARNED;
 	cfg->lead_s = 0.01;
+	cfg->clock_warn_s = 0.005;
+	cfg->clock_max_s = 0.1;
+	cfg->clock_correct = 1;
 	cfg->sync_timeout_s = 30.0;
 	cfg->xfer_timeout_s = 10.0;
 	cfg->max_batch = MLF_PAYLOAD_MAX_PARTS; /* an aggregate can name every update */

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "sched_rec.h"
 #include "sched_state.h"
 
 void sched_lead_init(struct sched_lead *l, double cap_s)
@@ -51,6 +52,26 @@ double sched_lead_s(const struct sched *s)
 	return s->lead.lead_s;
 }
 
+/*
+ * Transfer s->xfers[@xi] started at @t_start (scheduler clock, s; the sender's first frame): its
+ * start error against the plan, recorded (starts.jsonl: host, planned and actual start, error in
+ * ms; docs/control.md "Clocks") and counted in the sender's statistics (status).
+ */
+static void start_error(struct sched *s, int xi, double t_start)
+{
+	const struct sched_xfer *x = &s->xfers[xi];
+	struct sched_host *sh = &s->hosts[x->src];
+	double planned = s->t0 + x->start, e = t_start - planned;
+
+	sh->n_starts++;
+	sh->start_err_sum_s += fabs(e);
+	if (fabs(e) > sh->start_err_max_s)
+		sh->start_err_max_s = fabs(e);
+	sched_rec_put(s->rec_starts, json_pack("{s:I, s:s, s:f, s:f, s:f}", "xfer",
+		      (json_int_t)x->xfer, "host", s->cl.hosts[x->src].name, "planned", planned,
+		      "actual", t_start, "err_ms", sched_rec_ms(e)));
+}
+
 void sched_lead_done(struct sched *s, int xi, double t_end, double t_start, double now)
 {
 	const struct sched_xfer *x = &s->xfers[xi];
@@ -58,8 +79,10 @@ void sched_lead_done(struct sched *s, int xi, double t_end, double t_start, doub
 	if (x->done || x->src == x->dst || x->end <= x->start || !(t_end > 0) ||
 	    x->what != SCHED_WHAT_UPDATE)
 		return;
-	if (t_start > 0)
+	if (t_start > 0) {
+		start_error(s, xi, t_start);
 		sched_lead_sample_start(&s->lead, x->start, t_start - s->t0, now - s->t0);
+	}
 	else
 		sched_lead_sample(&s->lead, x->start, x->end, t_end - s->t0, now - s->t0);
 }

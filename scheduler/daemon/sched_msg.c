@@ -2,17 +2,21 @@
 #include "sched_msg.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
 #include "arr.h"
 #include "clock.h"
 #include "log.h"
+#include "clocksync.h"
 #include "proto.h"
 #include "sched_arrival.h"
+#include "sched_clock.h"
 #include "sched_fail.h"
 #include "sched_lead.h"
 #include "sched_policy.h"
+#include "sched_rec.h"
 #include "sched_repl.h"
 #include "sched_shard.h"
 #include "sched_status.h"
@@ -251,12 +255,80 @@ void sched_bind_host(struct sched *s, int ci, int h, double now)
 	}
 	s->conns[ci].host = h;
 	s->hosts[h].conn = ci;
+	sched_clock_reset(s, h);
 	s->hosts[h].alive = 1;
 	s->hosts[h].last_heard = now;
 	log_info("peer %s connected", name);
 	json_t *w = json_pack("{s:s, s:s, s:f, s:f}", "type", "welcome", "host", name, "t_lag",
 			      s->cfg.t_lag_s, "batch_ms", s->cfg.batch_s * 1e3);
 	sched_conn_queue(s, ci, w);
+}
+
+static void take_estimate(struct sched *s, int ci, int h, double off, double err, int n)
+{
+	struct sched_host *sh = &s->hosts[h];
+	const char *name = s->cl.hosts[h].name;
+	int first = !sh->clk_known;
+
+	sh->clk_offset_s = off;
+	sh->clk_err_s = err;
+	sh->clk_known = 1;
+	if (first || fabs(off - sh->clk_rec_s) > (err > 1e-4 ? err : 1e-4)) {
+		sh->clk_rec_s = off;
+		sched_rec_put(s->rec_clocks, json_pack("{s:f, s:s, s:f, s:f, s:i}", "t", clock_real_s(),
+			      "host", name, "offset_ms", sched_rec_ms(off), "err_ms", sched_rec_ms(err), "samples", n));
+		log_info("host %s: clock offset %+.3f ms (+- %.3f ms) to the scheduler's%s", name,
+			 off * 1e3, err * 1e3, s->cfg.clock_correct ? "" :
+			 " (not corrected: --clock-correct off)");
+	}
+	if (n >= CLOCKSYNC_SAMPLES && err > s->cfg.clock_max_s) {
+		char why[256];
+		snprintf(why, sizeof(why), "host %s: clock offset uncertain by %.1f ms over %d "
+			 "exchanges, above --clock-max-ms %.1f: refused (is the control network "
+			 "congested, or the host overloaded?)", name, err * 1e3, n,
+			 s->cfg.clock_max_s * 1e3);
+		log_err("%s", why);
+		sched_conn_queue(s, ci, json_pack("{s:s, s:s}", "type", "error", "reason", why));
+		s->conns[ci].closing = 1;
+		return;
+	}
+	if (err > s->cfg.clock_warn_s && !sh->clk_warned) {
+		sh->clk_warned = 1;
+		log_warn("host %s: clock offset uncertain by %.1f ms, above --clock-warn-ms %.1f: its "
+			 "transfers may start that far from plan", name, err * 1e3,
+			 s->cfg.clock_warn_s * 1e3);
+	}
+	else if (err <= s->cfg.clock_warn_s)
+		sh->clk_warned = 0;
+}
+
+/*
+ * A `heartbeat` @m from the dataplane of connection @ci (docs/control.md "Clocks"): answered with
+ * `clock` (t1 = its "t", t2 = t3 = now on the scheduler's clock: the host's half of the NTP-style
+ * exchange, lib/proto/clocksync.h); the host's estimate, when it carries one ("offset" =
+ * scheduler clock - host clock, "offset_err", "offset_n"), is taken. An uncertainty above
+ * --clock-warn-ms is warned about naming the host, once per crossing; above --clock-max-ms over a
+ * full filter window the host is refused: an `error` naming the bound, then the connection is
+ * closed (the dataplane reconnects and is measured again). A clocks.jsonl line records the first
+ * estimate and every move by more than its uncertainty.
+ */
+static void on_heartbeat(struct sched *s, int ci, json_t *m)
+{
+	int h = s->conns[ci].host;
+	json_t *t1 = json_object_get(m, "t"), *off = json_object_get(m, "offset"),
+	       *err = json_object_get(m, "offset_err"), *n = json_object_get(m, "offset_n");
+
+	if (h < 0)
+		return;
+	if (json_is_number(t1)) {
+		double now = clock_real_s();
+		sched_conn_queue(s, ci, json_pack("{s:s, s:f, s:f, s:f}", "type", "clock", "t1",
+						  json_number_value(t1), "t2", now, "t3", now));
+	}
+	if (json_is_number(off) && json_is_number(err) && isfinite(json_number_value(off)) &&
+	    isfinite(json_number_value(err)) && json_number_value(err) >= 0)
+		take_estimate(s, ci, h, json_number_value(off), json_number_value(err),
+			      json_is_integer(n) ? (int)json_integer_value(n) : 1);
 }
 
 static void on_link(struct sched *s, int ci, json_t *m)
@@ -772,8 +844,18 @@ void sched_msg_handle(struct sched *s, int ci, json_t *m)
 		return;
 	}
 	s->hosts[s->conns[ci].host].last_heard = now;
-	if (!strcmp(type, "heartbeat"))
+	if (!strcmp(type, "heartbeat")) {
+		on_heartbeat(s, ci, m);
 		return;
+	}
+	/* times a host reports, in the scheduler's clock from here on (docs/control.md "Clocks") */
+	static const char *const times[] = { "t", "t_start" };
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		json_t *t = json_object_get(m, times[i]);
+		if (json_is_number(t))
+			json_object_set_new(m, times[i], json_real(sched_clock_from_host(
+					    s, s->conns[ci].host, json_number_value(t))));
+	}
 	if (!strcmp(type, "error")) {
 		on_peer_error(s, ci, m);
 		return;

@@ -74,7 +74,11 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 		s->rec_transfers = open_one(dir, "transfers.jsonl", err, errlen);
 	if (s->rec_transfers)
 		s->rec_failover = open_one(dir, "failover.jsonl", err, errlen);
-	if (!s->rec_failover) {
+	if (s->rec_failover)
+		s->rec_clocks = open_one(dir, "clocks.jsonl", err, errlen);
+	if (s->rec_clocks)
+		s->rec_starts = open_one(dir, "starts.jsonl", err, errlen);
+	if (!s->rec_starts) {
 		int rc = -errno;
 		sched_rec_close(s);
 		return rc ? rc : -EIO;
@@ -84,13 +88,19 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 
 void sched_rec_close(struct sched *s)
 {
-	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers, &s->rec_failover };
+	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers, &s->rec_failover,
+			&s->rec_clocks, &s->rec_starts };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i])
 			fclose(*f[i]);
 		*f[i] = NULL;
 	}
+}
+
+double sched_rec_ms(double x)
+{
+	return round(x * 1e6) / 1e3;
 }
 
 /* @x rounded to 4 decimals, so records stay readable (jansson prints 17 digits). */

@@ -58,6 +58,9 @@ void sched_rec_failover(struct sched *s);
 int sched_rec_open_file(const struct sched *s, const char *name, FILE **f, char *err,
 			size_t errlen);
 
+/** sched_rec_ms - @x seconds in milliseconds rounded to 1 us, for records (readable figures). */
+double sched_rec_ms(double x);
+
 /**
  * sched_rec_put - append @o (reference stolen) as one line of record file @f (opened by
  * sched_rec_open_file), flushed; discarded when @f is NULL.

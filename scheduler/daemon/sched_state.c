@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sched_clock.h"
 
 int sched_find_update(const struct sched *s, uint64_t id)
 {
@@ -94,6 +95,7 @@ void sched_to_app(struct sched *s, const char *role, int host, json_t *msg)
 		return;
 	}
 	announce_command(s, host, msg);
+	sched_clock_command(s, host, msg);
 	if (!strcmp(role, "server") && host == s->server.host && s->server.role[0])
 		role = s->server.role;
 	snprintf(app, sizeof(app), "%s@%s", role, s->cl.hosts[host].name);

@@ -66,6 +66,14 @@ struct sched_host {
 			    * policies (docs/scheduler.md "Policies") */
 	double t_last_push; /* CLOCK_REALTIME s of its worker's last update (0: none yet) */
 	double t_pull_planned; /* CLOCK_REALTIME s its worker's last pull was planned (answered) */
+	double clk_offset_s; /* its clock offset: scheduler clock - host clock, s (docs/control.md
+			      * "Clocks"; the dataplane's estimate, sched_clock.h) */
+	double clk_err_s;   /* uncertainty of clk_offset_s, s */
+	int clk_known;      /* an estimate came over the current connection */
+	int clk_warned;     /* the uncertainty is above --clock-warn-ms (warned once) */
+	double clk_rec_s;   /* the offset last recorded (clocks.jsonl) */
+	unsigned long n_starts; /* its update transfers whose actual start came (sched_clock_start) */
+	double start_err_max_s, start_err_sum_s; /* of those: largest |start - planned|, sum, s */
 	double iter_rate;   /* its worker's iterations per second while working: EWMA (weight 0.2)
 			     * of 1 / (update arrival - the later of its last update and its last
 			     * answered pull), so time held at a pull gate does not count: the
@@ -199,6 +207,11 @@ struct sched_config {
 	double headroom;        /* --headroom: plan capacity = link capacity x headroom */
 	int copy_wait;          /* --copy-wait: when a sharded model copy may start
 				 * (enum sched_copy_wait, docs/scheduler.md "Sharded servers") */
+	double clock_warn_s;    /* --clock-warn-ms / 1000: a host's offset uncertainty above it is
+				 * warned about (docs/control.md "Clocks") */
+	double clock_max_s;     /* --clock-max-ms / 1000: above it the host is refused */
+	int clock_correct;      /* --clock-correct on (1, default) / off: commanded times in each
+				 * host's clock */
 	double lead_s;          /* --lead-ms / 1000: the largest and initial lead; the lead itself
 				 * is the measured command latency (sched_lead.h) */
 	double sync_timeout_s;  /* --sync-timeout */
@@ -372,6 +385,7 @@ struct sched {
 	double accept_backoff;        /* current pause of accept, s (0: accepting normally) */
 
 	FILE *rec_batches, *rec_updates, *rec_transfers, *rec_failover;
+	FILE *rec_clocks, *rec_starts; /* clocks.jsonl, starts.jsonl (sched_clock.h) */
 	struct sched_policy_set pol;  /* the running synchronization policies (sched_policy.h) */
 
 	sched_batch_hook hook;

@@ -44,6 +44,16 @@ static json_t *host_json(const struct sched *s, int h, double now)
 			      "down_gbps", sched_batch_link_gbps(s, h, 0, now));
 	json_object_set_new(o, "silent_s", sh->last_heard > 0 ? json_real(now - sh->last_heard) :
 			    json_null());
+	/* its clock (docs/control.md "Clocks"): offset to ours and how far its starts were off */
+	json_object_set_new(o, "clock_offset_ms", sh->clk_known ? json_real(sh->clk_offset_s * 1e3) :
+			    json_null());
+	json_object_set_new(o, "clock_err_ms", sh->clk_known ? json_real(sh->clk_err_s * 1e3) :
+			    json_null());
+	json_object_set_new(o, "starts", json_integer((json_int_t)sh->n_starts));
+	json_object_set_new(o, "start_err_mean_ms", sh->n_starts ?
+			    json_real(sh->start_err_sum_s / (double)sh->n_starts * 1e3) : json_null());
+	json_object_set_new(o, "start_err_max_ms", sh->n_starts ?
+			    json_real(sh->start_err_max_s * 1e3) : json_null());
 	if (r) {
 		json_object_set_new(o, "tx_gbps", json_real(r->tx_gbps));
 		json_object_set_new(o, "rx_gbps", json_real(r->rx_gbps));

@@ -29,7 +29,8 @@ STATUS = {
          "alive": False, "up_gbps": 10.0, "down_gbps": 10.0, "silent_s": 4.5, "tx_gbps": 0.1,
          "rx_gbps": 3.25, "link_age_s": 4.5},
         {"name": "w0", "roles": ["worker"], "apps": ["worker"], "connected": True, "alive": True,
-         "up_gbps": 1.0, "down_gbps": 2.0, "silent_s": 0.1, "tx_gbps": 0.75, "rx_gbps": 0.5, "link_age_s": 0.1},
+         "up_gbps": 1.0, "down_gbps": 2.0, "silent_s": 0.1, "tx_gbps": 0.75, "rx_gbps": 0.5, "link_age_s": 0.1,
+         "clock_offset_ms": -50.125, "clock_err_ms": 0.08},
         {"name": "w1", "roles": ["worker"], "apps": [], "connected": False, "alive": False,
          "up_gbps": 10.0, "down_gbps": 10.0, "silent_s": None, "tx_gbps": None, "rx_gbps": None,
          "link_age_s": None},
@@ -55,7 +56,8 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(sorted(rows), ["ps", "w0", "w1"])
         self.assertEqual(rows["ps"][1], "dead")
         self.assertEqual(rows["w0"][1:8], ["ok", "worker", "1.00", "2.00", "0.75", "0.50", "1"])
-        self.assertEqual(rows["w0"][8:], ["0", "3", "1", "1"])  # IN, HELD, PLAN, PULLS
+        self.assertEqual(rows["w0"][8:], ["0", "3", "1", "1", "-50.12~0.08"])  # IN, HELD, PLAN, PULLS, CLOCK
+        self.assertEqual(rows["ps"][-1], "-")  # no clock estimate yet
         self.assertEqual(rows["w1"][1:3], ["-", "(worker)"])  # never heard of, no app
         self.assertIn("-", rows["w1"][5:7])
         self.assertEqual(rows["ps"][8], "1")  # one transfer in flight towards ps
