@@ -23,7 +23,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "mlfabric.h"
+#include <mlfabric/mlfabric.h>
 
 /* mlfabric.Error, created at import */
 static PyObject *MlfError;
