@@ -11,7 +11,7 @@ The extension reaches libmlfabric in the first of these ways that applies (docs/
               mlfabric, whose Libs carry the rpath of a prefix outside the loader's paths);
   sources     the library's sources (the tree or the sdist: lib/base, lib/proto, lib/mlfabric)
               compiled into the extension; needs jansson and libcrypto (pkg-config).
-setuptools' own build files go to build/setuptools/, beside make's outputs.
+setuptools' own build files go to build/setuptools/<way>/, beside make's outputs.
 """
 import glob
 import os
@@ -101,21 +101,25 @@ class BuildPy(build_py):
 
 
 class BuildExt(build_ext):
-    """build_ext that, with the tree's library, copies it into the package beside the extension."""
+    """build_ext that always links the extension again (the library it links may have changed
+    where setuptools does not look) and, with the tree's library, copies it into the package."""
 
     def run(self):
         print(f"setup.py: mlfabric {VERSION}: the extension uses libmlfabric from {HOW}")
+        self.force = True
         super().run()
         if HOW == "tree":
             dest = os.path.join(self.build_lib, "mlfabric", f"libmlfabric.so.{MAJOR}")
             shutil.copyfile(tree_library(), dest)
 
 
-os.makedirs(os.path.join(ROOT, "build", "setuptools"), exist_ok=True)
+# one build folder per way, so that nothing of another way's build (the tree's library copied
+# into the package) ends up in this one's wheel
+BUILD_BASE = os.path.join("build", "setuptools", HOW)
+os.makedirs(os.path.join(ROOT, BUILD_BASE), exist_ok=True)
 setup(
     version=VERSION,
     ext_modules=[Extension("mlfabric._mlfabric", **EXT_ARGS)],
     cmdclass={"build_py": BuildPy, "build_ext": BuildExt},
-    options={"build": {"build_base": "build/setuptools"},
-             "egg_info": {"egg_base": "build/setuptools"}},
+    options={"build": {"build_base": BUILD_BASE}, "egg_info": {"egg_base": BUILD_BASE}},
 )
