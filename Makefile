@@ -10,7 +10,7 @@
 #   lib/proto       wire, app messages, control, cluster, payload     build/libmlfproto.a
 #   scheduler/planner        pure planning library (no I/O, clock)    build/libplan.a
 #   scheduler/planner/io     plan documents (jansson), mlf-plan        build/libplanio.a
-#   lib/mlfabric    libmlfabric: include/mlfabric.h (paper Table 1)   build/libmlfabric.a
+#   lib/mlfabric    libmlfabric: include/mlfabric/mlfabric.h (paper Table 1)   build/libmlfabric.a
 #                   the three above as one shared library           build/libmlfabric.so (make install)
 #   apps/learn      the ML workload (MLP, IDX, training helpers)      build/libmlflearn.a
 #   daemons and apps: dataplane/, scheduler/daemon/, aggregator/, apps/, tools/
@@ -58,7 +58,7 @@ INC_BASE     := -Ilib/base
 INC_PROTO    := -Ilib/proto $(INC_BASE) $(JANSSON_CFLAGS)
 INC_PLAN     := -Ischeduler/planner $(INC_BASE)
 INC_PLANIO   := -Ischeduler/planner/io $(INC_PLAN) $(JANSSON_CFLAGS)
-INC_MLFABRIC := -Iinclude $(INC_PROTO)
+INC_MLFABRIC := -Iinclude/mlfabric -Iinclude $(INC_PROTO)
 INC_LEARN    := -Iapps/learn $(INC_BASE) $(JANSSON_CFLAGS)
 
 # Archives, defined before any fragment so fragments can be read in any order. Link order:
@@ -111,18 +111,37 @@ programs: $(PROGRAMS)
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: installs what `make` built (builds nothing
 # else, installs no packages): the headers (include/mlfabric/), libmlfabric.so and its symlinks,
-# mlfabric.pc (from mlfabric.pc.in) and the user programs (every build/mlf-* of PROGRAMS but
-# NOINSTALL_PROGRAMS). ldconfig runs only for a real install (no DESTDIR) as root.
+# mlfabric.pc (from mlfabric.pc.in), the user programs (every build/mlf-* of PROGRAMS but
+# NOINSTALL_PROGRAMS) and the user tools (INSTALL_TOOLS: the scripts and their Python packages
+# under $(MLF_DATADIR)/tools, with a wrapper of each in $(BINDIR) that points them at the
+# installed programs; the conf/ files and the PyTorch example beside them). The run-time library
+# is found through ldconfig for a LIBDIR among the loader's own directories (SYSTEM_LIBDIRS;
+# ldconfig runs for such a real install, no DESTDIR, as root) and through the rpath that mlfabric.pc's
+# Libs carry for any other LIBDIR (docs/api.md "Linking"). `make uninstall` removes every file
+# and then every directory install made that is left empty.
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+DATADIR    ?= $(PREFIX)/share
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MLF_DATADIR = $(DATADIR)/mlfabric
 INSTALL    ?= install
 NOINSTALL_PROGRAMS := $(BUILD)/mlf-txloop
 INSTALL_PROGRAMS = $(filter-out $(NOINSTALL_PROGRAMS),$(filter $(BUILD)/mlf-%,$(PROGRAMS)))
-INSTALL_HEADERS  := include/mlfabric.h include/mlfabric_sync.h include/mlfabric_verify.h
+INSTALL_HEADERS  := $(wildcard include/mlfabric/*.h)
 SO_LINKS = $(notdir $(LIBMLFABRIC_SO)) $(SO_SONAME)
+# the user tools: a wrapper in $(BINDIR) each; mlf-mpirun is mlf-cluster's helper (no wrapper)
+INSTALL_TOOLS    := mlf-cluster mlf-fault mlf-top mlf-keygen
+INSTALL_TOOL_PKGS := mlfcluster mlffault
+INSTALL_CONF     := $(wildcard conf/*.json)
+INSTALL_EXAMPLES := $(wildcard examples/*.py)
+# directories the dynamic loader searches without an rpath (after ldconfig)
+MULTIARCH      := $(shell $(CC) -print-multiarch 2>/dev/null)
+SYSTEM_LIBDIRS := /lib /usr/lib /lib64 /usr/lib64 /usr/local/lib $(addprefix /lib/,$(MULTIARCH)) \
+		  $(addprefix /usr/lib/,$(MULTIARCH))
+LIBDIR_RPATH    = $(if $(filter $(SYSTEM_LIBDIRS),$(patsubst %/,%,$(LIBDIR))),,$(LIBDIR))
+comma := ,
 
 install: $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) mlfabric.pc.in $(INSTALL_HOOKS)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR)/mlfabric
@@ -131,25 +150,39 @@ install: $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) mlfabric.pc.in $(INSTA
 	ln -sf $(notdir $(SO_REAL)) $(DESTDIR)$(LIBDIR)/$(SO_SONAME)
 	ln -sf $(SO_SONAME) $(DESTDIR)$(LIBDIR)/$(notdir $(LIBMLFABRIC_SO))
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
-	    -e 's|@VERSION@|$(MLFABRIC_VERSION)|g' mlfabric.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/mlfabric.pc
+	    -e 's|@VERSION@|$(MLFABRIC_VERSION)|g' -e 's| *@RPATH@|$(if $(LIBDIR_RPATH), -Wl$(comma)-rpath$(comma)$${libdir})|' \
+	    mlfabric.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/mlfabric.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/mlfabric.pc
 	$(INSTALL) -m 755 $(INSTALL_PROGRAMS) $(DESTDIR)$(BINDIR)/
-	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; fi
+	$(INSTALL) -d $(addprefix $(DESTDIR)$(MLF_DATADIR)/tools/,$(INSTALL_TOOL_PKGS)) \
+		$(DESTDIR)$(MLF_DATADIR)/conf $(DESTDIR)$(MLF_DATADIR)/examples
+	$(INSTALL) -m 755 $(addprefix tools/,$(INSTALL_TOOLS) mlf-mpirun) $(DESTDIR)$(MLF_DATADIR)/tools/
+	for p in $(INSTALL_TOOL_PKGS); do $(INSTALL) -m 644 tools/$$p/*.py $(DESTDIR)$(MLF_DATADIR)/tools/$$p/ || exit 1; done
+	$(INSTALL) -m 644 $(INSTALL_CONF) $(DESTDIR)$(MLF_DATADIR)/conf/
+	$(INSTALL) -m 644 $(INSTALL_EXAMPLES) $(DESTDIR)$(MLF_DATADIR)/examples/
+	for t in $(INSTALL_TOOLS); do \
+	  printf '#!/bin/sh\n# %s as installed by make install (docs/api.md "Installed tools"): the programs are in %s\nMLF_BUILD="$${MLF_BUILD:-%s}"\nexport MLF_BUILD\nexec "%s" "$$@"\n' \
+	    "$$t" '$(BINDIR)' '$(BINDIR)' '$(MLF_DATADIR)/tools/'"$$t" >$(DESTDIR)$(BINDIR)/$$t && \
+	  chmod 755 $(DESTDIR)$(BINDIR)/$$t || exit 1; done
+	@if [ -z "$(DESTDIR)$(LIBDIR_RPATH)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; fi
 
-# tests/cli/test_install.sh: make install into a temporary DESTDIR, the example built with pkg-config
+# tests/cli/test_install.sh: make install into a temporary DESTDIR and a temporary PREFIX, the
+# C and C++ examples built with pkg-config, make uninstall
 UNIT_TESTS += $(BUILD)/tests/test_install
 $(BUILD)/tests/test_install: tests/cli/test_install.sh $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) \
-		$(wildcard examples/c/*.c) examples/c/Makefile mlfabric.pc.in
+		$(wildcard examples/c/*.c examples/c/*.cpp) examples/c/Makefile mlfabric.pc.in
 	@mkdir -p $(@D)
 	install -m 755 $< $@
 
 uninstall: $(UNINSTALL_HOOKS)
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/mlfabric/,$(notdir $(INSTALL_HEADERS)))
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/mlfabric 2>/dev/null
 	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,$(notdir $(SO_REAL)) $(SO_LINKS))
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/mlfabric.pc
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_PROGRAMS)))
-	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; fi
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_PROGRAMS)) $(INSTALL_TOOLS))
+	rm -rf $(DESTDIR)$(MLF_DATADIR)
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/mlfabric $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(PREFIX) 2>/dev/null
+	@if [ -z "$(DESTDIR)$(LIBDIR_RPATH)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; fi
 
 unit-test: $(UNIT_TESTS)
 	@fail=0; for t in $(UNIT_TESTS); do echo "== $$t"; $$t || fail=1; done; \

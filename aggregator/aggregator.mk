@@ -1,4 +1,4 @@
-# aggregator/aggregator.mk - mlf-aggregator, an application of the fabric (include/mlfabric.h).
+# aggregator/aggregator.mk - mlf-aggregator, an application of the fabric (include/mlfabric/mlfabric.h).
 INC_aggregator := $(INC_MLFABRIC)
 PROGRAMS += $(BUILD)/mlf-aggregator
 

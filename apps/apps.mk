@@ -1,5 +1,5 @@
 # apps/apps.mk - the training applications (mlf-ps, mlf-worker, mlf-rrsync, mlf-verify) and
-# their tests. Apps see the public API (include/mlfabric.h), the ML workload (apps/learn) and
+# their tests. Apps see the public API (include/mlfabric/mlfabric.h), the ML workload (apps/learn) and
 # the base layer.
 INC_apps := $(INC_MLFABRIC) $(INC_LEARN)
 APP_LIBS := $(LIB_LEARN) $(MLFABRIC_LIBS)
@@ -37,7 +37,7 @@ $(BUILD)/mlf-worker: $(BUILD)/apps/mlf_worker.o $(patsubst %.c,$(BUILD)/%.o,$(wi
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(JANSSON_LIBS) -lz $(LDLIBS)
 
 # verification mode's checker (docs/replication.md); it reads snapshots with libmlfabric's
-# public include/mlfabric_verify.h.
+# public include/mlfabric/mlfabric_verify.h.
 PROGRAMS += $(BUILD)/mlf-verify
 $(BUILD)/mlf-verify: $(BUILD)/apps/mlf_verify.o $(APP_LIBS)
 	@mkdir -p $(@D)

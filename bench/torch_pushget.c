@@ -1,4 +1,4 @@
-/* torch_pushget.c - `make bench-torch`: time N push+get round trips of an n-float update through include/mlfabric.h (the C side of the Python-overhead comparison). */
+/* torch_pushget.c - `make bench-torch`: time N push+get round trips of an n-float update through include/mlfabric/mlfabric.h (the C side of the Python-overhead comparison). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>

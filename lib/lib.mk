@@ -2,7 +2,7 @@
 #   lib/base      libmlfbase.a   log, clock, growable arrays, vector kernels (no other layer)
 #   lib/proto     libmlfproto.a  wire format, app messages, control messages, cluster config,
 #                                payload header, protocol version (base; jansson)
-#   lib/mlfabric  libmlfabric.a  the application library of include/mlfabric.h and mlfabric_sync.h (proto, base)
+#   lib/mlfabric  libmlfabric.a  the application library of include/mlfabric/mlfabric.h and mlfabric_sync.h (proto, base)
 #   all three     libmlfabric.so the shared library that make install installs (exports mlf_* only)
 
 INC_lib/base     := $(INC_BASE)

@@ -1,4 +1,4 @@
-/* push_get.c - the smallest program of libmlfabric (include/mlfabric.h, paper Table 1), built out
+/* push_get.c - the smallest program of libmlfabric (<mlfabric/mlfabric.h>, paper Table 1), built out
  * of the tree against the installed library (see Makefile here: pkg-config mlfabric only).
  *
  * It opens an endpoint on this host's dataplane, registers as a worker of SERVER, pushes one
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mlfabric.h>
+#include <mlfabric/mlfabric.h>
 
 static void usage(FILE *out)
 {

@@ -3,7 +3,7 @@
 #define MLF_FABRIC_INT_H
 
 /*
- * One endpoint (include/mlfabric.h, paper Table 1) is one struct mlf and one event thread. The
+ * One endpoint (include/mlfabric/mlfabric.h, paper Table 1) is one struct mlf and one event thread. The
  * implementation is split by role (docs/fabric.md):
  *
  *   fabric_core.c        open/close, the event thread, dispatch, the dataplane connection, the
@@ -163,6 +163,7 @@ struct mlf_worker_state {
 		double progress_s; /* CLOCK_REALTIME s of the get's start or of the latest shard that
 				    * raised best_covered: the get's timeout counts from here (a slow
 				    * but progressing sharded get is not a silent server) */
+		size_t model_n;   /* floats of the whole model that answered it (0: none yet) */
 		uint64_t best_covered; /* the most floats one version has covered in this get: a
 					* newer version starting over moves progress_s only once it
 					* covers more, so a get waits at most (shards + 1) x timeout */
@@ -184,6 +185,11 @@ struct mlf_worker_state {
 		double period_s;  /* the check period Γ */
 		double t;         /* CLOCK_REALTIME s it arrived */
 	} rate;
+	/* the size of @model_server's model as this endpoint knows it (0: unknown): from the last
+	 * whole model a get received from it, or the last mlf_send_model to it. mlf_push refuses
+	 * an update of another size to that server (-EINVAL, docs/api.md "Errors") */
+	size_t model_n;
+	char model_server[APPMSG_NAME_MAX];
 	/* server names mapped to the current server after `server_moved` */
 	char server[APPMSG_NAME_MAX], server_now[APPMSG_NAME_MAX];
 	char moved_from[FABRIC_MOVED_MAX][APPMSG_NAME_MAX];
@@ -531,6 +537,14 @@ struct fabric_queued_ev *fabric_chain_next(struct mlf *f);
 
 /** fabric_chain_release - free the held arrivals and the pending commit (mlf_close). */
 void fabric_chain_release(struct mlf *f);
+
+/* ---- fabric_worker.c: a worker endpoint -------------------------------------------------- */
+
+/**
+ * fabric_worker_model_size - record that @server's model has @n floats (a whole model received
+ * from it or sent to it): mlf_push refuses updates of another size to @server from now on.
+ */
+void fabric_worker_model_size(struct mlf *f, const char *server, size_t n);
 
 /* ---- fabric_dist.c: a worker forwarding model copies (distribution trees, §10.3) ---------- */
 

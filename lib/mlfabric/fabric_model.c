@@ -156,8 +156,10 @@ int mlf_send_model(mlf_t *f, const char *server, const float *w, size_t n, int64
 			  "(%d attempt%s; last: %s)", server, n, wait_s, attempts, attempts == 1 ? "" : "s", why);
 		return -ETIMEDOUT;
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		log_info("model of %zu floats at version %lld sent to %s", n, (long long)version, server);
+		fabric_worker_model_size(f, server, n);
+	}
 	return rc;
 }
 

@@ -154,7 +154,7 @@ _Static_assert(MLF_UPDATE_MAX_PARTS == MLF_PAYLOAD_MAX_PARTS, "the public part l
 
 /*
  * Applies the update or aggregate with payload header @h (transfer @xfer from host @src) with
- * on_update, which sees the public copy of the header (struct mlf_update_hdr, include/mlfabric.h),
+ * on_update, which sees the public copy of the header (struct mlf_update_hdr, include/mlfabric/mlfabric.h),
  * and records the version it returns.
  */
 static int64_t apply_update(struct mlf *f, const struct mlf_payload_hdr *h, uint64_t xfer, const char *src)
@@ -567,6 +567,11 @@ int mlf_report_loss(mlf_t *f, double t, double loss, int64_t version)
 	}
 	if (f->mode == MLF_MODE_DIRECT)
 		return 0; /* no scheduler to tell */
-	return fabric_core_ctl(f, json_pack("{s:s, s:f, s:f, s:I}", "type", "loss", "t", t, "loss",
-					    loss, "version", (json_int_t)version));
+	int rc = fabric_core_ctl(f, json_pack("{s:s, s:f, s:f, s:I}", "type", "loss", "t", t, "loss",
+					      loss, "version", (json_int_t)version));
+	if (rc < 0) {
+		fabric_core_set_err(f, "report loss: dataplane socket: %s", strerror(-rc));
+		return rc == -ENOMEM ? rc : -ENOTCONN;
+	}
+	return 0;
 }

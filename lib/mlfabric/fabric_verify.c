@@ -1,4 +1,4 @@
-/* fabric_verify.c - include/mlfabric_verify.h: verification-mode snapshot files: write (temporary + rename), read with checks, divergence. */
+/* fabric_verify.c - include/mlfabric/mlfabric_verify.h: verification-mode snapshot files: write (temporary + rename), read with checks, divergence. */
 #include "mlfabric_verify.h"
 
 #include <errno.h>

@@ -105,6 +105,7 @@ static void shard_piece(struct mlf *f, const struct mlfabric_event *ev)
 		return;
 	w->get.version = h->version;
 	w->get.status = 0;
+	w->get.model_n = w->get.n;
 	w->get.done = 1;
 	pthread_cond_broadcast(&f->cond);
 }
@@ -127,6 +128,7 @@ static int worker_model(struct mlf *f, struct mlfabric_event *ev)
 	    (h->offset > 0 || h->n_floats < w->get.n)) {
 		shard_piece(f, ev);
 	} else if (w->get.active && !w->get.done && h->version >= w->get.min_version) {
+		w->get.model_n = h->n_floats;
 		if (h->n_floats != w->get.n) {
 			w->get.status = -EINVAL;
 			fabric_core_set_err(f, "model from %s has %llu floats, get asked for %zu", ev->peer,
@@ -210,11 +212,20 @@ int mlf_register_as_worker(mlf_t *f, const char *server)
 	return fabric_core_register(f, FABRIC_ROLE_WORKER, &worker_ops, chans, 1, json_pack("{s:s}", "server", server));
 }
 
+void fabric_worker_model_size(struct mlf *f, const char *server, size_t n)
+{
+	pthread_mutex_lock(&f->lock);
+	f->w.model_n = n;
+	snprintf(f->w.model_server, sizeof(f->w.model_server), "%s", server);
+	pthread_mutex_unlock(&f->lock);
+}
+
 int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double norm, int64_t version)
 {
 	struct fabric_held *h;
 	struct mlf_payload_hdr *hdr;
 	char mapped[APPMSG_NAME_MAX];
+	size_t model_n;
 	uint64_t id;
 	int rc;
 
@@ -225,6 +236,14 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 	if (f->dead) {
 		fabric_core_set_err(f, "push: dataplane gone");
 		return -ENOTCONN;
+	}
+	pthread_mutex_lock(&f->lock);
+	model_n = strcmp(f->w.model_server, server) ? 0 : f->w.model_n;
+	pthread_mutex_unlock(&f->lock);
+	if (model_n && n != model_n) {
+		fabric_core_set_err(f, "push: an update of %zu floats, but the model of server %s has %zu", n,
+				    server, model_n);
+		return -EINVAL;
 	}
 	pthread_mutex_lock(&f->lock);
 	server = server_map(f, server, mapped, sizeof(mapped));
@@ -258,6 +277,7 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 		if (!d) {
 			mlfabric_buf_free(&h->buf);
 			free(h);
+			fabric_core_set_err(f, "push: no memory for an update of %zu floats", n);
 			return -ENOMEM;
 		}
 		d->buf = h->buf;
@@ -295,6 +315,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	double wait_s = timeout_s > 0 ? timeout_s : f->timeout_s, deadline;
 	struct mlf_worker_state *w = &f->w;
 	char mapped[APPMSG_NAME_MAX];
+	const char *asked = server;
 	uint64_t pull;
 	int rc = 0;
 
@@ -310,6 +331,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	w->get.n_shards = 0;
 	w->get.covered = 0;
 	w->get.best_covered = 0;
+	w->get.model_n = 0;
 	w->get.dst = model;
 	w->get.n = n;
 	w->get.min_version = min_version;
@@ -346,9 +368,10 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	 * "Workers that left N3 runs") */
 	while (rc == 0 && !w->get.done && !f->dead && clock_real_s() < (deadline = w->get.progress_s + wait_s))
 		fabric_core_wait_until(f, deadline);
-	if (rc < 0)
+	if (rc < 0) {
 		fabric_core_set_err(f, "get: cannot ask %s for its model: %s", server, strerror(-rc));
-	else if (w->get.done)
+		rc = rc == -ENOMEM ? rc : -ENOTCONN; /* the dataplane socket failed */
+	} else if (w->get.done)
 		rc = w->get.status;
 	else if (f->dead)
 		rc = -ENOTCONN, fabric_core_set_err(f, "get: dataplane gone while waiting for the model of %s",
@@ -362,6 +385,10 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 						     "no model from", server, wait_s, (unsigned long long)pull);
 	if (rc == 0 && version)
 		*version = w->get.version;
+	if (w->get.model_n) {
+		w->model_n = w->get.model_n;
+		snprintf(w->model_server, sizeof(w->model_server), "%s", asked);
+	}
 	w->get.active = 0;
 	pthread_mutex_unlock(&f->lock);
 	return rc;
@@ -414,8 +441,10 @@ int mlf_state_wait(mlf_t *f, int64_t since, double until_s, double *rtt_s)
 {
 	int rc = 0, ready;
 
-	if (since < 1)
+	if (since < 1) {
+		fabric_core_set_err(f, "state wait: bad query number %lld", (long long)since);
 		return -EINVAL;
+	}
 	pthread_mutex_lock(&f->lock);
 	while (f->w.state.ready_seq < (uint64_t)since && rc != ETIMEDOUT && clock_real_s() < until_s)
 		rc = fabric_core_wait_until(f, until_s);

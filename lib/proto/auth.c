@@ -24,7 +24,7 @@ int auth_key_load(const char *path, uint8_t key[AUTH_KEY_BYTES], char *err, size
 
 	if (fd < 0) {
 		int e = errno;
-		snprintf(err, errlen, "key file %s: cannot open: %s (create it with tools/mlf-keygen %s)",
+		snprintf(err, errlen, "key file %s: cannot open: %s (create it with mlf-keygen %s)",
 			 path, strerror(e), path);
 		return e == EACCES ? -EACCES : -ENOENT;
 	}
@@ -41,7 +41,7 @@ int auth_key_load(const char *path, uint8_t key[AUTH_KEY_BYTES], char *err, size
 	}
 	if (st.st_size != AUTH_KEY_BYTES) {
 		close(fd);
-		snprintf(err, errlen, "key file %s: %lld bytes, expected %d (tools/mlf-keygen makes one)", path,
+		snprintf(err, errlen, "key file %s: %lld bytes, expected %d (mlf-keygen makes one)", path,
 			 (long long)st.st_size, AUTH_KEY_BYTES);
 		return -EINVAL;
 	}

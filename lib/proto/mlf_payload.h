@@ -1,7 +1,7 @@
 /* mlf_payload.h - the payload header at byte 0 of every update, aggregate, model and state
  * transfer (protocol layer: written by libmlfabric, read by the aggregator, server and replica;
  * the version is MLF_PROTO_VERSION, proto.h). Not installed: an application's update callback
- * sees the library's copy of it, struct mlf_update_hdr of include/mlfabric.h. */
+ * sees the library's copy of it, struct mlf_update_hdr of include/mlfabric/mlfabric.h. */
 #ifndef MLF_PAYLOAD_H
 #define MLF_PAYLOAD_H
 

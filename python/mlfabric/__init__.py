@@ -17,6 +17,7 @@ import json as _json
 
 from . import _mlfabric
 from ._mlfabric import Error
+from ._version import __version__
 
 __all__ = ["Error", "Endpoint", "init", "shutdown", "endpoint", "MODES", "ROLES", "read_cluster"]
 

@@ -1,5 +1,5 @@
 /* _mlfabric.c - the CPython extension under the mlfabric package (docs/python.md): a thin,
- * copy-free wrapper of libmlfabric (include/mlfabric.h, the paper's Table-1 API, §4).
+ * copy-free wrapper of libmlfabric (include/mlfabric/mlfabric.h, the paper's Table-1 API, §4).
  *
  * One type, _mlfabric.Handle, owns one endpoint (mlf_t). Its methods take the server host
  * explicitly; the Python class mlfabric.Endpoint (__init__.py) adds the defaults of the
@@ -23,7 +23,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "mlfabric.h"
+#include <mlfabric/mlfabric.h>
 
 /* mlfabric.Error, created at import */
 static PyObject *MlfError;
@@ -572,7 +572,7 @@ static PyTypeObject HandleType = {
 static struct PyModuleDef mlfabric_module = {
 	PyModuleDef_HEAD_INIT,
 	.m_name = "mlfabric._mlfabric",
-	.m_doc = "libmlfabric bindings (include/mlfabric.h); use the mlfabric package, not this module",
+	.m_doc = "libmlfabric bindings (include/mlfabric/mlfabric.h); use the mlfabric package, not this module",
 	.m_size = -1,
 };
 

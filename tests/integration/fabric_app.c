@@ -1,4 +1,4 @@
-/* fabric_app.c - test program of tests/integration/fabric_*.sh: a worker, a server, a replica or a raw control client on include/mlfabric.h. */
+/* fabric_app.c - test program of tests/integration/fabric_*.sh: a worker, a server, a replica or a raw control client on include/mlfabric/mlfabric.h. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fabric_direct.sh - MLF_MODE_DIRECT (the Async baseline) through include/mlfabric.h: a worker
+# fabric_direct.sh - MLF_MODE_DIRECT (the Async baseline) through include/mlfabric/mlfabric.h: a worker
 # pushes 20 updates (update i = 1000 copies of i); the server's callback receives each exactly once
 # (in any order: the Async baseline has no commit order, and the dataplane runs a worker's
 # transfers concurrently, so a later one can complete first); get returns the model (sum 1..20 = 210 everywhere) with version 20. Then a

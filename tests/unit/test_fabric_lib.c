@@ -5,7 +5,8 @@
  * retrying failed transfers until its timeout; MLfabric-S: one step per iteration, `sync_step`;
  * fresh pulls: a pull names the update pushed before it, an unsharded server's model copy waits
  * for its at_version (at least); a completed copy's `done` carries its first byte's time
- * (`t_start`) when the dataplane knows it. */
+ * (`t_start`) when the dataplane knows it; mlf_push refuses an update whose length differs from
+ * the server's model. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -740,6 +741,60 @@ START_TEST(pull_names_the_update_pushed_before_it)
 }
 END_TEST
 
+/* A worker's gets: the first answered with the whole model (N floats) of server x, the second
+ * with a model of N floats although the get asked for N / 2. */
+static void *fake_size_worker_dp(void *arg)
+{
+	int fd = accept_registered("worker@w0");
+	char buf[1024];
+
+	(void)arg;
+	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
+	send_shard(fd, 0, N, 3, "x", 31);
+	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
+	send_shard(fd, 0, N, 4, "x", 32);
+	drain(fd);
+	return NULL;
+}
+
+/*
+ * mlf_push refuses an update whose length differs from the server's model (docs/api.md
+ * "Errors"): once a get received the model of server x (N floats), a push of N + 1 or N - 1
+ * floats to x is -EINVAL naming x and both sizes, one of N is taken; before any get the size is
+ * unknown and a push is taken; a push to another server is not checked against x's model. A
+ * get with a wrong-sized buffer leaves the model's real size in force.
+ */
+START_TEST(push_refuses_a_length_other_than_the_model)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5 };
+	float w[N + 1] = { 0 };
+	int64_t v;
+	char err[256];
+	pthread_t t;
+	mlf_t *f;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_size_worker_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
+	ck_assert_int_gt(mlf_push(f, "x", w, N + 1, 1.0, 0), 0); /* the size is not known yet */
+	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 2.0), 0);
+	ck_assert_int_eq(v, 3);
+	ck_assert_int_eq(mlf_push(f, "x", w, N + 1, 1.0, 3), -EINVAL);
+	ck_assert_msg(strstr(mlf_error(f), "push: an update of 17 floats, but the model of server x has 16") != NULL,
+		      "%s", mlf_error(f));
+	ck_assert_int_eq(mlf_push(f, "x", w, N - 1, 1.0, 3), -EINVAL);
+	ck_assert_int_gt(mlf_push(f, "x", w, N, 1.0, 3), 0);
+	ck_assert_int_gt(mlf_push(f, "w7", w, N + 1, 1.0, 3), 0);
+	/* a get of N / 2 floats answered with the N-float model: -EINVAL, and N is still the size */
+	ck_assert_int_eq(mlf_get(f, "x", w, N / 2, &v, 2.0), -EINVAL);
+	ck_assert_int_eq(mlf_push(f, "x", w, N / 2, 1.0, 4), -EINVAL);
+	ck_assert_int_gt(mlf_push(f, "x", w, N, 1.0, 4), 0);
+	mlf_close(f);
+	pthread_join(t, NULL);
+}
+END_TEST
+
 /* What the `done`s of two completed model copies said (done_reports_first_byte_time). */
 static struct {
 	char done[2][1024];
@@ -831,6 +886,7 @@ int main(void)
 	tcase_add_test(tc, open_names_the_missing_dataplane);
 	tcase_add_test(tc, server_model_copy_waits_for_its_version);
 	tcase_add_test(tc, pull_names_the_update_pushed_before_it);
+	tcase_add_test(tc, push_refuses_a_length_other_than_the_model);
 	tcase_add_test(tc, done_reports_first_byte_time);
 	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);
 	tcase_add_loop_test(tc, send_model_retries_failed_transfers_until_its_timeout, 0, 2);

@@ -1,4 +1,4 @@
-/* test_fabric_verify.c - Check tests of verification mode: snapshot files (include/mlfabric_verify.h) and build/mlf-verify on hand-made snapshots. */
+/* test_fabric_verify.c - Check tests of verification mode: snapshot files (include/mlfabric/mlfabric_verify.h) and build/mlf-verify on hand-made snapshots. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>

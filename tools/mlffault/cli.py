@@ -148,10 +148,10 @@ def cmd_run(args):
             name = a
     out, target, tlimit = (opt.get(k, "") for k in NEEDS)
     if not name:
-        raise Die("run: scenario name expected (tools/mlf-fault list)")
+        raise Die("run: scenario name expected (mlf-fault list)")
     src = os.path.join(ROOT, "conf", f"fault-{name}.json")
     if not os.access(src, os.R_OK):
-        raise Die(f'unknown scenario "{name}" (no {src}; tools/mlf-fault list)')
+        raise Die(f'unknown scenario "{name}" (no {src}; mlf-fault list)')
     if os.geteuid() != 0:
         raise Die("run needs root (network namespaces)")
     if quick:

@@ -4,7 +4,7 @@
  * core and the paper's Table 1 API: registerAsWorker (mlf_register_as_worker), push (mlf_push),
  * get (mlf_get), AllReduce (mlf_push_get), registerAsServer (mlf_register_as_server) with its
  * update and request callbacks, registerAsReplica (mlf_register_as_replica). The calls of the
- * other synchronization models (ESync, ADSP, Hop) are an extension: include/mlfabric_sync.h.
+ * other synchronization models (ESync, ADSP, Hop) are an extension: include/mlfabric/mlfabric_sync.h.
  *
  * An application process (worker, parameter server, replica, aggregator) opens one endpoint on
  * its host's dataplane (mlf_open). With a scheduler (modes MLfabric-A and MLfabric-S) every
@@ -29,6 +29,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- endpoints ---------------------------------------------------------------------------- */
 
@@ -111,7 +115,8 @@ const char *mlf_role(mlf_t *f);
 
 /**
  * mlf_register_as_worker - announce this endpoint as a worker of @server (a host name).
- * Returns 0, -EINVAL (unknown host), -ENOTCONN (scheduler or dataplane gone).
+ * Returns 0, -EINVAL (unknown host, already registered, or the scheduler's refusal: the reason
+ * in mlf_error), -ENOTCONN (scheduler or dataplane gone).
  */
 int mlf_register_as_worker(mlf_t *f, const char *server);
 
@@ -119,8 +124,10 @@ int mlf_register_as_worker(mlf_t *f, const char *server);
  * mlf_push - hand update @u (@n float32 values, computed from model @version) with its norm
  * ||u||_2 @norm to the fabric for @server. The values are copied; the call returns at once.
  * The update is later sent (scheduled), aggregated, or dropped by the scheduler (delay bound).
- * Returns the update id (> 0), or -errno: -EINVAL (n differs from the server's model, unknown
- * server), -ENOTCONN, -ENOMEM.
+ * Returns the update id (> 0), or -errno: -EINVAL (@n is 0, unknown server, or @n differs from
+ * the size of @server's model as this endpoint knows it: from the last whole model a get of
+ * @server received, or the last mlf_send_model to it; before either the size is not checked),
+ * -ENOTCONN, -ENOMEM.
  */
 int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double norm, int64_t version);
 
@@ -130,7 +137,8 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
  * (§10.2), from the latest shard that covered more of the model than any version before it in
  * this get (so at most (shards + 1) x @timeout_s in all).
  * @version: set to the model's version. Returns 0, -ETIMEDOUT (nothing arrived, or no further
- * shard: the error names the server), -EINVAL (size mismatch), -ENOTCONN.
+ * shard: the error names the server), -EINVAL (@n is 0, unknown server, or a whole model of
+ * another size arrived), -ENOTCONN, -ENOMEM.
  */
 int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *version, double timeout_s);
 
@@ -259,7 +267,9 @@ int mlf_set_server_shard(mlf_t *f, int shard, int n_shards, size_t offset, size_
 
 /**
  * mlf_register_as_server - serve a model of @n float32 values with parameters @p.
- * @version0: the model's version now. Returns 0, -EINVAL (bad params), -ENOTCONN.
+ * @version0: the model's version now. Returns 0, -EINVAL (bad params or callbacks, a shard
+ * that exceeds the model or in MLF_MODE_DIRECT, already registered, or the scheduler's refusal:
+ * the reason in mlf_error), -ENOTCONN.
  */
 int mlf_register_as_server(mlf_t *f, const struct mlf_params *p, size_t n, int64_t version0,
 			   mlf_update_cb on_update, mlf_request_cb on_request, void *arg);
@@ -283,7 +293,8 @@ int mlf_register_as_replica(mlf_t *f, const char *server, const struct mlf_param
 /**
  * mlf_register_as_aggregator - serve aggregate commands on this host: receive the inputs named
  * by each command, sum them (float32, weighted when commanded) and send the aggregate as
- * commanded. Runs on the event thread until mlf_close. Returns 0 or -ENOTCONN.
+ * commanded. Runs on the event thread until mlf_close. Returns 0, -EINVAL (already registered,
+ * or the scheduler's refusal: the reason in mlf_error) or -ENOTCONN.
  */
 int mlf_register_as_aggregator(mlf_t *f);
 
@@ -291,7 +302,8 @@ int mlf_register_as_aggregator(mlf_t *f);
  * mlf_report_loss - a server (or replica serving as one) tells the scheduler the global model's
  * test @loss (> 0) at model @version, measured at @t (CLOCK_REALTIME s): the input of ADSP's
  * commit-rate search (adsp-aaai2020 §4.2). Without a scheduler (MLF_MODE_DIRECT) a no-op.
- * Returns 0, -EINVAL (bad numbers, not a server) or -ENOTCONN / -ENOMEM from the send.
+ * Returns 0, -EINVAL (bad numbers, not a server), -ENOTCONN (the dataplane socket failed) or
+ * -ENOMEM.
  */
 int mlf_report_loss(mlf_t *f, double t, double loss, int64_t version);
 
@@ -304,4 +316,8 @@ struct mlf_aggregator_stats {
 /** mlf_get_aggregator_stats - copy the counters of @f. */
 void mlf_get_aggregator_stats(mlf_t *f, struct mlf_aggregator_stats *s);
 
+#ifdef __cplusplus
+}
 #endif
+
+#endif /* MLFABRIC_H */
