@@ -80,6 +80,33 @@ class Wrapper(unittest.TestCase):
             self.assertFalse(os.path.exists(pidf))
 
 
+class Construct(unittest.TestCase):
+    """An ssh launcher for a cluster config alone (as preflight makes it), without connecting."""
+
+    def test_target(self):
+        with tempfile.TemporaryDirectory() as d:
+            cl = os.path.join(d, "c.json")
+            with open(cl, "w") as f:
+                f.write('{"name": "pf", "key_file": "pf.key", "launch": {"via": "ssh", "emulate": true, "port": 2200},'
+                        ' "hosts": [{"name": "a", "ip": "10.0.0.1", "control_ip": "10.1.0.1"}]}')
+            t = preflight.Target(cl, "/b")
+            self.assertEqual(t.key_file, os.path.join(d, "pf.key"))
+            L = launcher.SshLauncher(t, d)
+            base = L.ssh_base("a")
+            self.assertEqual(base[-1], "10.1.0.1")
+            self.assertIn("2200", base)
+            self.assertEqual(L.socket("a"), "/run/mlfabric/pf-a.sock")
+
+    def test_pci_without_control_ip(self):
+        with tempfile.TemporaryDirectory() as d:
+            cl = os.path.join(d, "c.json")
+            with open(cl, "w") as f:
+                f.write('{"name": "pf", "launch": {"via": "ssh"}, "hosts": [{"name": "a", "ip": "10.0.0.1",'
+                        ' "dpdk": {"pci": "0000:03:00.0"}}]}')
+            with self.assertRaisesRegex(launcher.LaunchError, 'add "control_ip"'):
+                launcher.SshLauncher(preflight.Target(cl, "/b"), d)
+
+
 class PreflightScript(unittest.TestCase):
     def test_problems(self):
         with tempfile.TemporaryDirectory() as d:

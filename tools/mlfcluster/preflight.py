@@ -107,7 +107,10 @@ class Target:
 
     def __init__(self, cluster, build):
         self.cluster, self.build = os.path.abspath(cluster), build
-        kf = read_cluster(cluster).get("key_file")
+        self.tb = os.path.join(build, "mlf-testbed")
+        cl = read_cluster(cluster)
+        self.cname = cl["name"]
+        kf = cl.get("key_file")
         self.key_file = (kf if kf.startswith("/") else os.path.join(os.path.dirname(self.cluster), kf)) if kf else None
 
 
