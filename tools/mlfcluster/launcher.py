@@ -26,6 +26,7 @@ from .testbed import SOCK_DIR, Testbed
 SSH_READY_S = 20        # an emulated host's sshd accepts a connection within this
 REMOTE_GRACE_S = 5      # a remote process left after the runner stopped it: TERM, then KILL after this
 SSHD = "/usr/sbin/sshd"
+FANOUT_DONE = "mlf-fanout-done"   # the last line of every fan-out command's output
 
 # The remote wrapper of every process started over ssh: runs the program with stdin /dev/null,
 # records its pid in PIDDIR, sends it each signal name read from stdin (the runner's Proc.signal)
@@ -238,8 +239,9 @@ class SshLauncher:
         hosts = hosts or list(self.hosts)
         by_ip = {control_ip(self.hosts[h]): h for h in hosts}
         ssh = self.ssh_base(hosts[0])[1:-1]
-        argv = ["clush", "-w", ",".join(by_ip), "-o", " ".join(shlex.quote(x) for x in ssh), "--nostdin",
-                "-u", str(timeout), "-O", "fd_max=1024", cmd]
+        # clush reads its options through configparser: a literal % is written %%
+        argv = ["clush", "-w", ",".join(by_ip), "-o", " ".join(shlex.quote(x) for x in ssh).replace("%", "%%"),
+                "--nostdin", "-u", str(timeout), "-O", "fd_max=1024", "%s; echo %s" % (cmd, FANOUT_DONE)]
         if self.launch.get("user"):
             argv[1:1] = ["-l", self.launch["user"]]
         r = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -255,7 +257,11 @@ class SshLauncher:
                 elif line.startswith("clush: %s:" % ip) or line.startswith("%s: ssh:" % ip):
                     out[h][0] = out[h][0] or 255
                     out[h][1].append(line)
-        return {h: (rc, "\n".join(o)) for h, (rc, o) in out.items()}
+        for h, x in out.items():  # no end marker: the command did not run to its end there
+            if FANOUT_DONE not in x[1]:
+                x[0] = x[0] or 255
+                x[1].append(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "no answer through clush")
+        return {h: (rc, "\n".join(l for l in o if l != FANOUT_DONE)) for h, (rc, o) in out.items()}
 
     def wrap(self, name, argv, env=None):
         """The remote command line of ARGV under the wrapper (ENV added, in the run's folders)."""
