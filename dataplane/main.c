@@ -86,8 +86,8 @@ static void usage(FILE *out, const char *prog)
 		"                      20 us while a transfer is in progress; for comparisons)\n"
 		"  --fault SPEC        fault injection, e.g. rx_drop=0.01,dup=0.01,reorder=0.01,cut=b\n"
 		"  --shaper-gbps R     egress token bucket rate in Gbit/s (0 = off, default)\n"
-		"  --scheduler A|none  scheduler IP:PORT (default: the host with role scheduler,\n"
-		"                      control_port of the config; none = no control connection)\n"
+		"  --scheduler A|none  scheduler IP:PORT (default: the control_ip, else ip, of the host\n"
+		"                      with role scheduler, control_port; none = no control connection)\n"
 		"  --t-report S        link report period to the scheduler, seconds (default 0.1)\n"
 		"  -v, --verbose       debug logging\n"
 		"  -h, --help          this text\n"
@@ -394,7 +394,7 @@ int main(int argc, char **argv)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
 	if (!o.scheduler) {
 		int s = cluster_find_role(&dp.cluster, CLUSTER_ROLE_SCHEDULER);
-		struct in_addr a = { .s_addr = s >= 0 ? dp.cluster.hosts[s].ip : 0 };
+		struct in_addr a = { .s_addr = s >= 0 ? cluster_control_ip(&dp.cluster, s) : 0 };
 		if (s >= 0) {
 			snprintf(sched, sizeof(sched), "%s:%u", inet_ntoa(a), dp.cluster.control_port);
 			o.scheduler = sched;

@@ -14,8 +14,11 @@
 #include <jansson.h>
 
 static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts",
-					     "key_file", "frame_auth", "graph", NULL };
-static const char *const host_keys[] = { "name", "ip", "mac", "up_gbps", "down_gbps", "roles", NULL };
+					     "key_file", "frame_auth", "graph", "launch", NULL };
+static const char *const host_keys[] = { "name", "ip", "control_ip", "mac", "up_gbps", "down_gbps", "roles",
+					  "dpdk", NULL };
+static const char *const dpdk_keys[] = { "pci", "vdev", "lcores", "hugepages", "socket_mem", NULL };
+static const char *const launch_keys[] = { "via", "user", "ssh_options", "port", "emulate", NULL };
 
 static const struct { const char *name; unsigned bit; } role_names[] = {
 	{ "worker", CLUSTER_ROLE_WORKER },       { "server", CLUSTER_ROLE_SERVER },
@@ -92,6 +95,130 @@ static int check_label(json_t *j, int dot, const char *origin, const char *where
 	return -EINVAL;
 }
 
+/* An optional string of 1..@max - 1 characters, none of them a space or a quote (they end up on
+ * a command line), into @dst; 0, or -EINVAL with @err naming @where@key. */
+static int get_word(json_t *obj, const char *key, char *dst, size_t max, const char *origin, const char *where,
+		    char *err, size_t errlen)
+{
+	json_t *j = json_object_get(obj, key);
+	const char *s = json_is_string(j) ? json_string_value(j) : NULL;
+
+	if (!j)
+		return 0;
+	if (!s || !*s || json_string_length(j) >= max || strlen(s) != json_string_length(j) ||
+	    strpbrk(s, " \t\n'\"\\")) {
+		snprintf(err, errlen, "%s: %s%s: a string of 1..%zu characters without spaces or quotes expected",
+			 origin, where, key, max - 1);
+		return -EINVAL;
+	}
+	snprintf(dst, max, "%s", s);
+	return 0;
+}
+
+/* A host's "dpdk" object (its dataplane's EAL settings) into @d; 0 or -EINVAL. */
+static int parse_dpdk(json_t *j, struct cluster_dpdk *d, const char *origin, const char *where, char *err,
+		      size_t errlen)
+{
+	char w[80];
+	const char *bad;
+	json_t *hp;
+	unsigned dom, bus, dev, fn;
+	char tail;
+
+	snprintf(w, sizeof(w), "%sdpdk.", where);
+	if (!json_is_object(j)) {
+		snprintf(err, errlen, "%s: %sdpdk: must be an object {pci|vdev, lcores, hugepages, socket_mem}",
+			 origin, where);
+		return -EINVAL;
+	}
+	if ((bad = unknown_key(j, dpdk_keys))) {
+		snprintf(err, errlen, "%s: %s%s: unknown key", origin, w, bad);
+		return -EINVAL;
+	}
+	if (get_word(j, "pci", d->pci, sizeof(d->pci), origin, w, err, errlen) ||
+	    get_word(j, "vdev", d->vdev, sizeof(d->vdev), origin, w, err, errlen) ||
+	    get_word(j, "lcores", d->lcores, sizeof(d->lcores), origin, w, err, errlen) ||
+	    get_word(j, "socket_mem", d->socket_mem, sizeof(d->socket_mem), origin, w, err, errlen))
+		return -EINVAL;
+	if (d->pci[0] && sscanf(d->pci, "%4x:%2x:%2x.%1x%c", &dom, &bus, &dev, &fn, &tail) != 4) {
+		snprintf(err, errlen, "%s: %spci: a PCI address like 0000:03:00.0 expected", origin, w);
+		return -EINVAL;
+	}
+	if (!!d->pci[0] == !!d->vdev[0]) {
+		snprintf(err, errlen, "%s: %sdpdk: exactly one of pci (a real port) and vdev (a virtual device) "
+			 "expected", origin, where);
+		return -EINVAL;
+	}
+	hp = json_object_get(j, "hugepages");
+	if (hp && !json_is_boolean(hp)) {
+		snprintf(err, errlen, "%s: %shugepages: true or false expected", origin, w);
+		return -EINVAL;
+	}
+	d->hugepages = hp ? json_is_true(hp) : d->pci[0] != '\0';
+	if (d->socket_mem[0] && !d->hugepages) {
+		snprintf(err, errlen, "%s: %ssocket_mem: needs hugepages (--no-huge memory is not per socket)",
+			 origin, w);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The "launch" object: how the hosts are reached (via local, ssh or slurm); its other keys are
+ * the launcher's (tools/mlfcluster/launcher.py) and only checked for type here. 0 or -EINVAL. */
+static int parse_launch(json_t *j, struct cluster *out, const char *origin, char *err, size_t errlen)
+{
+	const char *bad, *via;
+	json_t *x, *o;
+	size_t i;
+	char user[CLUSTER_NAME_MAX];
+
+	if (!json_is_object(j)) {
+		snprintf(err, errlen, "%s: launch: must be an object {via, user, ssh_options, port, emulate}", origin);
+		return -EINVAL;
+	}
+	if ((bad = unknown_key(j, launch_keys))) {
+		snprintf(err, errlen, "%s: launch.%s: unknown key", origin, bad);
+		return -EINVAL;
+	}
+	x = json_object_get(j, "via");
+	via = json_is_string(x) ? json_string_value(x) : "";
+	if (strcmp(via, "local") == 0)
+		out->launch_via = CLUSTER_LAUNCH_LOCAL;
+	else if (strcmp(via, "ssh") == 0)
+		out->launch_via = CLUSTER_LAUNCH_SSH;
+	else if (strcmp(via, "slurm") == 0)
+		out->launch_via = CLUSTER_LAUNCH_SLURM;
+	else {
+		snprintf(err, errlen, "%s: launch.via: one of \"local\", \"ssh\", \"slurm\" expected", origin);
+		return -EINVAL;
+	}
+	if (get_word(j, "user", user, sizeof(user), origin, "launch.", err, errlen))
+		return -EINVAL;
+	x = json_object_get(j, "ssh_options");
+	if (x && !json_is_array(x)) {
+		snprintf(err, errlen, "%s: launch.ssh_options: an array of strings expected", origin);
+		return -EINVAL;
+	}
+	json_array_foreach(x, i, o) {
+		if (!json_is_string(o) || !json_string_length(o)) {
+			snprintf(err, errlen, "%s: launch.ssh_options[%zu]: a non-empty string expected", origin, i);
+			return -EINVAL;
+		}
+	}
+	x = json_object_get(j, "emulate");
+	if (x && (!json_is_boolean(x) || (json_is_true(x) && out->launch_via != CLUSTER_LAUNCH_SSH))) {
+		snprintf(err, errlen, "%s: launch.emulate: true (with via ssh: the hosts are this machine's testbed "
+			 "namespaces, each with its own sshd) or false expected", origin);
+		return -EINVAL;
+	}
+	x = json_object_get(j, "port");
+	if (x && (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 65535)) {
+		snprintf(err, errlen, "%s: launch.port: must be an integer in [1, 65535]", origin);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *origin, char *err,
 		      size_t errlen)
 {
@@ -124,6 +251,19 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 			 "or multicast 224.0.0.0/4)", origin, where);
 		return -EINVAL;
 	}
+	j = json_object_get(jh, "control_ip");
+	if (j) {
+		if (!json_is_string(j) || inet_pton(AF_INET, json_string_value(j), &addr) != 1 || addr.s_addr == 0 ||
+		    addr.s_addr == 0xffffffffu || (ntohl(addr.s_addr) >> 28) == 0xe) {
+			snprintf(err, errlen, "%s: %scontrol_ip: a unicast IPv4 address string expected (the "
+				 "host's management interface)", origin, where);
+			return -EINVAL;
+		}
+		h->control_ip = addr.s_addr;
+	}
+	j = json_object_get(jh, "dpdk");
+	if (j && parse_dpdk(j, &h->dpdk, origin, where, err, errlen))
+		return -EINVAL;
 	j = json_object_get(jh, "mac");
 	if (j) {
 		if (!json_is_string(j) || parse_mac(json_string_value(j), h->mac) != 0) {
@@ -323,6 +463,34 @@ static int parse_graph(json_t *g, struct cluster *out, const char *origin, char 
 	return rc;
 }
 
+/* Control addresses: unique, and the scheduler's kernel reachable: a scheduler host whose data
+ * port is a real PCI port bound to DPDK (the kernel no longer owns its address) needs a
+ * control_ip. 0, or -EINVAL with @err saying what to add. */
+static int check_control(const struct cluster *c, const char *origin, char *err, size_t errlen)
+{
+	for (int i = 0; i < c->n_hosts; i++) {
+		const struct cluster_host *h = &c->hosts[i];
+		char ip[INET_ADDRSTRLEN];
+
+		for (int k = 0; h->control_ip && k < i; k++)
+			if (c->hosts[k].control_ip == h->control_ip) {
+				snprintf(err, errlen, "%s: hosts[%d].control_ip: repeats hosts[%d].control_ip", origin, i,
+					 k);
+				return -EINVAL;
+			}
+		if (!(h->roles & CLUSTER_ROLE_SCHEDULER) || !h->dpdk.pci[0] ||
+		    (h->control_ip && h->control_ip != h->ip))
+			continue;
+		inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
+		snprintf(err, errlen, "%s: hosts[%d] (%s): the scheduler would listen on %s, the address of DPDK "
+			 "port %s, which the kernel does not own once the port is bound to DPDK: add "
+			 "\"control_ip\": the address of %s's management interface (docs/deploy.md)", origin, i,
+			 h->name, ip, h->dpdk.pci, h->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cluster_parse(const char *text, const char *origin, struct cluster *out, char *err, size_t errlen)
 {
 	json_error_t jerr;
@@ -426,6 +594,11 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	}
 	j = json_object_get(root, "graph");
 	if (j && (rc = parse_graph(j, out, origin, err, errlen)))
+		goto out;
+	j = json_object_get(root, "launch");
+	if (j && parse_launch(j, out, origin, err, errlen))
+		goto out;
+	if (check_control(out, origin, err, errlen))
 		goto out;
 	rc = 0;
 	goto out;
@@ -533,6 +706,11 @@ void cluster_free(struct cluster *c)
 	free(c->hosts);
 	free(c->graph);
 	memset(c, 0, sizeof(*c));
+}
+
+uint32_t cluster_control_ip(const struct cluster *c, int h)
+{
+	return c->hosts[h].control_ip ? c->hosts[h].control_ip : c->hosts[h].ip;
 }
 
 int cluster_find_role(const struct cluster *c, unsigned role)

@@ -25,10 +25,30 @@ enum cluster_role {
 	CLUSTER_ROLE_SCHEDULER = 1 << 4,
 };
 
+/** How a host's dataplane reaches its NIC (the host's "dpdk" object, docs/cluster-config.md):
+ * the EAL settings a launcher passes it (docs/deploy.md). */
+struct cluster_dpdk {
+	char pci[32];       /* PCI address of a port bound to a DPDK driver ("0000:03:00.0"); "" = none */
+	char vdev[128];     /* a virtual device instead ("net_af_packet0,iface=eth0"); "" = none */
+	char lcores[64];    /* EAL --lcores list ("2-3"); "" = the launcher's default */
+	int hugepages;      /* 1: hugepages (default with pci), 0: --no-huge (default otherwise) */
+	char socket_mem[64]; /* EAL --socket-mem, MB per NUMA node ("1024,0"); "" = EAL default */
+};
+
+/** How the hosts are reached to start processes (the "launch" object, docs/deploy.md). */
+enum cluster_launch_via {
+	CLUSTER_LAUNCH_LOCAL = 0,  /* the emulated testbed on this machine (default) */
+	CLUSTER_LAUNCH_SSH,        /* OpenSSH to each host's control address */
+	CLUSTER_LAUNCH_SLURM,      /* srun inside a Slurm allocation */
+};
+
 /** One host of the cluster. */
 struct cluster_host {
 	char name[CLUSTER_NAME_MAX];
-	uint32_t ip;        /* IPv4 address, network byte order */
+	uint32_t ip;        /* IPv4 address of the data-plane port, network byte order */
+	uint32_t control_ip; /* address of the kernel (management) interface that carries the
+			      * scheduler connection, ssh and mlf-top; network order; 0 = ip */
+	struct cluster_dpdk dpdk; /* the dataplane's EAL settings (all empty: none given) */
 	uint8_t mac[6];     /* Ethernet address of its NIC (default 02:00:<ip bytes>) */
 	double up_gbps;     /* uplink capacity host -> switch, Gbit/s */
 	double down_gbps;   /* downlink capacity switch -> host, Gbit/s */
@@ -48,6 +68,7 @@ struct cluster {
 	int frame_auth;     /* 1: every dataplane frame carries a tag keyed by the cluster secret and
 			     * untagged or forged frames are dropped ("frame_auth", default true
 			     * with key_file, docs/security.md "Frames"); needs key_file */
+	enum cluster_launch_via launch_via; /* "launch"."via" (default local) */
 	int n_hosts;
 	struct cluster_host *hosts;
 	uint8_t *graph;     /* "graph" (optional; NULL: none): the decentralised workers' graph
@@ -78,6 +99,13 @@ int cluster_find(const struct cluster *c, const char *name);
 
 /** cluster_find_ip - index of the host with address @ip (network order), or -1. */
 int cluster_find_ip(const struct cluster *c, uint32_t ip);
+
+/**
+ * cluster_control_ip - the address programs use to reach host @h's kernel: its control_ip, or
+ * its ip when it has none (network order). The scheduler listens on its host's, dataplanes and
+ * mlf-top connect to it (docs/cluster-config.md "Management network").
+ */
+uint32_t cluster_control_ip(const struct cluster *c, int h);
 
 /** cluster_find_role - index of the first host with role bit @role, or -1 when there is none. */
 int cluster_find_role(const struct cluster *c, unsigned role);

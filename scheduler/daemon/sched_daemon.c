@@ -366,7 +366,7 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 				 cluster_path);
 			goto fail;
 		}
-		struct in_addr ia = { .s_addr = s->cl.hosts[h].ip };
+		struct in_addr ia = { .s_addr = cluster_control_ip(&s->cl, h) };
 		snprintf(addr, sizeof(addr), "%s:%u", inet_ntoa(ia), s->cl.control_port);
 	}
 	if (cfg->records[0] && sched_rec_open(s, cfg->records, err, errlen))

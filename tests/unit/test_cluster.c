@@ -38,6 +38,56 @@ START_TEST(parses_valid_config)
 }
 END_TEST
 
+/* A bare-metal config: control addresses, per-host EAL settings, launch over ssh. */
+static const char *metal =
+	"{\"name\":\"m\",\"launch\":{\"via\":\"ssh\",\"user\":\"mlf\",\"ssh_options\":[\"-o\",\"BatchMode=yes\"],"
+	"\"port\":2222},\"hosts\":["
+	"{\"name\":\"ps\",\"ip\":\"10.79.0.1\",\"control_ip\":\"192.168.1.1\",\"roles\":[\"server\",\"scheduler\"],"
+	"\"dpdk\":{\"pci\":\"0000:03:00.0\",\"lcores\":\"2-3\",\"socket_mem\":\"1024,0\"}},"
+	"{\"name\":\"w0\",\"ip\":\"10.79.0.2\",\"dpdk\":{\"vdev\":\"net_af_packet0,iface=eth1\"}}]}";
+
+START_TEST(control_and_launch)
+{
+	struct cluster c;
+	char err[512] = "";
+
+	ck_assert_msg(cluster_parse(metal, "metal.json", &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(c.launch_via, CLUSTER_LAUNCH_SSH);
+	ck_assert_uint_eq(cluster_control_ip(&c, 0), inet_addr("192.168.1.1"));
+	ck_assert_uint_eq(cluster_control_ip(&c, 1), inet_addr("10.79.0.2")); /* none: its ip */
+	ck_assert_str_eq(c.hosts[0].dpdk.pci, "0000:03:00.0");
+	ck_assert_str_eq(c.hosts[0].dpdk.lcores, "2-3");
+	ck_assert_str_eq(c.hosts[0].dpdk.socket_mem, "1024,0");
+	ck_assert_int_eq(c.hosts[0].dpdk.hugepages, 1); /* default with a PCI port */
+	ck_assert_str_eq(c.hosts[1].dpdk.vdev, "net_af_packet0,iface=eth1");
+	ck_assert_int_eq(c.hosts[1].dpdk.hugepages, 0); /* default with a vdev: --no-huge */
+	cluster_free(&c);
+	ck_assert_int_eq(cluster_parse(good, "good.json", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.launch_via, CLUSTER_LAUNCH_LOCAL);
+	ck_assert_uint_eq(c.hosts[0].control_ip, 0);
+	cluster_free(&c);
+}
+END_TEST
+
+/* The scheduler on a DPDK-owned port without a management address: refused, saying what to add. */
+START_TEST(scheduler_on_dpdk_port_refused)
+{
+	static const char *doc = "{\"hosts\":[{\"name\":\"ps\",\"ip\":\"10.79.0.1\",\"roles\":[\"scheduler\"],"
+				 "\"dpdk\":{\"pci\":\"0000:03:00.0\"}}]}";
+	static const char *vdev = "{\"hosts\":[{\"name\":\"ps\",\"ip\":\"10.79.0.1\",\"roles\":[\"scheduler\"],"
+				  "\"dpdk\":{\"vdev\":\"net_af_packet0,iface=eth0\"}}]}";
+	struct cluster c;
+	char err[512] = "";
+
+	ck_assert_int_eq(cluster_parse(doc, "s.json", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "s.json: hosts[0] (ps)") && strstr(err, "0000:03:00.0") &&
+		      strstr(err, "add \"control_ip\""), "%s", err);
+	/* the emulation's vdev leaves the address to the kernel: accepted */
+	ck_assert_msg(cluster_parse(vdev, "v.json", &c, err, sizeof(err)) == 0, "%s", err);
+	cluster_free(&c);
+}
+END_TEST
+
 /* Each bad document must be rejected with an error line that names the offending key. */
 static const struct { const char *doc, *must_name; } bad_docs[] = {
 	{ "{\"hosts\":[", "malformed JSON" },
@@ -58,6 +108,24 @@ static const struct { const char *doc, *must_name; } bad_docs[] = {
 	{ "{\"name\":\"-x\",\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "bad.json: name" },
 	{ "{\"name\":7,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "bad.json: name" },
 	{ "{\"hosts\":[{\"name\":\"a/b\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"control_ip\":\"x\"}]}", "hosts[0].control_ip" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"control_ip\":\"192.168.0.1\"},"
+	  "{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"control_ip\":\"192.168.0.1\"}]}", "hosts[1].control_ip" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"dpdk\":{\"pci\":\"3:0\"}}]}", "hosts[0].dpdk.pci" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"dpdk\":{}}]}", "hosts[0].dpdk" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"dpdk\":{\"vdev\":\"v\",\"numa\":1}}]}",
+	  "hosts[0].dpdk.numa" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"dpdk\":{\"vdev\":\"v\",\"lcores\":\"1 2\"}}]}",
+	  "hosts[0].dpdk.lcores" },
+	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"dpdk\":{\"vdev\":\"v\",\"socket_mem\":\"512\"}}]}",
+	  "hosts[0].dpdk.socket_mem" },
+	{ "{\"launch\":{\"via\":\"rsh\"},\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "launch.via" },
+	{ "{\"launch\":{\"via\":\"ssh\",\"ssh_options\":\"-v\"},\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}",
+	  "launch.ssh_options" },
+	{ "{\"launch\":{\"via\":\"ssh\",\"port\":0},\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}",
+	  "launch.port" },
+	{ "{\"launch\":{\"via\":\"ssh\",\"pw\":1},\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}",
+	  "launch.pw" },
 	{ "{\"hosts\":[{\"name\":\"$(id)\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
 	{ "{\"hosts\":[{\"name\":\"a b\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
 	{ "{\"hosts\":[{\"name\":\".a\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
@@ -250,6 +318,8 @@ int main(void)
 
 	tcase_add_test(tc, parses_valid_config);
 	tcase_add_test(tc, graph_neighbours);
+	tcase_add_test(tc, control_and_launch);
+	tcase_add_test(tc, scheduler_on_dpdk_port_refused);
 	tcase_add_loop_test(tc, rejects_bad_config, 0, sizeof(bad_docs) / sizeof(bad_docs[0]));
 	tcase_add_test(tc, load_names_missing_file);
 	tcase_add_test(tc, key_file_resolved);

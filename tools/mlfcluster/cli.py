@@ -1,15 +1,17 @@
-"""tools/mlf-cluster's command line: run, down, rates, results, check, top (see USAGE)."""
+"""tools/mlf-cluster's command line: run, down, rates, results, check, top, preflight (see USAGE)."""
 import argparse
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
-from . import links, plots, results, table2, validate
+from . import links, plots, preflight, results, table2, validate
 from .env import PROG, die, load, paths
 from .network import rate_schedule, schedule_lines
 from .records import RecordError, read_json
+from .launcher import LaunchError
 from .runner import Runner
 from .testbed import Testbed
 
@@ -23,6 +25,7 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
                                 [--params FILE] [--base EXP] [--out DIR] [--table DIR] [--sweep]
        tools/mlf-cluster check EXPERIMENT.json [--systems a,b]
        tools/mlf-cluster top EXPERIMENT.json|CLUSTER.json [--interval S] [--once] [--json]
+       tools/mlf-cluster preflight CLUSTER.json
 
   run      run every system of the experiment (or --systems) one after the other on the
            emulated cluster; write the run folder (default runs/<name>-<UTC time>/):
@@ -39,6 +42,9 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
   table2   the paper's Table 2 grid (bench/table2.mk: make bench-table2, bench-table2-sweep;
            docs/experiments.md "Table 2"; table2 --help).
   check    validate the experiment (systems, settings, hosts, programs) and exit.
+  preflight  check every host of a cluster launched over ssh (docs/deploy.md "Preflight"):
+           reachable, programs present and the same build, key 0600, hugepages, NIC bound
+           to DPDK or link up with the MTU, ports free; one line per problem; exit 1 on any.
   top      a live view of the running cluster (tools/mlf-top, docs/mlf-top.md) from inside
            the scheduler host's namespace: links, transfers in flight, held updates, waits.
 
@@ -86,7 +92,7 @@ def cmd_run(a):
         die("cannot create %s" % run)
     try:
         return Runner(exp, run).main()
-    except RecordError as e:
+    except (RecordError, LaunchError) as e:
         die(str(e))
 
 
@@ -194,6 +200,14 @@ def cmd_top(a):
         return 0
 
 
+def cmd_preflight(a):
+    """tools/mlf-cluster preflight CLUSTER (tools/mlfcluster/preflight.py)."""
+    if not os.path.isfile(a.cluster):
+        die("preflight: no cluster config %s" % a.cluster)
+    with tempfile.TemporaryDirectory(prefix="mlf-preflight-") as d:
+        return preflight.main(a.cluster, paths()[1], d, sys.stdout)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
@@ -203,11 +217,11 @@ def main(argv=None):
         sys.stdout.write(USAGE)
         return 0
     cmds = {"run": cmd_run, "down": cmd_down, "rates": cmd_rates, "results": cmd_results, "check": cmd_check,
-            "top": cmd_top, "links": cmd_links}
+            "top": cmd_top, "links": cmd_links, "preflight": cmd_preflight}
     if argv[0] == "table2":
         return cmd_table2(argv[1:])
     if argv[0] not in cmds:
-        die('unknown command "%s" (run, down, rates, results, links, table2, check, top)' % argv[0])
+        die('unknown command "%s" (run, down, rates, results, links, table2, check, top, preflight)' % argv[0])
     p = Parser(prog=argv[0], add_help=True)
     if argv[0] == "run":
         p.add_argument("experiment")
@@ -224,6 +238,8 @@ def main(argv=None):
     elif argv[0] == "links":
         p.add_argument("run")
         p.add_argument("--json", action="store_true")
+    elif argv[0] == "preflight":
+        p.add_argument("cluster")
     elif argv[0] == "top":
         p.add_argument("experiment")
         p.add_argument("--interval", type=float, default=1.0)

@@ -95,7 +95,7 @@ class FaultDriver(threading.Thread):
                 with open(os.path.join(self.sysdir, "killed.pids"), "a") as k:
                     k.write("%d\n" % pid)
                 try:
-                    os.kill(pid, signal.SIGKILL)
+                    p.signal(signal.SIGKILL)
                     what = "kill -9 %s (pid %d)" % (p.name, pid)
                     if f.restart_s:
                         self.pending.append((time.time() + f.restart_s, "restart", p.name, i))

@@ -45,6 +45,11 @@ class Proc:
             return self.popen.poll() is None
         return alive(self.pid)
 
+    def signal(self, sig):
+        """Send SIG to the process (a process started through a launcher over ssh forwards it,
+        tools/mlfcluster/launcher.py)."""
+        os.kill(self.pid, sig)
+
     def status(self):
         """Exit status as a shell reports it (128 + signal for a signal), None if unknown."""
         if self.popen is None:
@@ -115,7 +120,7 @@ def _signal_alive(procs, sig):
     for p in procs:
         if p.alive():
             try:
-                os.kill(p.pid, sig)
+                p.signal(sig)
             except OSError:
                 pass
 

@@ -7,13 +7,12 @@ import subprocess
 import sys
 import time
 
-from . import cpu, plots, results
+from . import cpu, launcher, plots, results
 from .experiment import GLOO_PORT, num_str
 from .faults import FaultDriver, killed_pids
 from .network import NetDriver, apply_period, read_schedule, rate_schedule, schedule_lines
 from .procs import NotReady, Procs, last_line, log_has, stop, wait_ready
 from .records import RecordError, count_records, read_json, read_jsonl
-from .testbed import Testbed
 
 # readiness timeouts (s): how long each process may take to show it is ready
 READY_SCHED_S = 15      # scheduler.log: "listening on"
@@ -51,7 +50,7 @@ class Interrupted(Exception):
 class Runner:
     def __init__(self, exp, run):
         self.exp, self.run = exp, run
-        self.tb = Testbed(exp)
+        self.tb = launcher.make(exp, run)   # local testbed, ssh or slurm (docs/deploy.md "Launch")
         self.runlog = os.path.join(run, "run.log")
         self.teardown_ok = True
         self.cur = None          # the current system's state (a dict) until its teardown
@@ -137,7 +136,7 @@ class Runner:
 
     # ---- one system ----
     def start(self, name, log, host, argv, env=None):
-        return self.cur["procs"].start(name, log, self.tb.exec_argv(host, argv), env)
+        return self.tb.start(self.cur["procs"], name, log, host, argv, env)
 
     def torch_workers(self, sys_, mode, rec, L):
         """worker_program torch: examples/torch_fashion_mnist.py on every worker host, over the
@@ -257,9 +256,8 @@ class Runner:
                         self.log("%s: dataplane of %s did not start: %s" % (sys_, h, first))
                         self.teardown()
                         return False
-                    dp = procs.adopt("dataplane@" + h, pid, L("dp-%s.log" % h))
-                    sock = self.tb.socket(h)
-                    wait_ready("dataplane@%s (no socket %s)" % (h, sock), lambda: os.path.exists(sock),
+                    dp = self.tb.adopt(procs, "dataplane@" + h, pid, L("dp-%s.log" % h))
+                    wait_ready("dataplane@%s (no socket %s)" % (h, self.tb.socket(h)), self.tb.socket_ready(h),
                                READY_SOCK_S, [dp])
                 # period 0 declared now that the dataplanes run
                 if declare:
@@ -471,6 +469,7 @@ class Runner:
                 continue
             while next_progress <= now:
                 next_progress += PROGRESS_S
+            self.tb.gather(c["sysdir"], lambda m: None)  # hosts without the run folder: their records now
             acc, ver = results.last_acc(rec)
             extra = ""
             if sys_ == "rr-sync":
@@ -562,10 +561,11 @@ class Runner:
         """The switch's byte counters every NETDEV_S into <system>/netdev.jsonl (module netdev.py in
         namespace <cluster>-sw); not essential: the run goes on if it fails."""
         e = self.exp
+        argv = self.tb.netdev_argv(e.python, NETDEV, os.path.join(c["sysdir"], "netdev.jsonl"), str(NETDEV_S))
+        if not argv:
+            return  # no emulated switch
         try:
-            p = c["procs"].start("netdev@sw", os.path.join(c["sysdir"], "logs", "netdev.log"),
-                                 ["ip", "netns", "exec", e.cname + "-sw", e.python, NETDEV,
-                                  os.path.join(c["sysdir"], "netdev.jsonl"), str(NETDEV_S)])
+            p = c["procs"].start("netdev@sw", os.path.join(c["sysdir"], "logs", "netdev.log"), argv)
             p.handled = True
         except OSError as x:
             self.log("%s: switch counters not sampled: %s" % (c["sys"], x))
@@ -604,6 +604,11 @@ class Runner:
         if os.path.isfile(os.path.join(c["sysdir"], "run.json")):
             self.set_run_json(eth0_rx_bytes=rxs)
         stop(procs.matching("*"), 3)
+        self.tb.gather(c["sysdir"], lambda m: self.log("%s: %s" % (c["sys"], m)))
+        left_hosts = self.tb.leftovers()
+        if left_hosts:
+            self.log("%s: could not clean hosts: %s" % (c["sys"], "; ".join(left_hosts)))
+            self.teardown_ok = False
         if not self.tb.down():
             self.log("%s: mlf-testbed down %s failed" % (c["sys"], e.cluster))
         left_ns = self.tb.namespaces()

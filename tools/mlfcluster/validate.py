@@ -287,6 +287,7 @@ def cluster(path, shown, exp=None, exp_path=""):
             if sched is not None:
                 bad(w + ".roles", "at most one scheduler per cluster expected, hosts[%d] is one" % sched)
             sched = i
+    _check_control(cl, bad)
     if cl.get("frame_auth") and not cl.get("key_file"):
         bad("frame_auth", "true needs key_file (the frame key is derived from the cluster secret)")
     _check_graph(cl, bad)
@@ -298,6 +299,39 @@ def cluster(path, shown, exp=None, exp_path=""):
                               % (exp_path, exp["time_limit_s"] * len(cl["hosts"]) / MAX_SCHEDULE_ROWS,
                                  exp["time_limit_s"], len(cl["hosts"]), MAX_SCHEDULE_ROWS, shown_value(exp["period_s"])))
     return cl
+
+
+def _check_control(cl, bad):
+    """Management addresses and EAL settings (docs/cluster-config.md "Management network"), as
+    lib/proto/cluster.c checks them: control_ip unicast and distinct, exactly one of dpdk.pci and
+    dpdk.vdev, socket_mem only with hugepages, a scheduler on a DPDK-owned PCI port needs a
+    control_ip, launch.emulate only with via ssh."""
+    seen = {}
+    for i, h in enumerate(cl["hosts"]):
+        w = "hosts[%d]" % i
+        if "control_ip" in h:
+            c = _ipv4(h["control_ip"])
+            if c is None or c in (0, 0xffffffff) or c >> 28 == 0xe:
+                bad(w + ".control_ip", "a unicast IPv4 address string expected (the host's management interface), "
+                    "got %s" % shown_value(h["control_ip"]))
+            if c in seen:
+                bad(w + ".control_ip", "repeats hosts[%d].control_ip" % seen[c])
+            seen[c] = i
+        d = h.get("dpdk")
+        if d is None:
+            continue
+        if ("pci" in d) == ("vdev" in d):
+            bad(w + ".dpdk", "exactly one of pci (a real port) and vdev (a virtual device) expected")
+        if d.get("socket_mem") and not d.get("hugepages", "pci" in d):
+            bad(w + ".dpdk.socket_mem", "needs hugepages (--no-huge memory is not per socket)")
+        if "scheduler" in (h.get("roles") or []) and "pci" in d and h.get("control_ip", h["ip"]) == h["ip"]:
+            bad(w, 'the scheduler would listen on %s, the address of DPDK port %s, which the kernel does not own '
+                'once the port is bound to DPDK: add "control_ip": the address of %s\'s management interface '
+                '(docs/deploy.md)' % (h["ip"], d["pci"], h["name"]))
+    la = cl.get("launch") or {}
+    if la.get("emulate") and la.get("via") != "ssh":
+        bad("launch.emulate", "true only with via ssh (the hosts are this machine's testbed namespaces, each with "
+            "its own sshd)")
 
 
 def _check_graph(cl, bad):
