@@ -76,7 +76,7 @@ void sched_lead_done(struct sched *s, int xi, double t_end, double t_start, doub
 {
 	const struct sched_xfer *x = &s->xfers[xi];
 
-	if (x->done || x->src == x->dst || x->end <= x->start || !(t_end > 0) ||
+	if (x->sent || x->src == x->dst || x->end <= x->start || !(t_end > 0) ||
 	    x->what != SCHED_WHAT_UPDATE)
 		return;
 	if (t_start > 0) {

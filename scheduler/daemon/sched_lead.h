@@ -58,7 +58,8 @@ double sched_lead_s(const struct sched *s);
  * @t_end (the message's `t`; 0 when absent) and started at @t_start (`t_start`, optional: 0
  * when absent, then the end is used) heard at @now: one sample of @s's tracker when its start
  * follows only its command: a worker's update copy between two hosts (an aggregate or a
- * forward waits for its inputs, a model copy may wait for the server's commits).
+ * forward waits for its inputs, a model copy may wait for the server's commits), counted once
+ * per transfer even when the server's commit came first (sched_xfer.sent).
  */
 void sched_lead_done(struct sched *s, int xi, double t_end, double t_start, double now);
 

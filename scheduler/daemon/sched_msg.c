@@ -655,7 +655,7 @@ static void on_done(struct sched *s, int ci, const char *app, json_t *m, double 
 	if (status == 0) {
 		sched_lead_done(s, xi, json_number_value(json_object_get(m, "t")),
 				json_number_value(json_object_get(m, "t_start")), now);
-		s->xfers[xi].done = 1;
+		s->xfers[xi].done = s->xfers[xi].sent = 1;
 		return;
 	}
 	const char *why = json_string_value(json_object_get(m, "reason"));

@@ -155,6 +155,8 @@ struct sched_xfer {
 	int n_steps;
 	struct plan_rate_step *steps; /* plan times, owned */
 	int done;           /* a `done` arrived (or the transfer was declared lost) */
+	int sent;           /* its sender's own `done` arrived (a commit may come first and set
+			     * done; the sender's report still measures its start, sched_lead.h) */
 	int replica;        /* 1: carries a replica copy (§5.3: chan 4, or chan 2 to a replica
 			     * aggregator); its loss makes the replica stale, not the update lost */
 	uint64_t from_xfer; /* MODEL forwarded by a distributor (§10.3): the server's copy to src
