@@ -24,6 +24,8 @@ enum xfer_state { XFER_WAITING = 0, XFER_ACTIVE, XFER_DONE, XFER_FAILED };
 /** An outgoing transfer (sender side). */
 struct xfer_tx {
 	uint64_t id;
+	uint64_t stamp;       /* frame_auth: the stamp its tagged DATA frames carry, given at the
+	                       * first frame (0: none yet; docs/security.md "Replays") */
 	int peer;             /* destination host index */
 	uint16_t chan;
 	uint64_t owner;       /* opaque tag of the requester (transport_submit), never interpreted
