@@ -212,10 +212,11 @@ static void finish_tx(struct xfer_tx *x, int status, const char *reason)
 	} else {
 		dp.cnt.xfer_tx_ok++;
 		log_info("xfer %llx to %s complete: %llu bytes, %.3f Gbit/s, %llu retransmits, %llu "
-			 "rate cuts", (unsigned long long)x->id, dp_host_name(x->peer),
-			 (unsigned long long)x->bytes,
+			 "rate cuts (losses: %llu random, %llu congestion)", (unsigned long long)x->id,
+			 dp_host_name(x->peer), (unsigned long long)x->bytes,
 			 x->bytes * 8.0 / (double)(x->end_ns - x->first_tx_ns + 1),
-			 (unsigned long long)x->sack.retransmits, (unsigned long long)x->pacer.cuts);
+			 (unsigned long long)x->sack.retransmits, (unsigned long long)x->pacer.cuts,
+			 (unsigned long long)x->loss.random, (unsigned long long)x->loss.congested);
 	}
 	snd.tx_done(x, status);
 }
@@ -344,11 +345,14 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		x->frames++;
 		dp.cnt.tx_data++;
 		dp.cnt.tx_retx += (uint64_t)retx;
-		/* a loss of a segment first sent after the last cut, or of a copy resent after it:
-		 * the links carry less than the commanded rate x scale (losses of copies sent
-		 * before the cut belong to the episode already cut for; a silent tail's probe is
-		 * no evidence of loss) */
-		if (retx && !x->sack.last_probe &&
+		/* a loss of a segment first sent after the last cut, or of a copy resent after it,
+		 * while the path queues or loses in bursts: the links carry less than the commanded
+		 * rate x scale (losses of copies sent before the cut belong to the episode already
+		 * cut for; a silent tail's probe is no evidence of loss; random loss, with flat
+		 * round trips and few losses, is no congestion: docs/dataplane.md "Loss response") */
+		if (!retx)
+			lossresp_sent(&x->loss);
+		if (retx && !x->sack.last_probe && lossresp_lost(&x->loss) &&
 		    ((uint64_t)s >= x->recover_seg || x->sack.prev_sent_ns >= x->cut_ns) &&
 		    pacer_on_loss(&x->pacer, dp.clk.tsc, rtt_ticks(x))) {
 			x->recover_seg = x->sack.next_new;
@@ -398,9 +402,12 @@ void sender_on_sack(int peer, const struct wire_hdr *h, const uint8_t *body)
 	if (x->state != XFER_ACTIVE)
 		return;
 	dp.cnt.rx_sack_held += h->flags & WIRE_F_HELD ? 1 : 0;
+	uint64_t samples = x->sack.rtt_samples;
 	int acked = sack_tx_on_sack(&x->sack, h->offset, body, h->len,
 				    (h->flags & WIRE_F_DONE ? SACK_DONE : 0) |
 				    (h->flags & WIRE_F_HELD ? SACK_HELD : 0), dp.clk.mono_ns);
+	if (x->sack.rtt_samples != samples)
+		lossresp_rtt(&x->loss, x->sack.last_rtt_us);
 	if (acked < 0)
 		dp.cnt.rx_reject[WIRE_ELEN]++;
 	else if (acked > 0)

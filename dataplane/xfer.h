@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "appmsg.h"
+#include "lossresp.h"
 #include "pacer.h"
 #include "sack.h"
 #include "tbucket.h"
@@ -53,6 +54,8 @@ struct xfer_tx {
 	uint64_t cut_ns;      /* monotonic ns of the last rate cut: a resent copy sent at or
 	                       * after it (to the us) and lost again also starts a new episode
 	                       * (tail repairs resend only old segments) */
+	struct lossresp loss; /* tells random loss (no cut) from congestion (docs/dataplane.md
+	                       * "Loss response") */
 	char reason[APPMSG_REASON_MAX];
 };
 
