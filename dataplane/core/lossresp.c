@@ -7,7 +7,8 @@ void lossresp_rtt(struct lossresp *l, double us)
 		return;
 	if (!l->base_us || us < l->base_us)
 		l->base_us = us;
-	l->rtt_us = l->rtt_us ? l->rtt_us + LOSSRESP_RTT_GAIN * (us - l->rtt_us) : us;
+	l->recent[l->next] = us;
+	l->next = (l->next + 1) % LOSSRESP_RECENT;
 }
 
 void lossresp_sent(struct lossresp *l)
@@ -17,7 +18,12 @@ void lossresp_sent(struct lossresp *l)
 
 double lossresp_qdelay_us(const struct lossresp *l)
 {
-	return l->rtt_us > l->base_us ? l->rtt_us - l->base_us : 0;
+	double low = 0;
+
+	for (int i = 0; i < LOSSRESP_RECENT; i++)
+		if (l->recent[i] > 0 && (!low || l->recent[i] < low))
+			low = l->recent[i];
+	return low > l->base_us ? low - l->base_us : 0;
 }
 
 int lossresp_lost(struct lossresp *l)

@@ -8,19 +8,22 @@
 #define LOSSRESP_QDELAY_FRAC 0.5      /* ... and half the path's base round trip */
 #define LOSSRESP_BURST_FRAC 0.25      /* a loss rate over the last frames that means congestion */
 #define LOSSRESP_GAIN (1.0 / 64)      /* weight of one frame in the loss rate (~64 frames) */
-#define LOSSRESP_RTT_GAIN 0.125       /* weight of one round-trip sample in the recent RTT */
+#define LOSSRESP_RECENT 8             /* round-trip samples whose lowest is the recent RTT */
 
 /**
  * What one transfer's sender saw of its path: round-trip samples and which of its frames were
- * lost. A loss is congestion when the path queues (the recent round trip exceeds the lowest
- * one by max(LOSSRESP_QDELAY_MIN_US, LOSSRESP_QDELAY_FRAC x the lowest)) or losses come in a
+ * lost. A loss is congestion when the path queues (the recent round trip, the lowest of the
+ * last LOSSRESP_RECENT samples, exceeds the lowest of all by max(LOSSRESP_QDELAY_MIN_US,
+ * LOSSRESP_QDELAY_FRAC x that): a queue delays every sample, while a late SACK or a loop that
+ * slept delays some; so the lowest of the recent ones tells them apart) or losses come in a
  * burst (more than LOSSRESP_BURST_FRAC of the last ~64 frames lost, which 5% random loss does
  * not reach in 600,000 frames of tests/unit/test_dp_lossresp.c); otherwise it is random
  * (corruption, a lossy link or the fault injector) and a rate cut would only slow the transfer.
  */
 struct lossresp {
 	double base_us;   /* lowest round-trip sample: the path with empty queues (0: none yet) */
-	double rtt_us;    /* recent round trip: samples smoothed with LOSSRESP_RTT_GAIN */
+	double recent[LOSSRESP_RECENT]; /* the last round-trip samples (ring, 0: empty slot) */
+	int next;         /* slot of the next sample */
 	double loss_rate; /* lost frames among the recent ones, smoothed with LOSSRESP_GAIN */
 	uint64_t random, congested; /* losses judged so far, each way */
 };
