@@ -4,7 +4,9 @@
 
 #include <stdint.h>
 
-#define LOSSRESP_QDELAY_MIN_US 1000.0 /* queueing delay that means congestion: at least 1 ms ... */
+#define LOSSRESP_QDELAY_MIN_US 5000.0 /* queueing delay that means congestion: at least 5 ms (in
+				       * the testbed a loop's sleeps and SACK batching delay the
+				       * samples of a 0.1 Gbit/s transfer by 1-2 ms) ... */
 #define LOSSRESP_QDELAY_FRAC 0.5      /* ... and half the path's base round trip */
 #define LOSSRESP_BURST_FRAC 0.25      /* a loss rate over the last frames that means congestion */
 #define LOSSRESP_GAIN (1.0 / 64)      /* weight of one frame in the loss rate (~64 frames) */
