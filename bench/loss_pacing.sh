@@ -127,7 +127,7 @@ report() {
 	echo "One transfer of rate x $SECS s of payload, paced at the rate, a's frames dropped at random with"
 	echo "probability P (\`--fault tx_drop=P\`). Goodput: the sender's bytes over first frame to completion,"
 	echo "as a fraction of the commanded rate; median (min-max) of $RUNS rounds.${BASE:+ Dataplane: this build and the baseline $BASE, alternating.}"
-	[ "$FALL" = 0 ] || echo "Falling link: b's downlink shaped to 0.01 Gbit/s (tbf, 50 ms queue) falls to 0.001 Gbit/s $SECS/3 s after a transfer paced at 0.009 Gbit/s ($SECS s of payload) starts (goodput against 0.009)."
+	[ "$FALL" = 0 ] || echo "Falling link: b's downlink shaped to 0.01 Gbit/s (tbf, 50 ms queue) falls to 0.001 Gbit/s $(awk -v s="$SECS" 'BEGIN { print s / 3 }') s after a transfer paced at 0.009 Gbit/s ($SECS s of payload) starts (goodput against 0.009)."
 	echo
 	echo "| dataplane | rate Gbit/s | drop | goodput / rate | retransmits | rate cuts |"
 	echo "|---|---|---|---|---|---|"
