@@ -30,7 +30,8 @@ int egress_sign(uint8_t *frame, const struct wire_addr *a, const void *body, uin
 
 	if (!dp.frame_auth)
 		return 0;
-	return auth_frame_tag(dp.frame_auth, a->src_ip, a->dst_ip, m, WIRE_MLF_LEN, body, len, m + WIRE_MLF_LEN);
+	return auth_frame_tag(dp.frame_auth, a->src_ip, a->dst_ip, m, WIRE_MLF_LEN + WIRE_STAMP_LEN, body, len,
+			      m + WIRE_MLF_LEN + WIRE_STAMP_LEN);
 }
 
 void egress_addr(int peer, struct wire_addr *a)

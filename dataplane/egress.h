@@ -16,8 +16,8 @@ void egress_init(void);
 uint32_t egress_frame_len(uint32_t payload);
 
 /**
- * egress_sign - with frame_auth on, write the frame tag of @frame (encoded by wire_encode with
- * WIRE_F_AUTH, addresses @a) over its MLfabric header and the @len bytes of @body, which may
+ * egress_sign - with frame_auth on, write the MAC of @frame (encoded by wire_encode with
+ * WIRE_F_AUTH, addresses @a) over its MLfabric header, its stamp and the @len bytes of @body, which may
  * live outside the frame (zero-copy payloads); nothing with frame_auth off.
  * Returns 0, or -EIO when OpenSSL failed (the receiver then drops the frame as forged).
  */

@@ -15,6 +15,7 @@
 #include "dp.h"
 #include "egress.h"
 #include "log.h"
+#include "replay.h"
 
 #define SACK_EVERY_MIN 16        /* new segments between SACKs, at least ... */
 #define SACK_EVERY_BYTES 98304   /* ... and ~96 KB of them: 64 at MTU 1500, where each SACK is a
@@ -55,6 +56,7 @@ static struct {
 	int wr_n;
 	struct iovec wr_iov[WR_IOV_MAX];
 	struct announce ann;     /* what the scheduler announced (receiver_announce) */
+	struct replay_win *seen; /* [n_hosts]: stamps of the transfers each peer opened (frame_auth) */
 	uint64_t require;        /* bit c: channel c takes only announced transfers */
 } rcv;
 
@@ -69,7 +71,8 @@ int receiver_init(int max, uint32_t seg, void (*rx_done)(const struct xfer_rx *x
 	rcv.require = 0;
 	rcv.rx = calloc((size_t)max, sizeof(*rcv.rx));
 	rcv.past = calloc(PAST_CAP, sizeof(*rcv.past));
-	if (!rcv.rx || !rcv.past ||
+	rcv.seen = calloc((size_t)(dp.cluster.n_hosts > 0 ? dp.cluster.n_hosts : 1), sizeof(*rcv.seen));
+	if (!rcv.rx || !rcv.past || !rcv.seen ||
 	    announce_init(&rcv.ann, dp.cluster.n_hosts > 0 ? dp.cluster.n_hosts : 1, ANNOUNCE_TTL_NS))
 		return -ENOMEM;
 	return 0;
@@ -319,6 +322,30 @@ static void complete_rx(struct xfer_rx *x)
 	finish_rx(x, 0, NULL);
 }
 
+/*
+ * Would the tagged DATA frame @h from @peer open a transfer it opened before (or one too old to
+ * tell)? Then it is a replay, of a capture made after its transfer's linger here ended: dropped
+ * without an answer (the real sender is done with that id), counted and logged (docs/security.md
+ * "Replays"). Without frame_auth there are no stamps (and no defence: anyone can forge frames).
+ */
+static int replayed(int peer, const struct wire_hdr *h)
+{
+	enum replay_verdict v;
+	static double last;
+
+	if (!dp.frame_auth || (v = replay_check(&rcv.seen[peer], h->stamp)) == REPLAY_FRESH)
+		return 0;
+	dp.cnt.rx_reject[WIRE_EREPLAY]++;
+	if (log_ratelimited(&last, 5.0))
+		log_warn("transfer %llx from %s: correctly tagged DATA with stamp %llx (%s; the newest from "
+			 "%s is %llx, the window %d transfers): refused as a replay", (unsigned long long)h->id,
+			 dp_host_name(peer), (unsigned long long)h->stamp,
+			 v == REPLAY_SEEN ? "a transfer this host already received" :
+			 v == REPLAY_STALE ? "older than the window" : "no stamp", dp_host_name(peer),
+			 (unsigned long long)rcv.seen[peer].top, REPLAY_WINDOW);
+	return 1;
+}
+
 void receiver_on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 {
 	struct xfer_rx *x = find_rx(peer, h->id);
@@ -331,8 +358,10 @@ void receiver_on_data(int peer, const struct wire_hdr *h, const uint8_t *body)
 			answer_late(p->failed, peer, h->id, p->nseg, p->bytes, &p->last_sack_ns);
 			return;
 		}
-		if (!(x = new_rx(peer, h)))
+		if (replayed(peer, h) || !(x = new_rx(peer, h)))
 			return;
+		if (dp.frame_auth)
+			replay_mark(&rcv.seen[peer], h->stamp);
 	}
 	if (x->state != XFER_ACTIVE) {
 		answer_late(x->state == XFER_FAILED, peer, h->id, x->sack.nseg, x->bytes, &x->last_sack_ns);
@@ -434,8 +463,10 @@ void receiver_free(void)
 	rcv.nrx = 0;
 	free(rcv.rx);
 	free(rcv.past);
+	free(rcv.seen);
 	rcv.rx = NULL;
 	rcv.past = NULL;
+	rcv.seen = NULL;
 	/* a later receiver_init starts clean: no lookup hint or pending write into the freed
 	 * transfers, no finished ones remembered (found by fuzz_appif, which restarts the transport) */
 	rcv.rx_hint = NULL;

@@ -14,6 +14,7 @@
 #include "egress.h"
 #include "log.h"
 #include "portio.h"
+#include "replay.h"
 
 #define PACE_BURST_S 16e-3       /* pacing credit cap in seconds of the current rate: a loop
                                   * descheduled for up to this long on a shared core catches up
@@ -29,6 +30,7 @@ static struct {
 	int rr;                  /* round-robin position in tx */
 	uint64_t next_id;
 	uint32_t seg;            /* payload bytes per DATA frame */
+	struct replay_tx *stamps; /* [n_hosts]: the transfer stamps given each destination */
 } snd;
 
 /*
@@ -55,7 +57,8 @@ int sender_init(int max, uint32_t seg, void (*tx_done)(const struct xfer_tx *x, 
 	snd.max = max;
 	snd.seg = seg;
 	snd.tx = calloc((size_t)max, sizeof(*snd.tx));
-	if (!snd.tx)
+	snd.stamps = calloc((size_t)(dp.cluster.n_hosts > 0 ? dp.cluster.n_hosts : 1), sizeof(*snd.stamps));
+	if (!snd.tx || !snd.stamps)
 		return -ENOMEM;
 	/* ids survive a restart: a receiver may still remember the ids of the previous run */
 	snd.next_id = (dp.clk.real_ns / 1000) & ((1ULL << 48) - 1);
@@ -209,10 +212,11 @@ static void finish_tx(struct xfer_tx *x, int status, const char *reason)
 	} else {
 		dp.cnt.xfer_tx_ok++;
 		log_info("xfer %llx to %s complete: %llu bytes, %.3f Gbit/s, %llu retransmits, %llu "
-			 "rate cuts", (unsigned long long)x->id, dp_host_name(x->peer),
-			 (unsigned long long)x->bytes,
+			 "rate cuts (losses: %llu random, %llu congestion)", (unsigned long long)x->id,
+			 dp_host_name(x->peer), (unsigned long long)x->bytes,
 			 x->bytes * 8.0 / (double)(x->end_ns - x->first_tx_ns + 1),
-			 (unsigned long long)x->sack.retransmits, (unsigned long long)x->pacer.cuts);
+			 (unsigned long long)x->sack.retransmits, (unsigned long long)x->pacer.cuts,
+			 (unsigned long long)x->loss.random, (unsigned long long)x->loss.congested);
 	}
 	snd.tx_done(x, status);
 }
@@ -267,6 +271,17 @@ static void refund(struct xfer_tx *x, int repair, uint32_t bytes)
 		pacer_refund(&x->pacer, bytes);
 }
 
+/* The stamp of @x's frames (tagged frames only): given at its first frame, so a destination sees
+ * the stamps of one sender in the order the transfers began to arrive (docs/security.md "Replays"). */
+static uint64_t tx_stamp(struct xfer_tx *x)
+{
+	if (!dp.frame_auth)
+		return 0;
+	if (!x->stamp)
+		x->stamp = replay_next(&snd.stamps[x->peer], dp.clk.real_ns);
+	return x->stamp;
+}
+
 /* Sends what one transfer may send now; returns frames queued, -1 when the port is full. */
 static int tx_one(struct xfer_tx *x, unsigned budget)
 {
@@ -289,7 +304,7 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 	egress_addr(x->peer, &a);
 	while ((unsigned)n < budget) {
 		struct wire_hdr h = { .type = WIRE_DATA, .chan = x->chan, .seg = (uint16_t)snd.seg,
-				      .id = x->id, .total = x->bytes };
+				      .id = x->id, .total = x->bytes, .stamp = tx_stamp(x) };
 		struct rte_mbuf *f;
 		uint8_t *p;
 		int retx = 0, repair = 0;
@@ -330,11 +345,14 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		x->frames++;
 		dp.cnt.tx_data++;
 		dp.cnt.tx_retx += (uint64_t)retx;
-		/* a loss of a segment first sent after the last cut, or of a copy resent after it:
-		 * the links carry less than the commanded rate x scale (losses of copies sent
-		 * before the cut belong to the episode already cut for; a silent tail's probe is
-		 * no evidence of loss) */
-		if (retx && !x->sack.last_probe &&
+		/* a loss of a segment first sent after the last cut, or of a copy resent after it,
+		 * while the path queues or loses in bursts: the links carry less than the commanded
+		 * rate x scale (losses of copies sent before the cut belong to the episode already
+		 * cut for; a silent tail's probe is no evidence of loss; random loss, with flat
+		 * round trips and few losses, is no congestion: docs/dataplane.md "Loss response") */
+		if (!retx)
+			lossresp_sent(&x->loss);
+		if (retx && !x->sack.last_probe && lossresp_lost(&x->loss) &&
 		    ((uint64_t)s >= x->recover_seg || x->sack.prev_sent_ns >= x->cut_ns) &&
 		    pacer_on_loss(&x->pacer, dp.clk.tsc, rtt_ticks(x))) {
 			x->recover_seg = x->sack.next_new;
@@ -384,9 +402,12 @@ void sender_on_sack(int peer, const struct wire_hdr *h, const uint8_t *body)
 	if (x->state != XFER_ACTIVE)
 		return;
 	dp.cnt.rx_sack_held += h->flags & WIRE_F_HELD ? 1 : 0;
+	uint64_t samples = x->sack.rtt_samples;
 	int acked = sack_tx_on_sack(&x->sack, h->offset, body, h->len,
 				    (h->flags & WIRE_F_DONE ? SACK_DONE : 0) |
 				    (h->flags & WIRE_F_HELD ? SACK_HELD : 0), dp.clk.mono_ns);
+	if (x->sack.rtt_samples != samples)
+		lossresp_rtt(&x->loss, x->sack.last_rtt_us);
 	if (acked < 0)
 		dp.cnt.rx_reject[WIRE_ELEN]++;
 	else if (acked > 0)
@@ -403,7 +424,7 @@ void sender_on_sack(int peer, const struct wire_hdr *h, const uint8_t *body)
 static void keepalive(struct xfer_tx *x)
 {
 	struct wire_hdr h = { .type = WIRE_DATA, .flags = WIRE_F_RETX | WIRE_F_ACKREQ, .chan = x->chan,
-			      .seg = (uint16_t)snd.seg, .id = x->id, .total = x->bytes };
+			      .seg = (uint16_t)snd.seg, .id = x->id, .total = x->bytes, .stamp = tx_stamp(x) };
 
 	if (dp.clk.mono_ns - x->last_tx_mono < silence_ns(x) / 3)
 		return;
@@ -542,5 +563,7 @@ void sender_free(void)
 	while (snd.ntx)
 		free_tx(0);
 	free(snd.tx);
+	free(snd.stamps);
 	snd.tx = NULL;
+	snd.stamps = NULL;
 }

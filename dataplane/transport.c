@@ -60,12 +60,12 @@ static void on_abort(int peer, const struct wire_hdr *h, const uint8_t *body)
 /* Is the tag of the frame from @peer (header @h, body @body, source @src) the cluster key's? */
 static int frame_tag_ok(int peer, const struct wire_hdr *h, uint32_t src, const uint8_t *body)
 {
-	const uint8_t *tag = body - WIRE_TAG_LEN;
+	const uint8_t *hdr = body - WIRE_TAG_LEN - WIRE_MLF_LEN;
 
 	(void)peer;
 	return (h->flags & WIRE_F_AUTH) &&
-	       auth_frame_check(dp.frame_auth, src, dp.cluster.hosts[dp.me].ip, tag - WIRE_MLF_LEN, WIRE_MLF_LEN,
-				body, h->len, tag) == 0;
+	       auth_frame_check(dp.frame_auth, src, dp.cluster.hosts[dp.me].ip, hdr, WIRE_MLF_LEN + WIRE_STAMP_LEN,
+				body, h->len, body - WIRE_MAC_LEN) == 0;
 }
 
 void transport_rx(const uint8_t *frame, uint16_t len)

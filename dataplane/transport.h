@@ -113,8 +113,8 @@ void transport_shutdown(void);
 int transport_rx_busy(uint64_t id);
 
 /**
- * transport_next_due_ns - nanoseconds the main loop may sleep before a transfer needs it (issue
- * 11, docs/dataplane.md "Idle behaviour"): the earliest of sender_next_due_ns(@grain_ns,
+ * transport_next_due_ns - nanoseconds the main loop may sleep before a transfer needs it
+ * (docs/dataplane.md "Idle behaviour"): the earliest of sender_next_due_ns(@grain_ns,
  * @poll_ns), @rx_ns while an incoming transfer is active (its frames wait in the rx ring
  * meanwhile; the caller sizes @rx_ns from the arrival rate) and @poll_ns while the fault
  * injector holds frames. UINT64_MAX when no transfer is in progress.

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "appmsg.h"
+#include "lossresp.h"
 #include "pacer.h"
 #include "sack.h"
 #include "tbucket.h"
@@ -24,6 +25,8 @@ enum xfer_state { XFER_WAITING = 0, XFER_ACTIVE, XFER_DONE, XFER_FAILED };
 /** An outgoing transfer (sender side). */
 struct xfer_tx {
 	uint64_t id;
+	uint64_t stamp;       /* frame_auth: the stamp its tagged DATA frames carry, given at the
+	                       * first frame (0: none yet; docs/security.md "Replays") */
 	int peer;             /* destination host index */
 	uint16_t chan;
 	uint64_t owner;       /* opaque tag of the requester (transport_submit), never interpreted
@@ -51,6 +54,8 @@ struct xfer_tx {
 	uint64_t cut_ns;      /* monotonic ns of the last rate cut: a resent copy sent at or
 	                       * after it (to the us) and lost again also starts a new episode
 	                       * (tail repairs resend only old segments) */
+	struct lossresp loss; /* tells random loss (no cut) from congestion (docs/dataplane.md
+	                       * "Loss response") */
 	char reason[APPMSG_REASON_MAX];
 };
 

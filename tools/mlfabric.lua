@@ -25,7 +25,8 @@ f.flag_retx = ProtoField.bool("mlfabric.flags.retx", "RETX (retransmission)", 16
 f.flag_ackreq = ProtoField.bool("mlfabric.flags.ackreq", "ACKREQ (SACK requested)", 16, nil, 0x0004)
 f.flag_auth = ProtoField.bool("mlfabric.flags.auth", "AUTH (frame tag follows the header)", 16, nil, 0x0008)
 f.flag_held = ProtoField.bool("mlfabric.flags.held", "HELD (SACK after a hold: no RTT sample)", 16, nil, 0x0010)
-f.tag = ProtoField.bytes("mlfabric.tag", "Frame tag (HMAC-SHA256/128)")
+f.stamp = ProtoField.uint64("mlfabric.stamp", "Transfer stamp (epoch ms << 23 | sequence)", base.HEX)
+f.tag = ProtoField.bytes("mlfabric.tag", "Frame MAC (HMAC-SHA256/128)")
 f.chan = ProtoField.uint16("mlfabric.chan", "Application channel", base.DEC)
 f.len = ProtoField.uint32("mlfabric.len", "Body length", base.DEC)
 f.seg = ProtoField.uint16("mlfabric.seg", "Segment size", base.DEC)
@@ -115,15 +116,17 @@ function mlf.dissector(tvb, pinfo, tree)
 	end
 	t:add(f.total, tvb(32, 8))
 
-	-- with AUTH a 16-byte tag sits between the header and the body (docs/security.md "Frames")
+	-- with AUTH a 24-byte tag sits between the header and the body: the 8-byte transfer stamp,
+	-- then the 16-byte MAC (docs/security.md "Frames", "Replays")
 	local B = HDR_LEN
 	if has_bit(flags, 0x0008) then
-		if tvb:len() < HDR_LEN + 16 then
-			t:add_proto_expert_info(e_trunc, "frame tag needs 16 bytes after the header")
+		if tvb:len() < HDR_LEN + 24 then
+			t:add_proto_expert_info(e_trunc, "frame tag needs 24 bytes after the header")
 			return tvb:len()
 		end
-		t:add(f.tag, tvb(HDR_LEN, 16))
-		B = HDR_LEN + 16
+		t:add(f.stamp, tvb(HDR_LEN, 8))
+		t:add(f.tag, tvb(HDR_LEN + 8, 16))
+		B = HDR_LEN + 24
 	end
 	local avail = tvb:len() - B
 	if blen > avail then

@@ -85,6 +85,8 @@ uint64_t sack_tx_rto_ns(const struct sack_tx *s)
 /* RFC 6298 smoothing of one round-trip sample in us. */
 static void rtt_sample(struct sack_tx *s, double r)
 {
+	s->last_rtt_us = r;
+	s->rtt_samples++;
 	if (s->srtt_us == 0) {
 		s->srtt_us = r;
 		s->rttvar_us = r / 2;

@@ -60,6 +60,8 @@ struct sack_tx {
 	                         * resends only the first hole (a probe) and doubles the wait for
 	                         * the next; 0 again at any accepted SACK */
 	double srtt_us, rttvar_us; /* smoothed round-trip time and its variation (RFC 6298), us */
+	double last_rtt_us;     /* the latest round-trip sample, us (the loss response's input) */
+	uint64_t rtt_samples;   /* round-trip samples taken so far */
 	int done;               /* the peer reported every byte received */
 	struct sack_tx_params prm;
 };

@@ -12,8 +12,8 @@
 #define CLUSTER_HOSTS_MAX 1024 /* most hosts of one cluster (docs/cluster-config.md) */
 #define CLUSTER_SERVERS_MAX 32 /* most hosts with role server: the shard servers (SCHED_MAX_SHARDS) */
 /* Smallest IP MTU: the IPv4, UDP and MLfabric headers, a frame tag, and one 1024-byte body (the
- * largest SACK bitmap; a DATA segment of at least as many bytes): 20 + 8 + 40 + 16 + 1024 = 1108. */
-#define CLUSTER_MTU_MIN (WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_MLF_LEN + WIRE_TAG_LEN + WIRE_SACK_MAX_BYTES)
+ * largest SACK bitmap; a DATA segment of at least as many bytes): 20 + 8 + 40 + 8 + 16 + 1024 = 1116. */
+#define CLUSTER_MTU_MIN (WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_MLF_LEN + WIRE_STAMP_LEN + WIRE_MAC_LEN + WIRE_SACK_MAX_BYTES)
 #define CLUSTER_MTU_MAX 9000
 
 /** Roles a host may have (bit mask). */

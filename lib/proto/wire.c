@@ -15,7 +15,7 @@ static const char *const err_names[WIRE_ERR_MAX] = {
 	[WIRE_OK] = "ok",          [WIRE_ENOTOURS] = "not_ours", [WIRE_ETRUNC] = "trunc",
 	[WIRE_EIPHDR] = "ip_hdr",  [WIRE_EMAGIC] = "magic",      [WIRE_EVERSION] = "version",
 	[WIRE_ECSUM] = "csum",     [WIRE_ETYPE] = "type",        [WIRE_ELEN] = "len",
-	[WIRE_EPEER] = "peer",     [WIRE_EAUTH] = "auth",
+	[WIRE_EPEER] = "peer",     [WIRE_EAUTH] = "auth",        [WIRE_EREPLAY] = "replay",
 };
 
 const char *wire_err_name(enum wire_err e)
@@ -82,6 +82,8 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a, const struct wire_hd
 	put64(m + M_OFF, h->offset);
 	put64(m + M_TOTAL, h->total);
 	put16(m + M_CSUM, wire_csum16(m, WIRE_MLF_LEN));
+	if (h->flags & WIRE_F_AUTH)
+		put64(m + WIRE_MLF_LEN, h->stamp);
 	return wire_body_off(h->flags) + h->len;
 }
 
@@ -151,6 +153,7 @@ enum wire_err wire_parse(const uint8_t *frame, size_t len, uint32_t my_ip, uint1
 	default:
 		break;
 	}
+	h->stamp = h->flags & WIRE_F_AUTH ? get64(m + WIRE_MLF_LEN) : 0;
 	memcpy(src_ip, ip + 12, 4);
 	*body = m + WIRE_MLF_LEN + wire_tag_len(h->flags);
 	return WIRE_OK;

@@ -30,14 +30,18 @@ enum wire_flags {
 	WIRE_F_DONE = 1 << 0,   /* SACK: every byte arrived, the transfer is complete */
 	WIRE_F_RETX = 1 << 1,   /* DATA: this segment is a retransmission */
 	WIRE_F_ACKREQ = 1 << 2, /* DATA: sender asks for a SACK now (tail probe) */
-	WIRE_F_AUTH = 1 << 3,   /* any type: WIRE_TAG_LEN bytes of frame tag follow the header, the
-				 * body after them (docs/wire.md, docs/security.md "Frames") */
+	WIRE_F_AUTH = 1 << 3,   /* any type: WIRE_TAG_LEN bytes of frame tag (the stamp, then the MAC)
+				 * follow the header, the body after them (docs/wire.md,
+				 * docs/security.md "Frames") */
 	WIRE_F_HELD = 1 << 4,   /* SACK: the receiver held the transfer for its announcement and no
 				 * segment's first copy arrived since it was released; the arrivals it
 				 * reports waited at the receiver, so it is no round-trip sample */
 };
 
-#define WIRE_TAG_LEN 16 /* bytes of the frame tag (AUTH_TAG_BYTES: truncated HMAC-SHA256) */
+#define WIRE_STAMP_LEN 8 /* bytes of the transfer stamp, first in the frame tag (docs/security.md
+			  * "Replays"); the MAC covers the header and the stamp as one block */
+#define WIRE_MAC_LEN 16  /* bytes of the MAC after the stamp (AUTH_TAG_BYTES) */
+#define WIRE_TAG_LEN (WIRE_STAMP_LEN + WIRE_MAC_LEN) /* the frame tag: stamp, then MAC */
 
 /** wire_tag_len - bytes of frame tag between the MLfabric header and the body for @flags. */
 static inline uint32_t wire_tag_len(uint16_t flags)
@@ -69,6 +73,8 @@ struct wire_hdr {
 	uint64_t id;     /* transfer id, unique per cluster (sender host index in the top 16 bits) */
 	uint64_t offset; /* see above */
 	uint64_t total;  /* transfer size in bytes */
+	uint64_t stamp;  /* WIRE_F_AUTH only: the transfer stamp, the first WIRE_STAMP_LEN bytes of the
+			  * frame tag (DATA: the sender's stamp of the transfer; SACK, ABORT: 0) */
 };
 
 /** Addresses of one frame (network byte order for ip, raw bytes for mac). */
@@ -92,6 +98,8 @@ enum wire_err {
 	/* not returned by wire_parse: why the dataplane refused a well-formed frame */
 	WIRE_EPEER,      /* source IP not a cluster host, or its source MAC not that host's */
 	WIRE_EAUTH,      /* frame tag missing, forged or corrupt (frame_auth on, docs/security.md) */
+	WIRE_EREPLAY,    /* correctly tagged DATA of a transfer already received, or too old to tell
+			  * (docs/security.md "Replays") */
 	WIRE_ERR_MAX,
 };
 
@@ -102,8 +110,9 @@ const char *wire_err_name(enum wire_err e);
  * wire_encode - write Ethernet, IPv4, UDP and MLfabric headers into @buf.
  * @buf:  at least wire_body_off(@h->flags) bytes; the @h->len bytes of body must follow at
  *        buf + wire_body_off(@h->flags) (written by the caller before or after this call).
- *        With WIRE_F_AUTH in @h->flags the WIRE_TAG_LEN bytes at buf + WIRE_HDRS_LEN are left
- *        for the caller's tag (written after this call: the tag covers the encoded header).
+ *        With WIRE_F_AUTH in @h->flags the frame tag follows the header: @h->stamp is written
+ *        into its first WIRE_STAMP_LEN bytes, its WIRE_MAC_LEN bytes of MAC are left for the
+ *        caller (written after this call: the MAC covers the encoded header and stamp).
  * Fills the IPv4 header checksum and the MLfabric header checksum; the UDP checksum is 0
  * (allowed for IPv4). Returns the frame length in bytes (wire_body_off(h->flags) + h->len).
  */
@@ -117,8 +126,9 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a, const struct wire_hd
  * @h:           filled on WIRE_OK.
  * @src_ip:      filled with the sender's IPv4 address (network order) on WIRE_OK.
  * @body:        set to the first byte of the body (h->len bytes are valid); with WIRE_F_AUTH in
- *               h->flags the frame tag is the WIRE_TAG_LEN bytes before it and the MLfabric
- *               header the WIRE_MLF_LEN bytes before the tag (checked by the caller).
+ *               h->flags the frame tag is the WIRE_TAG_LEN bytes before it (h->stamp read
+ *               from its start, the MAC its last WIRE_MAC_LEN bytes) and the MLfabric header
+ *               the WIRE_MLF_LEN bytes before the tag (checked by the caller).
  * Never reads outside [frame, frame + len). Returns WIRE_OK or the reason of rejection.
  */
 enum wire_err wire_parse(const uint8_t *frame, size_t len, uint32_t my_ip, uint16_t udp_port,

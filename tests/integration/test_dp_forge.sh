@@ -4,7 +4,9 @@
 # 1. without a cluster key: DATA spoofing a's IP from x's own MAC is dropped (source MAC check);
 # 2. with frame_auth (a key): DATA, SACK done and ABORT spoofing a's or b's IP *and* MAC, untagged
 #    or with a made-up tag, are all dropped; the 24 MiB transfer is byte-exact and ok at both ends;
-#    1,100 forged transfer ids open nothing and a later transfer runs.
+#    1,100 forged transfer ids open nothing and a later transfer runs;
+# 3. replay: a transfer captured at b and replayed verbatim from x after b's linger opens nothing
+#    (counted rx_reject_replay, logged); later transfers, also from a's restarted dataplane, run.
 # Before the change, case 2's forged DATA replaced every byte of the transfer with both ends "ok".
 . "$(dirname "$0")/lib.sh"
 FORGE="$ROOT/build/tests/dp_forge"
@@ -31,14 +33,15 @@ random_file "$WORK/src" 24
 ip netns exec forge-sw bridge link set dev x learning off ||
 	fail "cannot turn off MAC learning on x's switch port"
 
-# transfer_under NAME ID FORGE-COMMANDS...: a 24 MiB transfer a -> b paced at 0.3 Gbit/s (~0.7 s) with
-# id ID while each forge command "AS TO KIND [ARGS]" runs from x; asserts byte-exact, ok at both ends.
+# transfer_under NAME ID FORGE-COMMANDS...: a 24 MiB transfer a -> b ($WORK/src, or the file $XSRC)
+# paced at 0.3 Gbit/s (~0.7 s) with id ID while each forge command "AS TO KIND [ARGS]" runs from x;
+# asserts byte-exact, ok at both ends.
 transfer_under() {
-	local name=$1 id=$2; shift 2
+	local name=$1 id=$2 src=${XSRC:-$WORK/src}; shift 2
 	timeout 60 "$XFER" recv --sock "$(sock b)" --count 1 --out "$WORK/dst-$name" --timeout 40 >"$WORK/recv-$name" 2>&1 &
 	local rpid=$! spid
 	sleep 0.2
-	timeout 60 "$XFER" send --sock "$(sock a)" --to b --file "$WORK/src" --rate 0.3 --id "$id" --timeout 20 \
+	timeout 60 "$XFER" send --sock "$(sock a)" --to b --file "$src" --rate 0.3 --id "$id" --timeout 20 \
 		>"$WORK/send-$name" 2>&1 &
 	spid=$!
 	sleep 0.15
@@ -51,8 +54,9 @@ transfer_under() {
 	wait $rpid || fail "$name: receiver failed: $(cat "$WORK/recv-$name")"
 	grep -q '^xfer .*status=ok' "$WORK/send-$name" || fail "$name: sender: $(cat "$WORK/send-$name")"
 	grep -q '^recv .*from=a .*status=ok' "$WORK/recv-$name" || fail "$name: receiver: $(cat "$WORK/recv-$name")"
-	cmp -s "$WORK/src" "$WORK/dst-$name" ||
-		fail "$name: received bytes differ from the sent ones ($(cmp "$WORK/src" "$WORK/dst-$name" 2>&1 | head -1))"
+	grep -q "^recv id=$id " "$WORK/recv-$name" || fail "$name: the app was handed $(cat "$WORK/recv-$name")"
+	cmp -s "$src" "$WORK/dst-$name" ||
+		fail "$name: received bytes differ from the sent ones ($(cmp "$src" "$WORK/dst-$name" 2>&1 | head -1))"
 	[ $# -gt 0 ] || return 0
 	FORGED=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^frames=/) { sub("frames=", "", $i); n += $i } } END { print n + 0 }' "$WORK/forge-$name")
 	[ "$FORGED" -gt 0 ] || fail "$name: no frame was forged"
@@ -91,3 +95,46 @@ ok "frame_auth: $FORGED forged DATA/SACK-done/ABORT frames with a's and b's IP a
 grep -q 'xfer 7b0' "$WORK/dp-b.log" && fail "flood: b opened a forged transfer: $(grep -m1 'xfer 7b0' "$WORK/dp-b.log")"
 transfer_under after 7a00000000000003
 ok "frame_auth: 1,100 forged transfer ids opened nothing; the next transfer byte-exact"
+
+# --- 3. replay (docs/security.md "Replays"): a 2 MiB transfer a -> b captured at b and replayed
+# verbatim from x after b's linger for it (2 x --timeout) ended opens nothing (before: delivered a
+# second time, status ok, the same bytes, to the next app that listened); the next transfer is
+# delivered, and so is one from a's restarted dataplane (a new epoch of stamps)
+dp_stop a b
+dp_start a --timeout 1
+dp_start b --timeout 1
+random_file "$WORK/src2" 2
+"$TB" exec "$CLUSTER" b "$FORGE" --cluster "$CLUSTER" --as a --to b --kind capture --id 7c00000000000001 \
+	--file "$WORK/captured" --wait 30 >"$WORK/capture" 2>&1 &
+cpid=$!
+for _ in $(seq 100); do grep -q capturing "$WORK/capture" && break; sleep 0.1; done
+grep -q capturing "$WORK/capture" || fail "replay: the capture in b's namespace did not start: $(cat "$WORK/capture")"
+XSRC=$WORK/src2 transfer_under orig 7c00000000000001
+wait $cpid || fail "replay: capture failed: $(cat "$WORK/capture")"
+CAPTURED=$(sed -n 's/^captured frames=//p' "$WORK/capture")
+[ "${CAPTURED:-0}" -ge $((2 * 1024 * 1024 / 1408)) ] ||
+	fail "replay: captured ${CAPTURED:-0} frames, fewer than the transfer's segments"
+# b keeps a finished transfer for 2 x --timeout (docs/dataplane.md): wait that out (a protocol
+# constant, not a guess of speed), with 0.5 s to spare
+sleep 2.5
+"$TB" exec "$CLUSTER" x "$FORGE" --cluster "$CLUSTER" --as a --to b --kind replay --file "$WORK/captured" \
+	>"$WORK/replay" 2>&1 || fail "replay: dp_forge replay: $(cat "$WORK/replay")"
+tel=""
+for _ in $(seq 100); do
+	tel=$("$ROOT/build/mlf-tel" forge-b /mlfabric/stats 2>&1) || fail "mlf-tel: $tel"
+	echo "$tel" | grep -q '"rx_reject_replay": *[1-9]' && break
+	sleep 0.1
+done
+echo "$tel" | grep -q '"rx_reject_replay": *[1-9]' ||
+	fail "replay: b did not count the replayed frames as replays within 10 s: $tel"
+# a replayed transfer that opened would wait for a listener and reach this one first
+transfer_under next 7c00000000000002
+[ "$(grep -c 'xfer 7c00000000000001: from a' "$WORK/dp-b.log")" = 1 ] ||
+	fail "replay: b opened the replayed transfer again: $(grep 'xfer 7c00000000000001' "$WORK/dp-b.log")"
+grep -q "WARN.*transfer 7c00000000000001 from a: correctly tagged DATA .* refused as a replay" "$WORK/dp-b.log" ||
+	fail "replay: b logged no WARN naming the replayed transfer"
+REPLAYED=$(sed -n 's/.*frames=\([0-9]*\) .*/\1/p' "$WORK/replay")
+dp_stop a
+dp_start a --timeout 1
+XSRC=$WORK/src2 transfer_under restart 7c00000000000003
+ok "replay: $REPLAYED frames of a captured 2 MiB transfer replayed after b's linger opened nothing (rx_reject_replay), the next transfer and one from a's restarted dataplane byte-exact"

@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 	frame[WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN + 20] ^= 0x55; /* inside the id field */
 	put_record(f, frame, (uint32_t)n, 4);
 
-	/* a tagged ABORT (frame_auth): the 16-byte tag, then the reason */
+	/* a tagged ABORT (frame_auth): the 24-byte tag (stamp 0, MAC), then the reason */
 	h = (struct wire_hdr){ .type = WIRE_ABORT, .flags = WIRE_F_AUTH, .len = 11, .id = 0x0001000000000008ULL };
 	memset(frame + WIRE_HDRS_LEN, 0xcc, WIRE_TAG_LEN);
 	memcpy(frame + wire_body_off(h.flags), "tagged stop", 11);

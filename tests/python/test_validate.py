@@ -236,7 +236,7 @@ class Shipped(unittest.TestCase):
             self.assertRegex(h, r"#define %s %d\b" % (name, v))
         with open(os.path.join(ROOT, "lib", "proto", "cluster.h")) as f:
             self.assertIn("#define CLUSTER_MTU_MIN (%s)" % " + ".join(validate.MTU_HEADERS), f.read())
-        self.assertEqual(validate.MTU_MIN, 1108)
+        self.assertEqual(validate.MTU_MIN, 1116)
 
 
 if __name__ == "__main__":

@@ -132,13 +132,14 @@ START_TEST(foreign_and_inconsistent_frames)
 }
 END_TEST
 
-/* WIRE_F_AUTH: the tag sits between header and body; lengths count it; a frame cut inside the
- * tag or the body is truncated */
+/* WIRE_F_AUTH: the tag (stamp, then MAC) sits between header and body; lengths count it; the
+ * stamp comes back; a frame cut inside the tag or the body is truncated */
 START_TEST(tagged_frame_layout)
 {
 	uint8_t buf[2048];
 	struct wire_addr a = addr();
-	struct wire_hdr h = { .type = WIRE_SACK, .flags = WIRE_F_AUTH, .len = 8, .id = 42 }, g;
+	struct wire_hdr h = { .type = WIRE_SACK, .flags = WIRE_F_AUTH, .len = 8, .id = 42,
+			      .stamp = 0x0102030405060708ULL }, g;
 	uint32_t src, me = inet_addr("10.78.0.2");
 	const uint8_t *body;
 	size_t n;
@@ -152,10 +153,14 @@ START_TEST(tagged_frame_layout)
 	ck_assert_mem_eq(body, "ABCDEFGH", 8);
 	ck_assert_uint_eq(g.flags, WIRE_F_AUTH);
 	ck_assert_uint_eq(g.len, 8);
+	ck_assert_uint_eq(g.stamp, h.stamp);
+	ck_assert_uint_eq(buf[WIRE_HDRS_LEN], 0x01); /* big-endian, first in the tag */
+	ck_assert_uint_eq(buf[WIRE_HDRS_LEN + WIRE_STAMP_LEN], 0xee); /* the MAC is the caller's */
 	for (size_t cut = WIRE_HDRS_LEN; cut < n; cut++)
 		ck_assert_int_ne(wire_parse(buf, cut, me, PORT, &g, &src, &body), WIRE_OK);
 	ck_assert_str_eq(wire_err_name(WIRE_EAUTH), "auth");
 	ck_assert_str_eq(wire_err_name(WIRE_EPEER), "peer");
+	ck_assert_str_eq(wire_err_name(WIRE_EREPLAY), "replay");
 }
 END_TEST
 
