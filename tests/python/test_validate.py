@@ -135,7 +135,7 @@ class Corpus(ExpCase):
         """The message gives the range: the MTU minimum with how it is made up, (0, 1] for accuracy."""
         cp = self.write("c.json", cluster_doc("c['mtu'] = 100"))
         msg = self.refused(self.write("exp.json", exp_doc(cluster=cp)), "mtu")
-        self.assertIn("mtu: an integer in [%d, 9000] (the minimum: IPv4 20 + UDP 8 + MLfabric 40 + frame tag 16"
+        self.assertIn("mtu: an integer in [%d, 9000] (the minimum: IPv4 20 + UDP 8 + MLfabric 40 + frame tag 24 (stamp 8, MAC 16)"
                       % validate.MTU_MIN, msg)
         msg = self.refused(self.write("exp.json", exp_doc(target_accuracy=2)), "target_accuracy")
         self.assertIn("target_accuracy: a number in (0, 1] expected, got 2", msg)
