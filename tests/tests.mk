@@ -41,4 +41,4 @@ INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay
 	       tests/integration/fabric_announce.sh \
 	       tests/integration/fabric_aggregate.sh tests/integration/fabric_aggregate_skip.sh \
 	       tests/integration/fabric_e2e.sh tests/integration/fabric_sync.sh tests/integration/fabric_restart.sh \
-	       tests/integration/fabric_clock.sh
+	       tests/integration/fabric_clock.sh tests/integration/test_dp_arp.sh

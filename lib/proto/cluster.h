@@ -30,6 +30,9 @@ struct cluster_host {
 	char name[CLUSTER_NAME_MAX];
 	uint32_t ip;        /* IPv4 address, network byte order */
 	uint8_t mac[6];     /* Ethernet address of its NIC (default 02:00:<ip bytes>) */
+	int mac_given;      /* 1: "mac" was in the config (a static neighbour entry, never replaced
+			     * by ARP); 0: the default above, which the dataplane resolves by ARP
+			     * instead (docs/dataplane.md "Neighbours") */
 	double up_gbps;     /* uplink capacity host -> switch, Gbit/s */
 	double down_gbps;   /* downlink capacity switch -> host, Gbit/s */
 	unsigned roles;     /* enum cluster_role bits */
