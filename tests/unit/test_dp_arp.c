@@ -13,8 +13,11 @@ static const uint8_t mac_b[6] = { 0x02, 0, 0, 0, 0, 0xb };
 static const uint8_t mac_c[6] = { 0x02, 0, 0, 0, 0, 0xc };
 static const uint8_t mac_x[6] = { 0x02, 0, 0, 0, 0, 0x99 };
 
+static struct arp_table t; /* the table of each test (table()) */
+static struct arp_entry e[3];
+
 /* a table of 3 hosts seen from a (index 0): b unknown, c static at mac_c */
-static void table(struct arp_table *t, struct arp_entry e[3])
+static void table(void)
 {
 	memset(e, 0, 3 * sizeof(*e));
 	e[0].ip = IP(10, 0, 0, 1);
@@ -23,7 +26,7 @@ static void table(struct arp_table *t, struct arp_entry e[3])
 	e[2].ip = IP(10, 0, 0, 3);
 	e[2].state = ARP_STATIC;
 	memcpy(e[2].mac, mac_c, 6);
-	arp_table_init(t, e, 3, 0, mac_a, 0);
+	arp_table_init(&t, e, 3, 0, mac_a, 0);
 }
 
 /* the frame of a message, through arp_build, parsed back */
@@ -93,12 +96,10 @@ END_TEST
 
 START_TEST(answers_requests_for_our_ip_only)
 {
-	struct arp_table t;
-	struct arp_entry e[3];
 	struct arp_msg q;
 	int peer;
 
-	table(&t, e);
+	table();
 	/* a stranger (not in the cluster) asks for us: answered, nothing learned */
 	arp_request(&q, mac_x, IP(10, 0, 0, 77), IP(10, 0, 0, 1));
 	ck_assert_uint_eq(arp_input(&t, &q, &peer), ARP_ACT_REPLY);
@@ -116,12 +117,10 @@ END_TEST
 
 START_TEST(learns_from_requests_and_replies_to_us)
 {
-	struct arp_table t;
-	struct arp_entry e[3];
 	struct arp_msg q, r;
 	int peer;
 
-	table(&t, e);
+	table();
 	ck_assert_ptr_null(arp_mac(&t, 1));
 	/* b's reply to our request */
 	arp_request(&q, mac_a, IP(10, 0, 0, 1), IP(10, 0, 0, 2));
@@ -140,12 +139,10 @@ END_TEST
 
 START_TEST(gratuitous_arp_announces_a_peer)
 {
-	struct arp_table t;
-	struct arp_entry e[3];
 	struct arp_msg g;
 	int peer;
 
-	table(&t, e);
+	table();
 	arp_request(&g, mac_b, IP(10, 0, 0, 2), IP(10, 0, 0, 2));
 	ck_assert_uint_eq(arp_input(&t, &g, &peer), ARP_ACT_LEARNED);
 	ck_assert_mem_eq(arp_mac(&t, 1), mac_b, 6);
@@ -163,12 +160,10 @@ END_TEST
 
 START_TEST(static_entries_win_conflict_reported_once)
 {
-	struct arp_table t;
-	struct arp_entry e[3];
 	struct arp_msg q, r;
 	int peer;
 
-	table(&t, e);
+	table();
 	ck_assert_mem_eq(arp_mac(&t, 2), mac_c, 6);
 	arp_request(&q, mac_a, IP(10, 0, 0, 1), IP(10, 0, 0, 3));
 	arp_reply(&r, mac_x, IP(10, 0, 0, 3), &q);
@@ -185,13 +180,11 @@ END_TEST
 
 START_TEST(requests_back_off_until_resolved)
 {
-	struct arp_table t;
-	struct arp_entry e[3];
 	struct arp_msg g;
 	int cur = 0, peer;
 	uint64_t now = 0, gaps[8];
 
-	table(&t, e);
+	table();
 	/* only b (unknown) is asked for; at once, then after 50, 100, 200 ... ms up to 1 s */
 	ck_assert_int_eq(arp_due(&t, now, &cur), 1);
 	ck_assert_int_eq(arp_due(&t, now, &cur), -1);
