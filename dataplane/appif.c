@@ -21,6 +21,7 @@
 #include "dp.h"
 #include "log.h"
 #include "delivery.h"
+#include "placement.h"
 
 #define MAX_CLIENTS 64
 #define MAX_CHANS TRANSPORT_MAX_CHANS
@@ -568,6 +569,8 @@ static void serve(int c)
 				break;
 			}
 			err[0] = '\0';
+			if (fd >= 0)
+				placement_bind_fd(fd, m.offset + m.bytes); /* the port's node (NUMA) */
 			r.id = transport_submit(&m, fd, owner_of(c), err, sizeof(err));
 			if (!r.id) {
 				r.status = -EINVAL;

@@ -21,7 +21,7 @@ PROGRAMS += $(BUILD)/mlf-dataplane $(BUILD)/mlf-xfer $(BUILD)/mlf-tel
 
 $(BUILD)/mlf-dataplane: $(DP_OBJS) $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lnuma -lpthread
 
 $(BUILD)/dataplane/tools/mlf_xfer.o: dataplane/tools/mlf_xfer.c
 	@mkdir -p $(@D)
@@ -36,7 +36,8 @@ $(BUILD)/mlf-tel: $(BUILD)/dataplane/tools/mlf_tel.o
 	$(CC) $(CFLAGS) -o $@ $^
 
 DP_TESTS := test_dp_wire test_dp_pacer test_dp_sack test_dp_fault test_dp_delivery test_dp_appmsg test_dp_announce \
-            test_dp_replay test_dp_lossresp
+            test_dp_replay test_dp_lossresp \
+	    test_dp_arp test_dp_numa
 UNIT_TESTS += $(DP_TESTS:%=$(BUILD)/tests/%)
 
 # the tests of the core see its headers (and, like the core, no DPDK)

@@ -6,6 +6,7 @@
 
 #include "dp.h"
 #include "log.h"
+#include "neigh.h"
 #include "portio.h"
 #include "tbucket.h"
 
@@ -34,6 +35,11 @@ int egress_sign(uint8_t *frame, const struct wire_addr *a, const void *body, uin
 			      m + WIRE_MLF_LEN + WIRE_STAMP_LEN);
 }
 
+int egress_ready(int peer)
+{
+	return neigh_ready(peer);
+}
+
 void egress_addr(int peer, struct wire_addr *a)
 {
 	const struct cluster_host *me = &dp.cluster.hosts[dp.me], *h = &dp.cluster.hosts[peer];
@@ -49,8 +55,11 @@ int egress_now(int peer, struct wire_hdr *h, const void *body)
 {
 	struct wire_addr a;
 	struct rte_mbuf *f;
-	uint8_t *p = portio_tx_alloc((uint16_t)egress_frame_len(h->len), &f);
+	uint8_t *p;
 
+	if (!neigh_ready(peer))
+		return -EHOSTUNREACH;
+	p = portio_tx_alloc((uint16_t)egress_frame_len(h->len), &f);
 	if (!p)
 		return -ENOBUFS;
 	egress_addr(peer, &a);

@@ -23,13 +23,20 @@ uint32_t egress_frame_len(uint32_t payload);
  */
 int egress_sign(uint8_t *frame, const struct wire_addr *a, const void *body, uint32_t len);
 
+/**
+ * egress_ready - 1 when frames may go to host @peer: its MAC is static or resolved by ARP
+ * (neigh_ready, docs/dataplane.md "Neighbours"); 0 while it is not (the caller waits; logged).
+ */
+int egress_ready(int peer);
+
 /** egress_addr - fill @a with the Ethernet/IP/UDP addresses from this host to host @peer. */
 void egress_addr(int peer, struct wire_addr *a);
 
 /**
  * egress_now - send the frame of header @h (h->len bytes of @body follow it) to host @peer at
  * once, charged to the shaper without waiting for tokens (acknowledgements, aborts and
- * keepalives must not queue behind data). Returns 0, or -ENOBUFS when no frame buffer is free.
+ * keepalives must not queue behind data). Returns 0, -ENOBUFS when no frame buffer is free, or
+ * -EHOSTUNREACH while @peer's MAC is not resolved yet (egress_ready).
  */
 int egress_now(int peer, struct wire_hdr *h, const void *body);
 

@@ -25,6 +25,8 @@
 #include "dp.h"
 #include "log.h"
 #include "monitor.h"
+#include "neigh.h"
+#include "placement.h"
 #include "portio.h"
 #include "transport.h"
 
@@ -280,6 +282,7 @@ static void run(void)
 			work |= transport_timers();
 			work |= appif_poll();
 			work |= ctlrelay_poll();
+			work |= neigh_poll();
 			appif_check_order(ORDER_HOLD_FACTOR * dp.timeout_ns);
 			if (dp.clk.mono_ns - last_mon >= MONITOR_NS) {
 				last_mon = dp.clk.mono_ns;
@@ -371,10 +374,13 @@ int main(int argc, char **argv)
 
 	if ((ret = portio_init((uint16_t)o.port, dp.cluster.mtu, dp.my_mac, err, sizeof(err))) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
-	if (memcmp(dp.my_mac, dp.cluster.hosts[dp.me].mac, 6) != 0)
+	if (dp.cluster.hosts[dp.me].mac_given && memcmp(dp.my_mac, dp.cluster.hosts[dp.me].mac, 6) != 0)
 		log_warn("port MAC %02x:%02x:%02x:%02x:%02x:%02x is not %s's mac in %s: peers drop its frames "
 			 "(they accept a host's frames only from its configured MAC)", dp.my_mac[0], dp.my_mac[1],
 			 dp.my_mac[2], dp.my_mac[3], dp.my_mac[4], dp.my_mac[5], o.host, o.cluster);
+	placement_init(portio_socket());
+	if (neigh_init() < 0)
+		rte_exit(EXIT_FAILURE, "out of memory for the neighbour table\n");
 	if (dp.cluster.frame_auth) {
 		uint8_t key[AUTH_KEY_BYTES];
 		if (auth_key_load(dp.cluster.key_file, key, err, sizeof(err)) < 0)
@@ -420,6 +426,7 @@ int main(int argc, char **argv)
 	ctlrelay_close();
 	appif_close();
 	portio_close();
+	neigh_close();
 	auth_frame_free(dp.frame_auth);
 	if (udp_fd >= 0)
 		close(udp_fd);

@@ -12,6 +12,7 @@
 
 #include "dp.h"
 #include "log.h"
+#include "nodepick.h"
 
 #define TXQ_CAP 256
 #define HOLD_CAP 1024
@@ -24,6 +25,7 @@ struct held {
 
 static struct {
 	uint16_t port;
+	int socket;                /* of the pool and rings: the port's, or SOCKET_ID_ANY */
 	struct rte_mempool *pool;
 	struct rte_mbuf *txq[TXQ_CAP];
 	unsigned ntx;
@@ -36,14 +38,24 @@ static struct {
 	int driver_copies;  /* the driver copies tx frames into its own ring: zero-copy payloads */
 } pio = { .rng = 0x9e3779b97f4a7c15ULL };
 
-/* Creates the mbuf pool with @room data bytes per mbuf; NULL on failure (rte_errno). */
+/*
+ * Creates the mbuf pool with @room data bytes per mbuf on pio.socket; NULL on failure (rte_errno).
+ * When that socket has no memory (EAL --socket-mem gave it none), any socket, with a warning.
+ */
 static struct rte_mempool *make_pool(unsigned room)
 {
 	char name[32];
+	struct rte_mempool *mp;
 
 	snprintf(name, sizeof(name), "mlf_mbufs_%u", room);
-	return rte_pktmbuf_pool_create(name, 8191, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
-				       (int)rte_socket_id());
+	mp = rte_pktmbuf_pool_create(name, 8191, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), pio.socket);
+	if (!mp && pio.socket != SOCKET_ID_ANY && rte_errno == ENOMEM) {
+		log_warn("port %u: no memory on its socket %d for mbufs (EAL --socket-mem): using any socket",
+			 pio.port, pio.socket);
+		pio.socket = SOCKET_ID_ANY;
+		mp = rte_pktmbuf_pool_create(name, 8191, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), pio.socket);
+	}
+	return mp;
 }
 
 int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen)
@@ -61,6 +73,7 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 	if (room < 2048)
 		room = 2048;
 	pio.port = port;
+	pio.socket = nodepick_pool_socket(rte_eth_dev_socket_id(port));
 	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) < 0) {
 		snprintf(err, errlen, "cannot configure port %u: %s", port, strerror(-rc));
 		return rc;
@@ -76,7 +89,7 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 				 rte_strerror(rte_errno));
 			return -ENOMEM;
 		}
-		rc = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL, pio.pool);
+		rc = rte_eth_rx_queue_setup(port, 0, 1024, (unsigned)pio.socket, NULL, pio.pool);
 		if (rc != -ENOMEM || room >= UINT16_MAX - RTE_PKTMBUF_HEADROOM)
 			break;
 		rte_mempool_free(pio.pool);
@@ -92,7 +105,7 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 			log_warn("port %u: cannot set MTU %d (%s); frames of that size need the NIC or "
 				 "interface MTU set to it", port, mtu, strerror(-mrc));
 	}
-	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) < 0) {
+	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, 1024, (unsigned)pio.socket, NULL)) < 0) {
 		snprintf(err, errlen, "cannot set up queues of port %u: %s", port, strerror(-rc));
 		return rc;
 	}
@@ -106,10 +119,17 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 				    strcmp(info.driver_name, "net_af_packet") == 0 &&
 				    (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
 	}
+	log_info("port %u: NUMA socket %d (rte_eth_dev_socket_id), mbuf pool and rings on %s %d", port,
+		 rte_eth_dev_socket_id(port), pio.socket == SOCKET_ID_ANY ? "any socket," : "socket", pio.socket);
 	rte_eth_promiscuous_enable(port);
 	rte_eth_macaddr_get(port, &ea);
 	memcpy(mac, ea.addr_bytes, 6);
 	return 0;
+}
+
+int portio_socket(void)
+{
+	return rte_eth_dev_socket_id(pio.port);
 }
 
 void portio_set_faults(const struct fault_spec *f, uint32_t cut_ip)

@@ -13,10 +13,17 @@ struct rte_mbuf;
 
 /**
  * portio_init - configure and start DPDK port @port (1 rx + 1 tx queue) with mbufs large
- * enough for frames of IP MTU @mtu. Reads the port MAC into @mac.
+ * enough for frames of IP MTU @mtu, pool and rings on the port's NUMA socket (any socket when
+ * it is unknown or has no memory; logged). Reads the port MAC into @mac.
  * Returns 0, or -errno with @err naming the failing step (no port, mempool, configure, start).
  */
 int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen);
+
+/**
+ * portio_socket - the NUMA socket of the port (rte_eth_dev_socket_id), -1 when unknown. The
+ * mbuf pool and rings live there (docs/dataplane.md "NUMA"); SOCKET_ID_ANY when it is unknown.
+ */
+int portio_socket(void);
 
 /** portio_set_faults - replace the fault spec; @cut_ip = address of the cut host (0 = none). */
 void portio_set_faults(const struct fault_spec *f, uint32_t cut_ip);

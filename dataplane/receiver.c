@@ -16,6 +16,7 @@
 #include "egress.h"
 #include "log.h"
 #include "replay.h"
+#include "placement.h"
 
 #define SACK_EVERY_MIN 16        /* new segments between SACKs, at least ... */
 #define SACK_EVERY_BYTES 98304   /* ... and ~96 KB of them: 64 at MTU 1500, where each SACK is a
@@ -157,6 +158,7 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 		egress_abort(peer, h->id, "receiver out of memory");
 		return NULL;
 	}
+	placement_bind_fd(x->fd, h->total); /* pages on the port's node, before the first write */
 	x->id = h->id;
 	x->peer = peer;
 	x->chan = h->chan;

@@ -298,7 +298,7 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 		x->state = XFER_ACTIVE;
 		x->sack.last_ack_ns = dp.clk.mono_ns;
 	}
-	if (x->state != XFER_ACTIVE)
+	if (x->state != XFER_ACTIVE || !egress_ready(x->peer))
 		return 0;
 	pacer_advance(&x->pacer, dp.clk.tsc);
 	egress_addr(x->peer, &a);

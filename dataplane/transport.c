@@ -9,6 +9,7 @@
 #include "dp.h"
 #include "egress.h"
 #include "log.h"
+#include "neigh.h"
 #include "portio.h"
 #include "receiver.h"
 #include "sender.h"
@@ -77,6 +78,8 @@ void transport_rx(const uint8_t *frame, uint16_t len)
 				     &src, &body);
 	int peer;
 
+	if (neigh_rx(frame, len))
+		return; /* ARP: answered or learned from (neigh.c) */
 	if (e != WIRE_OK) {
 		dp.cnt.rx_reject[e]++;
 		return;

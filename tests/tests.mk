@@ -41,6 +41,6 @@ INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay
 	       tests/integration/fabric_announce.sh \
 	       tests/integration/fabric_aggregate.sh tests/integration/fabric_aggregate_skip.sh \
 	       tests/integration/fabric_e2e.sh tests/integration/fabric_sync.sh tests/integration/fabric_restart.sh \
-	       tests/integration/fabric_clock.sh
+	       tests/integration/fabric_clock.sh tests/integration/test_dp_arp.sh
 # the runner launching over ssh into emulated hosts (docs/deploy.md "Trying it on one machine")
 INTEG_TESTS += tests/integration/cluster_ssh.sh

@@ -270,6 +270,7 @@ static int parse_host(json_t *jh, int idx, struct cluster_host *h, const char *o
 			snprintf(err, errlen, "%s: %smac: must look like 02:00:0a:4d:00:0a", origin, where);
 			return -EINVAL;
 		}
+		h->mac_given = 1;
 	} else {
 		h->mac[0] = 0x02;
 		h->mac[1] = 0x00;

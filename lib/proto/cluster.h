@@ -50,6 +50,9 @@ struct cluster_host {
 			      * scheduler connection, ssh and mlf-top; network order; 0 = ip */
 	struct cluster_dpdk dpdk; /* the dataplane's EAL settings (all empty: none given) */
 	uint8_t mac[6];     /* Ethernet address of its NIC (default 02:00:<ip bytes>) */
+	int mac_given;      /* 1: "mac" was in the config (a static neighbour entry, never replaced
+			     * by ARP); 0: the default above, which the dataplane resolves by ARP
+			     * instead (docs/dataplane.md "Neighbours") */
 	double up_gbps;     /* uplink capacity host -> switch, Gbit/s */
 	double down_gbps;   /* downlink capacity switch -> host, Gbit/s */
 	unsigned roles;     /* enum cluster_role bits */

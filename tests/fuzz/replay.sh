@@ -5,7 +5,7 @@
 # sanitize`) or an unreadable input fails it. Run from the repository root.
 dir=$(dirname "$0")
 rc=0
-for h in wire ctl appmsg plan cluster sched fabric appif; do
+for h in wire ctl appmsg plan cluster sched fabric appif arp; do
 	set -- tests/fuzz/corpus/$h
 	[ -d tests/fuzz/regress/$h ] && set -- "$@" tests/fuzz/regress/$h
 	"$dir/fuzz_$h" "$@" || { echo "FAIL test_fuzz_replay: harness $h"; rc=1; }
