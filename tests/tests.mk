@@ -41,3 +41,6 @@ INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay
 	       tests/integration/fabric_announce.sh \
 	       tests/integration/fabric_aggregate.sh tests/integration/fabric_aggregate_skip.sh \
 	       tests/integration/fabric_e2e.sh tests/integration/fabric_sync.sh tests/integration/fabric_restart.sh
+
+# every synchronization system by name alone on a short experiment: its accuracy rises
+INTEG_TESTS += tests/integration/systems_by_name.sh
