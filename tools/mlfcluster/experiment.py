@@ -300,7 +300,7 @@ class Experiment:
             return
         w, n = self.workers, self.nw
         if "hop_graph" in self.raw or not isinstance(self.cluster_graph, dict):
-            g = self.raw["hop_graph"] if "hop_graph" in self.raw else self.settings("hop")["hop_graph"]
+            g = self.settings("hop")["hop_graph"]
         else:
             g = {h: [x for x in v if x in w] for h, v in self.cluster_graph.items()
                  if h in w and isinstance(v, list)}
