@@ -57,16 +57,16 @@ int adsp_compare(const double *t, const double *v, const double *se, int n, doub
 
 	*va = *vb = 0;
 	if (n < 3 || n % 2 == 0)
-		return 0;
+		return -1;
 	for (int i = 0; i < n; i++)
 		if (!isfinite(t[i]) || !(v[i] > 0) || !isfinite(v[i]) || !(se[i] >= 0))
-			return 0; /* no speed, or a window where the loss did not fall: no evidence */
+			return -1; /* no speed, or a window where the loss did not fall: no evidence */
 	for (int i = 1; i < n; i += 2) {
 		/* r_a's speed at window i: interpolated in log between its neighbours, exact when the
 		 * trend slows every second by the same factor */
 		double w = (t[i] - t[i - 1]) / (t[i + 1] - t[i - 1]);
 		if (!(w > 0 && w < 1))
-			return 0;
+			return -1;
 		double lai = (1 - w) * log(v[i - 1]) + w * log(v[i + 1]);
 		/* the error of the log ratio from the windows' slope errors (relative errors) */
 		double e0 = (1 - w) * se[i - 1] / v[i - 1], e2 = w * se[i + 1] / v[i + 1], e1 = se[i] / v[i];
@@ -127,10 +127,22 @@ static void end_window(struct adsp *a, double now)
 		a->r = a->n_win % 2 ? a->r_b : a->r_a;
 		return;
 	}
+	double va, vb;
+	int verdict = adsp_compare(a->win_t, a->win_v, a->win_se, a->n_win, &va, &vb);
+	if (verdict < 0 && a->retries < ADSP_RETRIES) {
+		/* no evidence (e.g. no commit yet in the first window of a long check period): the
+		 * same comparison again */
+		a->retries++;
+		start_comparison(a, a->r_a, now);
+		return;
+	}
 	a->decisions++;
+	a->retries = 0;
 	a->last_ra = a->r_a;
 	a->last_rb = a->r_b;
-	if (adsp_compare(a->win_t, a->win_v, a->win_se, a->n_win, &a->last_r1, &a->last_r2)) {
+	a->last_r1 = va;
+	a->last_r2 = vb;
+	if (verdict > 0) {
 		start_comparison(a, a->r_b, now);
 	} else {
 		a->r = a->r_a;
@@ -151,6 +163,7 @@ int adsp_checkpoint(struct adsp *a, double now, int64_t c_max)
 	} else if (a->cfg.fixed_r == 0 && a->cfg.epoch_s > 0 && now - a->t_epoch >= a->cfg.epoch_s) {
 		/* Alg. 1 lines 2-3: a new epoch searches again from the smallest rate */
 		a->t_epoch = now;
+		a->retries = 0;
 		start_comparison(a, 1, now);
 		if (a->c_target < c_max)
 			a->c_target = c_max;

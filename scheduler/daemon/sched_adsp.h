@@ -14,6 +14,8 @@
 #define ADSP_MIN_GAIN 0.10  /* r_b wins only when its speed is this fraction above r_a's in
 			     * every one of its windows ... */
 #define ADSP_SE_K 1.0       /* ... by more than this many standard errors of the ratio */
+#define ADSP_RETRIES 2      /* a comparison without evidence runs again this many times before
+			     * the incumbent stays */
 
 /** Settings (mlf-scheduler --adsp GAMMA, --adsp-eval S, --adsp-epoch S, --adsp-rate R). */
 struct adsp_cfg {
@@ -62,7 +64,8 @@ struct adsp {
 	double last_r1, last_r2; /* the last comparison's speeds of r_a and r_b at the same point of
 				  * training (0 before; for the records) */
 	int last_ra, last_rb;    /* the rates of the last comparison (0 before) */
-	int decisions;           /* comparisons made in all */
+	int decisions;           /* comparisons decided in all */
+	int retries;             /* runs of the current comparison that gave no evidence */
 };
 
 /**
@@ -87,9 +90,10 @@ double adsp_speed(const struct adsp_point *p, int n, double t_from, double *se);
  * the speed by the same factor per second cancels exactly; a trend that flattens out counts
  * against r_b). @se: the speeds' standard errors. Returns 1 when r_b is better: in every r_b
  * window the log of its speed over r_a's there, less ADSP_SE_K x that ratio's error, is above
- * log(1 + ADSP_MIN_GAIN); 0 when not, or when a speed is not finite or not > 0 (a
- * window where the loss did not fall) or the times are not in order. *@va, *@vb out: the
- * geometric means of r_a's interpolated speeds and of r_b's (0 when nothing was compared).
+ * log(1 + ADSP_MIN_GAIN); 0 when not; -1 (no evidence) when @n is even or < 3, a speed is not
+ * finite or not > 0 (a window where the loss did not fall) or the times are not in order.
+ * *@va, *@vb out: the geometric means of r_a's interpolated speeds and of r_b's (0 when
+ * nothing was compared).
  */
 int adsp_compare(const double *t, const double *v, const double *se, int n, double *va, double *vb);
 
@@ -105,7 +109,8 @@ void adsp_loss(struct adsp *a, double t, double loss);
 /**
  * adsp_checkpoint - called when @now >= a->next_check: advance the search (after eval_s of a
  * trial window, the other rate runs; after ADSP_TRIALS windows, adsp_compare decides: r_b wins
- * and is compared with 2 r_b next, else r_a stays for the rest of the epoch; a new epoch starts
+ * and is compared with 2 r_b next, else r_a stays for the rest of the epoch; a comparison
+ * without evidence runs again, up to ADSP_RETRIES times, before r_a stays; a new epoch starts
  * over at r = 1), then C_target += r (the first checkpoint: C_target = @c_max + r, the
  * paper's max c_i + 1 for r = 1, and the losses reported before it are dropped). @c_max: the
  * most commits of any live worker. The daemon calls the first one only once a worker is live.

@@ -125,13 +125,13 @@ static void checkpoint(struct sched *s, void *data, double now)
 		json_array_append_new(reports, json_integer(r->a.win_n[i]));
 	}
 	sched_rec_put(r->rec, json_pack("{s:f, s:I, s:i, s:s, s:i, s:i, s:I, s:o, s:o, s:f, s:f, s:o, s:o, "
-					"s:i, s:i}",
+					"s:i, s:i, s:i}",
 					"t", now, "check", (json_int_t)r->a.check, "r", r->a.r,
 					"phase", phase_name[r->a.phase], "r_a", r->a.r_a, "r_b", r->a.r_b,
 					"c_target", (json_int_t)r->a.c_target, "delta", deltas, "c", counts,
 					"r1", r->a.last_r1, "r2", r->a.last_r2, "speeds", speeds,
 					"window_losses", reports, "losses", r->a.n_b,
-					"decisions", r->a.decisions));
+					"decisions", r->a.decisions, "retries", r->a.retries));
 }
 
 /* A worker registered: once the first checkpoint passed it gets the current `commit_rate` at

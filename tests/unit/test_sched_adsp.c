@@ -49,7 +49,7 @@ END_TEST
  * comparing consecutive windows would keep r_a); the same trend with r_b 10% slower, or equal,
  * keeps r_a; 20% faster with 10% errors on the speeds keeps r_a (not clear of the noise), and
  * so does 20% faster in one r_b window only; too few windows, or a window where the loss did
- * not fall, decide nothing. */
+ * not fall, are no evidence (-1). */
 START_TEST(compare_cancels_the_trend)
 {
 	double t[5] = { 1, 3, 5, 7, 9 }, v[5], se[5] = { 0 }, va, vb;
@@ -73,12 +73,12 @@ START_TEST(compare_cancels_the_trend)
 	for (int i = 0; i < 5; i++)
 		v[i] = pow(0.7, i);
 	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), 0);
-	ck_assert_int_eq(adsp_compare(t, v, se, 4, &va, &vb), 0);
-	ck_assert_int_eq(adsp_compare(t, v, se, 1, &va, &vb), 0);
+	ck_assert_int_eq(adsp_compare(t, v, se, 4, &va, &vb), -1);
+	ck_assert_int_eq(adsp_compare(t, v, se, 1, &va, &vb), -1);
 	v[2] = NAN;
-	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), 0);
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), -1);
 	v[2] = -0.1;
-	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), 0);
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), -1);
 }
 END_TEST
 
@@ -107,10 +107,11 @@ END_TEST
  * A synthetic training run: the loss falls as dl/dt = -k[r] g(t) (l - 0.1)^2, where k[r] is how
  * good the rate in force is and g(t) = exp(-t / 8) a trend that slows every rate as training
  * goes on (the later of two windows always falls slower), and the loss's floor 0.1 another; the
- * server reports the loss every 0.5 s with a deterministic +-0.5% noise; checkpoints every second, trial windows of 3 s.
+ * server reports the loss every 0.5 s with a deterministic +-0.5% noise; before @flat_s the
+ * loss does not move; checkpoints every second, trial windows of 3 s.
  * Returns the rate in force at the end of @secs seconds.
  */
-static int simulate(struct adsp *a, const double *k, double secs)
+static int simulate_flat(struct adsp *a, const double *k, double secs, double flat_s)
 {
 	struct adsp_cfg cfg = { .gamma_s = 1, .eval_s = 3, .max_lag_r = 4 };
 	double l = 2.3, dt = 0.01;
@@ -122,13 +123,19 @@ static int simulate(struct adsp *a, const double *k, double secs)
 		if (step % 100 == 0)
 			adsp_checkpoint(a, t, 0);
 		ck_assert_int_le(a->r, 16);
-		l -= dt * k[a->r] * exp(-t / 8) * (l - 0.1) * (l - 0.1);
+		if (t >= flat_s)
+			l -= dt * k[a->r] * exp(-(t - flat_s) / 8) * (l - 0.1) * (l - 0.1);
 		if (step % 50 == 25) {
 			seed = seed * 1103515245 + 12345;
 			adsp_loss(a, t, l * (1 + 0.01 * ((seed >> 16) % 1000 / 1000.0 - 0.5)));
 		}
 	}
 	return a->r;
+}
+
+static int simulate(struct adsp *a, const double *k, double secs)
+{
+	return simulate_flat(a, k, secs, 0);
 }
 
 /* Under that trend the search picks a rate that is truly faster and stays when none is: k 1.25
@@ -154,6 +161,11 @@ START_TEST(search_picks_the_better_rate_under_a_trend)
 	ck_assert_int_eq(a.decisions, 1);
 	ck_assert_int_eq(simulate(&a, equal, 40), 1);
 	ck_assert_int_eq(a.decisions, 1);
+	/* nothing moves for the first 4 s (no commit yet in a long check period): the first
+	 * comparison has no evidence and runs again, which picks rate 2 */
+	ck_assert_int_eq(simulate_flat(&a, better2, 60, 4), 2);
+	ck_assert_int_eq(a.decisions, 2);
+	ck_assert_int_eq(a.last_ra, 2);
 }
 END_TEST
 
