@@ -19,7 +19,7 @@ struct adsp_run {
 	FILE *rec;      /* adsp.jsonl (NULL: records off) */
 };
 
-static const char *const phase_name[] = { "eval-r", "eval-r+1", "fixed" };
+static const char *const phase_name[] = { "eval-r", "eval-2r", "fixed" };
 
 static int live_worker(const struct sched *s, int h)
 {
@@ -107,9 +107,10 @@ static void checkpoint(struct sched *s, void *data, double now)
 	}
 	int r_before = r->a.r;
 	if (adsp_checkpoint(&r->a, now, c_max))
-		log_info("ADSP checkpoint %lld: commit rate %d -> %d per %.2f s (%s; rewards %.4g vs %.4g)",
-			 (long long)r->a.check, r_before, r->a.r, r->a.cfg.gamma_s,
-			 phase_name[r->a.phase], r->a.last_r1, r->a.last_r2);
+		log_info("ADSP checkpoint %lld: commit rate %d -> %d per %.2f s (%s; last comparison: "
+			 "speed %.4g at rate %d vs %.4g at %d)", (long long)r->a.check, r_before, r->a.r,
+			 r->a.cfg.gamma_s, phase_name[r->a.phase], r->a.last_r1, r->a.last_ra, r->a.last_r2,
+			 r->a.last_rb);
 	json_t *deltas = json_object(), *counts = json_object();
 	for (int h = 0; h < s->cl.n_hosts; h++) {
 		if (!live_worker(s, h))
@@ -118,12 +119,19 @@ static void checkpoint(struct sched *s, void *data, double now)
 		json_object_set_new(counts, s->cl.hosts[h].name,
 				    json_integer((json_int_t)s->hosts[h].n_pushed));
 	}
-	sched_rec_put(r->rec, json_pack("{s:f, s:I, s:i, s:s, s:I, s:o, s:o, s:f, s:f, s:i, s:i, s:i}",
+	json_t *speeds = json_array(), *reports = json_array();
+	for (int i = 0; i < r->a.n_win; i++) {
+		json_array_append_new(speeds, isfinite(r->a.win_v[i]) ? json_real(r->a.win_v[i]) : json_null());
+		json_array_append_new(reports, json_integer(r->a.win_n[i]));
+	}
+	sched_rec_put(r->rec, json_pack("{s:f, s:I, s:i, s:s, s:i, s:i, s:I, s:o, s:o, s:f, s:f, s:o, s:o, "
+					"s:i, s:i, s:i}",
 					"t", now, "check", (json_int_t)r->a.check, "r", r->a.r,
-					"phase", phase_name[r->a.phase], "c_target",
-					(json_int_t)r->a.c_target, "delta", deltas, "c", counts,
-					"r1", r->a.last_r1, "r2", r->a.last_r2, "losses_a", r->a.n_a,
-					"losses", r->a.n_b, "decisions", r->a.decisions));
+					"phase", phase_name[r->a.phase], "r_a", r->a.r_a, "r_b", r->a.r_b,
+					"c_target", (json_int_t)r->a.c_target, "delta", deltas, "c", counts,
+					"r1", r->a.last_r1, "r2", r->a.last_r2, "speeds", speeds,
+					"window_losses", reports, "losses", r->a.n_b,
+					"decisions", r->a.decisions, "retries", r->a.retries));
 }
 
 /* A worker registered: once the first checkpoint passed it gets the current `commit_rate` at

@@ -140,10 +140,11 @@ class Validation(Tmp):
     def test_hop_graph(self):
         """System hop's graph (ring, ring-based, an object) and settings; a graph naming
         an unknown host, one-way or disconnected, and backups that leave nothing, are refused."""
-        e = self.exp(systems=["hop"])
+        e = self.exp(systems=["hop"], hop_graph="ring")
         self.assertEqual(e.hop_nb["w0"], ["w1", "w3"])
         self.assertEqual(self.exp(systems=["hop"], hop_graph="ring-based").hop_nb["w0"], ["w1", "w2", "w3"])
-        a = self.exp(systems=["hop"], hop_backups=1, hop_staleness=2, hop_max_ig=3, hop_jump=4).hop_args("w1")
+        self.assertEqual(self.exp(systems=["hop"]).hop_nb["w0"], ["w1", "w2", "w3"])  # Hop's default
+        a = self.exp(systems=["hop"], hop_graph="ring", hop_backups=1, hop_staleness=2, hop_max_ig=3, hop_jump=4).hop_args("w1")
         self.assertEqual(a, ["--hop-neighbours", "w0,w2", "--hop-backups", "1", "--hop-staleness", "2", "--hop-max-ig", "3",
                              "--init-seed", "1", "--hop-jump", "4@1"])
         g = {"w0": ["w1"], "w1": ["w0", "w2"], "w2": ["w1", "w3"], "w3": ["w2"]}
@@ -168,7 +169,7 @@ class Validation(Tmp):
             with open(path, "w") as f:
                 json.dump(dict(cl, graph={"w0": ["w1"], "w1": ["w0", "w2"], "w2": ["w1"]}), f)
             self.bad("the graph of %s gives no neighbour to w3 (set hop_graph)" % path, systems=["hop"], cluster=path)
-        self.bad("hop_backups: 2 leaves no neighbour", systems=["hop"], hop_backups=2)
+        self.bad("hop_backups: 2 leaves no neighbour", systems=["hop"], hop_graph="ring", hop_backups=2)
         self.bad("hop_jump: skipping iterations needs token queues", systems=["hop"], hop_jump=2, hop_max_ig=0)
         self.bad("does not apply to system hop", systems=["hop"], replication={"mode": "chain"},
                  cluster=os.path.join(ROOT, "conf/cluster-repl.json"))
@@ -192,6 +193,54 @@ class Validation(Tmp):
         self.bad("local_steps: an integer in [1, 100000] expected", systems=["local-sgd"], local_steps=2.5)
         self.bad("adsp_global_lr: a number in (0, 4096] expected", systems=["adsp"], adsp_global_lr=0)
         self.bad("unknown system", systems=["adsp2"])
+
+    def test_system_defaults(self):
+        """Each system's paper defaults apply for the keys the experiment leaves out (ADSP's
+        global learning rate 1/M, ESync's epsilon 1, Hop's ring-based graph), only to that
+        system; an explicit key wins; the cluster config's graph stays Hop's default."""
+        e = self.exp(systems=["adsp", "esync", "hop", "mlfabric-a"], workers=["w0", "w1", "w2", "w3"])
+        self.assertEqual(e.settings("adsp")["adsp_global_lr"], "0.25")
+        self.assertEqual(e.settings("esync")["esync_global_lr"], "1")
+        self.assertEqual(e.settings("hop")["hop_graph"], "ring-based")
+        self.assertEqual(e.hop_nb["w0"], ["w1", "w2", "w3"])
+        self.assertIsNone(e.settings("mlfabric-a")["adsp_global_lr"])
+        self.assertIsNone(e.settings("esync")["adsp_global_lr"])
+        self.assertIsNone(e.s["adsp_global_lr"])  # the experiment's own keys are unchanged
+        self.assertEqual([a[:3] for a in e.applied], [("adsp", "adsp_global_lr", "0.25"),
+                                                       ("esync", "esync_global_lr", "1"),
+                                                       ("hop", "hop_graph", "ring-based")])
+        self.assertIn("adsp-aaai2020 §5.1", e.applied[0][3])
+        self.assertIn("M = 4 workers", e.applied[0][3])
+        self.assertEqual(self.exp(systems=["adsp"], workers=["w0", "w1"]).settings("adsp")["adsp_global_lr"], "0.5")
+        # explicit keys win, and nothing is reported as a default
+        e = self.exp(systems=["adsp", "esync", "hop"], adsp_global_lr=1, esync_global_lr=4, hop_graph="ring")
+        self.assertEqual((e.settings("adsp")["adsp_global_lr"], e.settings("esync")["esync_global_lr"],
+                          e.settings("hop")["hop_graph"]), ("1", "4", "ring"))
+        self.assertEqual(e.hop_nb["w0"], ["w1", "w3"])
+        self.assertEqual(e.applied, [])
+        # a system without paper defaults gets none
+        self.assertEqual(self.exp(systems=["ssp", "asp", "local-sgd", "async"]).applied, [])
+
+    def test_check_prints_defaults(self):
+        """`mlf-cluster check` prints one line per default it applied (system, key, value, the
+        paper's section), and none for a key the experiment sets."""
+        import subprocess
+        from exp_case import ROOT
+        self.exp(systems=["adsp", "esync", "mlfabric-a"], workers=["w0", "w1", "w2", "w3"])
+        p = os.path.join(self.dir, "exp.json")
+        run = lambda: subprocess.run([os.path.join(ROOT, "tools", "mlf-cluster"), "check", p],
+                                     capture_output=True, text=True, timeout=60)
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [x for x in r.stdout.splitlines() if " default " in x]
+        self.assertEqual(len(lines), 2, r.stdout)
+        self.assertIn("mlf-cluster: default adsp: adsp_global_lr = 0.25 (adsp-aaai2020 §5.1", lines[0])
+        self.assertIn("mlf-cluster: default esync: esync_global_lr = 1 (esync.txt Alg. 1", lines[1])
+        self.exp(systems=["adsp", "esync", "mlfabric-a"], adsp_global_lr=0.5)
+        r = run()
+        self.assertEqual([x for x in r.stdout.splitlines() if " default " in x],
+                         ["mlf-cluster: default esync: esync_global_lr = 1 (esync.txt Alg. 1: the global "
+                          "learning rate epsilon, default 1)"])
 
     def test_overlap(self):
         """overlap (mlf-worker --overlap) is a boolean, off by default, C workers only."""
@@ -286,6 +335,7 @@ class Results(Tmp):
         self.assertEqual(v["time_to_target_s"], 6.5)
         self.assertEqual(v["final_accuracy"], 0.75)
         self.assertEqual(v["final_accuracy_t_s"], 8)
+        self.assertEqual((v["first_accuracy"], v["best_accuracy"]), (0.6, 0.8))
         self.assertEqual(v["evaluations"], 3)
         self.assertEqual(v["applied"], 5)
         self.assertEqual(v["pushed"], 3)

@@ -1,5 +1,6 @@
 /* test_sched_adsp.c - Check tests of ADSP's commit-rate control (adsp-aaai2020 §3-§4.2, Alg. 1):
- * the O(1/t) loss fit and its reward, ΔC_i = C_target - c_i, the online search. */
+ * a window's loss-decrease speed, the trend-cancelling comparison, ΔC_i = C_target - c_i, the
+ * online search on synthetic loss curves. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -7,51 +8,77 @@
 #include "ck_run.h"
 #include "sched_adsp.h"
 
-/* The paper's curve l(t) = 1 / (k t + a2) + a3 at times t0 .. t0 + (n-1) dt. */
-static void curve(struct adsp_point *p, int n, double t0, double dt, double k, double a2, double a3)
+/* The paper's curve l(t) = 1 / (k t + a2) at times t0 .. t0 + (n-1) dt. */
+static void curve(struct adsp_point *p, int n, double t0, double dt, double k, double a2)
 {
 	for (int i = 0; i < n; i++) {
 		p[i].t = t0 + i * dt;
-		p[i].loss = 1 / (k * p[i].t + a2) + a3;
+		p[i].loss = 1 / (k * p[i].t + a2);
 	}
 }
 
-/* Points on an exact curve give back its parameters (a3 to the grid step of min l / 256). */
-START_TEST(fit_recovers_the_curve)
+/* A window's speed is the slope of 1 / loss: on the paper's curve it is k wherever the window
+ * starts (early, at a high loss, or late, at a low one); points before the window are not its
+ * own; fewer than two points, or all at one time, give no speed. */
+START_TEST(speed_is_normalised_for_where_training_is)
 {
-	struct adsp_point p[8];
-	double k, a2, a3;
+	struct adsp_point early[6], late[6];
+	double se;
 
-	curve(p, 8, 0, 1, 0.5, 1.0, 0.3);
-	ck_assert_int_eq(adsp_fit(p, 8, &k, &a2, &a3), 0);
-	ck_assert_double_eq_tol(a3, 0.3, 0.01);
-	ck_assert_double_eq_tol(k, 0.5, 0.05);
-	ck_assert_double_eq_tol(a2, 1.0, 0.1);
-	/* fewer than three points, or all at one time: no fit */
-	ck_assert_int_eq(adsp_fit(p, 2, &k, &a2, &a3), -1);
+	curve(early, 6, 0, 0.5, 0.3, 0.5);
+	curve(late, 6, 40, 0.5, 0.3, 0.5);
+	ck_assert_double_eq_tol(adsp_speed(early, 6, 0, &se), 0.3, 1e-9);
+	ck_assert_double_eq_tol(se, 0, 1e-6);
+	ck_assert_double_eq_tol(adsp_speed(late, 6, 40, &se), 0.3, 1e-9);
+	ck_assert(early[0].loss - early[5].loss > 10 * (late[0].loss - late[5].loss));
+	late[0].loss = 100; /* before t_from: ignored */
+	ck_assert_double_eq_tol(adsp_speed(late, 6, 40.1, &se), 0.3, 1e-9);
+	/* off the line: a standard error; two points: a slope without one */
+	late[3].loss *= 1.05;
+	ck_assert(adsp_speed(late, 6, 40.1, &se) > 0 && se > 0.01 && isfinite(se));
+	ck_assert(isfinite(adsp_speed(late, 6, 41.9, &se)) && isinf(se));
+	ck_assert(isnan(adsp_speed(late, 6, 42.4, &se)));
 	for (int i = 0; i < 3; i++)
-		p[i].t = 5;
-	ck_assert_int_eq(adsp_fit(p, 3, &k, &a2, &a3), -1);
+		early[i].t = 1;
+	ck_assert(isnan(adsp_speed(early, 3, 0, &se)));
 }
 END_TEST
 
-/* The reward is 1 / (the time the fitted curve reaches the goal): a curve twice as steep (k)
- * reaches it in half the time; a flat or rising loss never does (reward 0). */
-START_TEST(reward_is_the_loss_decrease_speed)
+/* The comparison interpolates r_a's speed across each r_b window: a speed falling by 30% per
+ * window with r_b 20% faster is r_b's win (the window before each r_b window was faster, so
+ * comparing consecutive windows would keep r_a); the same trend with r_b 10% slower, or equal,
+ * keeps r_a; 20% faster with 10% errors on the speeds keeps r_a (not clear of the noise), and
+ * so does 20% faster in one r_b window only; too few windows, or a window where the loss did
+ * not fall, are no evidence (-1). */
+START_TEST(compare_cancels_the_trend)
 {
-	struct adsp_point slow[6], fast[6], rising[6];
+	double t[5] = { 1, 3, 5, 7, 9 }, v[5], se[5] = { 0 }, va, vb;
 
-	curve(slow, 6, 10, 1, 0.1, 1.0, 0.2);
-	curve(fast, 6, 10, 1, 0.2, 1.0, 0.2);
-	double goal = 0.25; /* slow: 1/(0.1 t + 1) = 0.05 at t = 190; fast at t = 95 */
-	double rs = adsp_reward(slow, 6, 0, goal), rf = adsp_reward(fast, 6, 0, goal);
-	ck_assert_double_eq_tol(rs, 1.0 / 190, 0.1 / 190);
-	ck_assert_double_eq_tol(rf, 1.0 / 95, 0.1 / 95);
-	for (int i = 0; i < 6; i++)
-		rising[i] = (struct adsp_point){ .t = 10 + i, .loss = 1 + 0.1 * i };
-	ck_assert(adsp_reward(rising, 6, 0, goal) == 0);
-	/* a goal below the curve's floor a3 is never reached */
-	ck_assert(adsp_reward(fast, 6, 0, 0.1) == 0);
+	for (int i = 0; i < 5; i++)
+		v[i] = pow(0.7, i) * (i % 2 ? 1.2 : 1.0);
+	ck_assert(v[1] < v[0] && v[3] < v[2]);
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), 1);
+	ck_assert_double_eq_tol(vb / va, 1.2, 1e-9);
+	for (int i = 0; i < 5; i++)
+		se[i] = 0.1 * v[i];
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), 0);
+	for (int i = 0; i < 5; i++)
+		se[i] = 0;
+	v[3] /= 1.2;
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), 0);
+	for (int i = 0; i < 5; i++)
+		v[i] = pow(0.7, i) * (i % 2 ? 0.9 : 1.0);
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), 0);
+	ck_assert(vb < va);
+	for (int i = 0; i < 5; i++)
+		v[i] = pow(0.7, i);
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), 0);
+	ck_assert_int_eq(adsp_compare(t, v, se, 4, &va, &vb), -1);
+	ck_assert_int_eq(adsp_compare(t, v, se, 1, &va, &vb), -1);
+	v[2] = NAN;
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), -1);
+	v[2] = -0.1;
+	ck_assert_int_eq(adsp_compare(t, v, se, 5, &va, &vb), -1);
 }
 END_TEST
 
@@ -76,45 +103,112 @@ START_TEST(delta_is_target_minus_commits)
 }
 END_TEST
 
-/* Feed the search windows whose loss falls at a speed that depends on the rate running: the
- * best rate is 3 (k 0.3); rates 1, 2 and 4 are slower. Alg. 1 climbs 1 -> 2 -> 3, tries 4,
- * and settles on 3 for the rest of the epoch. */
-static const double speed_of_rate[] = { 0, 0.1, 0.2, 0.3, 0.25, 0.2, 0.1 };
-
-static void run_period(struct adsp *a, double t)
+/*
+ * A synthetic training run: the loss falls as dl/dt = -k[r] g(t) (l - 0.1)^2, where k[r] is how
+ * good the rate in force is and g(t) = exp(-t / 8) a trend that slows every rate as training
+ * goes on (the later of two windows always falls slower), and the loss's floor 0.1 another; the
+ * server reports the loss every 0.5 s with a deterministic +-0.5% noise; before @flat_s the
+ * loss does not move; checkpoints every second, trial windows of 3 s.
+ * Returns the rate in force at the end of @secs seconds.
+ */
+static int simulate_flat(struct adsp *a, const double *k, double secs, double flat_s)
 {
-	/* four loss reports in the period on the curve of the rate in force, times from t0 = 0 */
-	for (int i = 0; i < 4; i++) {
-		double ti = t + 0.25 * i;
-		adsp_loss(a, ti, 1 / (speed_of_rate[a->r] * ti + 1) + 0.2);
+	struct adsp_cfg cfg = { .gamma_s = 1, .eval_s = 3, .max_lag_r = 4 };
+	double l = 2.3, dt = 0.01;
+	unsigned seed = 12345;
+
+	ck_assert_int_eq(adsp_init(a, &cfg, 0), 0);
+	for (int step = 0; step * dt < secs; step++) {
+		double t = step * dt;
+		if (step % 100 == 0)
+			adsp_checkpoint(a, t, 0);
+		ck_assert_int_le(a->r, 16);
+		if (t >= flat_s)
+			l -= dt * k[a->r] * exp(-(t - flat_s) / 8) * (l - 0.1) * (l - 0.1);
+		if (step % 50 == 25) {
+			seed = seed * 1103515245 + 12345;
+			adsp_loss(a, t, l * (1 + 0.01 * ((seed >> 16) % 1000 / 1000.0 - 0.5)));
+		}
 	}
+	return a->r;
 }
 
-START_TEST(search_climbs_to_the_best_rate)
+static int simulate(struct adsp *a, const double *k, double secs)
+{
+	return simulate_flat(a, k, secs, 0);
+}
+
+/* Under that trend the search picks a rate that is truly faster and stays when none is: k 1.25
+ * for rate 2 (the trend slows the speed by more from one window to the next, so consecutive
+ * windows always favour the earlier) -> 2, then 4 (k 1.1) loses -> 2; rates 2 and 4 better in
+ * turn, 8 worse -> 4; rate 2 slower, or equal -> 1. */
+START_TEST(search_picks_the_better_rate_under_a_trend)
+{
+	static const double better2[17] = { 0, 1, 1.25, 0, 1.1, [8] = 1 };
+	static const double climb[17] = { 0, 1, 1.4, 0, 2.0, [8] = 1.8 };
+	static const double worse2[17] = { 0, 1, 0.85, [4] = 1 };
+	static const double equal[17] = { 0, 1, 1, [4] = 1 };
+	struct adsp a;
+
+	ck_assert_int_eq(simulate(&a, better2, 40), 2);
+	ck_assert_int_eq(a.phase, ADSP_FIXED);
+	ck_assert_int_eq(a.decisions, 2);
+	ck_assert_int_eq(a.last_ra, 2); /* the last comparison: 2 against 4 */
+	ck_assert_int_eq(a.last_rb, 4);
+	ck_assert_int_eq(simulate(&a, climb, 46), 4);
+	ck_assert_int_eq(a.decisions, 3);
+	ck_assert_int_eq(simulate(&a, worse2, 40), 1);
+	ck_assert_int_eq(a.decisions, 1);
+	ck_assert_int_eq(simulate(&a, equal, 40), 1);
+	ck_assert_int_eq(a.decisions, 1);
+	/* nothing moves for the first 4 s (no commit yet in a long check period): the first
+	 * comparison has no evidence and runs again, which picks rate 2 */
+	ck_assert_int_eq(simulate_flat(&a, better2, 60, 4), 2);
+	ck_assert_int_eq(a.decisions, 2);
+	ck_assert_int_eq(a.last_ra, 2);
+}
+END_TEST
+
+/* One loss report in period @p: 1 / loss = 1 + k t for the rate in force (rate 2 the fastest). */
+static void feed(struct adsp *a, int p)
+{
+	static const double k[17] = { 0, 1, 1.25, 0, 1.1, [8] = 1, [16] = 1 };
+
+	adsp_loss(a, p + 0.5, 1.0 / (1 + k[a->r] * (p + 0.5)));
+}
+
+/* The windows alternate r_a, r_b, r_a, r_b, r_a, each eval_s long, and C_target grows by the
+ * rate in force every period; after the fifth window the comparison decides (rate 2 is faster:
+ * it becomes r_a, against 4). */
+START_TEST(trials_interleave)
 {
 	struct adsp a;
 	struct adsp_cfg cfg = { .gamma_s = 1, .eval_s = 3, .max_lag_r = 4 };
-	int rates[40];
+	int rates[15];
+	int64_t sum = 0;
 
 	ck_assert_int_eq(adsp_init(&a, &cfg, 0), 0);
-	for (int p = 0; p < 40; p++) {
+	for (int p = 0; p < 15; p++) {
 		adsp_checkpoint(&a, p, 0);
 		rates[p] = a.r;
-		run_period(&a, p);
+		sum += a.r;
+		feed(&a, p);
 	}
-	ck_assert_int_eq(rates[0], 1);  /* starts at the smallest rate */
-	ck_assert_int_eq(rates[3], 2);  /* after eval_s of rate 1, rate 2 */
-	ck_assert_int_eq(rates[6], 3);  /* 2 beat 1: 3 */
-	ck_assert_int_eq(rates[9], 4);  /* 3 beat 2: 4 */
-	ck_assert_int_eq(rates[12], 3); /* 4 lost to 3: 3 for the rest */
-	ck_assert_int_eq(rates[39], 3);
-	ck_assert_int_eq(a.phase, ADSP_FIXED);
-	ck_assert_int_eq(a.decisions, 3);
-	/* C_target grew by the rate of every period */
-	int64_t sum = 0;
-	for (int p = 0; p < 40; p++)
-		sum += rates[p];
+	static const int want[15] = { 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1 };
+	for (int p = 0; p < 15; p++)
+		ck_assert_int_eq(rates[p], want[p]);
 	ck_assert_int_eq(a.c_target, sum);
+	ck_assert_int_eq(a.n_win, 4);
+	ck_assert_int_eq(a.win_n[0], 3);
+	ck_assert_int_eq(a.decisions, 0);
+	ck_assert_int_eq(adsp_checkpoint(&a, 15, 0), 1);
+	ck_assert_int_eq(a.decisions, 1);
+	ck_assert_int_eq(a.r, 2);
+	ck_assert_int_eq(a.r_a, 2);
+	ck_assert_int_eq(a.r_b, 4);
+	ck_assert_int_eq(a.n_win, 0);
+	ck_assert_double_eq_tol(a.last_r1, 1, 1e-9);
+	ck_assert_double_eq_tol(a.last_r2, 1.25, 1e-9);
 }
 END_TEST
 
@@ -127,9 +221,9 @@ START_TEST(epoch_restarts_and_fixed_rate)
 	ck_assert_int_eq(adsp_init(&a, &cfg, 0), 0);
 	for (int p = 0; p < 20; p++) {
 		adsp_checkpoint(&a, p, 0);
-		run_period(&a, p);
+		feed(&a, p);
 	}
-	ck_assert_int_eq(a.r, 3);
+	ck_assert_int_eq(a.r_a, 2);
 	ck_assert_int_eq(adsp_checkpoint(&a, 20, 0), 1);
 	ck_assert_int_eq(a.r, 1);
 	ck_assert_int_eq(a.phase, ADSP_EVAL_A);
@@ -138,7 +232,7 @@ START_TEST(epoch_restarts_and_fixed_rate)
 	ck_assert_int_eq(adsp_init(&a, &cfg, 0), 0);
 	for (int p = 0; p < 10; p++) {
 		ck_assert_int_eq(adsp_checkpoint(&a, p, 0), 0);
-		run_period(&a, p);
+		feed(&a, p);
 	}
 	ck_assert_int_eq(a.r, 5);
 	ck_assert_int_eq(a.c_target, 50);
@@ -183,10 +277,11 @@ int main(void)
 	Suite *s = suite_create("sched_adsp");
 	TCase *tc = tcase_create("commit_rate");
 
-	tcase_add_test(tc, fit_recovers_the_curve);
-	tcase_add_test(tc, reward_is_the_loss_decrease_speed);
+	tcase_add_test(tc, speed_is_normalised_for_where_training_is);
+	tcase_add_test(tc, compare_cancels_the_trend);
 	tcase_add_test(tc, delta_is_target_minus_commits);
-	tcase_add_test(tc, search_climbs_to_the_best_rate);
+	tcase_add_test(tc, search_picks_the_better_rate_under_a_trend);
+	tcase_add_test(tc, trials_interleave);
 	tcase_add_test(tc, epoch_restarts_and_fixed_rate);
 	tcase_add_test(tc, bad_settings_refused);
 	suite_add_tcase(s, tc);

@@ -161,6 +161,8 @@ def cmd_table2(argv):
 def cmd_check(a):
     exp = load(a.experiment or "/dev/null", a.systems)
     print("%s: %s" % (PROG, exp.summary_line()))
+    for line in exp.defaults_lines():
+        print("%s: default %s" % (PROG, line))
     return 0
 
 

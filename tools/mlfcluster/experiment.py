@@ -66,6 +66,16 @@ RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "hop_max_ig": (0, True, 100000, True, "an integer in [0, 100000]"),
           "hop_jump": (1, True, 100000, True, "an integer in [1, 100000]"),
           "hop_jump_behind": (1, True, 100000, True, "an integer in [1, 100000]")}
+# Each system's own settings from its paper, used for the keys an experiment leaves out (an
+# explicit key wins; docs/experiments.md "Each system's defaults"): system -> [(key, value or
+# f(experiment), where the paper gives it)]. Experiment.settings(system) applies them, for
+# `check` and `run` alike.
+SYSTEM_DEFAULTS = {
+    "adsp": [("adsp_global_lr", lambda e: 1.0 / e.nw,
+              "adsp-aaai2020 §5.1 Default Settings: the global learning rate 1/M, M = {nw} workers")],
+    "esync": [("esync_global_lr", 1, "esync.txt Alg. 1: the global learning rate epsilon, default 1")],
+    "hop": [("hop_graph", "ring-based", "hop-asplos2019 §7.3: the ring-based graph (Fig. 11)")],
+}
 MOMENTUM_AT = ["server", "worker"]
 REPL_KEYS = ["mode", "div_max", "replica", "replica_aggregators", "checkpoint_every", "verify_every"]
 REPL_MODES = ["none", "mlfabric", "chain", "checkpoint"]
@@ -207,6 +217,7 @@ class Experiment:
         self.tau_max = float(self.s["tau_max"])
         self._load_worker_program()
         self._load_cluster()
+        self._load_system_defaults()
         self._check_programs(check_programs)
         self._load_replication()
         self._load_momentum_at()
@@ -251,18 +262,42 @@ class Experiment:
             self.err("init_weights: needs worker_program c")
         self.init_weights = os.path.abspath(path)
 
+    def _load_system_defaults(self):
+        """Each system's settings: the experiment's, with SYSTEM_DEFAULTS for the keys it leaves
+        out (hop_graph also stays the cluster config's graph when it has one). self.sys_s:
+        system -> settings as command-line strings; self.applied: (system, key, value, source)
+        of every default applied, in the order of the systems."""
+        self.sys_s, self.applied = {}, []
+        for sys_ in self.systems:
+            s = dict(self.s, hop_graph=self.raw.get("hop_graph"))
+            for key, val, src in SYSTEM_DEFAULTS.get(sys_, []):
+                if self.raw.get(key) is not None or (key == "hop_graph" and isinstance(self.cluster_graph, dict)):
+                    continue
+                s[key] = num_str(val(self) if callable(val) else val)
+                self.applied.append((sys_, key, s[key], src.format(nw=self.nw)))
+            self.sys_s[sys_] = s
+
+    def settings(self, sys_):
+        """System @sys_'s settings (strings, as self.s): the experiment's keys, its paper's
+        defaults for the keys left out (SYSTEM_DEFAULTS)."""
+        return self.sys_s[sys_]
+
+    def defaults_lines(self):
+        """One line per default applied: `system: key = value (source)`."""
+        return ["%s: %s = %s (%s)" % a for a in self.applied]
+
     def _load_hop(self):
         """hop_graph (system hop): "ring" (each worker with the previous and the next in the
         order of workers), "ring-based" (the ring plus the most distant worker, Hop's Fig. 11), or
         an object {worker: [neighbours]}: an undirected, connected graph of the workers. Without
         hop_graph, the cluster config's "graph" restricted to the experiment's workers, else
-        "ring"."""
+        Hop's default "ring-based" (SYSTEM_DEFAULTS)."""
         self.hop_nb = None
         if "hop" not in self.systems:
             return
         w, n = self.workers, self.nw
         if "hop_graph" in self.raw or not isinstance(self.cluster_graph, dict):
-            g = self.raw.get("hop_graph", "ring")
+            g = self.settings("hop")["hop_graph"]
         else:
             g = {h: [x for x in v if x in w] for h, v in self.cluster_graph.items()
                  if h in w and isinstance(v, list)}

@@ -6,6 +6,7 @@ import json
 import math
 import os
 
+from .experiment import is_num
 from .links import run_links, system_links, write as write_links
 from .records import RecordError, count_records, nonempty, read_json, read_jsonl, run_systems
 
@@ -190,6 +191,9 @@ def system_results(d, target):
         "reached": hit is not None,
         "time_to_target_s": hit["t"] - t0 if hit is not None else None,
         "final_accuracy": acc[-1].get("accuracy") if acc else None,
+        # the first evaluation (the model before or just after the first updates) and the best
+        "first_accuracy": acc[0].get("accuracy") if acc else None,
+        "best_accuracy": max((a["accuracy"] for a in acc if is_num(a.get("accuracy"))), default=None),
         # when the last evaluation was made, from t0: far before wall_s when the evaluating
         # worker stopped early (table2 then says the final accuracy is stale)
         "final_accuracy_t_s": acc[-1]["t"] - t0 if acc and present(acc[-1].get("t")) and t0 else None,

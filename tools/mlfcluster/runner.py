@@ -182,6 +182,9 @@ class Runner:
             # a fresh checkout: the cluster's secret is made here, once (docs/security.md)
             r = subprocess.run([os.path.join(e.root, "tools", "mlf-keygen"), e.key_file], capture_output=True, text=True)
             self.log("%s: %s" % (sys_, (r.stdout or r.stderr).strip()))
+        for s_, k, v, src in e.applied:
+            if s_ == sys_:
+                self.log("%s: default %s = %s (%s)" % (s_, k, v, src))
         self.log("%s: building cluster %s (%s)" % (sys_, e.cname, e.cluster))
         if not self.tb.up(os.path.join(logs, "testbed.log")):
             self.log("%s: mlf-testbed up failed: %s" % (sys_, last_line(os.path.join(logs, "testbed.log"))))
@@ -194,10 +197,12 @@ class Runner:
             apply_period(self.tb, self.rows, 0, False, out)
         self.set_run_json(system=sys_, n_workers=e.nw, server=e.server, workers=e.workers,
                           worker_program=e.worker_program, momentum_at=e.momentum_at,
+                          defaults={k: v for s_, k, v, _ in e.applied if s_ == sys_},
                           replication={"mode": e.repl_mode, "div_max": e.div_max, "replica": e.replica or None,
                                        "checkpoint_every": e.ckpt_every, "verify_every": e.verify_every,
                                        "replica_aggregators": e.repl_aggs})
         b = lambda p: os.path.join(e.build, p)
+        S = e.settings(sys_)  # the experiment's settings with the system's paper defaults
         # the parameter server's flags, shared by the server, the replica and a restarted server
         # momentum_at worker: the workers apply eq. 2's momentum, the servers add updates as they are
         ps_mom = "0" if e.momentum_at == "worker" else e.s["momentum"]
@@ -323,11 +328,11 @@ class Runner:
                                (["--esync-workers", str(e.nw)] if sys_ == "esync" else []) +
                                (["--local-workers", str(e.nw), "--local-steps", e.s["local_steps"]]
                                 if sys_ == "local-sgd" else []) +
-                               (["--global-lr", e.s["adsp_global_lr"]]
-                                if sys_ == "adsp" and e.s["adsp_global_lr"] is not None else []) +
+                               (["--global-lr", S["adsp_global_lr"]]
+                                if sys_ == "adsp" and S["adsp_global_lr"] is not None else []) +
                                (["--shard-by-label"] if e.data_split == "by-label" else []) +
-                               (["--global-lr", e.s["esync_global_lr"]]
-                                if sys_ == "esync" and e.s["esync_global_lr"] is not None else []) +
+                               (["--global-lr", S["esync_global_lr"]]
+                                if sys_ == "esync" and S["esync_global_lr"] is not None else []) +
                                (["--esync-nonblocking"] if sys_ == "esync" and e.esync_nb else []) +
                                (["--overlap"] if sys_ in ("mlfabric-a", "async") and e.overlap else []) +
                                (["--eval-every", e.s["eval_every_s"], "--eval-images", e.s["eval_images"]]
