@@ -158,6 +158,7 @@ static void on_viewer_hello(struct sched *s, int ci, json_t *m)
 {
 	if (!s->auth_on) {
 		s->conns[ci].viewer = 1;
+		sched_conn_trust(s, ci);
 		sched_conn_queue(s, ci, json_pack("{s:s, s:b}", "type", "welcome", "viewer", 1));
 		return;
 	}
@@ -221,6 +222,7 @@ static void on_auth(struct sched *s, int ci, json_t *m, double now)
 			return;
 		}
 		c->viewer = 1;
+		sched_conn_trust(s, ci);
 		sched_conn_queue(s, ci, json_pack("{s:s, s:b}", "type", "welcome", "viewer", 1));
 		return;
 	}
@@ -250,6 +252,7 @@ void sched_bind_host(struct sched *s, int ci, int h, double now)
 		sched_conn_close(s, s->hosts[h].conn);
 	}
 	s->conns[ci].host = h;
+	sched_conn_trust(s, ci);
 	s->hosts[h].conn = ci;
 	s->hosts[h].alive = 1;
 	s->hosts[h].last_heard = now;
