@@ -454,6 +454,15 @@ static void on_register(struct sched *s, int ci, const char *app, json_t *m)
 		reply_err(s, ci, app, "register: field \"role\": unknown role '%s'", role);
 		return;
 	}
+	/* with a key, the roles that hold the model must be the host's in the cluster file
+	 * (docs/security.md "Roles"; without one anybody can say hello as the server's host);
+	 * a replica registers as the server when it takes over */
+	if (s->auth_on && (bit == SCHED_ROLE_SERVER || bit == SCHED_ROLE_REPLICA) &&
+	    !(s->cl.hosts[h].roles & (CLUSTER_ROLE_SERVER | CLUSTER_ROLE_REPLICA))) {
+		reply_err(s, ci, app, "register: host %s may not register as %s: its roles in cluster %s "
+			  "include neither server nor replica", s->cl.hosts[h].name, role, s->cl.name);
+		return;
+	}
 	if (bit == SCHED_ROLE_SERVER) {
 		char err[256];
 

@@ -353,24 +353,24 @@ static void expect_welcome(const char *host, double secs)
 }
 
 /*
- * A key holder's login as @host (the cluster is `keyed`): hello with a nonce, the scheduler's
- * challenge (its MAC checked), auth, welcome, each within @secs. Returns the seconds it took.
+ * A key holder's login as @host on connection @c (the cluster is `keyed`): hello with a nonce,
+ * the scheduler's challenge (its MAC checked), auth, welcome, each within @secs. Returns the
+ * seconds it took; @c stays open (ctl_close it).
  */
-static double login(const char *host, double secs)
+static double login_conn(struct ctl_conn *c, const char *host, double secs)
 {
 	char err[128], nc[AUTH_NONCE_HEX + 1], mac[AUTH_MAC_HEX + 1];
 	double t0 = clock_mono_s();
 	int fd = ctl_connect(listen_addr, err, sizeof(err));
-	struct ctl_conn c;
 
 	ck_assert_msg(fd >= 0, "%s", err);
-	ctl_init(&c, fd);
+	ctl_init(c, fd);
 	ck_assert_int_eq(auth_nonce(nc), 0);
 	json_t *m = json_pack("{s:s, s:s, s:i, s:s}", "type", "hello", "host", host, "proto",
 			      MLF_PROTO_VERSION, "nonce", nc);
-	ck_assert_int_ge(ctl_send(&c, m), 0);
+	ck_assert_int_ge(ctl_send(c, m), 0);
 	json_decref(m);
-	json_t *ch = next_msg(&c, secs);
+	json_t *ch = next_msg(c, secs);
 	ck_assert_msg(ch != NULL, "no challenge for %s within %.1f s", host, secs);
 	ck_assert_str_eq(ctl_type(ch), "challenge");
 	const char *ns = json_string_value(json_object_get(ch, "nonce"));
@@ -379,15 +379,79 @@ static double login(const char *host, double secs)
 	ck_assert_int_eq(auth_mac(key, "host", host, nc, ns, mac), 0);
 	json_decref(ch);
 	m = json_pack("{s:s, s:s}", "type", "auth", "mac", mac);
-	ck_assert_int_ge(ctl_send(&c, m), 0);
+	ck_assert_int_ge(ctl_send(c, m), 0);
 	json_decref(m);
-	json_t *w = next_msg(&c, secs);
+	json_t *w = next_msg(c, secs);
 	ck_assert_msg(w != NULL, "no welcome for %s within %.1f s of its auth", host, secs);
 	ck_assert_str_eq(ctl_type(w), "welcome");
 	json_decref(w);
-	ctl_close(&c);
 	return clock_mono_s() - t0;
 }
+
+/* login_conn(), then closed. */
+static double login(const char *host, double secs)
+{
+	struct ctl_conn c;
+	double dt = login_conn(&c, host, secs);
+
+	ctl_close(&c);
+	return dt;
+}
+
+/* The next message on @c within 2 s, of type @type (asserted); json_decref it. */
+static json_t *expect_msg(struct ctl_conn *c, const char *type)
+{
+	json_t *m = next_msg(c, 2.0);
+
+	ck_assert_msg(m != NULL, "no %s within 2 s", type);
+	ck_assert_str_eq(ctl_type(m), type);
+	return m;
+}
+
+/*
+ * Roles (docs/security.md "Roles"): on a keyed cluster, a key holder logged in as worker host
+ * w0 cannot register as the server or a replica (before, it became the server); ps (role
+ * server) registers as the server.
+ */
+START_TEST(roles_enforced_at_registration)
+{
+	struct ctl_conn w0, ps;
+	json_t *m;
+
+	keyed = 1;
+	spawn(0);
+	login_conn(&w0, "w0", 5.0);
+	const char *regs[] = { "server", "replica" };
+	for (int i = 0; i < 2; i++) {
+		m = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:I}", "type", "register",
+			      "app", i ? "replica@w0" : "server@w0", "role", regs[i], "mode",
+			      "mlfabric-a", "n_floats", (json_int_t)1000, "bytes", (json_int_t)4000,
+			      "version", (json_int_t)0, "tau_max", (json_int_t)4, "momentum", 0.0,
+			      "n_workers", (json_int_t)3);
+		ck_assert_int_ge(ctl_send(&w0, m), 0);
+		json_decref(m);
+		m = expect_msg(&w0, "error");
+		const char *why = json_string_value(json_object_get(m, "reason"));
+		ck_assert_msg(strstr(why, "host w0 may not register as") && strstr(why, regs[i]),
+			      "%s", why);
+		json_decref(m);
+	}
+	ck_assert_int_eq(log_lines("server@w0 registered"), 0);
+	login_conn(&ps, "ps", 5.0);
+	m = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:I}", "type", "register",
+		      "app", "server@ps", "role", "server", "mode", "mlfabric-a", "n_floats",
+		      (json_int_t)1000, "bytes", (json_int_t)4000, "version", (json_int_t)0,
+		      "tau_max", (json_int_t)4, "momentum", 0.0, "n_workers", (json_int_t)3);
+	ck_assert_int_ge(ctl_send(&ps, m), 0);
+	json_decref(m);
+	json_decref(expect_msg(&ps, "registered"));
+	ctl_close(&w0);
+	ctl_close(&ps);
+	keyed = 0;
+	stop_child();
+}
+END_TEST
+
 
 /*
  * For @secs: send @len bytes of @buf (NULL: nothing) whenever @c's socket takes them, and read
@@ -724,6 +788,7 @@ int main(void)
 	tcase_add_test(tc, unread_output_queue_closed_and_log_bounded);
 	tcase_add_test(tc, bad_lines_log_rate_limited);
 	tcase_add_test(tc, unauthenticated_flood_bounded);
+	tcase_add_test(tc, roles_enforced_at_registration);
 	tcase_add_test(tc, out_of_descriptors_backs_off);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
