@@ -377,6 +377,10 @@ int main(int argc, char **argv)
 		log_warn("port MAC %02x:%02x:%02x:%02x:%02x:%02x is not %s's mac in %s: peers drop its frames "
 			 "(they accept a host's frames only from its configured MAC)", dp.my_mac[0], dp.my_mac[1],
 			 dp.my_mac[2], dp.my_mac[3], dp.my_mac[4], dp.my_mac[5], o.host, o.cluster);
+	if (!dp.cluster.key_file[0])
+		log_warn("cluster %s has no key_file%s: frames and control connections are not "
+			 "authenticated (docs/security.md)", o.cluster, dp.cluster.insecure ?
+			 " (\"insecure\": true)" : " and does not say \"insecure\": true");
 	if (dp.cluster.frame_auth) {
 		uint8_t key[AUTH_KEY_BYTES];
 		if (auth_key_load(dp.cluster.key_file, key, err, sizeof(err)) < 0)

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts",
-					     "key_file", "frame_auth", "graph", NULL };
+					     "key_file", "frame_auth", "insecure", "graph", NULL };
 static const char *const host_keys[] = { "name", "ip", "mac", "up_gbps", "down_gbps", "roles", NULL };
 
 static const struct { const char *name; unsigned bit; } role_names[] = {
@@ -333,6 +333,18 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	if (out->frame_auth && !out->key_file[0]) {
 		snprintf(err, errlen, "%s: frame_auth: true needs key_file (the frame key is derived from the "
 			 "cluster secret)", origin);
+		goto out;
+	}
+
+	j = json_object_get(root, "insecure");
+	if (j && !json_is_boolean(j)) {
+		snprintf(err, errlen, "%s: insecure: true or false expected", origin);
+		goto out;
+	}
+	out->insecure = json_is_true(j);
+	if (out->insecure && out->key_file[0]) {
+		snprintf(err, errlen, "%s: insecure: true with key_file (drop one: a cluster with a key is "
+			 "not insecure)", origin);
 		goto out;
 	}
 

@@ -39,6 +39,9 @@ struct cluster {
 	int frame_auth;     /* 1: every dataplane frame carries a tag keyed by the cluster secret and
 			     * untagged or forged frames are dropped ("frame_auth", default true
 			     * with key_file, docs/security.md "Frames"); needs key_file */
+	int insecure;       /* 1: "insecure": true, no key_file on purpose (docs/security.md "Keys by
+			     * default"): the runner runs it, every program warns; refused with
+			     * key_file */
 	int n_hosts;
 	struct cluster_host *hosts;
 	uint8_t *graph;     /* "graph" (optional; NULL: none): the decentralised workers' graph

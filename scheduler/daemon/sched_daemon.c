@@ -406,9 +406,10 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 			goto fail;
 		s->auth_on = 1;
 	} else {
-		log_warn("cluster %s has no key_file: control connections are not authenticated, any "
+		log_warn("cluster %s has no key_file%s: control connections are not authenticated, any "
 			 "process that reaches the control port can say hello as any host (docs/security.md)",
-			 s->cl.name);
+			 s->cl.name, s->cl.insecure ? " (\"insecure\": true)" :
+			 " and does not say \"insecure\": true");
 	}
 	s->hosts = calloc((size_t)s->cl.n_hosts, sizeof(*s->hosts));
 	s->server_alias = calloc((size_t)s->cl.n_hosts, sizeof(int));
