@@ -150,7 +150,7 @@ static void evict_unauthenticated(struct sched *s, double now)
 	if (now - s->evict_logged >= 5.0) {
 		sched_conn_peer(s, victim, who, sizeof(who));
 		log_warn("%d connections not authenticated (limit %d): closed one from %s (%lu closed "
-			 "so since the last such message; docs/security.md)", n, SCHED_MAX_UNAUTH, who,
+			 "since the last such message; docs/security.md)", n, SCHED_MAX_UNAUTH, who,
 			 s->n_evicted);
 		s->evict_logged = now;
 		s->n_evicted = 0;
