@@ -502,7 +502,7 @@ static void send_local(int c, const struct appmsg *m, int fd)
 	tx = rx;
 	tx.type = APPMSG_TX_DONE;
 	tx.first_tx_ns = dp.clk.real_ns;
-	log_info("xfer %llx: to this host (channel %u), %llu bytes handed over locally",
+	dp_xfer_info("xfer %llx: to this host (channel %u), %llu bytes handed over locally",
 		 (unsigned long long)r.id, m->chan, (unsigned long long)m->bytes);
 	enqueue(&rx, fd);
 	reply(c, &tx);

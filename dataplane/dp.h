@@ -6,7 +6,13 @@
 
 #include "auth.h"
 #include "cluster.h"
+#include "log.h"
 #include "wire.h"
+
+/* Per-transfer INFO lines (opened, complete, held, handed over locally): at most this many per
+ * second on average, bursts of DP_XFER_LOG_BURST (docs/dataplane.md "Log"). */
+#define DP_XFER_LOG_RATE 50
+#define DP_XFER_LOG_BURST 500
 
 /** Port and engine counters (monotonic; read by the monitor). */
 struct dp_counters {
@@ -49,6 +55,12 @@ struct dp {
 
 /** The one dataplane of this process (dp.c; set up by main.c). */
 extern struct dp dp;
+
+/** The token bucket of the per-transfer INFO lines (dp.c). */
+extern struct log_bucket dp_xfer_log;
+
+/** dp_xfer_info - a per-transfer INFO line, under dp_xfer_log's rate. */
+#define dp_xfer_info(...) log_printf_bucket(&dp_xfer_log, "per-transfer INFO", LOG_INFO, __VA_ARGS__)
 
 /** dp_host_name - the name of host @i of the cluster (for logs and reasons). */
 static inline const char *dp_host_name(int i)

@@ -381,6 +381,10 @@ int main(int argc, char **argv)
 	placement_init(portio_socket());
 	if (neigh_init() < 0)
 		rte_exit(EXIT_FAILURE, "out of memory for the neighbour table\n");
+	if (!dp.cluster.key_file[0])
+		log_warn("cluster %s has no key_file%s: frames and control connections are not "
+			 "authenticated (docs/security.md)", o.cluster, dp.cluster.insecure ?
+			 " (\"insecure\": true)" : " and does not say \"insecure\": true");
 	if (dp.cluster.frame_auth) {
 		uint8_t key[AUTH_KEY_BYTES];
 		if (auth_key_load(dp.cluster.key_file, key, err, sizeof(err)) < 0)

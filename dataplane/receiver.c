@@ -171,7 +171,7 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 	rcv.rx[rcv.nrx++] = x;
 	if (x->held)
 		dp.cnt.rx_held++;
-	log_info("xfer %llx: from %s, %llu bytes, channel %u%s", (unsigned long long)x->id, dp_host_name(peer),
+	dp_xfer_info("xfer %llx: from %s, %llu bytes, channel %u%s", (unsigned long long)x->id, dp_host_name(peer),
 		 (unsigned long long)x->bytes, x->chan,
 		 x->held ? ", not announced yet: held for its announcement" : "");
 	return rcv.rx_hint = x;
@@ -216,7 +216,7 @@ static void finish_rx(struct xfer_rx *x, int status, const char *reason)
 			 (unsigned long long)x->frames, (unsigned long long)x->sack.dups);
 	} else {
 		dp.cnt.xfer_rx_ok++;
-		log_info("xfer %llx from %s complete: %llu bytes", (unsigned long long)x->id,
+		dp_xfer_info("xfer %llx from %s complete: %llu bytes", (unsigned long long)x->id,
 			 dp_host_name(x->peer), (unsigned long long)x->bytes);
 	}
 	rcv.rx_done(x, status, reason); /* takes x->fd */
@@ -528,7 +528,7 @@ static void release_rx(struct xfer_rx *x, const char *why)
 	/* the arrivals the next SACKs report waited here: no RTT sample from them (the first such
 	 * SACK may be lost, so every one until a new segment's first copy arrives) */
 	x->held_sack = 1;
-	log_info("xfer %llx from %s: %s after %.3f s held", (unsigned long long)x->id,
+	dp_xfer_info("xfer %llx from %s: %s after %.3f s held", (unsigned long long)x->id,
 		 dp_host_name(x->peer), why, (double)(dp.clk.mono_ns - x->hold_since_ns) / 1e9);
 	if (sack_rx_complete(&x->sack))
 		complete_rx(x);

@@ -183,7 +183,7 @@ uint64_t sender_submit(const struct appmsg *m, int fd, uint64_t owner, char *err
 	x->id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | (snd.next_id++ & ((1ULL << 48) - 1));
 	x->ext = portio_extmem_new(x->map, x->map_len);
 	snd.tx[snd.ntx++] = x;
-	log_info("xfer %llx: to %s, %llu bytes, start in %.3f ms, %d rate steps", (unsigned long long)x->id,
+	dp_xfer_info("xfer %llx: to %s, %llu bytes, start in %.3f ms, %d rate steps", (unsigned long long)x->id,
 		 name, (unsigned long long)x->bytes,
 		 x->start_ns > dp.clk.real_ns ? (double)(x->start_ns - dp.clk.real_ns) / 1e6 : 0.0, m->n);
 	return x->id;
@@ -211,9 +211,9 @@ static void finish_tx(struct xfer_tx *x, int status, const char *reason)
 			 x->frames ? (double)(dp.clk.mono_ns - x->last_tx_mono) / 1e6 : -1.0);
 	} else {
 		dp.cnt.xfer_tx_ok++;
-		log_info("xfer %llx to %s complete: %llu bytes, %.3f Gbit/s, %llu retransmits, %llu "
-			 "rate cuts (losses: %llu random, %llu congestion)", (unsigned long long)x->id,
-			 dp_host_name(x->peer), (unsigned long long)x->bytes,
+		dp_xfer_info("xfer %llx to %s complete: %llu bytes, %.3f Gbit/s, %llu retransmits, %llu "
+			     "rate cuts (losses: %llu random, %llu congestion)", (unsigned long long)x->id,
+			     dp_host_name(x->peer), (unsigned long long)x->bytes,
 			 x->bytes * 8.0 / (double)(x->end_ns - x->first_tx_ns + 1),
 			 (unsigned long long)x->sack.retransmits, (unsigned long long)x->pacer.cuts,
 			 (unsigned long long)x->loss.random, (unsigned long long)x->loss.congested);

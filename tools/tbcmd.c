@@ -83,8 +83,19 @@ int tbcmd_check_cluster(const struct cluster *c, char *err, size_t errlen)
 {
 	static const char *const reserved[] = { TBCMD_SW, "br0", "eth0", "lo", NULL };
 
+	size_t cn = strlen(c->name);
+
 	if (!c->name[0]) {
 		snprintf(err, errlen, "cluster name is empty");
+		return -EINVAL;
+	}
+	/* '-' joins the cluster to the host in every testbed name (namespace, DPDK file prefix,
+	 * socket, log): without it in cluster names, "<cluster>-<host>" splits at its first '-', so
+	 * "rtc" + host "x-b" and "rtc-x" + host "b" can never share a name */
+	if (strspn(c->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != cn) {
+		snprintf(err, errlen, "cluster name '%s': may only hold letters, digits, '_', '.' (no '-': it "
+			 "separates the cluster from the host in the testbed's names; write e.g. '%s' "
+			 "with '_')", c->name, "rtc_x");
 		return -EINVAL;
 	}
 	for (int i = 0; i < c->n_hosts; i++) {

@@ -54,8 +54,9 @@ int tbcmd_ns_name(const char *cluster, const char *host, char *out, size_t len);
 /**
  * tbcmd_check_cluster - check that the testbed can build @c: every host name is a valid
  * interface name (1..15 chars of [A-Za-z0-9_.-], not "sw", "br0" or "eth0", since it names the
- * switch-side veth) and the cluster name is non-empty. Returns 0, or -EINVAL with @err naming
- * the host and the reason.
+ * switch-side veth) and the cluster name is non-empty and of [A-Za-z0-9_.] (no '-', so that
+ * "<cluster>-<host>" names of two clusters never coincide: docs/testbed.md "Names"). Returns 0,
+ * or -EINVAL with @err naming the cluster or host and the reason.
  */
 int tbcmd_check_cluster(const struct cluster *c, char *err, size_t errlen);
 

@@ -73,6 +73,45 @@ void log_printf_rl(struct log_rl *rl, const char *site, enum log_level level, co
 	funlockfile(stderr);
 }
 
+/* Take a token of @b at @now (refilled since its last use); 1 when there was one. */
+static int bucket_take(struct log_bucket *b, double now)
+{
+	if (b->last > 0)
+		b->tokens += (now - b->last) * b->rate;
+	if (b->tokens > b->burst)
+		b->tokens = b->burst;
+	b->last = now;
+	if (b->tokens < 1)
+		return 0;
+	b->tokens -= 1;
+	return 1;
+}
+
+void log_printf_bucket(struct log_bucket *b, const char *what, enum log_level level,
+		       const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > log_threshold)
+		return;
+	double now = clock_mono_s();
+	flockfile(stderr); /* also guards the bucket */
+	if (!bucket_take(b, now)) {
+		if (b->suppressed++ == 0)
+			b->first_suppressed = now;
+		funlockfile(stderr);
+		return;
+	}
+	if (b->suppressed)
+		line(level, "suppressed %lu lines of %s in %.1f s (at most %g per second, bursts of %g)",
+		     b->suppressed, what, now - b->first_suppressed, b->rate, b->burst);
+	b->suppressed = 0;
+	va_start(ap, fmt);
+	vline(level, fmt, ap);
+	va_end(ap);
+	funlockfile(stderr);
+}
+
 int log_ratelimited(double *last_s, double interval_s)
 {
 	double now = clock_real_s();

@@ -59,6 +59,27 @@ void log_printf_rl(struct log_rl *rl, const char *site, enum log_level level, co
 #define log_debug(...) do { if (log_threshold >= LOG_DEBUG) log_printf(LOG_DEBUG, __VA_ARGS__); } while (0)
 
 /**
+ * A token bucket shared by a family of lines (e.g. a dataplane's per-transfer INFO lines, which
+ * a peer's flood of transfers would otherwise multiply): @rate lines per second on average,
+ * bursts of @burst. Initialise with LOG_BUCKET_INIT.
+ */
+struct log_bucket {
+	double rate, burst;       /* lines per second; most lines at once */
+	double tokens, last;      /* lines allowed now; CLOCK_MONOTONIC seconds of the last refill */
+	unsigned long suppressed; /* lines not printed since the last printed one */
+	double first_suppressed;  /* CLOCK_MONOTONIC seconds of the first of them */
+};
+#define LOG_BUCKET_INIT(rate_, burst_) { .rate = (rate_), .burst = (burst_), .tokens = (burst_) }
+
+/**
+ * log_printf_bucket - log_printf when bucket @b has a token (then one is taken); otherwise the
+ * line is counted. The next line printed is preceded by "suppressed K lines of @what in S s (at
+ * most R per second, bursts of B)". Lines above log_threshold are neither printed nor counted.
+ */
+void log_printf_bucket(struct log_bucket *b, const char *what, enum log_level level,
+		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/**
  * log_ratelimited - rate-limited variant for hot paths: prints at most once per @interval_s per
  * call site. Use as: static double last; if (log_ratelimited(&last, 1.0)) log_warn(...);
  * Returns 1 when the caller may print now (and records the time), 0 otherwise.

@@ -43,6 +43,13 @@ int auth_key_load(const char *path, uint8_t key[AUTH_KEY_BYTES], char *err, size
 			 path, (unsigned)(st.st_mode & 0777), path);
 		return -EPERM;
 	}
+	if (st.st_uid != geteuid()) { /* another user could replace or read it */
+		close(fd);
+		snprintf(err, errlen, "key file %s: owned by uid %u, not by this process's user (uid %u): "
+			 "chown %u %s, or run as its owner", path, (unsigned)st.st_uid,
+			 (unsigned)geteuid(), (unsigned)geteuid(), path);
+		return -EPERM;
+	}
 	if (st.st_size != AUTH_KEY_BYTES) {
 		close(fd);
 		snprintf(err, errlen, "key file %s: %lld bytes, expected %d (mlf-keygen makes one)", path,

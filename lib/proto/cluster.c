@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts",
-					     "key_file", "frame_auth", "graph", "launch", NULL };
+					     "key_file", "frame_auth", "insecure", "graph", "launch", NULL };
 static const char *const host_keys[] = { "name", "ip", "control_ip", "mac", "up_gbps", "down_gbps", "roles",
 					  "dpdk", NULL };
 static const char *const dpdk_keys[] = { "pci", "vdev", "lcores", "hugepages", "socket_mem", NULL };
@@ -560,6 +560,18 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	if (out->frame_auth && !out->key_file[0]) {
 		snprintf(err, errlen, "%s: frame_auth: true needs key_file (the frame key is derived from the "
 			 "cluster secret)", origin);
+		goto out;
+	}
+
+	j = json_object_get(root, "insecure");
+	if (j && !json_is_boolean(j)) {
+		snprintf(err, errlen, "%s: insecure: true or false expected", origin);
+		goto out;
+	}
+	out->insecure = json_is_true(j);
+	if (out->insecure && out->key_file[0]) {
+		snprintf(err, errlen, "%s: insecure: true with key_file (drop one: a cluster with a key is "
+			 "not insecure)", origin);
 		goto out;
 	}
 

@@ -72,6 +72,9 @@ struct cluster {
 			     * untagged or forged frames are dropped ("frame_auth", default true
 			     * with key_file, docs/security.md "Frames"); needs key_file */
 	enum cluster_launch_via launch_via; /* "launch"."via" (default local) */
+	int insecure;       /* 1: "insecure": true, no key_file on purpose (docs/security.md "Keys by
+			     * default"): the runner runs it, every program warns; refused with
+			     * key_file */
 	int n_hosts;
 	struct cluster_host *hosts;
 	uint8_t *graph;     /* "graph" (optional; NULL: none): the decentralised workers' graph

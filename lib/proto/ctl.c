@@ -17,6 +17,13 @@ void ctl_init(struct ctl_conn *c, int fd)
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->out_max = CTL_OUT_MAX;
+	c->in_max = CTL_LINE_MAX;
+}
+
+/* The longest line @c takes, bytes with its '\n'. */
+static size_t line_max(const struct ctl_conn *c)
+{
+	return c->in_max && c->in_max < CTL_LINE_MAX ? c->in_max : CTL_LINE_MAX;
 }
 
 void ctl_close(struct ctl_conn *c)
@@ -105,18 +112,21 @@ size_t ctl_pending(const struct ctl_conn *c)
 
 long ctl_read(struct ctl_conn *c)
 {
+	size_t lmax = line_max(c), hold = lmax + (lmax < 65536 ? lmax : 65536);
+
 	if (c->in_off > 0) { /* drop the parsed lines once per read, not once per line */
 		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
 		c->in_len -= c->in_off;
 		c->in_off = 0;
 	}
-	if (c->in_len >= CTL_LINE_MAX)
+	if (c->in_len >= lmax)
 		return -EAGAIN; /* full: ctl_next takes a line or drops an over-long one first */
-	if (reserve(&c->in, &c->in_cap, c->in_len + 65536))
+	size_t want = hold - c->in_len < 65536 ? hold - c->in_len : 65536;
+	if (reserve(&c->in, &c->in_cap, c->in_len + want))
 		return -ENOMEM;
 	size_t room = c->in_cap - c->in_len;
-	if (room > CTL_LINE_MAX + 65536 - c->in_len)
-		room = CTL_LINE_MAX + 65536 - c->in_len; /* holds at most CTL_LINE_MAX + 64 KiB */
+	if (room > hold - c->in_len)
+		room = hold - c->in_len; /* holds at most `hold` bytes */
 	for (;;) {
 		ssize_t r = read(c->fd, c->in + c->in_len, room);
 		if (r < 0 && errno == EINTR)
@@ -130,6 +140,8 @@ long ctl_read(struct ctl_conn *c)
 
 int ctl_next(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 {
+	size_t lmax = line_max(c);
+
 	*msg = NULL;
 	for (;;) {
 		char *p = c->in + c->in_off;
@@ -146,10 +158,10 @@ int ctl_next(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 			continue;
 		}
 		if (!nl) {
-			if (n >= CTL_LINE_MAX) {
+			if (n >= lmax) {
 				c->in_off = c->in_len = 0; /* drop it, and what follows up to its '\n' */
 				c->in_skip = 1;
-				snprintf(err, errlen, "line longer than %u bytes", CTL_LINE_MAX);
+				snprintf(err, errlen, "line longer than %zu bytes", lmax);
 				return -EBADMSG;
 			}
 			return 0;
@@ -158,8 +170,8 @@ int ctl_next(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 		c->in_off += len + 1;
 		if (c->in_off == c->in_len)
 			c->in_off = c->in_len = 0;
-		if (len + 1 > CTL_LINE_MAX) {
-			snprintf(err, errlen, "line longer than %u bytes", CTL_LINE_MAX);
+		if (len + 1 > lmax) {
+			snprintf(err, errlen, "line longer than %zu bytes", lmax);
 			return -EBADMSG;
 		}
 		json_error_t je;
@@ -247,7 +259,7 @@ int ctl_listen(const char *host_port, char *err, size_t errlen)
 	}
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, CTL_LISTEN_BACKLOG) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "listen on %s: %s", host_port, strerror(errno));
 		close(fd);

@@ -9,6 +9,8 @@
 #define CTL_LINE_MAX (1u << 20)   /* longest message line, bytes including the '\n' */
 #define CTL_OUT_MAX (16u << 20)   /* default cap of a connection's output queue, bytes */
 #define CTL_DEFAULT_PORT 7070     /* default TCP port of the scheduler */
+#define CTL_LISTEN_BACKLOG 1024   /* connections the kernel completes before accept: a host's
+				   * SYN is not dropped (1 s resend) behind an outsider's many */
 
 /**
  * A buffered connection: bytes read but not yet parsed, bytes queued but not yet written.
@@ -22,12 +24,16 @@ struct ctl_conn {
 	char *out;          /* queued bytes [out_off, out_len) */
 	size_t out_off, out_len, out_cap;
 	size_t out_max;     /* cap of the queued bytes (ctl_init: CTL_OUT_MAX; 0 also means that) */
+	size_t in_max;      /* longest line taken, bytes with its '\n' (ctl_init: CTL_LINE_MAX;
+			     * 0 also means that); the input buffer holds at most twice this, up
+			     * to CTL_LINE_MAX + 64 KiB */
 	int overflow;       /* a ctl_queue went over out_max: the peer does not read */
 };
 
 /**
  * ctl_init - wrap socket @fd (ownership passes to @c; ctl_close closes it). The output queue
- * is capped at CTL_OUT_MAX bytes (c->out_max may be changed after ctl_init).
+ * is capped at CTL_OUT_MAX bytes and lines at CTL_LINE_MAX (c->out_max and c->in_max may be
+ * changed after ctl_init, e.g. lowered for a connection that has not authenticated yet).
  */
 void ctl_init(struct ctl_conn *c, int fd);
 
@@ -57,8 +63,9 @@ size_t ctl_pending(const struct ctl_conn *c);
 
 /**
  * ctl_read - read what the socket has (one read() call). The input buffer never holds more
- * than CTL_LINE_MAX + 64 KiB: when CTL_LINE_MAX bytes are buffered, nothing is read and
- * -EAGAIN is returned (take the lines with ctl_next first, which always makes room).
+ * than L + min(L, 64 KiB) bytes, L = c->in_max (CTL_LINE_MAX by default): when L bytes are
+ * buffered, nothing is read and -EAGAIN is returned (take the lines with ctl_next first, which
+ * always makes room).
  * Returns bytes read (> 0), 0 at end of stream (peer closed), -EAGAIN (nothing waiting, or
  * the buffer is full), -ENOMEM, or another -errno.
  */
@@ -68,8 +75,8 @@ long ctl_read(struct ctl_conn *c);
  * ctl_next - take the next complete line out of the input buffer and parse it.
  * Returns 1 with *@msg set (a new reference to a JSON object: json_decref it), 0 when no
  * complete line is buffered, or -EBADMSG with @err saying why the line was refused (not JSON,
- * not an object, no string "type", longer than CTL_LINE_MAX); the bad line is consumed, so the
- * caller can answer with an error and go on. A line longer than CTL_LINE_MAX is refused once,
+ * not an object, no string "type", longer than c->in_max); the bad line is consumed, so the
+ * caller can answer with an error and go on. A line longer than c->in_max is refused once,
  * however its bytes arrive (in one read or many): the bytes up to its '\n' are discarded as
  * they come and never parsed as a line of their own.
  */
@@ -83,7 +90,7 @@ int ctl_connect(const char *host_port, char *err, size_t errlen);
 
 /**
  * ctl_listen - TCP listening socket on @host_port (address may be "0.0.0.0"), SO_REUSEADDR,
- * non-blocking. Returns the socket or -errno with @err naming the address.
+ * non-blocking, backlog CTL_LISTEN_BACKLOG (the kernel caps it at net.core.somaxconn). Returns the socket or -errno with @err naming the address.
  */
 int ctl_listen(const char *host_port, char *err, size_t errlen);
 

@@ -71,6 +71,96 @@ static void accept_failed(struct sched *s, int err, double now)
 	s->accept_resume = now + s->accept_backoff;
 }
 
+/* Connection @ci has not authenticated: no host, not a welcomed status viewer. */
+static int unauthenticated(const struct sched *s, int ci)
+{
+	return s->conns[ci].c.fd >= 0 && s->conns[ci].host < 0 && !s->conns[ci].viewer;
+}
+
+static void disconnect(struct sched *s, int ci)
+{
+	int h = s->conns[ci].host;
+	if (h >= 0 && s->hosts[h].conn == ci) {
+		log_warn("peer %s disconnected", s->cl.hosts[h].name);
+		sched_fail_host(s, h);
+	}
+	if (s->conns[ci].c.fd >= 0)
+		sched_conn_close(s, ci);
+}
+
+static void read_conn(struct sched *s, int ci)
+{
+	long r = ctl_read(&s->conns[ci].c);
+	char err[256];
+	json_t *m;
+
+	if (r == 0 || (r < 0 && r != -EAGAIN)) {
+		disconnect(s, ci);
+		return;
+	}
+	while (s->conns[ci].c.fd >= 0 && !s->conns[ci].closing && !s->conns[ci].c.overflow) {
+		int rc = ctl_next(&s->conns[ci].c, &m, err, sizeof(err));
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			int outsider = unauthenticated(s, ci);
+
+			sched_msg_frame_error(s, ci, err);
+			if (outsider) /* speaks for nobody: one answer, then closed */
+				s->conns[ci].closing = 1;
+			continue;
+		}
+		sched_msg_handle(s, ci, m);
+		json_decref(m);
+	}
+}
+
+/*
+ * How readily unauthenticated connection @ci is closed when too many wait (higher first):
+ * one already refused (closing), one that said nothing yet, one whose hello was challenged.
+ */
+static int evict_rank(const struct sched *s, int ci)
+{
+	const struct sched_conn *c = &s->conns[ci];
+
+	return c->closing ? 2 : c->auth_host < 0 && !c->auth_viewer ? 1 : 0;
+}
+
+/*
+ * At most SCHED_MAX_UNAUTH connections wait to authenticate: over that, one is closed, the
+ * first of: a refused one, the oldest that said nothing, the oldest challenged one. So an
+ * outsider opening connections in a loop pushes out its own, and a host's login, which is
+ * challenged within a round trip, keeps its place. One WARN at most every 5 s, with the
+ * count closed since the last.
+ */
+static void evict_unauthenticated(struct sched *s, double now)
+{
+	int n = 0, victim = -1;
+	char who[64];
+
+	for (int ci = 0; ci < s->n_conns; ci++) {
+		if (!unauthenticated(s, ci))
+			continue;
+		n++;
+		if (victim < 0 || evict_rank(s, ci) > evict_rank(s, victim) ||
+		    (evict_rank(s, ci) == evict_rank(s, victim) &&
+		     s->conns[ci].t_open < s->conns[victim].t_open))
+			victim = ci;
+	}
+	if (n <= SCHED_MAX_UNAUTH)
+		return;
+	s->n_evicted++;
+	if (now - s->evict_logged >= 5.0) {
+		sched_conn_peer(s, victim, who, sizeof(who));
+		log_warn("%d connections not authenticated (limit %d): closed one from %s (%lu closed "
+			 "since the last such message; docs/security.md)", n, SCHED_MAX_UNAUTH, who,
+			 s->n_evicted);
+		s->evict_logged = now;
+		s->n_evicted = 0;
+	}
+	sched_conn_close(s, victim);
+}
+
 static void accept_all(struct sched *s, double now)
 {
 	for (;;) {
@@ -105,18 +195,14 @@ static void accept_all(struct sched *s, double now)
 		s->conns[ci].auth_host = -1;
 		s->conns[ci].auth_viewer = 0;
 		s->conns[ci].t_open = clock_real_s();
+		/* small caps until it authenticates (sched_conn_trust lifts them) */
+		s->conns[ci].c.in_max = SCHED_UNAUTH_IN_MAX;
+		s->conns[ci].c.out_max = SCHED_UNAUTH_OUT_MAX;
+		/* its first lines are often there already: a hello is challenged, a bad line
+		 * refused, before the cap below picks a connection to close */
+		read_conn(s, ci);
+		evict_unauthenticated(s, now);
 	}
-}
-
-static void disconnect(struct sched *s, int ci)
-{
-	int h = s->conns[ci].host;
-	if (h >= 0 && s->hosts[h].conn == ci) {
-		log_warn("peer %s disconnected", s->cl.hosts[h].name);
-		sched_fail_host(s, h);
-	}
-	if (s->conns[ci].c.fd >= 0)
-		sched_conn_close(s, ci);
 }
 
 /*
@@ -147,29 +233,6 @@ static int check_overflow(struct sched *s, int ci)
 	return 1;
 }
 
-static void read_conn(struct sched *s, int ci)
-{
-	long r = ctl_read(&s->conns[ci].c);
-	char err[256];
-	json_t *m;
-
-	if (r == 0 || (r < 0 && r != -EAGAIN)) {
-		disconnect(s, ci);
-		return;
-	}
-	while (s->conns[ci].c.fd >= 0 && !s->conns[ci].closing && !s->conns[ci].c.overflow) {
-		int rc = ctl_next(&s->conns[ci].c, &m, err, sizeof(err));
-		if (rc == 0)
-			break;
-		if (rc < 0) {
-			sched_msg_frame_error(s, ci, err);
-			continue;
-		}
-		sched_msg_handle(s, ci, m);
-		json_decref(m);
-	}
-}
-
 static void check_peers(struct sched *s, double now)
 {
 	for (int h = 0; h < s->cl.n_hosts; h++)
@@ -178,12 +241,15 @@ static void check_peers(struct sched *s, double now)
 				 now - s->hosts[h].last_heard);
 			sched_fail_host(s, h);
 		}
+	/* the time to authenticate counts from accept, whatever the peer sends or leaves unread */
 	for (int ci = 0; ci < s->n_conns; ci++)
-		if (s->conns[ci].c.fd >= 0 && s->conns[ci].host < 0 && !s->conns[ci].closing &&
-		    !s->conns[ci].viewer &&
-		    now - s->conns[ci].t_open > s->cfg.peer_timeout_s) {
-			log_warn("connection without hello for %.1f s: closed",
-				 now - s->conns[ci].t_open);
+		if (unauthenticated(s, ci) && now - s->conns[ci].t_open > s->cfg.peer_timeout_s) {
+			char who[64];
+
+			sched_conn_peer(s, ci, who, sizeof(who));
+			log_warn("connection from %s without hello%s for %.1f s after accept: closed", who,
+				 s->conns[ci].auth_host >= 0 || s->conns[ci].auth_viewer ?
+				 " and auth" : "", now - s->conns[ci].t_open);
 			sched_conn_close(s, ci);
 		}
 }
@@ -260,8 +326,10 @@ int sched_daemon_run(struct sched *s, const volatile sig_atomic_t *stop)
 		/* out of file descriptors: the listening socket rests until accept_resume */
 		pf[0] = (struct pollfd){ .fd = s->accept_backoff > 0 && clock_real_s() <
 			s->accept_resume ? -1 : s->listen_fd, .events = POLLIN };
+		/* a closing connection is not read: its answer is written, then it is closed */
 		for (int ci = 0; ci < s->n_conns; ci++)
-			pf[ci + 1] = (struct pollfd){ .fd = s->conns[ci].c.fd, .events = POLLIN |
+			pf[ci + 1] = (struct pollfd){ .fd = s->conns[ci].c.fd,
+				.events = (s->conns[ci].closing ? 0 : POLLIN) |
 				(ctl_pending(&s->conns[ci].c) ? POLLOUT : 0) };
 		double wait = next_wake(s) - clock_real_s();
 		int ms = wait <= 0 ? 0 : wait > 0.05 ? 50 : (int)(wait * 1e3) + 1;
@@ -341,9 +409,10 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 			goto fail;
 		s->auth_on = 1;
 	} else {
-		log_warn("cluster %s has no key_file: control connections are not authenticated, any "
+		log_warn("cluster %s has no key_file%s: control connections are not authenticated, any "
 			 "process that reaches the control port can say hello as any host (docs/security.md)",
-			 s->cl.name);
+			 s->cl.name, s->cl.insecure ? " (\"insecure\": true)" :
+			 " and does not say \"insecure\": true");
 	}
 	s->hosts = calloc((size_t)s->cl.n_hosts, sizeof(*s->hosts));
 	s->server_alias = calloc((size_t)s->cl.n_hosts, sizeof(int));

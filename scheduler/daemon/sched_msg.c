@@ -162,6 +162,7 @@ static void on_viewer_hello(struct sched *s, int ci, json_t *m)
 {
 	if (!s->auth_on) {
 		s->conns[ci].viewer = 1;
+		sched_conn_trust(s, ci);
 		sched_conn_queue(s, ci, json_pack("{s:s, s:b}", "type", "welcome", "viewer", 1));
 		return;
 	}
@@ -225,6 +226,7 @@ static void on_auth(struct sched *s, int ci, json_t *m, double now)
 			return;
 		}
 		c->viewer = 1;
+		sched_conn_trust(s, ci);
 		sched_conn_queue(s, ci, json_pack("{s:s, s:b}", "type", "welcome", "viewer", 1));
 		return;
 	}
@@ -254,6 +256,7 @@ void sched_bind_host(struct sched *s, int ci, int h, double now)
 		sched_conn_close(s, s->hosts[h].conn);
 	}
 	s->conns[ci].host = h;
+	sched_conn_trust(s, ci);
 	s->hosts[h].conn = ci;
 	sched_clock_reset(s, h);
 	s->hosts[h].alive = 1;
@@ -521,6 +524,15 @@ static void on_register(struct sched *s, int ci, const char *app, json_t *m)
 			bit = b;
 	if (!bit) {
 		reply_err(s, ci, app, "register: field \"role\": unknown role '%s'", role);
+		return;
+	}
+	/* with a key, the roles that hold the model must be the host's in the cluster file
+	 * (docs/security.md "Roles"; without one anybody can say hello as the server's host);
+	 * a replica registers as the server when it takes over */
+	if (s->auth_on && (bit == SCHED_ROLE_SERVER || bit == SCHED_ROLE_REPLICA) &&
+	    !(s->cl.hosts[h].roles & (CLUSTER_ROLE_SERVER | CLUSTER_ROLE_REPLICA))) {
+		reply_err(s, ci, app, "register: host %s may not register as %s: its roles in cluster %s "
+			  "include neither server nor replica", s->cl.hosts[h].name, role, s->cl.name);
 		return;
 	}
 	if (bit == SCHED_ROLE_SERVER) {

@@ -135,6 +135,12 @@ void sched_conn_peer(const struct sched *s, int ci, char *buf, size_t len)
 		snprintf(buf, len, "%s:%u", inet_ntoa(sa.sin_addr), ntohs(sa.sin_port));
 }
 
+void sched_conn_trust(struct sched *s, int ci)
+{
+	s->conns[ci].c.in_max = CTL_LINE_MAX;
+	s->conns[ci].c.out_max = CTL_OUT_MAX;
+}
+
 void sched_conn_close(struct sched *s, int ci)
 {
 	struct sched_conn *c = &s->conns[ci];

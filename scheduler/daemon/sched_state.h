@@ -32,6 +32,10 @@
 #define SCHED_MAX_PULLS_PER_HOST 1024 /* --max-pulls-per-host default */
 #define SCHED_ACCEPT_BACKOFF_MIN_S 0.1 /* out of file descriptors: first pause of accept, s */
 #define SCHED_ACCEPT_BACKOFF_MAX_S 1.0 /* ... doubling up to this */
+/* What a connection costs before it authenticates (docs/security.md "Before authentication"): */
+#define SCHED_UNAUTH_IN_MAX 4096  /* longest line taken, bytes (hello and auth are < 1 KiB) */
+#define SCHED_UNAUTH_OUT_MAX 4096 /* output queue cap, bytes (challenge, one error) */
+#define SCHED_MAX_UNAUTH 128      /* connections not yet authenticated; the oldest goes first */
 
 /** Application roles, as bits of sched_host.apps. */
 enum sched_role {
@@ -385,6 +389,8 @@ struct sched {
 	double sync_wait_since;       /* CLOCK_REALTIME seconds a sync batch started waiting, 0 */
 	double accept_resume;         /* CLOCK_REALTIME seconds accept resumes after EMFILE, 0 */
 	double accept_backoff;        /* current pause of accept, s (0: accepting normally) */
+	unsigned long n_evicted;      /* unauthenticated connections closed over SCHED_MAX_UNAUTH */
+	double evict_logged;          /* CLOCK_REALTIME seconds of the last WARN about them */
 
 	FILE *rec_batches, *rec_updates, *rec_transfers, *rec_failover;
 	FILE *rec_clocks, *rec_starts; /* clocks.jsonl, starts.jsonl (sched_clock.h) */
@@ -448,6 +454,13 @@ void sched_conn_peer(const struct sched *s, int ci, char *buf, size_t len);
  * is alive, and it gets `welcome` (docs/control.md). Implemented in sched_msg.c.
  */
 void sched_bind_host(struct sched *s, int ci, int h, double now);
+
+/**
+ * sched_conn_trust - connection @ci speaks for a host or is a welcomed status viewer: its line
+ * length and output queue go from the small caps of an unauthenticated connection
+ * (SCHED_UNAUTH_IN_MAX, SCHED_UNAUTH_OUT_MAX) to CTL_LINE_MAX and CTL_OUT_MAX.
+ */
+void sched_conn_trust(struct sched *s, int ci);
 
 /**
  * sched_conn_close - close connection s->conns[@ci] (its slot is reused by the next accept);

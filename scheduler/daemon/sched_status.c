@@ -220,8 +220,10 @@ void sched_status_request(struct sched *s, int ci, double now)
 		c->closing = 1;
 		return;
 	}
-	if (c->host < 0)
+	if (c->host < 0) {
 		c->viewer = 1;
+		sched_conn_trust(s, ci);
+	}
 	json_t *st = sched_status_build(s, now);
 	if (!st)
 		log_err("status: out of memory");

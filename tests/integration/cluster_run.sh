@@ -28,7 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cat >"$CL" <<'JSON'
-{ "name": "clur", "mtu": 1500, "prefix_len": 24, "udp_port": 47000, "control_port": 7070,
+{ "name": "clur", "insecure": true, "mtu": 1500, "prefix_len": 24, "udp_port": 47000, "control_port": 7070,
   "hosts": [
     {"name": "ps", "ip": "10.84.2.2",  "up_gbps": 1, "down_gbps": 1, "roles": ["server", "scheduler"]},
     {"name": "w0", "ip": "10.84.2.10", "up_gbps": 1, "down_gbps": 1, "roles": ["worker", "aggregator"]},

@@ -3,7 +3,7 @@
 # "App socket trust"): mode 0660 with its --app-group, peers checked with SO_PEERCRED; a memfd
 # truncated under a transfer cannot kill it (unsealed buffers are refused, sealed ones work); a
 # second app cannot take over a channel's listener; an app that never reads its replies is
-# disconnected with the dataplane's memory bounded.
+# disconnected with the dataplane's memory bounded; the 65th app connection is refused with a WARN.
 . "$(dirname "$0")/lib.sh"
 CLUSTER="$ROOT/conf/cluster-pair.json"
 HOSTILE="$ROOT/build/tests/dp_hostile"
@@ -93,3 +93,18 @@ timeout 30 "$XFER" send --sock "$SA" --to b --bytes 1000000 --timeout 10 >"$WORK
 	fail "transfer after the flood failed: $(cat "$WORK/send3")"
 wait $rpid || fail "receiver after the flood failed: $(cat "$WORK/recv3")"
 ok "flood: $out; RSS $before -> $after KiB, one WARN, $lines request WARN lines; still serving"
+
+# --- the 65th app connection is refused with a WARN naming the cap (docs/dataplane.md "Log")
+python3 - "$SA" <<'PY' || fail "could not open 65 app connections"
+import socket, sys, time
+held = []
+for i in range(65):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(sys.argv[1])
+    held.append(c)
+time.sleep(1.0)
+PY
+alive "65 app connections"
+grep -q 'WARN.*refusing app connection of pid [0-9]*: 64 apps already connected' "$WORK/dp-a.log" ||
+	fail "no WARN naming the cap of 64 app connections"
+ok "the 65th app connection refused with a WARN naming the cap of 64"

@@ -178,6 +178,28 @@ class Validation(Tmp):
         self.bad("compute: unknown setting", compute="0.125,0.5")
         self.bad("compute: unknown setting", compute="2,6")
 
+    def test_keys_by_default(self):
+        # docs/security.md "Keys by default": every shipped cluster has a key or opts out; an
+        # unkeyed cluster without "insecure": true is refused naming both fixes
+        import glob
+        for path in glob.glob(os.path.join(ROOT, "conf/cluster-*.json")):
+            with open(path) as f:
+                cl = json.load(f)
+            self.assertTrue(cl.get("key_file") or cl.get("insecure") is True, path)
+        with open(os.path.join(ROOT, "conf/cluster-fabric.json")) as f:
+            cl = json.load(f)
+        del cl["key_file"]
+        path = os.path.join(self.dir, "cluster.json")
+        with open(path, "w") as f:
+            json.dump(cl, f)
+        msg = self.bad("has no key_file", cluster=path)
+        self.assertIn('"key_file": "clu.key"', msg)
+        self.assertIn('"insecure": true', msg)
+        with open(path, "w") as f:
+            json.dump(dict(cl, insecure=True), f)
+        self.assertTrue(self.exp(cluster=path).insecure)
+        self.assertFalse(self.exp().insecure)
+
     def test_adsp_and_local_sgd(self):
         """Systems adsp (commit rates from the scheduler) and local-sgd (fixed local
         iterations per round): their keys, defaults and bad values."""

@@ -51,6 +51,27 @@ START_TEST(key_file_rules)
 }
 END_TEST
 
+/* A key file of another user (mode 0600) is refused naming the file and the fix; the test
+ * needs root to give the file away (skipped otherwise). */
+START_TEST(key_file_of_another_user_refused)
+{
+	uint8_t key[AUTH_KEY_BYTES];
+	char err[256];
+
+	if (geteuid() != 0)
+		return;
+	const char *p = key_file(32, 0600);
+	ck_assert_int_eq(chown(p, 65534, 65534), 0);
+	ck_assert_int_eq(auth_key_load(p, key, err, sizeof(err)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, kpath));
+	ck_assert_ptr_nonnull(strstr(err, "owned by uid 65534"));
+	ck_assert_ptr_nonnull(strstr(err, "chown 0 "));
+	ck_assert_int_eq(chown(p, 0, 0), 0);
+	ck_assert_int_eq(auth_key_load(p, key, err, sizeof(err)), 0);
+	unlink(kpath);
+}
+END_TEST
+
 START_TEST(mac_binds_key_role_host_and_nonces)
 {
 	uint8_t k1[AUTH_KEY_BYTES], k2[AUTH_KEY_BYTES];
@@ -138,6 +159,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, key_file_rules);
+	tcase_add_test(tc, key_file_of_another_user_refused);
 	tcase_add_test(tc, mac_binds_key_role_host_and_nonces);
 	tcase_add_test(tc, mac_known_value);
 	tcase_add_test(tc, frame_tag_known_value_and_binding);

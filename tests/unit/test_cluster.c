@@ -268,6 +268,7 @@ START_TEST(key_file_resolved)
 	unlink(path);
 	ck_assert_int_eq(cluster_load("conf/cluster-mini.json", &c, err, sizeof(err)), 0);
 	ck_assert_str_eq(c.key_file, ""); /* no key: not authenticated */
+	ck_assert_int_eq(c.insecure, 1);  /* and it says so (docs/security.md "Keys by default") */
 	cluster_free(&c);
 }
 END_TEST
@@ -311,6 +312,29 @@ START_TEST(bounds)
 }
 END_TEST
 
+/* "insecure": a boolean, refused with key_file (docs/security.md "Keys by default"). */
+START_TEST(insecure_opt_out)
+{
+	struct cluster c;
+	char err[256] = "";
+
+	ck_assert_int_eq(cluster_parse("{\"insecure\": true, \"hosts\": [{\"name\": \"a\", \"ip\": "
+				       "\"10.1.0.2\"}]}", "x", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.insecure, 1);
+	cluster_free(&c);
+	ck_assert_int_eq(cluster_parse("{\"hosts\": [{\"name\": \"a\", \"ip\": \"10.1.0.2\"}]}", "x",
+				       &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.insecure, 0);
+	cluster_free(&c);
+	ck_assert_int_eq(cluster_parse("{\"insecure\": 1, \"hosts\": [{\"name\": \"a\", \"ip\": "
+				       "\"10.1.0.2\"}]}", "x", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "insecure: true or false"));
+	ck_assert_int_eq(cluster_parse("{\"insecure\": true, \"key_file\": \"k\", \"hosts\": [{\"name\": "
+				       "\"a\", \"ip\": \"10.1.0.2\"}]}", "x", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "insecure: true with key_file"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cluster");
@@ -324,6 +348,7 @@ int main(void)
 	tcase_add_test(tc, load_names_missing_file);
 	tcase_add_test(tc, key_file_resolved);
 	tcase_add_test(tc, bounds);
+	tcase_add_test(tc, insecure_opt_out);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

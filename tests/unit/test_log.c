@@ -1,4 +1,4 @@
-/* test_log.c - Check tests of the rate limit of repeated errors and warnings (lib/base/log.c). */
+/* test_log.c - Check tests of the rate limits of repeated errors and warnings and of a family of lines (token bucket) (lib/base/log.c). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ck_run.h"
+#include "clock.h"
 #include "log.h"
 
 static char path[64];
@@ -112,6 +113,47 @@ START_TEST(other_call_sites_and_levels_independent)
 }
 END_TEST
 
+/*
+ * A token bucket of 100 lines per second, bursts of 50, under a burst of 20,000 lines from two
+ * call sites: at most 50 + 100 per second elapsed are printed, the rest counted; once a token is
+ * back, the next line is preceded by one "suppressed" line whose count and the printed lines
+ * add up to the burst.
+ */
+START_TEST(bucket_bounds_a_family_of_lines)
+{
+	struct log_bucket b = LOG_BUCKET_INIT(100, 50);
+	int n = 20000;
+
+	capture();
+	double t0 = clock_mono_s();
+	for (int i = 0; i < n; i++) {
+		if (i % 2)
+			log_printf_bucket(&b, "transfers", LOG_INFO, "xfer %d: to b", i);
+		else
+			log_printf_bucket(&b, "transfers", LOG_INFO, "xfer %d from b complete", i);
+	}
+	double dt = clock_mono_s() - t0;
+	usleep(20000); /* two tokens back */
+	log_printf_bucket(&b, "transfers", LOG_INFO, "xfer last: to b");
+	int printed = lines("xfer "), summaries = lines("suppressed");
+	FILE *f = fopen(path, "r");
+	char buf[512];
+	unsigned long k = 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (strstr(buf, "suppressed"))
+			ck_assert_int_eq(sscanf(strstr(buf, "suppressed"), "suppressed %lu lines of transfers",
+						&k), 1);
+	fclose(f);
+	capture();
+	lines("");
+	ck_assert_msg(printed - 1 <= 50 + 100 * dt + 1, "%d lines printed of %d in %.3f s",
+		      printed - 1, n, dt);
+	ck_assert_int_ge(printed - 1, 50);
+	ck_assert_int_eq(summaries, 1);
+	ck_assert_int_eq((int)k + printed - 1, n);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("log");
@@ -119,6 +161,7 @@ int main(void)
 
 	tcase_add_test(tc, repeated_warning_limited_per_call_site);
 	tcase_add_test(tc, other_call_sites_and_levels_independent);
+	tcase_add_test(tc, bucket_bounds_a_family_of_lines);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -4,6 +4,7 @@
  * limit, and running out of file descriptors. The last three run build/mlf-scheduler (or
  * $MLF_SCHEDULER, to show an older build fails them) as a subprocess on 127.0.0.1.
  */
+#define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "ck_run.h"
 #include "clock.h"
 #include "log.h"
+#include "proto.h"
 #include "ctl.h"
 #include "sched_daemon.h"
 #include "sched_fake.h"
@@ -155,18 +158,17 @@ START_TEST(register_momentum_out_of_range_refused)
 }
 END_TEST
 
-/* A 2 MiB line whose last bytes are a valid hello (after spaces, which JSON skips) is one
- * refused line, however it arrives: its tail is not taken for a hello. */
+/* A 2 MiB line from a host whose last bytes are a valid hello (after spaces, which JSON skips)
+ * is one refused line, however it arrives: its tail is not taken for a hello. */
 START_TEST(tail_of_over_long_line_not_a_message)
 {
 	size_t n = 2 * CTL_LINE_MAX;
-	const char *hello = "{\"type\":\"hello\",\"host\":\"w0\"}\n";
+	const char *hello = "{\"type\":\"hello\",\"host\":\"w1\"}\n";
 	char *line = malloc(n);
 
 	start_daemon(NULL);
 	capture_stderr();
-	int f = fake_connect("w0");
-	fakes[f].silent = 1; /* no heartbeat before its hello */
+	int f = fake_open("w0"); /* before hello a bad line closes the connection at once */
 	memset(line, ' ', n);
 	memcpy(line + n - strlen(hello), hello, strlen(hello));
 	fcntl(fakes[f].c.fd, F_SETFL, fcntl(fakes[f].c.fd, F_GETFL) & ~O_NONBLOCK);
@@ -181,10 +183,8 @@ START_TEST(tail_of_over_long_line_not_a_message)
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "reason")),
 				     "line longer than"));
 	pump(0.2);
-	ck_assert_int_eq(count_msgs(f, "welcome"), 0);
-	ck_assert_int_eq(count_msgs(f, "error"), 1);
-	fake_send(f, json_pack("{s:s, s:s}", "type", "hello", "host", "w0"));
-	ck_assert_ptr_nonnull(wait_msg(f, "welcome", 2.0));
+	ck_assert_int_eq(count_msgs(f, "error"), 1); /* not "already belongs to w0" for the tail */
+	ck_assert_int_eq(fakes[f].open, 1);
 	ck_assert_int_eq(captured_lines("line longer than"), 1);
 	stop_daemon();
 	free(line);
@@ -195,20 +195,34 @@ END_TEST
 
 static char dir[64], listen_addr[32], log_path[128];
 static pid_t child = -1;
+static uint8_t key[AUTH_KEY_BYTES];
+static int keyed;                 /* the next spawn's cluster has a key_file (key[]) */
+static const char *peer_timeout = "30";
 
-/* Start the scheduler (stderr to log_path) with RLIMIT_NOFILE @nofile (0: unchanged). */
+/* Start the scheduler (stderr to log_path) with RLIMIT_NOFILE @nofile (0: unchanged), on
+ * cluster "sch" with a key_file when `keyed`, with --peer-timeout `peer_timeout`. */
 static void spawn(int nofile)
 {
-	char path[128], err[128];
+	char path[128], kpath[128], err[128];
 	const char *bin = getenv("MLF_SCHEDULER") ? getenv("MLF_SCHEDULER") : "build/mlf-scheduler";
 
 	snprintf(dir, sizeof(dir), "/tmp/test_sched_bounds.XXXXXX");
 	ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
 	snprintf(path, sizeof(path), "%s/cluster.json", dir);
+	snprintf(kpath, sizeof(kpath), "%s/cluster.key", dir);
 	snprintf(log_path, sizeof(log_path), "%s/log", dir);
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
-	fputs(cluster_json, f);
+	if (keyed) {
+		for (int i = 0; i < AUTH_KEY_BYTES; i++)
+			key[i] = (uint8_t)(i * 13 + 5);
+		int kfd = open(kpath, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		ck_assert_int_eq(write(kfd, key, sizeof(key)), (ssize_t)sizeof(key));
+		close(kfd);
+		fprintf(f, "{\"key_file\":\"%s\",%s", kpath, cluster_json + 1);
+	} else {
+		fputs(cluster_json, f);
+	}
 	fclose(f);
 	snprintf(listen_addr, sizeof(listen_addr), "127.0.0.1:%d",
 		 20000 + (int)((getpid() * 17 + nofile) % 30000));
@@ -223,7 +237,7 @@ static void spawn(int nofile)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 		execl(bin, "mlf-scheduler", "--cluster", path, "--listen", listen_addr,
-		      "--peer-timeout", "30", (char *)NULL);
+		      "--peer-timeout", peer_timeout, (char *)NULL);
 		_exit(127);
 	}
 	int fd = -1;
@@ -295,31 +309,149 @@ static double child_cpu_s(void)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* Connect, hello as @host, expect the welcome within @secs. */
-static void expect_welcome(const char *host, double secs)
+/* The next message on @c within @secs, or NULL (json_decref it). */
+static json_t *next_msg(struct ctl_conn *c, double secs)
+{
+	char err[128];
+	json_t *m = NULL;
+
+	for (double end = clock_mono_s() + secs; !m && clock_mono_s() < end;) {
+		struct pollfd pf = { .fd = c->fd, .events = POLLIN };
+		if (ctl_next(c, &m, err, sizeof(err)) > 0)
+			break;
+		m = NULL;
+		poll(&pf, 1, 20);
+		ctl_read(c);
+	}
+	return m;
+}
+
+/* Connect @c (no key), hello as @host, expect the welcome within @secs. */
+static void hello_host(struct ctl_conn *c, const char *host, double secs)
 {
 	char err[128];
 	int fd = ctl_connect(listen_addr, err, sizeof(err));
-	struct ctl_conn c;
-	json_t *w = NULL;
 
 	ck_assert_msg(fd >= 0, "%s", err);
-	ctl_init(&c, fd);
+	ctl_init(c, fd);
 	json_t *h = json_pack("{s:s, s:s}", "type", "hello", "host", host);
-	ck_assert_int_ge(ctl_send(&c, h), 0);
+	ck_assert_int_ge(ctl_send(c, h), 0);
 	json_decref(h);
-	for (double end = clock_mono_s() + secs; !w && clock_mono_s() < end;) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		poll(&pf, 1, 20);
-		ctl_read(&c);
-		if (ctl_next(&c, &w, err, sizeof(err)) <= 0)
-			w = NULL;
-	}
+	json_t *w = next_msg(c, secs);
 	ck_assert_msg(w != NULL, "no welcome for %s within %.1f s", host, secs);
 	ck_assert_str_eq(ctl_type(w), "welcome");
 	json_decref(w);
+}
+
+/* Connect, hello as @host, expect the welcome within @secs. */
+static void expect_welcome(const char *host, double secs)
+{
+	struct ctl_conn c;
+
+	hello_host(&c, host, secs);
 	ctl_close(&c);
 }
+
+/*
+ * A key holder's login as @host on connection @c (the cluster is `keyed`): hello with a nonce,
+ * the scheduler's challenge (its MAC checked), auth, welcome, each within @secs. Returns the
+ * seconds it took; @c stays open (ctl_close it).
+ */
+static double login_conn(struct ctl_conn *c, const char *host, double secs)
+{
+	char err[128], nc[AUTH_NONCE_HEX + 1], mac[AUTH_MAC_HEX + 1];
+	double t0 = clock_mono_s();
+	int fd = ctl_connect(listen_addr, err, sizeof(err));
+
+	ck_assert_msg(fd >= 0, "%s", err);
+	ctl_init(c, fd);
+	ck_assert_int_eq(auth_nonce(nc), 0);
+	json_t *m = json_pack("{s:s, s:s, s:i, s:s}", "type", "hello", "host", host, "proto",
+			      MLF_PROTO_VERSION, "nonce", nc);
+	ck_assert_int_ge(ctl_send(c, m), 0);
+	json_decref(m);
+	json_t *ch = next_msg(c, secs);
+	ck_assert_msg(ch != NULL, "no challenge for %s within %.1f s", host, secs);
+	ck_assert_str_eq(ctl_type(ch), "challenge");
+	const char *ns = json_string_value(json_object_get(ch, "nonce"));
+	ck_assert_int_eq(auth_check(key, "scheduler", host, nc, ns, json_string_value(
+					    json_object_get(ch, "mac"))), 0);
+	ck_assert_int_eq(auth_mac(key, "host", host, nc, ns, mac), 0);
+	json_decref(ch);
+	m = json_pack("{s:s, s:s}", "type", "auth", "mac", mac);
+	ck_assert_int_ge(ctl_send(c, m), 0);
+	json_decref(m);
+	json_t *w = next_msg(c, secs);
+	ck_assert_msg(w != NULL, "no welcome for %s within %.1f s of its auth", host, secs);
+	ck_assert_str_eq(ctl_type(w), "welcome");
+	json_decref(w);
+	return clock_mono_s() - t0;
+}
+
+/* login_conn(), then closed. */
+static double login(const char *host, double secs)
+{
+	struct ctl_conn c;
+	double dt = login_conn(&c, host, secs);
+
+	ctl_close(&c);
+	return dt;
+}
+
+/* The next message on @c within 2 s, of type @type (asserted); json_decref it. */
+static json_t *expect_msg(struct ctl_conn *c, const char *type)
+{
+	json_t *m = next_msg(c, 2.0);
+
+	ck_assert_msg(m != NULL, "no %s within 2 s", type);
+	ck_assert_str_eq(ctl_type(m), type);
+	return m;
+}
+
+/*
+ * Roles (docs/security.md "Roles"): on a keyed cluster, a key holder logged in as worker host
+ * w0 cannot register as the server or a replica (before, it became the server); ps (role
+ * server) registers as the server.
+ */
+START_TEST(roles_enforced_at_registration)
+{
+	struct ctl_conn w0, ps;
+	json_t *m;
+
+	keyed = 1;
+	spawn(0);
+	login_conn(&w0, "w0", 5.0);
+	const char *regs[] = { "server", "replica" };
+	for (int i = 0; i < 2; i++) {
+		m = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:I}", "type", "register",
+			      "app", i ? "replica@w0" : "server@w0", "role", regs[i], "mode",
+			      "mlfabric-a", "n_floats", (json_int_t)1000, "bytes", (json_int_t)4000,
+			      "version", (json_int_t)0, "tau_max", (json_int_t)4, "momentum", 0.0,
+			      "n_workers", (json_int_t)3);
+		ck_assert_int_ge(ctl_send(&w0, m), 0);
+		json_decref(m);
+		m = expect_msg(&w0, "error");
+		const char *why = json_string_value(json_object_get(m, "reason"));
+		ck_assert_msg(strstr(why, "host w0 may not register as") && strstr(why, regs[i]),
+			      "%s", why);
+		json_decref(m);
+	}
+	ck_assert_int_eq(log_lines("server@w0 registered"), 0);
+	login_conn(&ps, "ps", 5.0);
+	m = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:I}", "type", "register",
+		      "app", "server@ps", "role", "server", "mode", "mlfabric-a", "n_floats",
+		      (json_int_t)1000, "bytes", (json_int_t)4000, "version", (json_int_t)0,
+		      "tau_max", (json_int_t)4, "momentum", 0.0, "n_workers", (json_int_t)3);
+	ck_assert_int_ge(ctl_send(&ps, m), 0);
+	json_decref(m);
+	json_decref(expect_msg(&ps, "registered"));
+	ctl_close(&w0);
+	ctl_close(&ps);
+	keyed = 0;
+	stop_child();
+}
+END_TEST
+
 
 /*
  * For @secs: send @len bytes of @buf (NULL: nothing) whenever @c's socket takes them, and read
@@ -350,22 +482,22 @@ static int read_for(struct ctl_conn *c, double secs, const char *buf, size_t len
 }
 
 /*
- * A connection that sends bad lines and never reads its answers (docs/security.md: 64 MiB of them
- * took the scheduler from 2 to 214 MB and wrote 4.6 million WARN lines): the output queue cap
- * closes it with one WARN, the scheduler's peak RSS stays bounded, the log stays short, and
- * the scheduler still serves.
+ * A host's connection that sends bad lines and never reads its answers (docs/security.md: 64 MiB
+ * of them took the scheduler from 2 to 214 MB and wrote 4.6 million WARN lines): the output queue
+ * cap closes it with one WARN, the scheduler's peak RSS stays bounded, the log stays short, and
+ * the scheduler still serves. (Before hello a bad line closes the connection at once.)
  */
 START_TEST(unread_output_queue_closed_and_log_bounded)
 {
 	static char block[65536];
-	char err[128];
+	struct ctl_conn c;
 	size_t sent = 0, total = 64u << 20;
 
 	spawn(0);
 	for (size_t i = 0; i + 9 <= sizeof(block); i += 9)
 		memcpy(block + i, "not json\n", 9);
-	int fd = ctl_connect(listen_addr, err, sizeof(err));
-	ck_assert_msg(fd >= 0, "%s", err);
+	hello_host(&c, "w2", 2.0);
+	int fd = c.fd;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	struct timeval tv = { .tv_sec = 5 };
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -377,7 +509,7 @@ START_TEST(unread_output_queue_closed_and_log_bounded)
 	}
 	usleep(200000);
 	long hwm = status_kb("VmHWM");
-	close(fd);
+	ctl_close(&c);
 	ck_assert_msg(sent < total, "the scheduler took all %zu bytes without closing", sent);
 	ck_assert_msg(hwm > 0 && hwm < 48 * 1024, "scheduler peak RSS %ld kB", hwm);
 	ck_assert_int_eq(log_lines("does not read"), 1);
@@ -390,23 +522,21 @@ START_TEST(unread_output_queue_closed_and_log_bounded)
 END_TEST
 
 /*
- * A connection that sends bad lines for 1.5 s and reads every answer (so its queue never
+ * A host's connection that sends bad lines for 1.5 s and reads every answer (so its queue never
  * fills): each line is still answered, but the log gets at most 20 lines per second per call
  * site and then one "suppressed" line, not one WARN per bad line.
  */
 START_TEST(bad_lines_log_rate_limited)
 {
 	static char block[9 * 100];
-	char err[128];
 	struct ctl_conn c;
 	int answers = 0;
 
 	spawn(0);
 	for (size_t i = 0; i < sizeof(block); i += 9)
 		memcpy(block + i, "not json\n", 9);
-	int fd = ctl_connect(listen_addr, err, sizeof(err));
-	ck_assert_msg(fd >= 0, "%s", err);
-	ctl_init(&c, fd);
+	hello_host(&c, "w2", 2.0);
+	int fd = c.fd;
 	answers += read_for(&c, 1.5, block, sizeof(block));
 	/* past the window, still reading (the bytes in flight are answered meanwhile); then one
 	 * more line of that call site reports the count of the suppressed ones */
@@ -419,6 +549,195 @@ START_TEST(bad_lines_log_rate_limited)
 	ck_assert_msg(n <= 4 * LOG_RL_BURST, "%d WARN lines for %d bad lines", n, answers);
 	ck_assert_int_ge(log_lines("suppressed"), 1);
 	ck_assert_int_eq(log_lines("does not read"), 0);
+	stop_child();
+}
+END_TEST
+
+/* Open descriptors of the scheduler (/proc/<child>/fd). */
+static int child_fds(void)
+{
+	char cmd[96], buf[32] = "";
+
+	snprintf(cmd, sizeof(cmd), "ls /proc/%d/fd | wc -l", (int)child);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), p));
+	pclose(p);
+	return atoi(buf);
+}
+
+/*
+ * Of the @n sockets @fd (opened at @topen, -1: seen closed), those the scheduler has closed:
+ * closed (-1), counted in *@early when open less than @timeout, the longest open in *@last.
+ * Returns how many.
+ */
+static int closed_since(int *fd, const double *topen, int n, double timeout, int *early,
+			double *last)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct pollfd pf = { .fd = fd[i], .events = POLLRDHUP };
+		if (fd[i] < 0 || poll(&pf, 1, 0) <= 0)
+			continue;
+		double open_s = clock_mono_s() - topen[i];
+		*early += open_s < timeout;
+		*last = open_s > *last ? open_s : *last;
+		close(fd[i]);
+		fd[i] = -1;
+		k++;
+	}
+	return k;
+}
+
+#define FLOOD 300 /* an outsider's connections at once */
+
+/*
+ * The outsider (a child process, for @secs): FLOOD connections that send "x\n" lines whenever
+ * their sockets take them and never read; one the scheduler closes is opened again at once.
+ * Writes "<connections closed by the scheduler> <longest one stayed open, s>" to @out.
+ */
+static void flood(int out, double secs)
+{
+	static int fd[FLOOD];
+	static double t[FLOOD];
+	static struct pollfd pf[FLOOD];
+	static char lines[4096];
+	char err[128], rep[64];
+	long closed = 0;
+	double worst = 0;
+
+	for (size_t i = 0; i < sizeof(lines); i += 2)
+		memcpy(lines + i, "x\n", 2);
+	for (int i = 0; i < FLOOD; i++) {
+		fd[i] = ctl_connect(listen_addr, err, sizeof(err));
+		t[i] = clock_mono_s();
+		if (fd[i] < 0)
+			_exit(3);
+		(void)!send(fd[i], lines, sizeof(lines), MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+	for (double end = clock_mono_s() + secs; clock_mono_s() < end;) {
+		for (int i = 0; i < FLOOD; i++)
+			pf[i] = (struct pollfd){ .fd = fd[i], .events = POLLOUT | POLLRDHUP };
+		poll(pf, FLOOD, 10);
+		for (int i = 0; i < FLOOD; i++) {
+			double now = clock_mono_s();
+			if (pf[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+				closed++;
+				worst = now - t[i] > worst ? now - t[i] : worst;
+				close(fd[i]);
+				fd[i] = ctl_connect(listen_addr, err, sizeof(err));
+				t[i] = clock_mono_s();
+				if (fd[i] < 0)
+					_exit(3);
+				(void)!send(fd[i], lines, sizeof(lines), MSG_NOSIGNAL | MSG_DONTWAIT);
+			} else if (pf[i].revents & POLLOUT) {
+				(void)!send(fd[i], lines, sizeof(lines), MSG_NOSIGNAL | MSG_DONTWAIT);
+			}
+		}
+	}
+	for (int i = 0; i < FLOOD; i++) /* those still open: how long so far */
+		worst = clock_mono_s() - t[i] > worst ? clock_mono_s() - t[i] : worst;
+	snprintf(rep, sizeof(rep), "%ld %.3f\n", closed, worst);
+	(void)!write(out, rep, strlen(rep));
+	_exit(0);
+}
+
+/*
+ * What an outsider's connections may cost (docs/security.md "Before authentication"): before,
+ * 400 connections sending "x\n" and never reading took the scheduler from 3 MB to ~1 GB, stayed
+ * open 21 s past the 2 s hello timeout, and a key holder's login got no challenge. On a keyed
+ * cluster with --peer-timeout 2: FLOOD such connections, each reopened when closed, for 3 s;
+ * meanwhile a key holder's login takes at most 10 times its time measured before the flood plus
+ * 0.25 s, the scheduler's descriptors stay under SCHED_MAX_UNAUTH plus a few, each flood
+ * connection is closed within the hello timeout (counted from accept), and the peak RSS grows by
+ * less than 16 MB. Then 200 connections that say hello and never answer the challenge nor read:
+ * those over SCHED_MAX_UNAUTH are closed at once (the oldest first, one WARN), the rest by the
+ * hello timeout, none earlier, all within twice it.
+ */
+START_TEST(unauthenticated_flood_bounded)
+{
+	enum { HELLOS = 200 };
+	const char *hosts[] = { "w0", "w1", "w2" };
+	double base = 0, during = 0, timeout = 2.0;
+	int pipefd[2], fds_max = 0;
+	char err[128], rep[64] = "";
+
+	keyed = 1;
+	peer_timeout = "2";
+	spawn(0);
+	for (int i = 0; i < 3; i++) {
+		double dt = login(hosts[i], 5.0);
+		base = dt > base ? dt : base;
+	}
+	long rss0 = status_kb("VmHWM");
+	int fds0 = child_fds();
+	ck_assert_int_eq(pipe(pipefd), 0);
+	pid_t outsider = fork();
+	if (outsider == 0) {
+		close(pipefd[0]);
+		flood(pipefd[1], 3.0);
+	}
+	close(pipefd[1]);
+	for (double end = clock_mono_s() + 5; log_lines("not JSON") == 0;)
+		ck_assert_msg(clock_mono_s() < end, "no flood line reached the scheduler in 5 s");
+	for (int i = 0; i < 3; i++) {
+		double dt = login(hosts[i], 5.0);
+		int n = child_fds();
+		during = dt > during ? dt : during;
+		fds_max = n > fds_max ? n : fds_max;
+	}
+	ck_assert_int_gt(read(pipefd[0], rep, sizeof(rep) - 1), 0); /* the outsider is done */
+	close(pipefd[0]);
+	waitpid(outsider, NULL, 0);
+	long closed = 0;
+	double worst = 0;
+	ck_assert_int_eq(sscanf(rep, "%ld %lf", &closed, &worst), 2);
+	long hwm = status_kb("VmHWM");
+	ck_assert_msg(during <= 10 * base + 0.25, "a login took %.3f s during the flood, %.3f s "
+		      "before it", during, base);
+	ck_assert_msg(fds_max <= fds0 + SCHED_MAX_UNAUTH + 4, "the scheduler held %d descriptors "
+		      "during the flood (%d before)", fds_max, fds0);
+	ck_assert_msg(closed >= FLOOD, "only %ld flood connections closed by the scheduler", closed);
+	ck_assert_msg(worst <= 2 * timeout, "a flood connection stayed open %.2f s (hello timeout "
+		      "%.1f s)", worst, timeout);
+	ck_assert_msg(hwm - rss0 < 16 * 1024, "scheduler peak RSS %ld kB after the flood, %ld kB "
+		      "before", hwm, rss0);
+
+	/* the outsider's sockets are gone: wait until the scheduler has closed its ends */
+	for (double end = clock_mono_s() + 5; child_fds() > fds0;)
+		ck_assert_msg(clock_mono_s() < end, "the scheduler still holds %d descriptors 5 s after "
+			      "the flood (%d before)", child_fds(), fds0);
+	static int hfd[HELLOS];
+	static double topen[HELLOS];
+	char nc[AUTH_NONCE_HEX + 1], line[256];
+	ck_assert_int_eq(auth_nonce(nc), 0);
+	int early = 0, left = HELLOS;
+	double last = 0;
+	for (int i = 0; i < HELLOS; i++) {
+		int n = snprintf(line, sizeof(line), "{\"type\":\"hello\",\"host\":\"w%d\",\"proto\":%d,"
+				 "\"nonce\":\"%s\"}\n", i % 3, MLF_PROTO_VERSION, nc);
+		hfd[i] = ctl_connect(listen_addr, err, sizeof(err));
+		ck_assert_msg(hfd[i] >= 0, "%s", err);
+		topen[i] = clock_mono_s();
+		ck_assert_int_eq(send(hfd[i], line, (size_t)n, MSG_NOSIGNAL), n);
+		left -= closed_since(hfd, topen, i + 1, timeout, &early, &last);
+	}
+	for (double end = clock_mono_s() + 4 * timeout + 2; left > 0; usleep(10000)) {
+		ck_assert_msg(clock_mono_s() < end, "%d of %d connections that said hello and never "
+			      "answered still open %.1f s after the last", left, HELLOS,
+			      4 * timeout + 2);
+		left -= closed_since(hfd, topen, HELLOS, timeout, &early, &last);
+	}
+	ck_assert_msg(early >= HELLOS - SCHED_MAX_UNAUTH, "only %d of %d closed before the hello "
+		      "timeout (limit %d pending)", early, HELLOS, SCHED_MAX_UNAUTH);
+	ck_assert_msg(early < HELLOS, "none waited for the hello timeout");
+	ck_assert_msg(last <= 2 * timeout, "a connection without auth stayed open %.2f s", last);
+	snprintf(line, sizeof(line), "not authenticated (limit %d)", SCHED_MAX_UNAUTH);
+	ck_assert_int_ge(log_lines(line), 1);
+	ck_assert_int_ge(log_lines("without hello and auth"), 1);
+	keyed = 0;
+	peer_timeout = "30";
 	stop_child();
 }
 END_TEST
@@ -468,6 +787,8 @@ int main(void)
 	tcase_add_test(tc, tail_of_over_long_line_not_a_message);
 	tcase_add_test(tc, unread_output_queue_closed_and_log_bounded);
 	tcase_add_test(tc, bad_lines_log_rate_limited);
+	tcase_add_test(tc, unauthenticated_flood_bounded);
+	tcase_add_test(tc, roles_enforced_at_registration);
 	tcase_add_test(tc, out_of_descriptors_backs_off);
 	suite_add_tcase(s, tc);
 	return ck_run(s);

@@ -184,6 +184,40 @@ START_TEST(cluster_host_names_checked)
 }
 END_TEST
 
+/*
+ * Two clusters whose names and host names concatenate alike ("rtc" + host "x-b", "rtc-x" + host
+ * "b") shared the namespace rtc-x-b (up of one killed the other's dataplane, down deleted its
+ * namespace): a cluster name with '-' is refused by every mlf-testbed command, naming the fix,
+ * so the "<cluster>-<host>" names of accepted clusters split at their first '-' and never
+ * coincide.
+ */
+START_TEST(cluster_names_cannot_collide)
+{
+	struct cluster a, b;
+	char err[256], na[32], nb[32];
+
+	ck_assert_int_eq(cluster_parse("{\"name\":\"rtc\",\"hosts\":[{\"name\":\"x-b\",\"ip\":\"10.0.0.1\"}]}",
+				       "a", &a, err, sizeof(err)), 0);
+	ck_assert_int_eq(cluster_parse("{\"name\":\"rtc-x\",\"hosts\":[{\"name\":\"b\",\"ip\":\"10.0.0.1\"}]}",
+				       "b", &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(tbcmd_ns_name(a.name, a.hosts[0].name, na, sizeof(na)), 0);
+	ck_assert_int_eq(tbcmd_ns_name(b.name, b.hosts[0].name, nb, sizeof(nb)), 0);
+	ck_assert_str_eq(na, nb); /* the names alone would collide */
+	ck_assert_int_eq(tbcmd_check_cluster(&a, err, sizeof(err)), 0);
+	ck_assert_int_eq(tbcmd_check_cluster(&b, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "'rtc-x'") && strstr(err, "no '-'"), "%s", err);
+	cluster_free(&a);
+	cluster_free(&b);
+	/* accepted names: the cluster is what precedes the first '-' */
+	const char *ok[][2] = { { "rtc", "x-b" }, { "r.t_c", "b-" }, { "rtc", "-x" } };
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		ck_assert_int_eq(tbcmd_ns_name(ok[i][0], ok[i][1], na, sizeof(na)), 0);
+		ck_assert_int_eq(strcspn(na, "-"), strlen(ok[i][0]));
+		ck_assert_str_eq(na + strlen(ok[i][0]) + 1, ok[i][1]);
+	}
+}
+END_TEST
+
 Suite *tbrun_suite(void); /* test_tbrun.c */
 
 int main(void)
@@ -198,6 +232,7 @@ int main(void)
 	tcase_add_test(tc, tbf_command_for_a_rate);
 	tcase_add_test(tc, tbf_burst_sizes);
 	tcase_add_test(tc, framesz_is_power_of_two_and_fits);
+	tcase_add_test(tc, cluster_names_cannot_collide);
 	tcase_add_test(tc, eal_args_follow_the_contract);
 	tcase_add_test(tc, names_and_paths);
 	tcase_add_test(tc, cluster_host_names_checked);

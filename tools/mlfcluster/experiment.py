@@ -483,6 +483,12 @@ class Experiment:
         kf = cl.get("key_file")
         self.key_file = (kf if kf.startswith("/") else os.path.join(os.path.dirname(path), kf)) \
             if isinstance(kf, str) and kf else ""
+        # keys by default (docs/security.md "Keys by default"): an unkeyed cluster says so
+        self.insecure = cl.get("insecure") is True
+        if not self.key_file and not self.insecure:
+            self.err('cluster %s has no key_file: add "key_file": "%s.key" (made by the first run) or '
+                     'opt out with "insecure": true (docs/security.md "Keys by default")'
+                     % (path, num_str(cl["name"])))
         self.hosts = [h["name"] for h in cl["hosts"]]
         # Hop's graph (docs/cluster-config.md "graph"), the default of hop_graph
         self.cluster_graph = cl.get("graph")

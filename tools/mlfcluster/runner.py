@@ -178,6 +178,10 @@ class Runner:
         # hop: no scheduler and no server, the workers exchange parameters with their neighbours
         mode = (sys_ if sys_ in ("mlfabric-a", "mlfabric-s") else "mlfabric-a" if sys_ in ("ssp", "asp", "adsp")
                 else "mlfabric-s" if sys_ in ("esync", "local-sgd") else "async")
+        if e.insecure:
+            self.log('%s: WARN: cluster %s says "insecure": true: no key, anybody who reaches its '
+                     'network can take its control plane and forge its frames (docs/security.md)'
+                     % (sys_, e.cname))
         if e.key_file and not os.path.exists(e.key_file):
             # a fresh checkout: the cluster's secret is made here, once (docs/security.md)
             r = subprocess.run([os.path.join(e.root, "tools", "mlf-keygen"), e.key_file], capture_output=True, text=True)

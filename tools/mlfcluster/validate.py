@@ -288,6 +288,8 @@ def cluster(path, shown, exp=None, exp_path=""):
                 bad(w + ".roles", "at most one scheduler per cluster expected, hosts[%d] is one" % sched)
             sched = i
     _check_control(cl, bad)
+    if cl.get("insecure") and cl.get("key_file"):
+        bad("insecure", "true with key_file (a keyed cluster is not insecure: drop one of them)")
     if cl.get("frame_auth") and not cl.get("key_file"):
         bad("frame_auth", "true needs key_file (the frame key is derived from the cluster secret)")
     _check_graph(cl, bad)
