@@ -21,9 +21,11 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mlfabric.h"
+#include "mlfabric_sync.h"
 
 /* mlfabric.Error, created at import */
 static PyObject *MlfError;
@@ -320,24 +322,31 @@ static PyObject *Handle_push_get(HandleObject *self, PyObject *args)
 	return PyLong_FromLongLong(nv);
 }
 
-/* send_model(server, model, version, timeout_s): the initial model (mlf_send_model). */
-static PyObject *Handle_send_model(HandleObject *self, PyObject *args)
+/*
+ * Send a whole float32 vector to @host, returning None or raising: send_model(server, model,
+ * version, timeout_s), the initial model (mlf_send_model; @peer 0), or peer_send(host, data,
+ * tag) to a peer endpoint (mlf_peer_send, copied; @peer 1).
+ */
+static PyObject *send_vector(HandleObject *self, PyObject *args, int peer)
 {
-	const char *server;
+	const char *host;
 	PyObject *obj;
 	long long version;
-	double timeout_s;
+	double timeout_s = 0;
 	Py_buffer w;
 	int rc;
 
-	if (!PyArg_ParseTuple(args, "sOLd", &server, &obj, &version, &timeout_s) || get_f32(obj, &w, 0, "model") < 0)
+	if (!(peer ? PyArg_ParseTuple(args, "sOL", &host, &obj, &version)
+		   : PyArg_ParseTuple(args, "sOLd", &host, &obj, &version, &timeout_s)) ||
+	    get_f32(obj, &w, 0, peer ? "data" : "model") < 0)
 		return NULL;
 	if (handle_enter(self) < 0) {
 		PyBuffer_Release(&w);
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	rc = mlf_send_model(self->f, server, w.buf, (size_t)(w.len / 4), version, timeout_s);
+	rc = peer ? mlf_peer_send(self->f, host, w.buf, (size_t)(w.len / 4), version)
+		  : mlf_send_model(self->f, host, w.buf, (size_t)(w.len / 4), version, timeout_s);
 	Py_END_ALLOW_THREADS
 	handle_leave(self);
 	PyBuffer_Release(&w);
@@ -345,6 +354,8 @@ static PyObject *Handle_send_model(HandleObject *self, PyObject *args)
 		return raise_handle(self, rc);
 	Py_RETURN_NONE;
 }
+
+static PyObject *Handle_send_model(HandleObject *self, PyObject *args) { return send_vector(self, args, 0); }
 
 /* stats() -> dict(pushed, sent, dropped, aggregated, models). Takes only the endpoint's mutex. */
 static PyObject *Handle_stats(HandleObject *self, PyObject *unused)
@@ -514,19 +525,60 @@ static PyObject *Handle_register_as_server(HandleObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Handle_register_as_aggregator(HandleObject *self, PyObject *unused)
+/* Call the registration @reg(f) with the GIL released; None, or Error with mlf_error(). */
+static PyObject *handle_register(HandleObject *self, int (*reg)(mlf_t *))
 {
 	int rc;
 
 	if (handle_enter(self) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = mlf_register_as_aggregator(self->f);
+	rc = reg(self->f);
 	Py_END_ALLOW_THREADS
 	handle_leave(self);
 	if (rc < 0)
 		return raise_handle(self, rc);
 	Py_RETURN_NONE;
+}
+
+static PyObject *Handle_register_as_aggregator(HandleObject *self, PyObject *unused)
+{
+	return handle_register(self, mlf_register_as_aggregator);
+}
+
+/* ---- peer channel (docs/python.md "Collectives": allreduce and the broadcasts) ----------- */
+
+static PyObject *Handle_register_as_peer(HandleObject *self, PyObject *unused)
+{
+	return handle_register(self, mlf_register_as_peer);
+}
+
+/* peer_send(host, data, tag): float32 buffer @data to the peer endpoint on @host (copied). */
+static PyObject *Handle_peer_send(HandleObject *self, PyObject *args) { return send_vector(self, args, 1); }
+
+/* peer_recv(timeout_s) -> (from host, tag, bytes of the float32 data), or None on timeout. */
+static PyObject *Handle_peer_recv(HandleObject *self, PyObject *args)
+{
+	struct mlf_peer_msg m;
+	double timeout_s;
+	PyObject *r;
+	int rc;
+
+	if (!PyArg_ParseTuple(args, "d", &timeout_s) || handle_enter(self) < 0)
+		return NULL;
+	memset(&m, 0, sizeof(m));
+	Py_BEGIN_ALLOW_THREADS
+	rc = mlf_peer_recv(self->f, &m, timeout_s);
+	Py_END_ALLOW_THREADS
+	handle_leave(self);
+	if (rc == -ETIMEDOUT)
+		Py_RETURN_NONE;
+	if (rc < 0)
+		return raise_handle(self, rc);
+	r = Py_BuildValue("(sLy#)", m.from, (long long)m.iter, m.w ? (const char *)m.w : "",
+			  (Py_ssize_t)(m.token ? 0 : m.n * sizeof(float)));
+	free(m.w);
+	return r;
 }
 
 /* ---- type and module -------------------------------------------------------------------- */
@@ -548,6 +600,11 @@ static PyMethodDef Handle_methods[] = {
 	{ "send_model", (PyCFunction)Handle_send_model, METH_VARARGS,
 	  "send_model(server, model, version, timeout_s) - mlf_send_model" },
 	{ "stats", (PyCFunction)Handle_stats, METH_NOARGS, "stats() -> dict of the worker counters" },
+	{ "register_as_peer", (PyCFunction)Handle_register_as_peer, METH_NOARGS,
+	  "register_as_peer() - mlf_register_as_peer (mode async)" },
+	{ "peer_send", (PyCFunction)Handle_peer_send, METH_VARARGS, "peer_send(host, data, tag) - mlf_peer_send" },
+	{ "peer_recv", (PyCFunction)Handle_peer_recv, METH_VARARGS,
+	  "peer_recv(timeout_s) -> (host, tag, bytes) or None on timeout - mlf_peer_recv" },
 	{ NULL, NULL, 0, NULL },
 };
 
