@@ -119,6 +119,7 @@ class Endpoint:
         self._peer = None          # the peer endpoint of the collectives, opened on first use
         self._seq = 0              # collectives made (the tag of the next one)
         self._stash = {}           # (tag, host) -> data that arrived before its collective
+        self.pending = None        # a DistributedOptimizer's wait() while its background gets run
         self._sock = sock
         self._h = _mlfabric.Handle(cluster, host, mode, sock, self.timeout_s)
         try:
@@ -166,7 +167,13 @@ class Endpoint:
         return self._h.error()
 
     # ---- worker --------------------------------------------------------------------------
+    def _settle(self):
+        """Let a DistributedOptimizer's background gets finish first (the endpoint is busy)."""
+        if self.pending is not None:
+            self.pending()
+
     def _server_or_fail(self):
+        self._settle()
         if self.server is None:
             _fail(_errno.EINVAL, f"endpoint {self.host} has no server: init(..., server=HOST) or register_worker(HOST)")
         return self.server

@@ -21,6 +21,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,12 +36,36 @@ static PyObject *MlfError;
  * at a time); @peeking: getters (stats, role) running with the GIL released. close() waits for
  * neither: it refuses while either is non-zero.
  */
+/** One get of gets_start: @server's model into @out; @rc, @version, @err once done. */
+struct get_job {
+	char server[64];
+	Py_buffer out;
+	int64_t version;
+	int rc;
+	char err[256];
+};
+
+/**
+ * The gets of one gets_start, made in order by a thread of their own while Python goes on
+ * (docs/python.md "Overlap"). @done: jobs finished (under @mu, signalled on @cv).
+ */
+struct get_batch {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	mlf_t *f;
+	double timeout_s;
+	struct get_job *jobs;
+	int n, done;
+};
+
 typedef struct {
 	PyObject_HEAD
 	mlf_t *f;
 	int busy, peeking;
 	PyObject *on_update, *on_request; /* server callbacks (owned references) */
 	int64_t version;                  /* server: the last version a callback returned */
+	struct get_batch *gets;           /* gets_start's running batch (busy until it is reaped) */
 } HandleObject;
 
 /* Raise mlfabric.Error(err, text); returns NULL. */
@@ -156,6 +181,8 @@ static int Handle_init(HandleObject *self, PyObject *args, PyObject *kw)
 	return 0;
 }
 
+static void gets_reap(HandleObject *h);
+
 /* Close the endpoint (GIL released: mlf_close waits for pending pushes, at most the timeout). */
 static PyObject *Handle_close(HandleObject *self, PyObject *unused)
 {
@@ -163,6 +190,7 @@ static PyObject *Handle_close(HandleObject *self, PyObject *unused)
 
 	if (!f)
 		Py_RETURN_NONE;
+	gets_reap(self); /* background gets end first (each bounded by its timeout) */
 	if (self->busy || self->peeking)
 		return raise_mlf(EBUSY, "cannot close the mlfabric endpoint: another thread is in a call on it");
 	self->busy = 1;
@@ -179,6 +207,7 @@ static PyObject *Handle_close(HandleObject *self, PyObject *unused)
 
 static void Handle_dealloc(HandleObject *self)
 {
+	gets_reap(self);
 	if (self->f) {
 		mlf_t *f = self->f;
 		self->f = NULL;
@@ -581,6 +610,142 @@ static PyObject *Handle_peer_recv(HandleObject *self, PyObject *args)
 	return r;
 }
 
+/* ---- gets in the background (docs/python.md "Overlap") ---------------------------------- */
+
+static void *gets_thread(void *arg)
+{
+	struct get_batch *b = arg;
+
+	for (int i = 0; i < b->n; i++) {
+		struct get_job *j = &b->jobs[i];
+		int64_t v = 0;
+		int rc = mlf_get(b->f, j->server, j->out.buf, (size_t)(j->out.len / 4), &v, b->timeout_s);
+
+		pthread_mutex_lock(&b->mu);
+		j->rc = rc;
+		j->version = v;
+		if (rc < 0)
+			snprintf(j->err, sizeof(j->err), "%s", mlf_error(b->f));
+		b->done++;
+		pthread_cond_broadcast(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+	}
+	return NULL;
+}
+
+/* Free batch @b (its thread gone): release its buffers, its lock, its memory. */
+static void batch_free(struct get_batch *b)
+{
+	for (int i = 0; i < b->n; i++)
+		PyBuffer_Release(&b->jobs[i].out);
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+	free(b->jobs);
+	free(b);
+}
+
+/* Wait for the batch's thread (GIL released), free the batch, clear busy. */
+static void gets_reap(HandleObject *h)
+{
+	struct get_batch *b = h->gets;
+
+	if (!b)
+		return;
+	Py_BEGIN_ALLOW_THREADS
+	pthread_join(b->thread, NULL);
+	Py_END_ALLOW_THREADS
+	batch_free(b);
+	h->gets = NULL;
+	h->busy = 0;
+}
+
+/*
+ * gets_start([(server, out), ...], timeout_s): start getting each server's model into its
+ * writable float32 buffer, in order, on a thread; the endpoint stays busy (other calls get
+ * EBUSY) until gets_wait has seen the last one (or a failure).
+ */
+static PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
+{
+	PyObject *list, *seq = NULL;
+	double timeout_s;
+	struct get_batch *b;
+	Py_ssize_t n;
+
+	if (!PyArg_ParseTuple(args, "Od", &list, &timeout_s) || !(seq = PySequence_Fast(list, "a list of (server, out)")))
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	if (n < 1 || handle_enter(self) < 0) {
+		Py_DECREF(seq);
+		return n < 1 ? raise_mlf(EINVAL, "gets_start: no gets") : NULL;
+	}
+	b = calloc(1, sizeof(*b));
+	if (b)
+		b->jobs = calloc((size_t)n, sizeof(*b->jobs));
+	if (!b || !b->jobs) {
+		free(b);
+		handle_leave(self);
+		Py_DECREF(seq);
+		return PyErr_NoMemory();
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		const char *server;
+		PyObject *out;
+
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "sO", &server, &out) ||
+		    get_f32(out, &b->jobs[i].out, 1, "out") < 0) {
+			while (--i >= 0)
+				PyBuffer_Release(&b->jobs[i].out);
+			free(b->jobs);
+			free(b);
+			handle_leave(self);
+			Py_DECREF(seq);
+			return NULL;
+		}
+		snprintf(b->jobs[i].server, sizeof(b->jobs[i].server), "%s", server);
+	}
+	Py_DECREF(seq);
+	b->n = (int)n;
+	b->f = self->f;
+	b->timeout_s = timeout_s;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	if (pthread_create(&b->thread, NULL, gets_thread, b) != 0) {
+		batch_free(b);
+		handle_leave(self);
+		return raise_mlf(EAGAIN, "gets_start: cannot start a thread");
+	}
+	self->gets = b; /* busy stays set */
+	Py_RETURN_NONE;
+}
+
+/* gets_wait(k) -> the version of get k (blocks, GIL released); the last one or a failure reaps. */
+static PyObject *Handle_gets_wait(HandleObject *self, PyObject *args)
+{
+	struct get_batch *b = self->gets;
+	int k, rc;
+	int64_t v;
+	char err[256];
+
+	if (!PyArg_ParseTuple(args, "i", &k))
+		return NULL;
+	if (!b || k < 0 || k >= b->n)
+		return raise_mlf(EINVAL, "gets_wait: no such get running");
+	Py_BEGIN_ALLOW_THREADS
+	pthread_mutex_lock(&b->mu);
+	while (b->done <= k)
+		pthread_cond_wait(&b->cv, &b->mu);
+	pthread_mutex_unlock(&b->mu);
+	Py_END_ALLOW_THREADS
+	rc = b->jobs[k].rc;
+	v = b->jobs[k].version;
+	snprintf(err, sizeof(err), "%s", b->jobs[k].err);
+	if (rc < 0 || k == b->n - 1)
+		gets_reap(self);
+	if (rc < 0)
+		return raise_mlf(-rc, err);
+	return PyLong_FromLongLong(v);
+}
+
 /* ---- type and module -------------------------------------------------------------------- */
 
 static PyMethodDef Handle_methods[] = {
@@ -600,6 +765,9 @@ static PyMethodDef Handle_methods[] = {
 	{ "send_model", (PyCFunction)Handle_send_model, METH_VARARGS,
 	  "send_model(server, model, version, timeout_s) - mlf_send_model" },
 	{ "stats", (PyCFunction)Handle_stats, METH_NOARGS, "stats() -> dict of the worker counters" },
+	{ "gets_start", (PyCFunction)Handle_gets_start, METH_VARARGS,
+	  "gets_start([(server, out), ...], timeout_s) - get each model in order on a thread" },
+	{ "gets_wait", (PyCFunction)Handle_gets_wait, METH_VARARGS, "gets_wait(k) -> version of get k" },
 	{ "register_as_peer", (PyCFunction)Handle_register_as_peer, METH_NOARGS,
 	  "register_as_peer() - mlf_register_as_peer (mode async)" },
 	{ "peer_send", (PyCFunction)Handle_peer_send, METH_VARARGS, "peer_send(host, data, tag) - mlf_peer_send" },

@@ -184,6 +184,7 @@ class DistributedOptimizer:
             for p in self.params.params[a:b]:
                 self._group_of[id(p)] = g
         self._drops_seen = int(self.endpoint.stats()["dropped"])
+        self._gets = None         # background gets of every group (overlap): the next to wait for
         if init_model:
             self.start(root_rank=0)
         self._hooks = []
@@ -191,6 +192,8 @@ class DistributedOptimizer:
             for p in self.params.params:
                 if p.requires_grad:
                     self._hooks += _grad_hook(p, self._make_hook(p))
+            # the next forward waits, module by module, only for the groups it is about to use
+            self._hooks.append(_torch.nn.modules.module.register_module_forward_pre_hook(self._before_forward))
         self._reset_pass()
 
     def __getattr__(self, name):
@@ -242,7 +245,46 @@ class DistributedOptimizer:
             self.optimizer.param_groups = saved
         return _torch.sub(self.params.gather()[lo:hi], self._p0[lo:hi], out=self._u[lo:hi])
 
+    def _background(self):
+        """Whether the gets run in the background (overlap, a real endpoint, parameters backed:
+        the models land straight in them)."""
+        return self.overlap and self.params.backed and hasattr(getattr(self.endpoint, "_h", None), "gets_start")
+
+    def _before_forward(self, module, inputs):
+        if self._gets is None:
+            return
+        need = [self._group_of[id(p)] for p in module.parameters(recurse=False) if id(p) in self._group_of]
+        if need:
+            self._wait(max(need))
+
+    def _wait(self, upto=None):
+        """Wait for the background gets of groups 0..upto (default all); the last one ends them."""
+        if self._gets is None:
+            return
+        last = len(self.groups) - 1 if upto is None else upto
+        h = self.endpoint._h
+        while self._gets is not None and self._gets <= last:
+            g = self._gets
+            try:
+                self.versions[g] = int(h.gets_wait(g))
+            except _mlf.Error as e:
+                self._gets = None
+                self.endpoint.pending = None
+                server = self.groups[g][0]
+                raise _mlf.Error(e.errno, f"get of parameters {self._name(g)} from server {server}: "
+                                          f"{e.strerror}") from e
+            self._gets = g + 1 if g + 1 < len(self.groups) else None
+        if self._gets is None:
+            self.version = min(self.versions)
+            self.endpoint.pending = None
+
+    def wait(self):
+        """Wait until the parameters hold the servers' models (the next forward does it by itself,
+        layer by layer)."""
+        self._wait()
+
     def _push_group(self, g):
+        self._wait()
         server, lo, hi = self.groups[g]
         with _torch.no_grad():
             u = self._local_step(g)
@@ -274,6 +316,7 @@ class DistributedOptimizer:
     def synchronize(self):
         """Push the groups the hooks have not pushed (overlap off, or parameters without a
         gradient in this pass)."""
+        self._wait()
         for g in range(len(self.groups)):
             if not self._pushed[g]:
                 self._push_group(g)
@@ -290,18 +333,27 @@ class DistributedOptimizer:
             self._reset_pass()
             return loss
         self._passes = 0
+        self._wait()
         if self.mode == "mlfabric-s":
             ep = self.endpoint
             u = self._local_step(0)
             norm = float(_torch.linalg.vector_norm(u))
             v = ep.push_get(u.numpy(), norm, self.version, self._model.numpy())
             self.versions = [int(v)]
+        elif self._background():
+            # every group's model, first layers first, while the caller goes on to the next forward
+            self.synchronize()
+            ep = self.endpoint
+            ep._h.gets_start([(srv, self._model[lo:hi].numpy()) for srv, lo, hi in self.groups], ep.timeout_s)
+            self._gets = 0
+            ep.pending = self._wait
         else:
             self.synchronize()
             self.versions = [self._get_group(g) for g in range(len(self.groups))]
         if self._model is not self.params.flat:
             self.params.load(self._model)
-        self.version = min(self.versions)
+        if self._gets is None:
+            self.version = min(self.versions)
         self._pushed = [False] * len(self.groups)
         self._reset_pass()
         self.steps += 1
@@ -321,6 +373,7 @@ class DistributedOptimizer:
         """Give every server its group of rank root_rank's parameters as its initial model (when
         it waits for one: the runner's mlf-ps --init-from) and load the servers' models on every
         worker: all workers then start from the same model. Returns the version."""
+        self._wait()
         ep = self.endpoint
         root = ep.workers[root_rank] if getattr(ep, "workers", None) else ep.host
         flat = self.params.gather()

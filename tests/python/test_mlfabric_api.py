@@ -200,6 +200,41 @@ class TestOverlap(unittest.TestCase):
         self.assertIn("to server ps1", str(cm.exception))
         self.assertIn("2.weight ... 4.bias", str(cm.exception))
 
+    def test_background_gets_wait_per_layer_in_forward(self):
+        # a handle with gets_start/gets_wait: step() only starts the gets; the next forward waits
+        # for each group just before the first module that uses it
+        waited = []
+        ep_models = {}
+
+        class Gets:
+            def gets_start(h, jobs, timeout_s):
+                h.jobs = jobs
+
+            def gets_wait(h, k):
+                srv, out = h.jobs[k]
+                np.frombuffer(out, np.float32)[:] = self.ep.models[srv]
+                waited.append(srv)
+                return 5 + k
+        opt = self.make(2)
+        gets = Gets()
+        self.ep._h = gets
+        gets.push = MultiServer.push.__get__(self.ep)
+        self.assertTrue(opt._background())
+        self.net(torch.randn(4, 6)).sum().backward()
+        opt.step()
+        self.assertEqual(waited, [])                      # nothing waited in step()
+        self.assertEqual(self.ep.pending, opt._wait)
+        seen = []
+        for k in (0, 2):
+            self.net[k].register_forward_pre_hook(lambda m, i: seen.append(list(waited)))
+        self.net(torch.randn(4, 6))
+        self.assertEqual(seen, [["ps0"], ["ps0", "ps1"]])  # the first layer ran on group 0 alone
+        self.assertEqual(waited, ["ps0", "ps1"])
+        self.assertEqual((opt.versions, opt.version), ([5, 6], 5))
+        self.assertIsNone(self.ep.pending)
+        after = torch.nn.utils.parameters_to_vector(self.net.parameters()).detach().numpy()
+        np.testing.assert_array_equal(after, np.concatenate([self.ep.models["ps0"], self.ep.models["ps1"]]))
+
     def test_bad_passes(self):
         with self.assertRaises(ValueError):
             self.make(1, backward_passes_per_step=0)
