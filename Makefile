@@ -58,7 +58,7 @@ INC_BASE     := -Ilib/base
 INC_PROTO    := -Ilib/proto $(INC_BASE) $(JANSSON_CFLAGS)
 INC_PLAN     := -Ischeduler/planner $(INC_BASE)
 INC_PLANIO   := -Ischeduler/planner/io $(INC_PLAN) $(JANSSON_CFLAGS)
-INC_MLFABRIC := -Iinclude $(INC_PROTO)
+INC_MLFABRIC := -Iinclude/mlfabric -Iinclude $(INC_PROTO)
 INC_LEARN    := -Iapps/learn $(INC_BASE) $(JANSSON_CFLAGS)
 
 # Archives, defined before any fragment so fragments can be read in any order. Link order:
@@ -121,7 +121,7 @@ PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 INSTALL    ?= install
 NOINSTALL_PROGRAMS := $(BUILD)/mlf-txloop
 INSTALL_PROGRAMS = $(filter-out $(NOINSTALL_PROGRAMS),$(filter $(BUILD)/mlf-%,$(PROGRAMS)))
-INSTALL_HEADERS  := include/mlfabric.h include/mlfabric_sync.h include/mlfabric_verify.h
+INSTALL_HEADERS  := $(wildcard include/mlfabric/*.h)
 SO_LINKS = $(notdir $(LIBMLFABRIC_SO)) $(SO_SONAME)
 
 install: $(INSTALL_PROGRAMS) $(SO_REAL) $(LIBMLFABRIC_SO) mlfabric.pc.in $(INSTALL_HOOKS)

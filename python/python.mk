@@ -1,10 +1,12 @@
 # python/python.mk - the Python package mlfabric (python/mlfabric/, docs/python.md): `make` builds
-# the importable package into build/python/mlfabric/ (the .py files and the CPython extension
-# _mlfabric<EXT_SUFFIX>, linked to build/libmlfabric.so through the rpath $ORIGIN/../..), so that
-# PYTHONPATH=build/python /usr/bin/python3 imports it from the tree. `make install` installs it
-# under $(PREFIX)/lib/python3/dist-packages/mlfabric/ (the extension relinked with the rpath
-# $(LIBDIR), default $(PREFIX)/lib, none when that is /usr/lib); `make uninstall` removes it. The extension is app level: it includes only
-# include/ (mlfabric.h, self-contained).
+# the importable package into build/python/mlfabric/ (the .py files, _version.py with the
+# Makefile's MLFABRIC_VERSION, and the CPython extension _mlfabric<EXT_SUFFIX>, linked to
+# build/libmlfabric.so through the rpath $ORIGIN/../..), so that PYTHONPATH=build/python
+# /usr/bin/python3 imports it from the tree. `make install` installs it under
+# $(PREFIX)/lib/python3/dist-packages/mlfabric/ (the extension relinked with the rpath $(LIBDIR),
+# default $(PREFIX)/lib, none when that is /usr/lib); `make uninstall` removes it. pip builds the
+# same package from pyproject.toml and setup.py (docs/python.md "Installing"). The extension is
+# app level: it includes only the API headers, as <mlfabric/mlfabric.h>.
 # Python is Debian's /usr/bin/python3 (python3-dev for Python.h; `python3` on PATH may be
 # another interpreter without torch).
 
@@ -22,7 +24,8 @@ INC_python/mlfabric := -Iinclude $(PY_CFLAGS)
 
 PY_PKG     := $(BUILD)/python/mlfabric
 PY_SOURCES := $(wildcard python/mlfabric/*.py)
-PY_FILES   := $(patsubst python/mlfabric/%,$(PY_PKG)/%,$(PY_SOURCES))
+PY_VERSION := $(PY_PKG)/_version.py
+PY_FILES   := $(patsubst python/mlfabric/%,$(PY_PKG)/%,$(PY_SOURCES)) $(PY_VERSION)
 PY_EXT     := $(PY_PKG)/_mlfabric$(PY_EXT_SUFFIX)
 PY_EXT_OBJ := $(BUILD)/python-ext/_mlfabric.o
 PROGRAMS   += $(PY_FILES) $(PY_EXT)
@@ -30,6 +33,11 @@ PROGRAMS   += $(PY_FILES) $(PY_EXT)
 $(PY_PKG)/%.py: python/mlfabric/%.py
 	@mkdir -p $(@D)
 	cp $< $@
+
+# mlfabric.__version__: the Makefile's MLFABRIC_VERSION (setup.py writes the same file for pip)
+$(PY_VERSION): Makefile
+	@mkdir -p $(@D)
+	printf '"""The version of mlfabric: the Makefile'"'"'s MLFABRIC_VERSION."""\n__version__ = "%s"\n' '$(MLFABRIC_VERSION)' >$@
 
 # position-independent: the object goes into a shared object (in the tree and installed)
 $(PY_EXT_OBJ): python/mlfabric/_mlfabric.c
@@ -61,3 +69,10 @@ install-python: $(PY_FILES) $(PY_EXT_OBJ) $(LIBMLFABRIC_SO)
 uninstall-python:
 	rm -rf $(PY_DEST)
 	-rmdir $(DESTDIR)$(PREFIX)/lib/python3/dist-packages $(DESTDIR)$(PREFIX)/lib/python3 2>/dev/null
+
+# tests/cli/test_pip_install.sh: pip install --no-build-isolation . into a fresh venv, with the
+# library `make` built (pyproject.toml, setup.py)
+UNIT_TESTS += $(BUILD)/tests/test_pip_install
+$(BUILD)/tests/test_pip_install: tests/cli/test_pip_install.sh $(SO_REAL) $(PY_SOURCES) pyproject.toml setup.py
+	@mkdir -p $(@D)
+	install -m 755 $< $@

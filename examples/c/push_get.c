@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mlfabric.h>
+#include <mlfabric/mlfabric.h>
 
 static void usage(FILE *out)
 {

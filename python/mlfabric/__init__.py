@@ -25,6 +25,7 @@ import numpy as _np
 
 from . import _mlfabric
 from ._mlfabric import Error
+from ._version import __version__
 
 __all__ = ["Error", "Endpoint", "init", "shutdown", "endpoint", "MODES", "ROLES", "ENV", "read_cluster",
            "rank", "size", "local_rank", "workers", "allreduce", "broadcast_object"]

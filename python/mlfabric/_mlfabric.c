@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlfabric.h"
-#include "mlfabric_sync.h"
+#include <mlfabric/mlfabric.h>
+#include <mlfabric/mlfabric_sync.h>
 
 /* mlfabric.Error, created at import */
 static PyObject *MlfError;

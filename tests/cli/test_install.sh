@@ -61,8 +61,8 @@ missing=$(comm -23 "$tmp/declared" "$tmp/exported" | tr '\n' ' ')
 
 # the headers, alone
 for h in mlfabric.h mlfabric_sync.h mlfabric_verify.h; do
-	printf '#include <%s>\nint main(void) { return 0; }\n' "$h" >"$tmp/h.c"
-	cc -std=c11 -Wall -Wextra -Werror -pedantic -I"$dest/usr/include/mlfabric" -c "$tmp/h.c" -o "$tmp/h.o" \
+	printf '#include <mlfabric/%s>\nint main(void) { return 0; }\n' "$h" >"$tmp/h.c"
+	cc -std=c11 -Wall -Wextra -Werror -pedantic -I"$dest/usr/include" -c "$tmp/h.c" -o "$tmp/h.o" \
 		2>"$tmp/h.err" || fail "installed $h does not compile alone: $(head -3 "$tmp/h.err")"
 done
 
@@ -71,7 +71,7 @@ export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$dest/usr/lib/pkgconfig
 ver=$(pkg-config --modversion mlfabric 2>"$tmp/pc.err") || fail "pkg-config mlfabric: $(cat "$tmp/pc.err")"
 [ "libmlfabric.so.$ver" = "$real" ] || fail "mlfabric.pc version $ver does not match $real"
 flags=$(pkg-config --cflags --libs mlfabric)
-[[ " $flags " == *" -I$dest/usr/include/mlfabric "* && " $flags " == *" -lmlfabric "* ]] ||
+[[ " $flags " == *" -I$dest/usr/include "* && " $flags " == *" -lmlfabric "* ]] ||
 	fail "pkg-config --cflags --libs mlfabric: '$flags'"
 
 # the out-of-tree example, built by its own Makefile

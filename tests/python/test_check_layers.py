@@ -63,13 +63,13 @@ class Includes(unittest.TestCase):
         self.assertIn("<jansson.h>", bad[0])
 
     def test_example_includes_only_installed_headers(self):
-        """examples/c may include the installed headers (include/) and system headers, with
+        """examples/c may include the installed headers (include/mlfabric/) and system headers, with
         "..." or <...>; the protocol header mlf_payload.h is not installed, so it is named."""
-        write(self.root, "include/mlfabric.h", "/* API */\n")
+        write(self.root, "include/mlfabric/mlfabric.h", "/* API */\n")
         write(self.root, "lib/proto/mlf_payload.h", "/* wire header */\n")
-        write(self.root, "examples/c/push_get.c", '#include <mlfabric.h>\n#include <stdio.h>\n')
+        write(self.root, "examples/c/push_get.c", '#include <mlfabric/mlfabric.h>\n#include <stdio.h>\n')
         self.assertEqual(CL.check_includes(self.root), [])
-        write(self.root, "examples/c/push_get.c", '#include <mlfabric.h>\n#include <mlf_payload.h>\n')
+        write(self.root, "examples/c/push_get.c", '#include <mlfabric/mlfabric.h>\n#include <mlf_payload.h>\n')
         bad = CL.check_includes(self.root)
         self.assertEqual(len(bad), 1)
         self.assertIn('examples/c/push_get.c: includes "mlf_payload.h" from lib/proto', bad[0])

@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /*
  * An endpoint opened with mlf_opts.verify_dir writes one file per `snapshot` command; checkers
  * (build/mlf-verify, tests) read them with these functions. Implemented in
@@ -33,4 +37,8 @@ int mlf_verify_read(const char *path, float **w, uint64_t *n, int64_t *version, 
  */
 double mlf_verify_divergence(const float *a, const float *b, uint64_t n);
 
+#ifdef __cplusplus
+}
 #endif
+
+#endif /* MLFABRIC_VERIFY_H */

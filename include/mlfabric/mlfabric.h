@@ -4,7 +4,7 @@
  * core and the paper's Table 1 API: registerAsWorker (mlf_register_as_worker), push (mlf_push),
  * get (mlf_get), AllReduce (mlf_push_get), registerAsServer (mlf_register_as_server) with its
  * update and request callbacks, registerAsReplica (mlf_register_as_replica). The calls of the
- * other synchronization models (ESync, ADSP, Hop) are an extension: include/mlfabric_sync.h.
+ * other synchronization models (ESync, ADSP, Hop) are an extension: include/mlfabric/mlfabric_sync.h.
  *
  * An application process (worker, parameter server, replica, aggregator) opens one endpoint on
  * its host's dataplane (mlf_open). With a scheduler (modes MLfabric-A and MLfabric-S) every
@@ -29,6 +29,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- endpoints ---------------------------------------------------------------------------- */
 
@@ -304,4 +308,8 @@ struct mlf_aggregator_stats {
 /** mlf_get_aggregator_stats - copy the counters of @f. */
 void mlf_get_aggregator_stats(mlf_t *f, struct mlf_aggregator_stats *s);
 
+#ifdef __cplusplus
+}
 #endif
+
+#endif /* MLFABRIC_H */

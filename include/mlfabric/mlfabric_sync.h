@@ -1,6 +1,6 @@
 /* mlfabric_sync.h - libmlfabric's extension for the synchronization models beside MLfabric: ESync, ADSP, Hop.
  *
- * The paper's Table 1 API (include/mlfabric.h) carries MLfabric-A, MLfabric-S and the plain
+ * The paper's Table 1 API (include/mlfabric/mlfabric.h) carries MLfabric-A, MLfabric-S and the plain
  * parameter server. The synchronization models the scheduler also runs (docs/scheduler.md)
  * need a few more calls: ESync's State Server queries, ADSP's commit rate, and Hop's
  * decentralized peers. They are declared here, apart from the paper's API, and are part of
@@ -13,6 +13,10 @@
 #include <stdint.h>
 
 #include "mlfabric.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- ESync (esync.txt; docs/api.md "ESync: the State Server") ---------------------------- */
 
@@ -104,4 +108,8 @@ struct mlf_peer_msg {
  */
 int mlf_peer_recv(mlf_t *f, struct mlf_peer_msg *m, double timeout_s);
 
+#ifdef __cplusplus
+}
 #endif
+
+#endif /* MLFABRIC_SYNC_H */
