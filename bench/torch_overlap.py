@@ -49,7 +49,7 @@ def timed(n, warmup, fn):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", default="784,1024,1024,1024,1024,10")
-    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--batch", type=int, default=32)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
