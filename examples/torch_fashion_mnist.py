@@ -459,7 +459,6 @@ def run_fabric(a):
 
         def sync():
             opt.step()
-            return opt.last_id
         loss = tr.run(sync, lambda: int(opt.version))
     except mlfabric.Error as e:
         if not tr.stop:

@@ -137,6 +137,8 @@ class Endpoint:
     def close(self):
         """Close the endpoint (mlf_close: a worker first waits, at most timeout_s, until its
         pushed updates are sent or dropped) and its peer endpoint. Idempotent."""
+        if not self.closed:
+            self._settle()
         if self._peer is not None:
             self._peer.close()
             self._peer = None

@@ -290,12 +290,12 @@ class DistributedOptimizer:
             u = self._local_step(g)
         norm = float(_torch.linalg.vector_norm(u))
         try:
-            self.last_id = self.endpoint_push(server, u, norm, self.versions[g])
+            self.last_id = self._endpoint_push(server, u, norm, self.versions[g])
         except _mlf.Error as e:
             raise _mlf.Error(e.errno, f"push of parameters {self._name(g)} to server {server}: {e.strerror}") from e
         self._pushed[g] = True
 
-    def endpoint_push(self, server, u, norm, version):
+    def _endpoint_push(self, server, u, norm, version):
         """Push u to `server` through the endpoint (its own server when it is the only one)."""
         ep = self.endpoint
         if len(self.groups) == 1:
