@@ -107,18 +107,21 @@ def _grad_hook(p, fn):
 
 
 def partition(sizes, n):
-    """Split parameters of `sizes` (floats, in the model's order) into at most n contiguous
-    groups of about equal size; returns [(first, end)] index ranges covering all."""
-    total, k = sum(sizes), min(n, len(sizes))
+    """Split parameters of `sizes` (floats, in the model's order) into min(n, len(sizes))
+    contiguous groups of about equal size (each cut where the running total is nearest to its
+    share); returns [(first, end)] index ranges covering all."""
+    k, total = min(n, len(sizes)), sum(sizes)
     out, first, acc = [], 0, 0
     for i, s in enumerate(sizes):
+        rest = k - len(out) - 1            # groups still to open after the current one
+        if i > first and rest > 0:
+            share = total * (len(out) + 1) / k
+            if len(sizes) - i == rest or abs(acc - share) <= abs(acc + s - share):
+                out.append((first, i))
+                first = i
         acc += s
-        left = len(sizes) - i - 1
-        if len(out) < k - 1 and (acc >= total * (len(out) + 1) / k or left == k - 1 - len(out)):
-            out.append((first, i + 1))
-            first = i + 1
     out.append((first, len(sizes)))
-    return [g for g in out if g[0] < g[1]]
+    return out
 
 
 class DistributedOptimizer:
@@ -135,7 +138,8 @@ class DistributedOptimizer:
     servers' initial model when they wait for one; every worker loads the servers' models).
     Attributes: version (model version the parameters hold; the
     lowest of the servers'), dropped (drops seen), steps, groups [(server, first, end) float
-    ranges]. Other attributes go to the optimizer. Errors name the server and the parameters.
+    ranges]; .overlap may be switched off (and on again, when it was on at construction) between
+    steps. Other attributes go to the optimizer. Errors name the server and the parameters.
     """
 
     def __init__(self, optimizer, named_parameters=None, mode=None, endpoint=None, on_drop=None,
@@ -217,7 +221,7 @@ class DistributedOptimizer:
 
         def hook():
             self._left[g] -= 1
-            if self._left[g] == 0 and self._passes + 1 >= self.backward_passes_per_step:
+            if self._left[g] == 0 and self.overlap and self._passes + 1 >= self.backward_passes_per_step:
                 self._push_group(g)
         return hook
 
