@@ -41,3 +41,5 @@ INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay
 	       tests/integration/fabric_announce.sh \
 	       tests/integration/fabric_aggregate.sh tests/integration/fabric_aggregate_skip.sh \
 	       tests/integration/fabric_e2e.sh tests/integration/fabric_sync.sh tests/integration/fabric_restart.sh
+# a new user's own script: venv, pip install ., mlf-cluster run EXP -- python3 train.py (docs/python.md)
+INTEG_TESTS += tests/integration/python_newuser.sh
