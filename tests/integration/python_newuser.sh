@@ -7,7 +7,7 @@
 # `tools/mlf-cluster run EXP -- VENV/bin/python3 train.py`, with the venv's package (the runner
 # adds no PYTHONPATH: MLF_PYTHONPATH=""). Rank 0's model must reach accuracy 0.90 on the
 # synthetic task (a linear rule on 20 Gaussian features; chance 0.5), both workers must exit 0
-# having made 150 steps each with the same allreduced loss. About 60 s. Needs root; run under
+# having made 150 steps each with the same allreduced loss. About 15 s. Needs root; run under
 # `flock /tmp/mlf-netns.lock`.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
