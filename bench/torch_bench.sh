@@ -218,5 +218,7 @@ if ovl:
                    "(part of `make bench-torch`), %s, run folder %s/overlap.\n\n%s"
                    % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), out, otable))
 open(bm, "w").write(text)
-print("bench-torch: section \"PyTorch over the fabric\" of %s replaced; run folders in %s" % (bm, out), file=sys.stderr)
+print("bench-torch: %s of %s replaced; run folders in %s" % (" and ".join(
+    n for n, on in (("\"PyTorch over the fabric\"", systems), ("\"Overlap of pushes with backward\"", ovl)) if on) or "nothing",
+    bm, out), file=sys.stderr)
 EOF
