@@ -5,15 +5,18 @@
 # seed and system (each under `flock /tmp/mlf-netns.lock`); then the Python layer's cost per
 # push+get: bench/torch_pushget.c (C) against bench/torch_pushget.py (the mlfabric package; also
 # DistributedOptimizer.step()) on a two-host testbed (tpg, 10.89.0.0/24, 1 Gbit/s) in async (direct)
-# mode against mlf-ps --init-file. Prints the table and replaces the section "PyTorch over the
-# fabric" of docs/results/torch.md. Needs root.
+# mode against mlf-ps --init-file; then the overlap row: bench/torch_overlap.py (an MLP of 3.96 M
+# floats, one parameter group on each of 4 servers) with and without pushes from gradient hooks
+# (tov, 10.91.0.0/24, 1 Gbit/s), one run per seed. Prints the table and replaces the section
+# "PyTorch over the fabric" of docs/results/torch.md. Needs root.
 # Options: --seeds "1 2 3"  --systems "mlfabric-a async gloo"  --rounds N (push+get rounds, 500)
-#          --out DIR (run folders)  --no-overhead  --table DIR (only rebuild the table from DIR)
+#          --out DIR (run folders)  --no-overhead  --no-overlap  --only-overlap
+#          --table DIR (only rebuild the table from DIR)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 B="$ROOT/build"
 PY=/usr/bin/python3
-SEEDS="1 2 3" SYSTEMS="mlfabric-a async gloo" ROUNDS=500 OVERHEAD=1 TABLE_ONLY=""
+SEEDS="1 2 3" SYSTEMS="mlfabric-a async gloo" ROUNDS=500 OVERHEAD=1 TABLE_ONLY="" OVERLAP=1
 OUT="$ROOT/runs/bench-torch-$(date -u +%Y%m%dT%H%M%SZ)"
 die() { echo "bench-torch: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -23,8 +26,10 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift 2;;
 	--out) OUT=$2; shift 2;;
 	--no-overhead) OVERHEAD=""; shift;;
+	--no-overlap) OVERLAP=""; shift;;
+	--only-overlap) OVERHEAD="" SYSTEMS=""; shift;;
 	--table) TABLE_ONLY=1; OUT=$2; shift 2;;
-	-h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+	-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
 	*) die "unknown option $1 (see --help)";;
 	esac
 done
@@ -80,6 +85,42 @@ ex /usr/bin/python3 "$ROOT/bench/torch_pushget.py" --cluster "$CL" --host w0 --s
 ex /usr/bin/python3 "$ROOT/bench/torch_pushget.py" --cluster "$CL" --host w0 --server ps --rounds "$ROUNDS" \
 	--optimizer >"$W/optimizer.json"
 EOS
+fi
+
+# ---- the overlap row: per-group pushes from gradient hooks against pushes after backward ----
+if [ -z "$TABLE_ONLY" ] && [ -n "$OVERLAP" ]; then
+	W="$OUT/overlap"
+	mkdir -p "$W"
+	CL="$W/tov.json"
+	cat >"$CL" <<'EOF'
+{"name": "tov", "mtu": 1500, "prefix_len": 24, "udp_port": 47000, "control_port": 7070, "hosts": [
+ {"name": "ps0", "ip": "10.91.0.2", "up_gbps": 1, "down_gbps": 1, "roles": ["server"]},
+ {"name": "ps1", "ip": "10.91.0.3", "up_gbps": 1, "down_gbps": 1, "roles": ["server"]},
+ {"name": "ps2", "ip": "10.91.0.4", "up_gbps": 1, "down_gbps": 1, "roles": ["server"]},
+ {"name": "ps3", "ip": "10.91.0.5", "up_gbps": 1, "down_gbps": 1, "roles": ["server"]},
+ {"name": "w0", "ip": "10.91.0.10", "up_gbps": 1, "down_gbps": 1, "roles": ["worker"]}]}
+EOF
+	for s in $SEEDS; do
+		echo "bench-torch: overlap seed $s" >&2
+		"${LOCK[@]}" bash -s "$B" "$CL" "$W" "$s" "$ROOT" <<'EOS' || echo "bench-torch: overlap seed $s failed (see $W)" >&2
+set -euo pipefail
+B=$1 CL=$2 W=$3 SEED=$4 ROOT=$5
+pids=""
+trap 'for p in $pids; do kill $p 2>/dev/null || true; done; "$B/mlf-testbed" down "$CL" >/dev/null 2>&1 || true' EXIT
+"$B/mlf-testbed" up "$CL" >"$W/up-s$SEED.log" 2>&1
+for h in ps0 ps1 ps2 ps3 w0; do "$B/mlf-testbed" dataplane "$CL" "$h" --log "$W/dp-$h-s$SEED.log" -- --scheduler none >/dev/null; done
+for k in 0 1 2 3; do
+	"$B/mlf-testbed" exec "$CL" ps$k "$B/mlf-ps" --cluster "$CL" --host ps$k --mode async --workers 1 \
+		--init-from w0 --momentum 0 --records "$W/ps$k-s$SEED" >"$W/ps$k-s$SEED.log" 2>&1 &
+	pids="$pids $!"
+done
+for k in 0 1 2 3; do
+	for i in $(seq 100); do grep -q "waiting for the initial model" "$W/ps$k-s$SEED.log" && break; sleep 0.1; done
+done
+"$B/mlf-testbed" exec "$CL" w0 env PYTHONPATH="$B/python" MLF_CLUSTER="$CL" MLF_HOST=w0 MLF_MODE=async \
+	MLF_SERVERS=ps0,ps1,ps2,ps3 /usr/bin/python3 "$ROOT/bench/torch_overlap.py" --seed "$SEED" >"$W/s$SEED.json"
+EOS
+	done
 fi
 
 # ---- the table and docs/results/torch.md -------------------------------------------------
@@ -144,9 +185,40 @@ sec = (head + "\n\n`make bench-torch` (bench/torch_bench.sh), %s, run folders %s
           exp.get("network"), exp.get("rate_scale"), exp.get("compute_s"), exp.get("batch_ms"), exp.get("batch"), exp.get("lr"),
           exp.get("momentum"), exp.get("lr_sync"), exp.get("momentum"), exp.get("time_limit_s"),
           " ".join(map(str, seeds)), table))
+def replace(text, head, sec):
+    m = re.search(r"^" + re.escape(head) + r".*?(?=^## |\Z)", text, re.S | re.M)
+    return text[:m.start()] + sec + "\n" + text[m.end():] if m else text.rstrip("\n") + "\n\n" + sec
 text = open(bm).read() if os.path.exists(bm) else ""
-m = re.search(r"^## PyTorch over the fabric.*?(?=^## |\Z)", text, re.S | re.M)
-text = text[:m.start()] + sec + "\n" + text[m.end():] if m else text.rstrip("\n") + "\n\n" + sec
+if systems:
+    text = replace(text, head, sec)
+ovl = [json.load(open(p)) for p in sorted(glob.glob(out + "/overlap/s*.json")) if os.path.getsize(p)]
+if ovl:
+    o0 = ovl[0]
+    ph = lambda k: [o[k]["median_s"] for o in ovl]
+    mm = lambda v: "%.0f (%.0f-%.0f)" % (statistics.median(v) * 1e3, min(v) * 1e3, max(v) * 1e3)
+    bound = [max(o["compute"]["median_s"], o["comm"]["median_s"]) for o in ovl]
+    total = [o["compute"]["median_s"] + o["comm"]["median_s"] for o in ovl]
+    olines = ["Overlap (bench/torch_overlap.py): an MLP %s (%d floats, batch %d) on one worker, its parameters "
+              "in %d groups on servers %s (async mode, 1 Gbit/s links); iteration ms: median over seeds %s of "
+              "each seed's median of %d iterations (min-max of the seeds); per seed, the ratio to "
+              "max(compute, comm):" % (o0["layers"], o0["floats"], o0["batch"], len(o0["groups"]),
+                                       " ".join(o0["servers"]), " ".join(str(o["seed"]) for o in ovl),
+                                       o0["compute"]["n"]), "",
+              "| iteration | ms | / max(compute, comm) per seed |", "|---|---|---|"]
+    for k, name in (("compute", "compute only (forward, backward, local step)"),
+                    ("comm", "communication only (push + get of every group)"),
+                    ("sequential", "pushes after backward (overlap=False)"),
+                    ("overlap", "per-group pushes from gradient hooks (overlap=True)")):
+        olines.append("| %s | %s | %s |" % (name, mm(ph(k)), " ".join("%.2f" % (v / b) for v, b in zip(ph(k), bound))))
+    olines.append("| compute + comm | %s | %s |" % (mm(total), " ".join("%.2f" % (t / b) for t, b in zip(total, bound))))
+    otable = "\n".join(olines) + "\n"
+    sys.stdout.write("\n" + otable)
+    text = replace(text, "## Overlap of pushes with backward (bench-torch)",
+                   "## Overlap of pushes with backward (bench-torch)\n\n`bench/torch_bench.sh --only-overlap` "
+                   "(part of `make bench-torch`), %s, run folder %s/overlap.\n\n%s"
+                   % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), out, otable))
 open(bm, "w").write(text)
-print("bench-torch: section \"PyTorch over the fabric\" of %s replaced; run folders in %s" % (bm, out), file=sys.stderr)
+print("bench-torch: %s of %s replaced; run folders in %s" % (" and ".join(
+    n for n, on in (("\"PyTorch over the fabric\"", systems), ("\"Overlap of pushes with backward\"", ovl)) if on) or "nothing",
+    bm, out), file=sys.stderr)
 EOF

@@ -3,13 +3,16 @@
 
 Two ways to train (docs/torch-example.md):
 
-* over MLfabric (``--mode mlfabric-a|mlfabric-s|async``): the Python package ``mlfabric``
-  (PYTHONPATH=<repo>/build/python) registers this process as a worker of ``--server``;
-  ``mlfabric.torch.broadcast_parameters`` sends the root worker's initial model to the server
-  (``mlf-ps --init-from ROOT``) and loads it everywhere; each iteration computes a mini-batch
-  gradient and ``DistributedOptimizer.step()`` pushes the update u = -lr * gradient (paper eq. 1,
-  a plain SGD step without momentum: the server applies momentum, eq. 2) and loads the model the
-  fabric returns.
+* over MLfabric (the default): a plain user script of the Python package ``mlfabric``
+  (pip-installed, or PYTHONPATH=<repo>/build/python). ``mlfabric.init()`` reads what the
+  launcher set (``tools/mlf-cluster run EXP -- python3 this.py``: MLF_CLUSTER, MLF_HOST, MLF_MODE,
+  MLF_RANK, MLF_SIZE, MLF_RECORDS...; ``--cluster``, ``--host``, ``--server``, ``--mode`` win);
+  the shard is rank/size. ``DistributedOptimizer`` gives the server rank 0's initial model and
+  loads it everywhere, ``broadcast_parameters(state_dict, root_rank=0)`` makes every worker start
+  from rank 0's parameters; each iteration computes a mini-batch gradient, the optimizer's hooks
+  push the update u = -lr * gradient during backward (paper eq. 1, a plain SGD step without
+  momentum: the server applies momentum, eq. 2) and ``step()`` loads the model the fabric
+  returns.
 * the PyTorch baseline (``--backend gloo``): ``torch.distributed`` with the gloo backend, the
   initial parameters broadcast from rank 0, every step the gradients averaged by one all-reduce
   and a local SGD step with momentum (synchronous data parallelism, PyTorch's own way).
@@ -18,9 +21,9 @@ The mini-batch sampling, the shards and the straggler model are those of mlf-wor
 (apps/wk_sgd.c, apps/learn/train_straggle.c and train_data.c): splitmix64 streams seeded the same way, batches drawn
 uniformly with replacement from the worker's contiguous shard, an iteration straggles (sleeps
 (S - 1) x its compute time) with probability R, ``--compute-s`` pads a gradient to a minimum time.
-The worker on the root host (``--init-root``; gloo: rank 0) evaluates the model every
+Rank 0 evaluates the model every
 ``--eval-every`` seconds and appends {"t","version","accuracy","loss"} lines to
-``<records>/accuracy.jsonl``. Every worker writes ``pushes.jsonl`` and ``worker.json``.
+``<records>/accuracy.jsonl`` (``--records``, default $MLF_RECORDS or .). Every worker writes ``pushes.jsonl`` and ``worker.json``.
 Stops on SIGTERM/SIGINT, ``--duration``, ``--iterations`` or ``--target-accuracy`` (exit 0).
 Exit status: 0 done, 1 a runtime failure (named on stderr), 2 bad usage.
 """
@@ -240,7 +243,8 @@ def parse(argv):
                            "(--mode, the mlfabric Python package) or with torch.distributed gloo\n"
                            "all-reduce (--backend gloo). Records: pushes.jsonl, worker.json and, on the\n"
                            "root worker, accuracy.jsonl in --records.",
-               epilog="examples (inside the hosts' namespaces, see docs/torch-example.md):\n"
+               epilog="examples (docs/torch-example.md; by hand inside the hosts' namespaces):\n"
+                      "  tools/mlf-cluster run conf/exp-torch.json --systems mlfabric-a -- \\\n      /usr/bin/python3 examples/%(prog)s.py\n"
                       "  PYTHONPATH=build/python %(prog)s --cluster conf/cluster-fabric.json --host w0 \\\n"
                       "      --server ps --mode mlfabric-a --shard 0/4 --records /tmp/w0\n"
                       "  %(prog)s --backend gloo --rank 0 --world 4 --master-addr 10.84.0.10 \\\n"
@@ -249,10 +253,9 @@ def parse(argv):
     p.add_argument("--host", help="this worker's host in the cluster (fabric path)")
     p.add_argument("--server", help="the parameter server's host (default: the cluster's server)")
     p.add_argument("--mode", choices=MODES, help="mlfabric-a, mlfabric-s or async (fabric path)")
-    p.add_argument("--shard", help="I/N: train on shard I of N of the training set (gloo: rank/world)")
+    p.add_argument("--shard", help="I/N: train on shard I of N of the training set (default: rank/size; "
+                   "gloo: rank/world)")
     p.add_argument("--sock", help="dataplane socket (default /run/mlfabric/<cluster>-<host>.sock)")
-    p.add_argument("--init-root", default="w0", help="host whose initial model every worker starts from and "
-                   "which evaluates (default w0)")
     p.add_argument("--backend", choices=("gloo",), help="train with torch.distributed instead of MLfabric")
     p.add_argument("--rank", type=int, help="gloo: this process's rank")
     p.add_argument("--world", type=int, help="gloo: number of ranks")
@@ -267,7 +270,8 @@ def parse(argv):
     p.add_argument("--compute-s", type=float, default=0.0, help="a gradient takes at least this many seconds "
                    "(emulated accelerator; default 0)")
     p.add_argument("--seed", type=int, default=1, help="sampling, straggler and initialisation seed (default 1)")
-    p.add_argument("--records", default=".", help="records folder (default .)")
+    p.add_argument("--records", default=os.environ.get("MLF_RECORDS") or ".",
+                   help="records folder (default $MLF_RECORDS or .)")
     p.add_argument("--data", default=DEFAULT_DATA, help="Fashion-MNIST folder (default %s)" % DEFAULT_DATA)
     p.add_argument("--train-images", type=int, default=60000, help="shard the first N training images (default 60000)")
     p.add_argument("--duration", type=float, default=0, help="stop after S seconds (default: no limit)")
@@ -292,16 +296,14 @@ def parse(argv):
             p.error("--master-port %d: expected 1..65535" % a.master_port)
         a.shard_i, a.shard_n = a.rank, a.world
     else:
-        miss = [o for o, v in (("--cluster", a.cluster), ("--host", a.host), ("--mode", a.mode), ("--shard", a.shard))
-                if v is None]
-        if miss:
-            p.error("%s required (or --backend gloo)" % ", ".join(miss))
+        a.shard_i = a.shard_n = None
         try:
-            a.shard_i, a.shard_n = parse_shard(a.shard)
+            if a.shard:
+                a.shard_i, a.shard_n = parse_shard(a.shard)
         except ValueError:
             p.error("bad --shard '%s': expected I/N with 0 <= I < N" % a.shard)
     try:
-        a.straggler = Straggler(a.straggle, a.seed * 1000003 + a.shard_i)
+        Straggler(a.straggle, 0)
     except ValueError:
         p.error("bad --straggle '%s': R,S with R in [0,1] and S >= 1, or C1, C2, C3, none" % a.straggle)
     for k in ("batch", "train_images", "eval_images", "threads"):
@@ -327,6 +329,7 @@ class Trainer:
     def __init__(self, a, evaluates):
         import torch
         self.a, self.evaluates = a, evaluates
+        a.straggler = Straggler(a.straggle, a.seed * 1000003 + a.shard_i)
         torch.set_num_threads(a.threads)
         torch.manual_seed(a.seed)
         self.x, self.y = load_shard(a.data, a.train_images, a.shard_i, a.shard_n)
@@ -421,23 +424,26 @@ class Trainer:
 
 
 def run_fabric(a):
-    """Train over MLfabric through the mlfabric package (docs/python.md)."""
+    """Train over MLfabric through the mlfabric package (docs/python.md): the launcher's MLF_*
+    variables, rank and size, DistributedOptimizer and broadcast_parameters."""
     try:
         import mlfabric
         import mlfabric.torch as mt
     except ImportError as e:
-        raise Fail("cannot import the mlfabric package (%s): set PYTHONPATH=<repo>/build/python after make, "
-                   "or make install" % e)
+        raise Fail("cannot import the mlfabric package (%s): pip install . in the repository, or set "
+                   "PYTHONPATH=<repo>/build/python after make" % e)
     import torch
     global COMPONENT
-    COMPONENT = "torch-worker[%s]" % a.host
-    tr = Trainer(a, a.host == a.init_root)
-    server = a.server or "the cluster's server"
+    given = {k: v for k, v in (("cluster", a.cluster), ("host", a.host), ("server", a.server), ("mode", a.mode),
+                               ("sock", a.sock)) if v}
     try:
-        ep = mlfabric.init(a.cluster, a.host, role="worker", server=a.server, mode=a.mode, sock=a.sock,
-                           timeout_s=a.timeout)
+        ep = mlfabric.init(timeout_s=a.timeout, **given)
     except mlfabric.Error as e:
-        raise Fail("cannot join the fabric as worker %s of %s: %s" % (a.host, server, e))
+        raise Fail("cannot join the fabric: %s" % e)
+    COMPONENT = "torch-worker[%s]" % ep.host
+    if a.shard_i is None:
+        a.shard_i, a.shard_n = mt.rank(), mt.size()
+    tr = Trainer(a, mt.rank() == 0)
     drops = [0]
 
     def on_drop(k):
@@ -446,18 +452,17 @@ def run_fabric(a):
     opt = None
     try:
         opt = mt.DistributedOptimizer(torch.optim.SGD(tr.model.parameters(), lr=a.lr, momentum=0),
-                                      tr.model.named_parameters(), mode=a.mode, endpoint=ep, on_drop=on_drop)
-        log("info", "worker of %s, mode %s, shard %d/%d (%d images), LeNet-5 %d parameters, initial model from %s"
-            % (server, a.mode, a.shard_i, a.shard_n, len(tr.x), tr.n, a.init_root))
-        mt.broadcast_parameters(tr.model, root=a.init_root, endpoint=ep)
+                                      named_parameters=tr.model.named_parameters(), on_drop=on_drop)
+        mt.broadcast_parameters(tr.model.state_dict(), root_rank=0)
+        log("info", "worker of %s, mode %s, rank %d of %d, shard %d/%d (%d images), LeNet-5 %d parameters"
+            % (ep.server, ep.mode, mt.rank(), mt.size(), a.shard_i, a.shard_n, len(tr.x), tr.n))
 
         def sync():
             opt.step()
-            return getattr(opt, "last_id", None)
         loss = tr.run(sync, lambda: int(opt.version))
     except mlfabric.Error as e:
         if not tr.stop:
-            raise Fail("server %s: %s (after %d iterations)" % (server, e, tr.it))
+            raise Fail("server %s: %s (after %d iterations)" % (ep.server, e, tr.it))
         loss = float("nan")
     finally:
         # let the pushed updates leave before closing (close fails what is still pending)
@@ -474,13 +479,13 @@ def run_fabric(a):
             time.sleep(0.01)
         left = st.get("pushed", 0) - st.get("sent", 0) - st.get("dropped", 0) - st.get("aggregated", 0)
         if left > 0:
-            log("warn", "%d pushed updates still unsent to %s after %.1f s" % (left, server, a.timeout))
-        ep.close()
+            log("warn", "%d pushed updates still unsent to %s after %.1f s" % (left, ep.server, a.timeout))
+        mlfabric.shutdown()
         log("info", "stopped after %d iterations (%d straggled): pushed %s sent %s dropped %s aggregated %s"
             % (tr.it, tr.straggled, st.get("pushed"), st.get("sent"), st.get("dropped"), st.get("aggregated")))
         tr.rec.worker({"iterations": tr.it, "pushed": st.get("pushed", 0), "sent": st.get("sent", 0),
                        "dropped": st.get("dropped", 0), "aggregated": st.get("aggregated", 0),
-                       "mean_iteration_s": tr.mean_iteration_s(), "program": "torch", "mode": a.mode,
+                       "mean_iteration_s": tr.mean_iteration_s(), "program": "torch", "mode": ep.mode,
                        "reached_target": tr.reached, "last_loss": loss})
         tr.rec.close()
 

@@ -47,3 +47,5 @@ INTEG_TESTS += tests/integration/cluster_ssh.sh
 
 # every synchronization system by name alone on a short experiment: its accuracy rises
 INTEG_TESTS += tests/integration/systems_by_name.sh
+# a new user's own script: venv, pip install ., mlf-cluster run EXP -- python3 train.py (docs/python.md)
+INTEG_TESTS += tests/integration/python_newuser.sh

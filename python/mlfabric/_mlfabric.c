@@ -21,9 +21,12 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mlfabric/mlfabric.h>
+#include <mlfabric/mlfabric_sync.h>
 
 /* mlfabric.Error, created at import */
 static PyObject *MlfError;
@@ -33,12 +36,36 @@ static PyObject *MlfError;
  * at a time); @peeking: getters (stats, role) running with the GIL released. close() waits for
  * neither: it refuses while either is non-zero.
  */
+/** One get of gets_start: @server's model into @out; @rc, @version, @err once done. */
+struct get_job {
+	char server[64];
+	Py_buffer out;
+	int64_t version;
+	int rc;
+	char err[256];
+};
+
+/**
+ * The gets of one gets_start, made in order by a thread of their own while Python goes on
+ * (docs/python.md "Overlap"). @done: jobs finished (under @mu, signalled on @cv).
+ */
+struct get_batch {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	mlf_t *f;
+	double timeout_s;
+	struct get_job *jobs;
+	int n, done;
+};
+
 typedef struct {
 	PyObject_HEAD
 	mlf_t *f;
 	int busy, peeking;
 	PyObject *on_update, *on_request; /* server callbacks (owned references) */
 	int64_t version;                  /* server: the last version a callback returned */
+	struct get_batch *gets;           /* gets_start's running batch (busy until it is reaped) */
 } HandleObject;
 
 /* Raise mlfabric.Error(err, text); returns NULL. */
@@ -154,6 +181,8 @@ static int Handle_init(HandleObject *self, PyObject *args, PyObject *kw)
 	return 0;
 }
 
+static void gets_reap(HandleObject *h);
+
 /* Close the endpoint (GIL released: mlf_close waits for pending pushes, at most the timeout). */
 static PyObject *Handle_close(HandleObject *self, PyObject *unused)
 {
@@ -161,6 +190,7 @@ static PyObject *Handle_close(HandleObject *self, PyObject *unused)
 
 	if (!f)
 		Py_RETURN_NONE;
+	gets_reap(self); /* background gets end first (each bounded by its timeout) */
 	if (self->busy || self->peeking)
 		return raise_mlf(EBUSY, "cannot close the mlfabric endpoint: another thread is in a call on it");
 	self->busy = 1;
@@ -177,6 +207,7 @@ static PyObject *Handle_close(HandleObject *self, PyObject *unused)
 
 static void Handle_dealloc(HandleObject *self)
 {
+	gets_reap(self);
 	if (self->f) {
 		mlf_t *f = self->f;
 		self->f = NULL;
@@ -320,24 +351,31 @@ static PyObject *Handle_push_get(HandleObject *self, PyObject *args)
 	return PyLong_FromLongLong(nv);
 }
 
-/* send_model(server, model, version, timeout_s): the initial model (mlf_send_model). */
-static PyObject *Handle_send_model(HandleObject *self, PyObject *args)
+/*
+ * Send a whole float32 vector to @host, returning None or raising: send_model(server, model,
+ * version, timeout_s), the initial model (mlf_send_model; @peer 0), or peer_send(host, data,
+ * tag) to a peer endpoint (mlf_peer_send, copied; @peer 1).
+ */
+static PyObject *send_vector(HandleObject *self, PyObject *args, int peer)
 {
-	const char *server;
+	const char *host;
 	PyObject *obj;
 	long long version;
-	double timeout_s;
+	double timeout_s = 0;
 	Py_buffer w;
 	int rc;
 
-	if (!PyArg_ParseTuple(args, "sOLd", &server, &obj, &version, &timeout_s) || get_f32(obj, &w, 0, "model") < 0)
+	if (!(peer ? PyArg_ParseTuple(args, "sOL", &host, &obj, &version)
+		   : PyArg_ParseTuple(args, "sOLd", &host, &obj, &version, &timeout_s)) ||
+	    get_f32(obj, &w, 0, peer ? "data" : "model") < 0)
 		return NULL;
 	if (handle_enter(self) < 0) {
 		PyBuffer_Release(&w);
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	rc = mlf_send_model(self->f, server, w.buf, (size_t)(w.len / 4), version, timeout_s);
+	rc = peer ? mlf_peer_send(self->f, host, w.buf, (size_t)(w.len / 4), version)
+		  : mlf_send_model(self->f, host, w.buf, (size_t)(w.len / 4), version, timeout_s);
 	Py_END_ALLOW_THREADS
 	handle_leave(self);
 	PyBuffer_Release(&w);
@@ -345,6 +383,8 @@ static PyObject *Handle_send_model(HandleObject *self, PyObject *args)
 		return raise_handle(self, rc);
 	Py_RETURN_NONE;
 }
+
+static PyObject *Handle_send_model(HandleObject *self, PyObject *args) { return send_vector(self, args, 0); }
 
 /* stats() -> dict(pushed, sent, dropped, aggregated, models). Takes only the endpoint's mutex. */
 static PyObject *Handle_stats(HandleObject *self, PyObject *unused)
@@ -514,19 +554,196 @@ static PyObject *Handle_register_as_server(HandleObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Handle_register_as_aggregator(HandleObject *self, PyObject *unused)
+/* Call the registration @reg(f) with the GIL released; None, or Error with mlf_error(). */
+static PyObject *handle_register(HandleObject *self, int (*reg)(mlf_t *))
 {
 	int rc;
 
 	if (handle_enter(self) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = mlf_register_as_aggregator(self->f);
+	rc = reg(self->f);
 	Py_END_ALLOW_THREADS
 	handle_leave(self);
 	if (rc < 0)
 		return raise_handle(self, rc);
 	Py_RETURN_NONE;
+}
+
+static PyObject *Handle_register_as_aggregator(HandleObject *self, PyObject *unused)
+{
+	return handle_register(self, mlf_register_as_aggregator);
+}
+
+/* ---- peer channel (docs/python.md "Collectives": allreduce and the broadcasts) ----------- */
+
+static PyObject *Handle_register_as_peer(HandleObject *self, PyObject *unused)
+{
+	return handle_register(self, mlf_register_as_peer);
+}
+
+/* peer_send(host, data, tag): float32 buffer @data to the peer endpoint on @host (copied). */
+static PyObject *Handle_peer_send(HandleObject *self, PyObject *args) { return send_vector(self, args, 1); }
+
+/* peer_recv(timeout_s) -> (from host, tag, bytes of the float32 data), or None on timeout. */
+static PyObject *Handle_peer_recv(HandleObject *self, PyObject *args)
+{
+	struct mlf_peer_msg m;
+	double timeout_s;
+	PyObject *r;
+	int rc;
+
+	if (!PyArg_ParseTuple(args, "d", &timeout_s) || handle_enter(self) < 0)
+		return NULL;
+	memset(&m, 0, sizeof(m));
+	Py_BEGIN_ALLOW_THREADS
+	rc = mlf_peer_recv(self->f, &m, timeout_s);
+	Py_END_ALLOW_THREADS
+	handle_leave(self);
+	if (rc == -ETIMEDOUT)
+		Py_RETURN_NONE;
+	if (rc < 0)
+		return raise_handle(self, rc);
+	r = Py_BuildValue("(sLy#)", m.from, (long long)m.iter, m.w ? (const char *)m.w : "",
+			  (Py_ssize_t)(m.token ? 0 : m.n * sizeof(float)));
+	free(m.w);
+	return r;
+}
+
+/* ---- gets in the background (docs/python.md "Overlap") ---------------------------------- */
+
+static void *gets_thread(void *arg)
+{
+	struct get_batch *b = arg;
+
+	for (int i = 0; i < b->n; i++) {
+		struct get_job *j = &b->jobs[i];
+		int64_t v = 0;
+		int rc = mlf_get(b->f, j->server, j->out.buf, (size_t)(j->out.len / 4), &v, b->timeout_s);
+
+		pthread_mutex_lock(&b->mu);
+		j->rc = rc;
+		j->version = v;
+		if (rc < 0)
+			snprintf(j->err, sizeof(j->err), "%s", mlf_error(b->f));
+		b->done++;
+		pthread_cond_broadcast(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+	}
+	return NULL;
+}
+
+/* Free batch @b (its thread gone): release its buffers, its lock, its memory. */
+static void batch_free(struct get_batch *b)
+{
+	for (int i = 0; i < b->n; i++)
+		PyBuffer_Release(&b->jobs[i].out);
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+	free(b->jobs);
+	free(b);
+}
+
+/* Wait for the batch's thread (GIL released), free the batch, clear busy. */
+static void gets_reap(HandleObject *h)
+{
+	struct get_batch *b = h->gets;
+
+	if (!b)
+		return;
+	Py_BEGIN_ALLOW_THREADS
+	pthread_join(b->thread, NULL);
+	Py_END_ALLOW_THREADS
+	batch_free(b);
+	h->gets = NULL;
+	h->busy = 0;
+}
+
+/*
+ * gets_start([(server, out), ...], timeout_s): start getting each server's model into its
+ * writable float32 buffer, in order, on a thread; the endpoint stays busy (other calls get
+ * EBUSY) until gets_wait has seen the last one (or a failure).
+ */
+static PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
+{
+	PyObject *list, *seq = NULL;
+	double timeout_s;
+	struct get_batch *b;
+	Py_ssize_t n;
+
+	if (!PyArg_ParseTuple(args, "Od", &list, &timeout_s) || !(seq = PySequence_Fast(list, "a list of (server, out)")))
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	if (n < 1 || handle_enter(self) < 0) {
+		Py_DECREF(seq);
+		return n < 1 ? raise_mlf(EINVAL, "gets_start: no gets") : NULL;
+	}
+	b = calloc(1, sizeof(*b));
+	if (b)
+		b->jobs = calloc((size_t)n, sizeof(*b->jobs));
+	if (!b || !b->jobs) {
+		free(b);
+		handle_leave(self);
+		Py_DECREF(seq);
+		return PyErr_NoMemory();
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		const char *server;
+		PyObject *out;
+
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "sO", &server, &out) ||
+		    get_f32(out, &b->jobs[i].out, 1, "out") < 0) {
+			while (--i >= 0)
+				PyBuffer_Release(&b->jobs[i].out);
+			free(b->jobs);
+			free(b);
+			handle_leave(self);
+			Py_DECREF(seq);
+			return NULL;
+		}
+		snprintf(b->jobs[i].server, sizeof(b->jobs[i].server), "%s", server);
+	}
+	Py_DECREF(seq);
+	b->n = (int)n;
+	b->f = self->f;
+	b->timeout_s = timeout_s;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	if (pthread_create(&b->thread, NULL, gets_thread, b) != 0) {
+		batch_free(b);
+		handle_leave(self);
+		return raise_mlf(EAGAIN, "gets_start: cannot start a thread");
+	}
+	self->gets = b; /* busy stays set */
+	Py_RETURN_NONE;
+}
+
+/* gets_wait(k) -> the version of get k (blocks, GIL released); the last one or a failure reaps. */
+static PyObject *Handle_gets_wait(HandleObject *self, PyObject *args)
+{
+	struct get_batch *b = self->gets;
+	int k, rc;
+	int64_t v;
+	char err[256];
+
+	if (!PyArg_ParseTuple(args, "i", &k))
+		return NULL;
+	if (!b || k < 0 || k >= b->n)
+		return raise_mlf(EINVAL, "gets_wait: no such get running");
+	Py_BEGIN_ALLOW_THREADS
+	pthread_mutex_lock(&b->mu);
+	while (b->done <= k)
+		pthread_cond_wait(&b->cv, &b->mu);
+	pthread_mutex_unlock(&b->mu);
+	Py_END_ALLOW_THREADS
+	rc = b->jobs[k].rc;
+	v = b->jobs[k].version;
+	snprintf(err, sizeof(err), "%s", b->jobs[k].err);
+	if (rc < 0 || k == b->n - 1)
+		gets_reap(self);
+	if (rc < 0)
+		return raise_mlf(-rc, err);
+	return PyLong_FromLongLong(v);
 }
 
 /* ---- type and module -------------------------------------------------------------------- */
@@ -548,6 +765,14 @@ static PyMethodDef Handle_methods[] = {
 	{ "send_model", (PyCFunction)Handle_send_model, METH_VARARGS,
 	  "send_model(server, model, version, timeout_s) - mlf_send_model" },
 	{ "stats", (PyCFunction)Handle_stats, METH_NOARGS, "stats() -> dict of the worker counters" },
+	{ "gets_start", (PyCFunction)Handle_gets_start, METH_VARARGS,
+	  "gets_start([(server, out), ...], timeout_s) - get each model in order on a thread" },
+	{ "gets_wait", (PyCFunction)Handle_gets_wait, METH_VARARGS, "gets_wait(k) -> version of get k" },
+	{ "register_as_peer", (PyCFunction)Handle_register_as_peer, METH_NOARGS,
+	  "register_as_peer() - mlf_register_as_peer (mode async)" },
+	{ "peer_send", (PyCFunction)Handle_peer_send, METH_VARARGS, "peer_send(host, data, tag) - mlf_peer_send" },
+	{ "peer_recv", (PyCFunction)Handle_peer_recv, METH_VARARGS,
+	  "peer_recv(timeout_s) -> (host, tag, bytes) or None on timeout - mlf_peer_recv" },
 	{ NULL, NULL, 0, NULL },
 };
 

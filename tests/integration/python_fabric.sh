@@ -13,6 +13,10 @@
 #  4. a Python server (Endpoint.register_server, callbacks on the library's thread): a worker
 #     (w2) gets its model, pushes u, gets model + u at version 1; the server's on_update saw the
 #     update id and version the worker pushed, from w2.
+#  5. the collectives (peer channel, no server): w0, w1, w2 call mlfabric.init() with only the
+#     launcher's MLF_* variables; rank()/size() match MLF_WORKERS; allreduce of each rank's value
+#     gives the mean (and the sum) on all three; broadcast_parameters and broadcast_optimizer_state
+#     give every rank rank 0's tensors and state byte-exact.
 . "$(dirname "$0")/apps_lib.sh"
 PY=/usr/bin/python3
 [ -x $PY ] && [ -f "$ROOT/build/python/mlfabric/__init__.py" ] && ls "$ROOT"/build/python/mlfabric/_mlfabric*.so >/dev/null 2>&1 ||
@@ -196,3 +200,45 @@ wait "$SERVER_PID" || fail "the Python server failed: $(tail -5 "$WORK/server.lo
 grep -qF "python server: role server, version 1, seen [('w2', [($uid, 0)])]" "$WORK/server.log" ||
 	fail "on_update did not see update $uid at version 0 from w2: $(tail -2 "$WORK/server.log")"
 ok "$(tail -1 "$WORK/client.log"); on_update saw ($uid, version 0) from w2"
+
+## 5. collectives through the peer channel, init() from the MLF_* variables
+cat >"$WORK/py_coll.py" <<'EOF'
+import torch
+import mlfabric.torch as mt
+
+ep = mt.init()
+r, n = mt.rank(), mt.size()
+assert (ep.host, n, mt.local_rank()) == (["w0", "w1", "w2"][r], 3, 0), (ep.host, r, n)
+m = mt.allreduce(torch.tensor([float(r), 10.0 * r]))
+assert torch.equal(m, torch.tensor([1.0, 10.0])), m
+s = mt.allreduce(torch.tensor(2.0 + r), average=False)
+assert float(s) == 9.0, s
+torch.manual_seed(r)
+net = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.BatchNorm1d(4))
+opt = torch.optim.SGD(net.parameters(), lr=0.1 * (r + 1), momentum=0.9)
+net(torch.randn(5, 6)).sum().backward()
+opt.step()
+mt.broadcast_parameters(net.state_dict(), root_rank=0)
+mt.broadcast_optimizer_state(opt, root_rank=0)
+torch.manual_seed(0)
+ref = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.BatchNorm1d(4))
+ropt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+ref(torch.randn(5, 6)).sum().backward()
+ropt.step()
+for (k, a), b in zip(net.state_dict().items(), ref.state_dict().values()):
+    assert torch.equal(a, b), k
+assert opt.param_groups[0]["lr"] == 0.1
+for p, q in zip(net.parameters(), ref.parameters()):
+    assert torch.equal(opt.state[p]["momentum_buffer"], ropt.state[q]["momentum_buffer"])
+print(f"rank {r} of {n} on {ep.host}: allreduce mean {m.tolist()} sum {float(s)}, rank 0's parameters and optimizer state")
+EOF
+for h in w0 w1 w2; do
+	"$TB" exec "$CLUSTER" $h env PYTHONPATH="$ROOT/build/python" MLF_CLUSTER="$CLUSTER" MLF_HOST=$h MLF_MODE=async \
+		MLF_WORKERS=w0,w1,w2 MLF_TIMEOUT=5 $PY "$WORK/py_coll.py" >"$WORK/coll-$h.log" 2>&1 &
+	eval "COLL_$h=\$!"
+done
+for h in w0 w1 w2; do
+	eval "pid=\$COLL_$h"
+	wait "$pid" || fail "collectives on $h: $(tail -3 "$WORK/coll-$h.log")"
+done
+ok "$(tail -1 "$WORK/coll-w0.log")"

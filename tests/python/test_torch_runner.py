@@ -110,17 +110,34 @@ class CommandLines(Tmp):
             self.assertEqual(env["GLOO_SOCKET_IFNAME"], "eth0")
 
     def test_fabric(self):
+        # over the fabric the example is a plain user script: its place comes in the MLF_* variables
         e, st = self.workers("mlfabric-a")
         for i, (name, argv, env) in enumerate(st):
-            self.assertEqual(self.opt(argv, "--mode"), "mlfabric-a")
-            self.assertEqual(self.opt(argv, "--shard"), "%d/4" % i)
-            self.assertEqual(self.opt(argv, "--server"), "ps")
-            self.assertEqual(self.opt(argv, "--init-root"), "w0")
-            self.assertEqual(self.opt(argv, "--host"), name.split("@")[1])
+            h = name.split("@")[1]
+            self.assertEqual((env["MLF_MODE"], env["MLF_RANK"], env["MLF_SIZE"]), ("mlfabric-a", str(i), "4"))
+            self.assertEqual((env["MLF_SERVER"], env["MLF_HOST"], env["MLF_CLUSTER"]), ("ps", h, e.cluster))
+            self.assertEqual(env["MLF_WORKERS"], "w0,w1,w2,w3")   # rank 0 = w0: evaluates, initial model
             self.assertEqual(self.opt(argv, "--lr"), "0.01")
-            self.assertEqual(self.opt(argv, "--records"), os.path.join(self.dir, "rec", name.split("@")[1]))
+            self.assertEqual(self.opt(argv, "--records"), os.path.join(self.dir, "rec", h))
+            self.assertEqual(env["MLF_RECORDS"], os.path.join(self.dir, "rec", h))
             self.assertEqual(env["PYTHONPATH"], os.path.join(ROOT, "build", "python"))
-            self.assertNotIn("--backend", argv)
+            for k in ("--backend", "--mode", "--cluster", "--host", "--shard"):
+                self.assertNotIn(k, argv)
+
+    def test_worker_command(self):
+        e, st = self.workers("async", worker_command=["python3", "train.py", "--epochs", "2"],
+                             worker_program=None, lr_sync=None, systems=["async"])
+        self.assertEqual(e.worker_program, "command")
+        for i, (name, argv, env) in enumerate(st):
+            ns = argv.index("python3")
+            self.assertEqual(argv[ns:], ["python3", "train.py", "--epochs", "2"])
+            self.assertEqual((env["MLF_MODE"], env["MLF_RANK"], env["MLF_HOST"]), ("async", str(i), name.split("@")[1]))
+
+    def test_worker_command_checks(self):
+        self.bad("worker_command: a non-empty list of strings", worker_command="python3 x.py", worker_program=None)
+        self.bad("worker_command: a non-empty list of strings", worker_command=[], worker_program=None)
+        self.bad("worker_command: replaces worker_program", worker_command=["x"])
+        self.bad("worker_command: system gloo runs its own workers", worker_command=["x"], worker_program=None)
 
 
 class Results(Tmp):

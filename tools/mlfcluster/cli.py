@@ -16,7 +16,7 @@ from .runner import Runner
 from .testbed import Testbed
 
 USAGE = """\
-Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
+Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b] [-- PROGRAM ARGS...]
        tools/mlf-cluster down EXPERIMENT.json
        tools/mlf-cluster rates EXPERIMENT.json [--periods K]
        tools/mlf-cluster results RUN_DIR [--target A]
@@ -32,6 +32,8 @@ Usage: tools/mlf-cluster run EXPERIMENT.json [--out DIR] [--systems a,b]
            <system>/logs/*.log, <system>/records/ (docs/fabric.md records, workers in
            records/<host>/), <system>/run.json, network.tsv (the rate schedule applied),
            results.json, accuracy.png, delays.png, timeline.png; print a summary table.
+           -- PROGRAM ARGS...: every worker runs this command (the experiment key
+           worker_command) with the MLF_* variables mlfabric.init() reads (docs/python.md).
   down     tear the experiment's cluster down (after a crash of the runner).
   rates    print the seeded rate schedule: period, offset s, host, up and down Gbit/s.
   results  recompute results.json, the plots and the summary table of a run folder.
@@ -55,7 +57,9 @@ dataplanes with --scheduler none), rr-sync (build/mlf-rrsync under tools/mlf-mpi
 (torch.distributed all-reduce, no fabric process; needs "worker_program": "torch").
 "worker_program": "c" (build/mlf-worker, default) or "torch" (/usr/bin/python3
 examples/torch_fashion_mnist.py, PYTHONPATH=build/python; mlf-ps --init-from the first worker,
-which evaluates: records/<host>/accuracy.jsonl; docs/torch-example.md).
+which evaluates: records/<host>/accuracy.jsonl; docs/torch-example.md); or "worker_command":
+[argv], your own program on every worker (MLF_CLUSTER, MLF_HOST, MLF_SERVER, MLF_MODE,
+MLF_RANK, MLF_SIZE, MLF_WORKERS, MLF_RECORDS...; mlf-ps --init-from the first worker).
 Optional keys (docs/replication.md, docs/experiments.md): "replication" {mode none|mlfabric|
 chain|checkpoint, div_max, replica, replica_aggregators, checkpoint_every, verify_every} starts
 the replica / checkpointing / snapshots; "faults" [{at_s, kind kill-server|kill-aggregator|
@@ -81,7 +85,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def cmd_run(a):
-    exp = load(a.experiment, a.systems)
+    exp = load(a.experiment, a.systems, worker_command=a.command)
     if os.geteuid() != 0:
         die("run needs root (network namespaces)")
     root = paths()[0]
@@ -225,6 +229,12 @@ def main(argv=None):
     if argv[0] not in cmds:
         die('unknown command "%s" (run, down, rates, results, links, table2, check, top, preflight)' % argv[0])
     p = Parser(prog=argv[0], add_help=True)
+    command = None
+    if argv[0] == "run" and "--" in argv:
+        k = argv.index("--")
+        argv, command = argv[:k], argv[k + 1:]
+        if not command:
+            die("run: nothing after -- (the worker command: -- python3 train.py ARGS)")
     if argv[0] == "run":
         p.add_argument("experiment")
         p.add_argument("--out")
@@ -250,4 +260,7 @@ def main(argv=None):
     else:
         p.add_argument("experiment", nargs="?")
         p.add_argument("--systems")
-    return cmds[argv[0]](p.parse_args(argv[1:]))
+    a = p.parse_args(argv[1:])
+    if argv[0] == "run":
+        a.command = command
+    return cmds[argv[0]](a)

@@ -22,11 +22,13 @@ def paths():
     return root, build, mpirun
 
 
-def load(path, systems=None, check_programs=True):
+def load(path, systems=None, check_programs=True, worker_command=None):
     """The Experiment of PATH (SYSTEMS: a comma list to run instead of its own, CHECK_PROGRAMS:
-    the built programs must exist); dies with its one-line error."""
+    the built programs must exist, WORKER_COMMAND: an argv replacing its worker program); dies
+    with its one-line error."""
     root, build, mpirun = paths()
     try:
-        return Experiment(path, root, build, mpirun, systems=systems, check_programs=check_programs)
+        return Experiment(path, root, build, mpirun, systems=systems, check_programs=check_programs,
+                          worker_command=worker_command)
     except ExperimentError as e:
         die(str(e))

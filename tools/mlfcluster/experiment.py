@@ -40,7 +40,7 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "data_split": "iid", "local_steps": 4, "adsp_period_s": 1, "adsp_eval_s": 6,
             "adsp_rate": None, "adsp_global_lr": None, "hop_graph": "ring", "hop_backups": 0,
             "hop_staleness": 0, "hop_max_ig": 4, "hop_jump": None, "hop_jump_behind": 1,
-            "esync_nonblocking": False, "overlap": False, "init_weights": None}
+            "esync_nonblocking": False, "overlap": False, "init_weights": None, "worker_command": None}
 # range of each optional numeric key: (low, low included, high or None, integer only, expected)
 RANGES = {"batch": (1, True, None, True, "an integer >= 1"),
           "lr": (0, False, None, False, "a number > 0"),
@@ -124,9 +124,10 @@ class Fault:
 class Experiment:
     """A validated experiment; attributes hold the settings every module needs."""
 
-    def __init__(self, path, root, build, mpirun, systems=None, check_programs=True):
+    def __init__(self, path, root, build, mpirun, systems=None, check_programs=True, worker_command=None):
         self.path, self.root, self.build, self.mpirun = path, root, build, mpirun
         self.tb = os.path.join(build, "mlf-testbed")
+        self.command_arg = worker_command   # tools/mlf-cluster run EXP -- ARGV (wins over the key)
         self._load(systems, check_programs)
 
     def err(self, msg):
@@ -140,6 +141,9 @@ class Experiment:
             raise ExperimentError(str(e))
         if not isinstance(x, dict):
             self.err("not a JSON object")
+        if self.command_arg:
+            x = dict(x, worker_command=list(self.command_arg))
+            x.pop("worker_program", None)
         self.raw = x
         for k in REQUIRED:
             if k not in x:
@@ -436,15 +440,32 @@ class Experiment:
 
     def _load_worker_program(self):
         """worker_program "c" (mlf-worker, the default) or "torch" (examples/torch_fashion_mnist.py
-        under /usr/bin/python3, or $MLF_PYTHON); system gloo needs torch, rr-sync needs c."""
+        under /usr/bin/python3, or $MLF_PYTHON); system gloo needs torch, rr-sync needs c.
+        worker_command [argv] (the user's own program, worker_program "command"): run on every
+        worker with the MLF_* variables (runner.py worker_env), the fabric's systems only."""
         x = self.raw
         wp = x.get("worker_program", "c")
         self.worker_program = wp if isinstance(wp, str) else num_str(wp)
-        if self.worker_program not in WORKER_PROGRAMS:
+        self.worker_command = None
+        if x.get("worker_command") is not None:
+            wc = x["worker_command"]
+            if not (isinstance(wc, list) and wc and all(isinstance(a, str) and a for a in wc)):
+                self.err("worker_command: a non-empty list of strings (argv) expected, got %s" % json.dumps(wc))
+            if "worker_program" in x:
+                self.err("worker_command: replaces worker_program (drop one of them)")
+            self.worker_command, self.worker_program = list(wc), "command"
+            for sys_ in self.systems:
+                if sys_ not in ("mlfabric-a", "mlfabric-s", "async"):
+                    self.err("worker_command: system %s runs its own workers; the user's program runs "
+                             "under mlfabric-a, mlfabric-s or async" % sys_)
+            for k in ("model", "replication", "faults"):
+                if x.get(k):
+                    self.err("%s: not supported with worker_command" % k)
+        elif self.worker_program not in WORKER_PROGRAMS:
             self.err('worker_program: unknown "%s" (c, torch)' % self.worker_program)
         self.python = os.environ.get("MLF_PYTHON") or "/usr/bin/python3"
         self.torch_script = os.path.join(self.root, TORCH_SCRIPT)
-        self.pythonpath = os.path.join(self.build, "python")
+        self.pythonpath = os.environ.get("MLF_PYTHONPATH", os.path.join(self.build, "python"))
         torch = self.worker_program == "torch"
         if "gloo" in self.systems and not torch:
             self.err('system gloo (torch.distributed) needs "worker_program": "torch"')
@@ -519,15 +540,16 @@ class Experiment:
                 raise ExperimentError("missing program %s (run make first)" % p)
         need(self.tb)
         kinds = set(self.systems)
-        torch = self.worker_program == "torch"
+        torch = self.worker_program in ("torch", "command")
         if kinds & (SCHEDULED | {"async"}):
             if not self.server:
                 raise ExperimentError("%s: no host with role server" % self.cluster)
             for k in ["mlf-dataplane", "mlf-tel", "mlf-ps"] + ([] if torch else ["mlf-worker"]):
                 need(os.path.join(self.build, k))
-            if torch and check and not os.path.isfile(os.path.join(self.pythonpath, "mlfabric", "__init__.py")):
+            if self.worker_program == "torch" and check and \
+                    not os.path.isfile(os.path.join(self.pythonpath, "mlfabric", "__init__.py")):
                 raise ExperimentError("missing Python package %s/mlfabric (run make first)" % self.pythonpath)
-        if torch:
+        if self.worker_program == "torch":
             need(self.python)
             if check and not os.path.isfile(self.torch_script):
                 raise ExperimentError("missing %s" % self.torch_script)

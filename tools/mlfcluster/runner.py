@@ -138,21 +138,43 @@ class Runner:
     def start(self, name, log, host, argv, env=None):
         return self.tb.start(self.cur["procs"], name, log, host, argv, env)
 
+    def worker_env(self, i, mode, rec):
+        """The MLF_* variables of worker I (docs/python.md "Environment"): what mlfabric.init()
+        reads; MLF_RECORDS is the worker's records folder."""
+        e = self.exp
+        h = e.workers[i]
+        env = {"MLF_CLUSTER": e.cluster, "MLF_HOST": h, "MLF_ROLE": "worker", "MLF_SERVER": e.server,
+               "MLF_SERVERS": e.server, "MLF_MODE": mode, "MLF_RANK": str(i), "MLF_SIZE": str(e.nw),
+               "MLF_LOCAL_RANK": "0", "MLF_WORKERS": ",".join(e.workers), "MLF_RECORDS": os.path.join(rec, h),
+               "MLF_SEED": str(int(e.seed) * 1000 + i + 1)}
+        if e.pythonpath:
+            env["PYTHONPATH"] = e.pythonpath
+        return env
+
     def torch_workers(self, sys_, mode, rec, L):
         """worker_program torch: examples/torch_fashion_mnist.py on every worker host, over the
-        fabric (MODE) or, for system gloo, with torch.distributed (master: the first worker's IP)."""
+        fabric (MODE) or, for system gloo, with torch.distributed (master: the first worker's IP);
+        worker_command: the user's argv with the MLF_* variables (worker_env)."""
         e = self.exp
-        env = {"PYTHONPATH": e.pythonpath, "GLOO_SOCKET_IFNAME": "eth0"}
+        if e.worker_command:
+            started = []
+            for i, h in enumerate(e.workers):
+                os.makedirs(os.path.join(rec, h), exist_ok=True)
+                started.append(self.start("worker@" + h, L("worker-%s.log" % h), h, e.worker_command,
+                                          self.worker_env(i, mode, rec)))
+            self.cur["t_workers"] = time.time()
+            return started
         started = []
         for i, h in enumerate(e.workers):
             os.makedirs(os.path.join(rec, h), exist_ok=True)
+            # over the fabric the example is a plain user script: the MLF_* variables say where it runs
+            env = dict(self.worker_env(i, mode, rec), GLOO_SOCKET_IFNAME="eth0")
             if sys_ == "gloo":
                 how = ["--backend", "gloo", "--rank", str(i), "--world", str(e.nw), "--master-addr",
                        e.ips[e.workers[0]], "--master-port", str(GLOO_PORT), "--lr", e.s["lr_sync"],
                        "--momentum", e.s["momentum"]]
             else:
-                how = ["--cluster", e.cluster, "--host", h, "--server", e.server, "--mode", mode,
-                       "--shard", "%d/%d" % (i, e.nw), "--init-root", e.workers[0], "--lr", e.s["lr"]]
+                how = ["--lr", e.s["lr"]]
             started.append(self.start("worker@" + h, L("worker-%s.log" % h), h,
                                       [e.python, e.torch_script] + how +
                                       ["--batch", e.s["batch"], "--straggle", e.straggle, "--compute-s", e.s["compute_s"],
@@ -196,7 +218,7 @@ class Runner:
             return False
         declare = sys_ not in ("rr-sync", "gloo")   # no dataplane to declare capacities to
         self.start_netdev(c)
-        torch = e.worker_program == "torch"
+        torch = e.worker_program in ("torch", "command")
         with open(os.path.join(logs, "network.log"), "w") as out:
             apply_period(self.tb, self.rows, 0, False, out)
         self.set_run_json(system=sys_, n_workers=e.nw, server=e.server, workers=e.workers,

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""torch_overlap.py - `make bench-torch` overlap row: does pushing each server's parameter group
+from a gradient hook (mlfabric.torch.DistributedOptimizer, overlap=True) hide the communication
+behind backward and the next forward?
+
+An MLP with several large layers (--layers, default 784,1024,1024,1024,1024,10: 3.96 M floats)
+trains on random data (batch --batch) on one worker whose parameter groups live on the servers
+MLF_SERVERS (one group each). Four kinds of iteration, timed round-robin (two iterations of each
+per round, --rounds rounds after --warmup, so that the machine's load drifts alike for all four;
+an iteration's time is half the pair's: the second one's forward waits for the first one's
+gets, the second one's gets are waited for untimed, as a steady run would wait for them in its
+next iteration):
+  compute     forward, backward and the local SGD step only (no fabric);
+  comm        push every group's update and get every group's model (no compute);
+  sequential  forward, backward, then step() pushes and gets (overlap off: their sum);
+  overlap     forward, backward whose hooks push each group as soon as its gradients exist,
+              step() starts the gets, the next forward waits per layer (overlap on).
+Prints one JSON object: per kind the median, min and max iteration seconds. Run inside the
+worker's namespace with the MLF_* variables set (mlfabric.init()). Exit 0, 1 on a fabric error
+(named).
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+import mlfabric
+import mlfabric.torch as mt
+
+
+def mlp(layers):
+    mods = []
+    for i in range(len(layers) - 1):
+        mods.append(torch.nn.Linear(layers[i], layers[i + 1]))
+        if i < len(layers) - 2:
+            mods.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*mods)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layers", default="784,1024,1024,1024,1024,10")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    a = p.parse_args()
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(a.threads)
+    layers = [int(x) for x in a.layers.split(",")]
+    net = mlp(layers)
+    x = torch.randn(a.batch, layers[0])
+    y = torch.randint(0, layers[-1], (a.batch,))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    mt.init(timeout_s=30)
+    opt = mt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.001),
+                                  named_parameters=net.named_parameters(), overlap=True)
+    local = torch.optim.SGD(net.parameters(), lr=0.001)
+
+    def compute():
+        opt.overlap = False
+        local.zero_grad()
+        loss_fn(net(x), y).backward()
+        local.step()
+
+    def comm():
+        opt.overlap = False
+        for q in net.parameters():
+            q.grad = torch.zeros_like(q)
+        opt.step()          # push every group (a zero update), get every group
+
+    def iteration(overlap):
+        def it():
+            opt.overlap = overlap
+            opt.zero_grad()
+            loss_fn(net(x), y).backward()
+            opt.step()
+        return it
+    kinds = {"compute": compute, "comm": comm, "sequential": iteration(False), "overlap": iteration(True)}
+    ts = {k: [] for k in kinds}
+    for r in range(a.warmup + a.rounds):
+        for k, fn in kinds.items():
+            opt.wait()
+            t = time.perf_counter()
+            fn()
+            fn()
+            if r >= a.warmup:
+                ts[k].append((time.perf_counter() - t) / 2)
+    opt.wait()
+    out = {"layers": a.layers, "floats": sum(q.numel() for q in net.parameters()), "batch": a.batch,
+           "seed": a.seed, "servers": mlfabric.endpoint().servers,
+           "groups": [[s, hi - lo] for s, lo, hi in opt.groups], "pushed": mlfabric.endpoint().stats()["pushed"]}
+    for k, v in ts.items():
+        out[k] = {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "n": len(v)}
+    print(json.dumps(out))
+    mlfabric.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except mlfabric.Error as e:
+        print("torch_overlap: %s" % e, file=sys.stderr)
+        sys.exit(1)
