@@ -61,7 +61,10 @@ struct mlf_opts {
 	const char *host;      /* this host's name in the config (required) */
 	const char *sock;      /* dataplane socket (default /run/mlfabric/<cluster>-<host>.sock) */
 	enum mlf_mode mode;    /* default MLF_MODE_MLFABRIC_A */
-	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10) */
+	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10);
+				* also the dataplane timeout unless MLF_DP_TIMEOUT_S is set: a request
+				* to the dataplane not sent or answered this long fails with -ETIMEDOUT
+				* naming its socket (docs/api.md "Timeouts") */
 	double agg_input_timeout_s; /* aggregator: inputs missing this long after the commanded
 				     * start are given up (`partial`), seconds (default 5) */
 	const char *verify_dir; /* server/replica: verification mode (docs/replication.md): on the
@@ -93,7 +96,8 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen);
  * mlf_close - stop the event thread, fail what is pending, disconnect; NULL is a no-op.
  * A worker first waits (at most the endpoint timeout, mlf_opts.timeout_s) until each update it
  * pushed has been sent, dropped or released by the scheduler's commands, so that a worker that
- * pushes and closes at once loses neither the update nor its replica copy.
+ * pushes and closes at once loses neither the update nor its replica copy. Never waits for
+ * ever: a dataplane that stopped answering is given up after the dataplane timeout.
  */
 void mlf_close(mlf_t *f);
 
@@ -111,7 +115,8 @@ const char *mlf_role(mlf_t *f);
 
 /**
  * mlf_register_as_worker - announce this endpoint as a worker of @server (a host name).
- * Returns 0, -EINVAL (unknown host), -ENOTCONN (scheduler or dataplane gone).
+ * Returns 0, -EINVAL (unknown host), -ENOTCONN (scheduler or dataplane gone), -ETIMEDOUT (the
+ * dataplane did not answer within the dataplane timeout; the error names its socket).
  */
 int mlf_register_as_worker(mlf_t *f, const char *server);
 
@@ -120,7 +125,8 @@ int mlf_register_as_worker(mlf_t *f, const char *server);
  * ||u||_2 @norm to the fabric for @server. The values are copied; the call returns at once.
  * The update is later sent (scheduled), aggregated, or dropped by the scheduler (delay bound).
  * Returns the update id (> 0), or -errno: -EINVAL (n differs from the server's model, unknown
- * server), -ENOTCONN, -ENOMEM.
+ * server), -ENOTCONN, -ETIMEDOUT (the dataplane did not take a request within the dataplane
+ * timeout, now or earlier on this endpoint; the error names its socket), -ENOMEM.
  */
 int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double norm, int64_t version);
 
