@@ -62,9 +62,9 @@ struct mlf_opts {
 	const char *sock;      /* dataplane socket (default /run/mlfabric/<cluster>-<host>.sock) */
 	enum mlf_mode mode;    /* default MLF_MODE_MLFABRIC_A */
 	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10);
-				* also the dataplane timeout unless MLF_DP_TIMEOUT_S is set: a request
-				* to the dataplane not sent or answered this long fails with -ETIMEDOUT
-				* naming its socket (docs/api.md "Timeouts") */
+				* the dataplane timeout is MLF_DP_TIMEOUT_S when set, else the larger of
+				* this and 10 s: a request to the dataplane not sent or answered that
+				* long fails with -ETIMEDOUT naming its socket (docs/api.md "Timeouts") */
 	double agg_input_timeout_s; /* aggregator: inputs missing this long after the commanded
 				     * start are given up (`partial`), seconds (default 5) */
 	const char *verify_dir; /* server/replica: verification mode (docs/replication.md): on the

@@ -798,8 +798,11 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 		snprintf(sock, sizeof(sock), "%s/%s-%s.sock", MLFABRIC_SOCK_DIR, f->cl.name, o->host);
 	if (!(f->dp = mlfabric_connect(sock, err, errlen)))
 		goto fail;
-	/* requests to the dataplane wait at most MLF_DP_TIMEOUT_S, else the endpoint timeout */
-	mlfabric_set_timeout(f->dp, mlfabric_env_timeout_s() > 0 ? mlfabric_env_timeout_s() : f->timeout_s);
+	/* requests to the dataplane wait at most MLF_DP_TIMEOUT_S, else the larger of the endpoint
+	 * timeout and MLFABRIC_TIMEOUT_S: a short timeout for peers (1 s in tests) must not give up
+	 * a local dataplane that a busy machine delays for a moment */
+	mlfabric_set_timeout(f->dp, mlfabric_env_timeout_s() > 0 ? mlfabric_env_timeout_s() :
+			     f->timeout_s > MLFABRIC_TIMEOUT_S ? f->timeout_s : MLFABRIC_TIMEOUT_S);
 	snprintf(f->sock, sizeof(f->sock), "%s", sock);
 	if (pipe2(f->wake, O_NONBLOCK | O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));

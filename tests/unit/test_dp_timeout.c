@@ -50,7 +50,8 @@ static void setup(void)
 			     "{\"name\":\"w0\",\"ip\":\"10.82.8.2\"}]}", 8);
 	nconns = 0;
 	ck_assert_int_eq(pthread_create(&acceptor, NULL, accept_silently, NULL), 0);
-	unsetenv("MLF_DP_TIMEOUT_S");
+	/* the endpoints' dataplane timeout (their timeout_s alone counts only above 10 s) */
+	setenv("MLF_DP_TIMEOUT_S", "0.5", 1);
 }
 
 static void teardown(void)
@@ -80,8 +81,10 @@ START_TEST(send_times_out_naming_the_socket)
 	char err[256];
 	uint64_t id;
 	double t;
-	mlfabric_t *m = mlfabric_connect(sock, err, sizeof(err));
+	mlfabric_t *m;
 
+	unsetenv("MLF_DP_TIMEOUT_S");
+	m = mlfabric_connect(sock, err, sizeof(err));
 	ck_assert_ptr_nonnull(m);
 	ck_assert_double_eq(mlfabric_timeout(m), MLFABRIC_TIMEOUT_S); /* the documented default */
 	mlfabric_set_timeout(m, TIMEOUT_S);
@@ -107,7 +110,6 @@ START_TEST(env_sets_the_timeout_and_a_full_socket_times_out)
 	int rc = 0, n;
 	mlfabric_t *m;
 
-	setenv("MLF_DP_TIMEOUT_S", "0.5", 1);
 	m = mlfabric_connect(sock, err, sizeof(err));
 	ck_assert_ptr_nonnull(m);
 	ck_assert_double_eq(mlfabric_timeout(m), TIMEOUT_S);
