@@ -28,7 +28,7 @@ for i in 0 1 2; do
 		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i" "${extra[@]}"
 done
 for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
-sleep 1
+wait_event "every pushed update applied at ps or dropped/lost in the scheduler's records" 60 apps_settled
 apps_stop_ps
 
 rose=$(apps_accuracy_rose 0.5)
