@@ -64,7 +64,7 @@ ps_named() {
 	named=$(jq -r '[.waits[] | select(.peer == "ps") | .app] + [.late[] | select(.peer == "ps") | .who] | unique | join(",")' <<<"$st")
 	grep -q "worker@" <<<"$named" && grep -q scheduler <<<"$named"
 }
-wait_event "mlf-top naming ps (a worker's wait and the scheduler's silent peer; last seen: ${named:-none})" 60 ps_named
+wait_event "mlf-top naming ps (a worker's wait and the scheduler's silent peer)" 60 ps_named
 "$TB" exec "$CLUSTER" ps "$TOP" --cluster "$CLUSTER" --once | grep -q "waits .* s for model (get) from ps" ||
 	fail "the text frame's waiting section does not name ps"
 grep -q "waiting [0-9.]* s for model (get) from ps" "$WORK"/w0.log "$WORK"/w1.log ||
