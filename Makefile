@@ -85,7 +85,7 @@ UNIT_TESTS  :=
 INTEG_TESTS :=
 BENCHES     :=
 
-.PHONY: all test unit-test integration-test clean help run deps check-layers programs install uninstall
+.PHONY: all test test-under-load unit-test integration-test clean help run deps check-layers programs install uninstall
 all: programs
 
 # Every object compiles with its directory's include paths only (the layer rule).
@@ -231,10 +231,25 @@ deps:
 check-layers: programs
 	python3 tools/check-layers --build $(BUILD)
 
+# `make test-under-load`: `make test` UNDER_LOAD_RUNS (3) times in a row with `stress-ng --cpu 2`
+# beside it (two busy cores: every test must hold on a loaded machine, README.md). stress-ng
+# is stopped on every exit, a failed run or Ctrl-C included; each run's result and time is printed,
+# and the target fails when any run failed.
+UNDER_LOAD_RUNS ?= 3
+test-under-load:
+	@command -v stress-ng >/dev/null || { echo "test-under-load needs stress-ng (Debian package stress-ng)"; exit 1; }
+	@stress-ng --cpu 2 --quiet & sp=$$!; \
+	trap 'kill $$sp 2>/dev/null; wait $$sp 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	fail=0; times=""; for i in $$(seq 1 $(UNDER_LOAD_RUNS)); do s=$$(date +%s); \
+	  if $(MAKE) --no-print-directory test; then r=passed; else r=FAILED; fail=1; fi; \
+	  t="run $$i: $$r in $$(( $$(date +%s) - s )) s"; times="$$times$$t\n"; echo "test-under-load: $$t"; \
+	done; printf "test-under-load (stress-ng --cpu 2 beside):\n$$times"; exit $$fail
+
 help:
 	@echo "make            build every program under $(BUILD)/ (never installs anything)"
 	@echo "make deps       install the Debian packages (apt; root or sudo)"
 	@echo "make test       deps, then unit tests (Check) and integration tests (root, namespaces)"
+	@echo "make test-under-load  make test 3 times with stress-ng --cpu 2 beside it"
 	@echo "make run        deps, then the main job (see README)"
 	@echo "make check-layers  include and call-graph layer checks"
 	@echo "make install    headers, libmlfabric.so, mlfabric.pc, programs to PREFIX (/usr/local); DESTDIR honoured"

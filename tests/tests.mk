@@ -27,8 +27,10 @@ $(BUILD)/tests/dp_hostile: $(BUILD)/tests/integration/dp_hostile.o $(LIB_PROTO) 
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(LDLIBS)
 
-UNIT_TESTS += $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib $(BUILD)/tests/test_fabric_wait
-$(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib $(BUILD)/tests/test_fabric_wait: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(MLFABRIC_LIBS)
+UNIT_TESTS += $(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib $(BUILD)/tests/test_fabric_wait \
+	      $(BUILD)/tests/test_dp_timeout
+$(BUILD)/tests/test_fabric $(BUILD)/tests/test_fabric_lib $(BUILD)/tests/test_fabric_wait \
+$(BUILD)/tests/test_dp_timeout: $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(MLFABRIC_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lpthread
 

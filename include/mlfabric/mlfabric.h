@@ -65,7 +65,10 @@ struct mlf_opts {
 	const char *host;      /* this host's name in the config (required) */
 	const char *sock;      /* dataplane socket (default /run/mlfabric/<cluster>-<host>.sock) */
 	enum mlf_mode mode;    /* default MLF_MODE_MLFABRIC_A */
-	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10) */
+	double timeout_s;      /* a peer or the scheduler silent this long fails a wait (default 10);
+				* the dataplane timeout is MLF_DP_TIMEOUT_S when set, else the larger of
+				* this and 10 s: a request to the dataplane not sent or answered that
+				* long fails with -ETIMEDOUT naming its socket (docs/api.md "Timeouts") */
 	double agg_input_timeout_s; /* aggregator: inputs missing this long after the commanded
 				     * start are given up (`partial`), seconds (default 5) */
 	const char *verify_dir; /* server/replica: verification mode (docs/replication.md): on the
@@ -97,7 +100,8 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen);
  * mlf_close - stop the event thread, fail what is pending, disconnect; NULL is a no-op.
  * A worker first waits (at most the endpoint timeout, mlf_opts.timeout_s) until each update it
  * pushed has been sent, dropped or released by the scheduler's commands, so that a worker that
- * pushes and closes at once loses neither the update nor its replica copy.
+ * pushes and closes at once loses neither the update nor its replica copy. Never waits for
+ * ever: a dataplane that stopped answering is given up after the dataplane timeout.
  */
 void mlf_close(mlf_t *f);
 
@@ -116,7 +120,8 @@ const char *mlf_role(mlf_t *f);
 /**
  * mlf_register_as_worker - announce this endpoint as a worker of @server (a host name).
  * Returns 0, -EINVAL (unknown host, already registered, or the scheduler's refusal: the reason
- * in mlf_error), -ENOTCONN (scheduler or dataplane gone).
+ * in mlf_error), -ENOTCONN (scheduler or dataplane gone), -ETIMEDOUT (the dataplane did not
+ * answer within the dataplane timeout; the error names its socket).
  */
 int mlf_register_as_worker(mlf_t *f, const char *server);
 
@@ -127,7 +132,8 @@ int mlf_register_as_worker(mlf_t *f, const char *server);
  * Returns the update id (> 0), or -errno: -EINVAL (@n is 0, unknown server, or @n differs from
  * the size of @server's model as this endpoint knows it: from the last whole model a get of
  * @server received, or the last mlf_send_model to it; before either the size is not checked),
- * -ENOTCONN, -ENOMEM.
+ * -ENOTCONN, -ETIMEDOUT (the dataplane did not take a request within the dataplane timeout, now
+ * or earlier on this endpoint; the error names its socket), -ENOMEM.
  */
 int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double norm, int64_t version);
 

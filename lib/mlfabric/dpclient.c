@@ -1,4 +1,4 @@
-/* dpclient.c - libmlfabric's dataplane client: memfd buffers, Unix-socket requests, queued dataplane events. */
+/* dpclient.c - libmlfabric's dataplane client: memfd buffers, Unix-socket requests with a reply timeout, queued dataplane events. */
 #define _GNU_SOURCE
 #include "dpclient.h"
 
@@ -10,10 +10,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "arr.h"
+#include "clock.h"
 
 struct queued {
 	struct appmsg msg;
@@ -22,6 +24,10 @@ struct queued {
 
 struct mlfabric {
 	int sock;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* the dataplane's socket */
+	double timeout_s; /* a request's send or reply waits at most this long */
+	int broken;       /* 0, or -ETIMEDOUT once the dataplane missed a timeout: every call fails */
+	char err[256];    /* why it broke, naming the socket */
 	struct queued *q; /* events that arrived while waiting for an ACCEPTED reply */
 	int nq, cap;
 };
@@ -64,6 +70,67 @@ void mlfabric_buf_free(struct mlfabric_buf *b)
 	b->fd = -1;
 }
 
+double mlfabric_env_timeout_s(void)
+{
+	const char *v = getenv("MLF_DP_TIMEOUT_S");
+	char *end;
+	double s;
+
+	if (!v || !*v)
+		return 0;
+	s = strtod(v, &end);
+	return *end == '\0' && s > 0 && s <= 86400 ? s : 0;
+}
+
+void mlfabric_set_timeout(mlfabric_t *m, double timeout_s)
+{
+	struct timeval tv;
+
+	if (!(timeout_s > 0))
+		return;
+	m->timeout_s = timeout_s;
+	tv.tv_sec = (time_t)timeout_s;
+	tv.tv_usec = (suseconds_t)((timeout_s - (double)tv.tv_sec) * 1e6);
+	if (tv.tv_sec == 0 && tv.tv_usec == 0)
+		tv.tv_usec = 1;
+	/* a send to a dataplane that stopped reading (its socket buffer full) fails with EAGAIN
+	 * after this long instead of blocking for ever */
+	setsockopt(m->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+double mlfabric_timeout(const mlfabric_t *m)
+{
+	return m->timeout_s;
+}
+
+const char *mlfabric_error(const mlfabric_t *m)
+{
+	return m->err;
+}
+
+/* The dataplane missed the timeout in @what: the connection is given up (a late reply would be
+ * taken for the answer to a later request); every later call fails with -ETIMEDOUT. */
+static int timed_out(mlfabric_t *m, const char *what)
+{
+	if (!m->broken) {
+		m->broken = -ETIMEDOUT;
+		snprintf(m->err, sizeof(m->err), "dataplane at socket %s: %s within %.1f s (MLF_DP_TIMEOUT_S)",
+			 m->path, what, m->timeout_s);
+	}
+	return m->broken;
+}
+
+/* appmsg_send bounded by the timeout (SO_SNDTIMEO): -ETIMEDOUT when the dataplane does not read. */
+static int send_msg(mlfabric_t *m, const struct appmsg *msg, int fd)
+{
+	int rc;
+
+	if (m->broken)
+		return m->broken;
+	rc = appmsg_send(m->sock, msg, fd);
+	return rc == -EAGAIN ? timed_out(m, "does not read requests (socket full)") : rc;
+}
+
 mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -91,6 +158,8 @@ mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen)
 		errno = e;
 		return NULL;
 	}
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	mlfabric_set_timeout(m, mlfabric_env_timeout_s() > 0 ? mlfabric_env_timeout_s() : MLFABRIC_TIMEOUT_S);
 	return m;
 }
 
@@ -163,15 +232,25 @@ int mlfabric_send(mlfabric_t *m, const struct mlfabric_send *req, uint64_t *id, 
 	strcpy(msg.peer, req->dst);
 	for (int i = 0; i < req->n_steps; i++)
 		msg.u.steps[i] = req->steps[i];
-	rc = appmsg_send(m->sock, &msg, req->buf->fd);
+	rc = send_msg(m, &msg, req->buf->fd);
 	if (rc < 0) {
-		snprintf(err, errlen, "dataplane socket: %s", strerror(-rc));
+		snprintf(err, errlen, "%s", m->broken ? m->err : strerror(-rc));
+		if (!m->broken)
+			snprintf(err, errlen, "dataplane at socket %s: %s", m->path, strerror(-rc));
 		return rc;
 	}
+	double deadline = clock_mono_s() + m->timeout_s;
 	for (;;) {
-		rc = recv_one(m, &msg, &fd, -1);
+		double left_ms = (deadline - clock_mono_s()) * 1e3;
+		rc = left_ms > 0 ? recv_one(m, &msg, &fd, left_ms < 1 ? 1 : (int)left_ms) : 0;
+		if (rc == 0)
+			rc = timed_out(m, "no reply to a transfer request");
 		if (rc < 0) {
-			snprintf(err, errlen, "dataplane socket: %s", rc == -EPIPE ? "dataplane went away" : strerror(-rc));
+			if (m->broken)
+				snprintf(err, errlen, "%s", m->err);
+			else
+				snprintf(err, errlen, "dataplane at socket %s: %s", m->path,
+					 rc == -EPIPE ? "dataplane went away" : strerror(-rc));
 			return rc;
 		}
 		if (msg.type == APPMSG_ACCEPTED)
@@ -194,13 +273,13 @@ int mlfabric_send(mlfabric_t *m, const struct mlfabric_send *req, uint64_t *id, 
 int mlfabric_listen(mlfabric_t *m, uint16_t chan)
 {
 	struct appmsg msg = { .type = APPMSG_LISTEN, .chan = chan };
-	return appmsg_send(m->sock, &msg, -1);
+	return send_msg(m, &msg, -1);
 }
 
 int mlfabric_listen_announced(mlfabric_t *m, uint16_t chan)
 {
 	struct appmsg msg = { .type = APPMSG_LISTEN, .chan = chan, .flags = APPMSG_LISTEN_ANNOUNCED };
-	return appmsg_send(m->sock, &msg, -1);
+	return send_msg(m, &msg, -1);
 }
 
 /* ORDER messages of at most APPMSG_MAX_IDS ids each; @first_flags on the first, @flags after. */
@@ -214,7 +293,7 @@ static int send_order(mlfabric_t *m, uint16_t chan, const uint64_t *ids, int n, 
 		int k = n - done > APPMSG_MAX_IDS ? APPMSG_MAX_IDS : n - done, rc;
 		msg.n = (uint16_t)k;
 		memcpy(msg.u.ids, ids + done, (size_t)k * sizeof(uint64_t));
-		if ((rc = appmsg_send(m->sock, &msg, -1)) < 0)
+		if ((rc = send_msg(m, &msg, -1)) < 0)
 			return rc;
 		done += k;
 	} while (done < n);
@@ -236,7 +315,7 @@ int mlfabric_ctl_send(mlfabric_t *m, const char *text)
 	struct appmsg msg;
 	int rc = appmsg_ctl(&msg, text);
 
-	return rc < 0 ? rc : appmsg_send(m->sock, &msg, -1);
+	return rc < 0 ? rc : send_msg(m, &msg, -1);
 }
 
 static void to_event(const struct appmsg *msg, int fd, struct mlfabric_event *ev)
@@ -289,6 +368,8 @@ int mlfabric_poll(mlfabric_t *m, struct mlfabric_event *ev, int timeout_ms)
 	struct appmsg msg;
 	int fd, rc;
 
+	if (m->broken)
+		return m->broken;
 	if (m->nq > 0) {
 		to_event(&m->q[0].msg, m->q[0].fd, ev);
 		memmove(m->q, m->q + 1, (size_t)(m->nq - 1) * sizeof(*m->q));

@@ -64,11 +64,36 @@ int mlfabric_buf_alloc(size_t size, struct mlfabric_buf *b);
 /** mlfabric_buf_free - unmap and close; safe on a zeroed buffer. */
 void mlfabric_buf_free(struct mlfabric_buf *b);
 
+/** Default of the dataplane timeout (seconds): how long a request's send or reply may take. */
+#define MLFABRIC_TIMEOUT_S 10.0
+
 /**
- * mlfabric_connect - connect to the dataplane listening on Unix socket @path.
+ * mlfabric_connect - connect to the dataplane listening on Unix socket @path. Requests on the
+ * connection wait at most the dataplane timeout: MLF_DP_TIMEOUT_S from the environment (seconds,
+ * > 0) or MLFABRIC_TIMEOUT_S; see mlfabric_set_timeout (docs/api.md "Timeouts").
  * Returns a handle, or NULL with @err saying why (no dataplane at that path, permission).
  */
 mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen);
+
+/**
+ * mlfabric_set_timeout - how long (seconds, > 0; other values are ignored) a request may wait
+ * for the dataplane: to be sent (the dataplane reads its socket) and, for SEND, for its
+ * ACCEPTED reply. A dataplane that misses it fails the call with -ETIMEDOUT and the connection
+ * is given up: every later call returns -ETIMEDOUT and mlfabric_error names the socket.
+ */
+void mlfabric_set_timeout(mlfabric_t *m, double timeout_s);
+
+/** mlfabric_timeout - the dataplane timeout of @m in seconds. */
+double mlfabric_timeout(const mlfabric_t *m);
+
+/** mlfabric_env_timeout_s - MLF_DP_TIMEOUT_S from the environment (seconds), 0 when unset or not a number > 0. */
+double mlfabric_env_timeout_s(void);
+
+/**
+ * mlfabric_error - why the connection was given up ("" while it works): the dataplane's socket
+ * path, what it did not do, and the timeout.
+ */
+const char *mlfabric_error(const mlfabric_t *m);
 
 /** mlfabric_close - disconnect; the dataplane fails this app's unfinished transfers. */
 void mlfabric_close(mlfabric_t *m);
@@ -77,13 +102,15 @@ void mlfabric_close(mlfabric_t *m);
 int mlfabric_fd(const mlfabric_t *m);
 
 /**
- * mlfabric_send - hand a transfer to the dataplane and wait for its acceptance (not completion).
+ * mlfabric_send - hand a transfer to the dataplane and wait for its acceptance (not completion),
+ * at most the dataplane timeout (mlfabric_set_timeout).
  * @id: set to the transfer id. Returns 0, or -errno with @err naming the problem (unknown host,
- * bad schedule, buffer too small, duplicate id, dataplane gone).
+ * bad schedule, buffer too small, duplicate id, dataplane gone; -ETIMEDOUT: no reply in time,
+ * @err names the socket).
  */
 int mlfabric_send(mlfabric_t *m, const struct mlfabric_send *req, uint64_t *id, char *err, size_t errlen);
 
-/** mlfabric_listen - receive incoming transfers of channel @chan. 0 or -errno (dataplane gone). */
+/** mlfabric_listen - receive incoming transfers of channel @chan. 0 or -errno (dataplane gone, -ETIMEDOUT). */
 int mlfabric_listen(mlfabric_t *m, uint16_t chan);
 
 /**
@@ -117,7 +144,8 @@ int mlfabric_ctl_send(mlfabric_t *m, const char *text);
 
 /**
  * mlfabric_poll - wait up to @timeout_ms (-1 = forever) for the next event.
- * Returns 1 with @ev filled, 0 on timeout, -EPIPE when the dataplane went away, other -errno.
+ * Returns 1 with @ev filled, 0 on timeout, -EPIPE when the dataplane went away, -ETIMEDOUT when
+ * the connection was given up (mlfabric_error), other -errno.
  */
 int mlfabric_poll(mlfabric_t *m, struct mlfabric_event *ev, int timeout_ms);
 

@@ -727,10 +727,14 @@ static void *event_thread(void *arg)
 			mlfabric_event_release(&ev);
 		}
 		if (rc < 0) {
-			log_err("dataplane connection lost: %s", strerror(-rc));
+			log_err("dataplane connection lost: %s", rc == -ETIMEDOUT ? mlfabric_error(f->dp) : strerror(-rc));
 			pthread_mutex_lock(&f->lock);
 			f->dead = 1;
-			fabric_core_set_err(f, "dataplane of host %s went away", f->cl.hosts[f->me].name);
+			f->dead_rc = rc == -ETIMEDOUT ? rc : -ENOTCONN;
+			if (rc == -ETIMEDOUT)
+				fabric_core_set_err(f, "host %s: %s", f->cl.hosts[f->me].name, mlfabric_error(f->dp));
+			else
+				fabric_core_set_err(f, "dataplane of host %s went away", f->cl.hosts[f->me].name);
 			pthread_cond_broadcast(&f->cond);
 			pthread_mutex_unlock(&f->lock);
 			break;
@@ -794,6 +798,11 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 		snprintf(sock, sizeof(sock), "%s/%s-%s.sock", MLFABRIC_SOCK_DIR, f->cl.name, o->host);
 	if (!(f->dp = mlfabric_connect(sock, err, errlen)))
 		goto fail;
+	/* requests to the dataplane wait at most MLF_DP_TIMEOUT_S, else the larger of the endpoint
+	 * timeout and MLFABRIC_TIMEOUT_S: a short timeout for peers (1 s in tests) must not give up
+	 * a local dataplane that a busy machine delays for a moment */
+	mlfabric_set_timeout(f->dp, mlfabric_env_timeout_s() > 0 ? mlfabric_env_timeout_s() :
+			     f->timeout_s > MLFABRIC_TIMEOUT_S ? f->timeout_s : MLFABRIC_TIMEOUT_S);
 	snprintf(f->sock, sizeof(f->sock), "%s", sock);
 	if (pipe2(f->wake, O_NONBLOCK | O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -889,6 +898,21 @@ void mlf_close(mlf_t *f)
 	free(f);
 }
 
+int fabric_core_dp_gone(struct mlf *f, const char *what, int rc)
+{
+	pthread_mutex_lock(&f->lock);
+	if (rc == -ETIMEDOUT || f->dead_rc == -ETIMEDOUT) {
+		rc = -ETIMEDOUT;
+		fabric_core_set_err(f, "%s: host %s: %s", what, f->cl.hosts[f->me].name, mlfabric_error(f->dp));
+	} else {
+		fabric_core_set_err(f, "%s: %s", what, rc < 0 && rc != -ENOTCONN && rc != -EPIPE ?
+				    strerror(-rc) : "dataplane gone");
+		rc = -ENOTCONN;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
 const char *mlf_error(const mlf_t *f)
 {
 	return f ? f->err : "";
@@ -976,13 +1000,19 @@ int fabric_core_register(struct mlf *f, enum fabric_role role, const struct fabr
 		json_decref(f->reg_msg);
 		f->reg_msg = json_incref(reg);
 	}
+	else if ((f->dead && f->dead_rc == -ETIMEDOUT) || rc == -ETIMEDOUT)
+		rc = -ETIMEDOUT;
 	else if (f->dead || rc < 0 || f->reg_no_sched || f->reg_state == 0)
 		rc = -ENOTCONN;
 	else
 		rc = -EINVAL;
-	if (rc == -ENOTCONN)
-		fabric_core_set_err(f, "%s: not registered within %.1f s: %s", f->app, f->timeout_s,
-				    f->reg_reason[0] ? f->reg_reason : "no answer from the scheduler");
+	if (rc == -ETIMEDOUT)
+		fabric_core_set_err(f, "%s: not registered: host %s: %s", f->app, f->cl.hosts[f->me].name,
+				    mlfabric_error(f->dp));
+	else if (rc == -ENOTCONN)
+		fabric_core_set_err(f, "%s: not registered within %.1f s: %s%s", f->app, f->timeout_s,
+				    f->reg_reason[0] ? f->reg_reason : "no answer from the scheduler through "
+				    "the dataplane at socket ", f->reg_reason[0] ? "" : f->sock);
 	else if (rc < 0)
 		fabric_core_set_err(f, "%s: registration refused: %s", f->app, f->reg_reason);
 	if (rc < 0) {

@@ -320,6 +320,8 @@ struct mlf {
 	pthread_t thread;
 	int wake[2];
 	int stop, dead, sched_lost;
+	int dead_rc;                /* why dead: -ETIMEDOUT (the dataplane missed its timeout,
+				     * mlfabric_error names its socket) or -ENOTCONN */
 	pthread_mutex_t lock;       /* everything the app thread and the event thread share */
 	pthread_cond_t cond;
 	char err[256];
@@ -364,6 +366,14 @@ struct mlf {
 
 /** fabric_core_role_name - "worker", "server", ... ("" for none). */
 const char *fabric_core_role_name(enum fabric_role role);
+
+/**
+ * fabric_core_dp_gone - the error of a call that found the dataplane connection lost (f->dead)
+ * or that failed with @rc from the dataplane client: the error text "@what: ..." names the
+ * dataplane's socket when it missed its timeout (docs/api.md "Timeouts"). Returns -ETIMEDOUT in
+ * that case, else -ENOTCONN. Takes f->lock.
+ */
+int fabric_core_dp_gone(struct mlf *f, const char *what, int rc);
 
 /** fabric_core_set_err - record the error text mlf_error returns (caller holds the lock or owns @f alone). */
 void fabric_core_set_err(struct mlf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -233,10 +233,8 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 		fabric_core_set_err(f, "push: %s", n == 0 ? "empty update" : "unknown server host");
 		return -EINVAL;
 	}
-	if (f->dead) {
-		fabric_core_set_err(f, "push: dataplane gone");
-		return -ENOTCONN;
-	}
+	if (f->dead)
+		return fabric_core_dp_gone(f, "push", -ENOTCONN);
 	pthread_mutex_lock(&f->lock);
 	model_n = strcmp(f->w.model_server, server) ? 0 : f->w.model_n;
 	pthread_mutex_unlock(&f->lock);
@@ -301,10 +299,8 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 	rc = fabric_core_ctl(f, json_pack("{s:s, s:I, s:s, s:I, s:I, s:f}", "type", "update", "id", (json_int_t)id,
 					  "server", server, "bytes", (json_int_t)h->bytes,
 					  "version", (json_int_t)version, "norm", norm));
-	if (rc < 0) {
-		fabric_core_set_err(f, "push: dataplane socket: %s", strerror(-rc));
-		return -ENOTCONN;
-	}
+	if (rc < 0)
+		return fabric_core_dp_gone(f, "push", rc);
 	return (int64_t)id;
 }
 
@@ -374,8 +370,9 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	} else if (w->get.done)
 		rc = w->get.status;
 	else if (f->dead)
-		rc = -ENOTCONN, fabric_core_set_err(f, "get: dataplane gone while waiting for the model of %s",
-						    server);
+		rc = f->dead_rc == -ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN,
+		fabric_core_set_err(f, "get: %s while waiting for the model of %s",
+				    f->dead_rc == -ETIMEDOUT ? mlfabric_error(f->dp) : "dataplane gone", server);
 	else if (f->sched_lost)
 		rc = -ETIMEDOUT, fabric_core_set_err(f, "get: scheduler connection lost and not back within "
 						     "%.1f s while waiting for the model of %s", wait_s, server);

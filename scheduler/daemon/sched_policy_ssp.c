@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "sched_policy.h"
 #include "sched_state.h"
 
@@ -22,6 +23,17 @@ void sched_ssp_count(struct sched *s, int h, double now)
 		x->iter_rate = x->iter_rate > 0 ? 0.8 * x->iter_rate + 0.2 * r : r;
 	}
 	x->t_last_push = now;
+	if (s->cfg.asp && s->cfg.ssp_s >= 0) {
+		/* every change of the threshold in force is logged with the rate ratio it follows,
+		 * so a run's lead can be checked against the threshold of its time
+		 * (tests/integration/apps_ssp.sh) */
+		double alpha;
+		int thr = sched_ssp_threshold(s, &alpha);
+		if (thr + 1 != s->asp_thr_logged) {
+			s->asp_thr_logged = thr + 1;
+			log_info("asp: threshold %d (alpha %.2f)", thr, alpha);
+		}
+	}
 }
 
 int sched_ssp_threshold(const struct sched *s, double *alpha)

@@ -395,6 +395,7 @@ struct sched {
 	FILE *rec_batches, *rec_updates, *rec_transfers, *rec_failover;
 	FILE *rec_clocks, *rec_starts; /* clocks.jsonl, starts.jsonl (sched_clock.h) */
 	struct sched_policy_set pol;  /* the running synchronization policies (sched_policy.h) */
+	int asp_thr_logged;           /* --asp: the threshold last logged + 1 (0: none yet) */
 
 	sched_batch_hook hook;
 	void *hook_arg;

@@ -26,8 +26,7 @@ run_case() {
 	for h in ps w0 w1 w2 w3; do dp_start $h; done
 	apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 4 --momentum 0 \
 		--tau-max 16 --eval-every 0.5 --eval-images 500 --records "$d/ps"
-	sleep 1
-	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+	apps_ps_ready ps
 	for i in 0 1 2 3; do
 		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system adsp --shard $i/4 \
 			--lr 0.05 --duration "$secs" --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \

@@ -10,8 +10,7 @@ for h in ps w0 w1; do dp_start $h --scheduler none; done
 MODEL=784,128,10
 apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 2 --model $MODEL \
 	--eval-every 1 --eval-images 500 --records "$WORK/ps"
-sleep 1
-kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+apps_ps_ready ps
 for i in 0 1; do
 	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system async --shard $i/2 \
 		--model $MODEL --lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i"

@@ -37,8 +37,7 @@ run_case() {
 	for h in ps w0 w1 w2 w3; do dp_start $h; done
 	apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-s --workers 4 --model $MODEL \
 		--eval-every 2 --eval-images 500 --records "$d/ps"
-	sleep 1
-	kill -0 "$PID_ps" 2>/dev/null || fail "$name: mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+	apps_ps_ready ps
 	for i in 0 1 2 3; do
 		apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --shard $i/4 \
 			--model $MODEL --lr 0.02 --iterations $ROUNDS --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
@@ -105,15 +104,15 @@ mkdir -p "$d/sched"
 apps_run sched ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$d/sched"
 for h in ps w0 w1 w2 w3; do dp_start $h; done
 apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-s --workers 4 --model $MODEL --records "$d/ps"
-sleep 1
+apps_ps_ready ps
 for i in 0 1 2 3; do
 	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system esync --shard $i/4 \
 		--model $MODEL --lr 0.02 --iterations 100000 --compute-s 0.05 --seed $((i + 1)) --records "$d/w$i" \
 		--esync-workers 4 --esync-nonblocking --timeout 3 $([ $i = 3 ] && echo --speed 4)
 done
-for _ in $(seq 1 100); do [ -s "$d/w0/pushes.jsonl" ] && break; sleep 0.2; done
-[ -s "$d/w0/pushes.jsonl" ] || fail "esync-dead: no round within 20 s, before the scheduler was to be killed"
-sleep 1
+# killed mid-run: after w0's second round (a round is over, the next under way)
+wait_event "esync-dead: w0's second round (pushes.jsonl), before the scheduler was to be killed" 60 \
+	eval '[ "$(wc -l <"$d/w0/pushes.jsonl" 2>/dev/null || echo 0)" -ge 2 ]'
 kill -9 "$PID_sched"
 t_kill=$(date +%s.%N)
 for i in 0 1 2 3; do

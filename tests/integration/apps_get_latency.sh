@@ -27,8 +27,7 @@ apps_run sched ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$W
 for h in ps w0 w1; do dp_start $h; done
 apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 2 --model $MODEL \
 	--eval-every 4 --eval-images 200 --records "$WORK/ps"
-sleep 1
-kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+apps_ps_ready ps
 for i in 0 1; do
 	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system mlfabric-a --shard $i/2 \
 		--model $MODEL --compute-s 0.05 --duration 8 --seed $((i + 1)) --records "$WORK/w$i"

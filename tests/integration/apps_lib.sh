@@ -52,6 +52,39 @@ apps_run() {
 	eval "PID_$name=$!"
 }
 
+# apps_ps_ready NAME: wait until the mlf-ps started as `apps_run NAME ...` registered (its log says
+# "serving" or "replica of") or exited; fail when it exited.
+apps_ps_ready() {
+	local pid log="$WORK/$1.log" v=PID_$1
+	pid=${!v}
+	wait_event "$1 to register (\"serving\" or \"replica of\" in $1.log)" 60 \
+		eval "grep -qE '(serving|replica of) ' '$log' || ! kill -0 $pid 2>/dev/null"
+	kill -0 "$pid" 2>/dev/null || fail "$1 (mlf-ps) exited at start: $(tail -2 "$log")"
+}
+
+# apps_pushed N W...: each worker W (records in $WORK/W) has pushed at least N updates.
+apps_pushed() {
+	local n=$1 w
+	shift
+	for w in "$@"; do
+		[ "$(wc -l <"$WORK/$w/pushes.jsonl" 2>/dev/null || echo 0)" -ge "$n" ] || return 1
+	done
+}
+
+# apps_settled [PS...]: every update the workers pushed ($WORK/w*/pushes.jsonl) is applied by
+# each server PS (default ps: $WORK/PS/applied.jsonl) or dropped / lost in the scheduler's records
+# ($WORK/sched/updates.jsonl): nothing is in flight any more (for wait_event before the servers
+# are stopped).
+apps_settled() {
+	local pushed not p
+	pushed=$(cat "$WORK"/w*/pushes.jsonl | jq .id | sort -u)
+	not=$(jq -r 'select(.fate == "dropped" or .fate == "lost") | .id' "$WORK/sched/updates.jsonl" 2>/dev/null)
+	for p in "${@:-ps}"; do
+		[ -z "$(comm -23 <(echo "$pushed") <({ echo "$not"; jq .id "$WORK/$p/applied.jsonl" 2>/dev/null; } | sort -u))" ] ||
+			return 1
+	done
+}
+
 # apps_stop_case NAME HOST...: end a case of a multi-case test: SIGTERM to the server (apps_run ps
 # ...), which must exit cleanly, then the scheduler (apps_run sched ...) and the dataplanes of HOSTs,
 # waiting until they are gone.
@@ -116,11 +149,7 @@ apps_two_shards() {
 		apps_run ps$k p$k "$PS" --cluster "$CLUSTER" --host p$k --mode "$mode" --workers 3 --shard $k/2 \
 			--records "$WORK/ps$k" "$@"
 	done
-	sleep 1
-	for k in 0 1; do
-		v=PID_ps$k
-		kill -0 "${!v}" 2>/dev/null || fail "mlf-ps shard $k exited at start: $(tail -2 "$WORK/ps$k.log")"
-	done
+	for k in 0 1; do apps_ps_ready ps$k; done
 }
 
 # apps_stop_shards: SIGTERM to both shard servers of apps_two_shards, which must exit cleanly.

@@ -20,8 +20,7 @@ apps_run agg ag "$ROOT/build/mlf-aggregator" --cluster "$CLUSTER" --host ag
 TAU=2
 apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 3 --tau-max $TAU \
 	--eval-every 2 --eval-images 500 --records "$WORK/ps"
-sleep 1
-kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+apps_ps_ready ps
 for i in 0 1 2; do
 	extra=()
 	[ $i = 2 ] && extra=(--overlap --compute-s 0.05)
@@ -29,7 +28,7 @@ for i in 0 1 2; do
 		--lr 0.01 --duration 20 --straggle C1 --seed $((i + 1)) --records "$WORK/w$i" "${extra[@]}"
 done
 for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
-sleep 1
+wait_event "every pushed update applied at ps or dropped/lost in the scheduler's records" 60 apps_settled
 apps_stop_ps
 
 rose=$(apps_accuracy_rose 0.5)

@@ -30,12 +30,14 @@ done
 # so copies overlapping on p0's 0.25 Gbit/s uplink overflowed its tbf (8,557 retransmissions in
 # 174 copies in one run); `mlf-testbed dataplane` now sets the shaper to the uplink (0-10). The
 # recovery, not its speed, is what this case checks.
-sleep 8
+# In the middle: once every worker pushed 5 updates (they start seconds apart on a busy machine).
+wait_event "5 pushes of each worker before the fault" 60 apps_pushed 5 w0 w1 w2
 kill -STOP "$DP_PID_p0"
-sleep 3.4
+sleep 3.4 # the fault's length (see above), not a wait for an event
 kill -CONT "$DP_PID_p0"
 for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
-sleep 1
+wait_event "every pushed update applied at both shards or dropped/lost in the scheduler's records" 60 \
+	apps_settled ps0 ps1
 apps_stop_shards
 
 # both shards applied the same updates in the same order at the same versions

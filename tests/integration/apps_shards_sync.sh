@@ -17,10 +17,13 @@ for i in 0 1 2; do
 		--model $MODEL --iterations $IT --seed $((i + 1)) --records "$WORK/w$i" "${ev[@]}"
 done
 for i in 0 1 2; do v=PID_w$i; wait "${!v}" || fail "worker w$i failed: $(tail -2 "$WORK/w$i.log")"; done
-sleep 1
+N=$((3 * IT))
+# each worker's last get returned the model after its iteration: every part is applied by now,
+# the servers' records follow their applies
+shards_applied() { for k in 0 1; do [ "$(wc -l <"$WORK/ps$k/applied.jsonl")" -ge $N ] || return 1; done; }
+wait_event "$N parts in the applied.jsonl of both shards" 60 shards_applied
 apps_stop_shards
 
-N=$((3 * IT))
 for k in 0 1; do
 	[ "$(jq .applied "$WORK/ps$k/server.json")" = $N ] ||
 		fail "shard $k applied $(jq .applied "$WORK/ps$k/server.json") parts, expected $N"

@@ -22,7 +22,7 @@ timeout 60 "$APP" worker --cluster "$CLUSTER" --host w0 --server ps --mode mlfab
 	>"$WORK/worker.out" 2>"$WORK/worker.err" || fail "worker failed: $(cat "$WORK/worker.err")"
 wait "$PID_server" || fail "server failed: $(cat "$WORK/server.err")"
 el=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-awk -v e="$el" 'BEGIN { exit !(e < 15) }' || fail "the server committed after $el s: the aggregator waited for the skipped input"
+awk -v e="$el" 'BEGIN { exit !(e < 30) }' || fail "the server committed after $el s, the aggregator's input timeout: it waited for the skipped input"
 line=$(grep '^update ' "$WORK/server.out")
 [[ "$line" == *"src=ag parts=2 first=5 last=5 version=2 w0=5 "* ]] || fail "server got: $line (expected the weighted sum 5 from ag, 2 parts)"
 grep -q 'rx ag .*"type":"partial".*"missing":\[999999\]' "$WORK/sched.out" ||

@@ -20,7 +20,9 @@ bg ps1 "$TB" exec "$CLUSTER" ps "$PS" "${common[@]}" --mode async "${evals[@]}" 
 wait_for "$WORK/ps1.err" "serving" 20
 "$TB" exec "$CLUSTER" w0 "$WK" "${common[@]}" --system async --host w0 --server ps --shard 0/1 --iterations 60 \
 	--records "$WORK/w0" >"$WORK/w0.out" 2>"$WORK/w0.err" || fail "worker: $(tail -2 "$WORK/w0.err")"
-sleep 0.5
+# the worker's close waited until its last update reached ps's dataplane; mlf-ps applies it then
+applied() { [ "$(wc -l <"$WORK/$1/applied.jsonl" 2>/dev/null || echo 0)" -ge "$2" ]; }
+wait_event "mlf-ps applying the 60th update (ps1/applied.jsonl)" 60 applied ps1 60
 kill -TERM "$PID_ps1"; wait "$PID_ps1" || fail "mlf-ps did not exit cleanly: $(tail -2 "$WORK/ps1.err")"
 v=$(jq .version "$WORK/ps1/server.json")
 [ "$v" = 60 ] || fail "server version $v after 60 iterations"
@@ -41,7 +43,7 @@ wait_for "$WORK/ps2.err" "serving" 20
 	--records "$WORK/w0b" >"$WORK/w0b.out" 2>"$WORK/w0b.err" || fail "worker after restore: $(tail -2 "$WORK/w0b.err")"
 [ "$(head -1 "$WORK/w0b/pushes.jsonl" | jq .version)" = 60 ] ||
 	fail "first update after the restore computed from version $(head -1 "$WORK/w0b/pushes.jsonl" | jq .version), expected 60"
-sleep 0.5
+wait_event "the restored mlf-ps applying the 10 updates of w1 (ps2/applied.jsonl)" 60 applied ps2 10
 kill -TERM "$PID_ps2"; wait "$PID_ps2" || fail "restored mlf-ps did not exit cleanly: $(tail -2 "$WORK/ps2.err")"
 [ "$(jq .version "$WORK/ps2/server.json")" = 70 ] || fail "restored server ended at version $(jq .version "$WORK/ps2/server.json"), expected 70"
 truncate -s 1000 "$ck"

@@ -70,7 +70,8 @@ out=$("$TB" exec "$CLUSTER" ps "$IM" recv --cluster "$CLUSTER" --host ps --from 
 rc=$(field "$out" rc); secs=$(field "$out" secs)
 [ "$rc" = -110 ] || fail "recv without a sender: $out (expected rc=-110, -ETIMEDOUT)"
 [[ "$out" == *"from host w1 within 2.0 s"* ]] || fail "recv timeout does not name host w1: $out"
-awk -v s="$secs" 'BEGIN { exit !(s >= 1.9 && s < 3) }' || fail "recv timed out after $secs s, asked for 2"
+# at the timeout, not before; after it at most the slack of a busy machine
+awk -v s="$secs" 'BEGIN { exit !(s >= 1.9 && s < 2 + 5) }' || fail "recv timed out after $secs s, asked for 2"
 ok "mlf_recv_model without a sender: -ETIMEDOUT after $secs s naming w1"
 
 apps_run ps1 ps "$PS" --cluster "$CLUSTER" --host ps --mode async --workers 1 --init-from w0 --records "$WORK/ps1"

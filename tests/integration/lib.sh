@@ -35,6 +35,19 @@ tb_begin() {
 	"$TB" up "$CLUSTER" "$@" >/dev/null 2>"$WORK/up.log" || { cat "$WORK/up.log" >&2; fail "mlf-testbed up $CLUSTER"; }
 }
 
+# wait_event WHAT SECONDS CMD...: poll CMD every 0.1 s until it succeeds; after SECONDS fail naming
+# WHAT. SECONDS guards against a hang only (far above what the event takes on a loaded machine);
+# readiness is the event itself, never a fixed sleep.
+wait_event() {
+	local what=$1 s=$2 end
+	shift 2
+	end=$(($(date +%s) + s))
+	until "$@"; do
+		[ "$(date +%s)" -lt "$end" ] || fail "timed out after $s s waiting for $what"
+		sleep 0.1
+	done
+}
+
 # cluster_name FILE: the "name" of a cluster config.
 cluster_name() { sed -n 's/^ *"name" *: *"\([^"]*\)".*/\1/p' "$1" | head -1; }
 

@@ -29,13 +29,14 @@ apps_run sched ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER"
 for h in ps w0 w1; do dp_start $h; done
 apps_run ps ps "$PS" --cluster "$CLUSTER" --host ps --mode mlfabric-a --workers 2 --tau-max 4 \
 	--eval-every 100 --records "$WORK/ps"
-sleep 1
-kill -0 "$PID_ps" 2>/dev/null || fail "mlf-ps exited at start: $(tail -2 "$WORK/ps.log")"
+apps_ps_ready ps
 for i in 0 1; do
 	apps_run w$i w$i "$WK" --cluster "$CLUSTER" --host w$i --server ps --system mlfabric-a --shard $i/2 \
 		--lr 0.01 --duration 60 --timeout 30 --seed $((i + 1)) --records "$WORK/w$i"
 done
-sleep 3
+# the status is read once both workers trained (a push each): registered, their links reported
+wait_event "a push of each worker (w0/pushes.jsonl, w1/pushes.jsonl)" 60 \
+	eval '[ -s "$WORK/w0/pushes.jsonl" ] && [ -s "$WORK/w1/pushes.jsonl" ]'
 
 top_json() { "$TB" exec "$CLUSTER" ps "$TOP" --cluster "$CLUSTER" --once --json; }
 st=$(top_json) || fail "mlf-top --once --json failed"
@@ -57,14 +58,13 @@ ok "mlf-top shows the 3 hosts alive, the registrations and link reports; mlf-clu
 kill -STOP "$DP_PID_ps"
 t0=$(date +%s)
 named=""
-for _ in $(seq 1 20); do
-	sleep 0.5
-	st=$(top_json) || continue
+# ps_named: the status names ps as the peer a worker waits for and as silent to the scheduler
+ps_named() {
+	st=$(top_json) || return 1
 	named=$(jq -r '[.waits[] | select(.peer == "ps") | .app] + [.late[] | select(.peer == "ps") | .who] | unique | join(",")' <<<"$st")
-	grep -q "worker@" <<<"$named" && grep -q scheduler <<<"$named" && break
-done
-grep -q "worker@" <<<"$named" || fail "no worker wait naming ps within 10 s: $(jq -c '.waits, .late' <<<"$st")"
-grep -q scheduler <<<"$named" || fail "the scheduler does not name ps as silent: $(jq -c .late <<<"$st")"
+	grep -q "worker@" <<<"$named" && grep -q scheduler <<<"$named"
+}
+wait_event "mlf-top naming ps (a worker's wait and the scheduler's silent peer)" 60 ps_named
 "$TB" exec "$CLUSTER" ps "$TOP" --cluster "$CLUSTER" --once | grep -q "waits .* s for model (get) from ps" ||
 	fail "the text frame's waiting section does not name ps"
 grep -q "waiting [0-9.]* s for model (get) from ps" "$WORK"/w0.log "$WORK"/w1.log ||

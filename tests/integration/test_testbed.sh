@@ -4,6 +4,9 @@
 . "$(dirname "$0")/lib.sh"
 CLUSTER="$ROOT/conf/cluster-pair.json"
 tb_begin
+# iperf3_listening CLUSTER HOST: HOST's iperf3 server (started with -D, which returns before it
+# listens) accepts on port 5201
+iperf3_listening() { "$TB" exec "$1" "$2" ss -Hltn 'sport = :5201' | grep -q 5201; }
 
 "$TB" status "$CLUSTER" >"$WORK/status" || { cat "$WORK/status"; fail "status after up reports a missing part"; }
 grep -q "^b .*UP .*10Gbit .*10Gbit" "$WORK/status" || { cat "$WORK/status"; fail "status does not show b up with 10 Gbit/s links"; }
@@ -13,7 +16,7 @@ if command -v ping >/dev/null; then
 	"$TB" exec "$CLUSTER" a ping -c 3 -i 0.2 -W 1 10.78.0.2 >/dev/null || fail "a cannot ping b"
 else
 	"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
-	sleep 0.3
+	wait_event "iperf3 listening in b" 30 iperf3_listening "$CLUSTER" b
 	timeout 10 "$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -n 1M >/dev/null || fail "a cannot reach b (iperf3)"
 fi
 mac=$("$TB" exec "$CLUSTER" b cat /sys/class/net/eth0/address)
@@ -28,7 +31,7 @@ ok "a reaches b; b has its configured MAC"
 # rate for want of CPU (0.934 once under make test), which says nothing about the shaper.
 for try in 1 2; do
 	"$TB" exec "$CLUSTER" b iperf3 -s -1 -D >/dev/null
-	sleep 0.3
+	wait_event "iperf3 listening in b" 30 iperf3_listening "$CLUSTER" b
 	# -O 1: leave out slow start and the tbf's initial burst
 	timeout 30 "$TB" exec "$CLUSTER" a iperf3 -c 10.78.0.2 -t 3 -O 1 -J >"$WORK/iperf.json" || fail "iperf3 a -> b failed"
 	gbps=$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/iperf.json")
@@ -55,7 +58,8 @@ MINI="$ROOT/conf/cluster-mini.json"
 [ "$(grep -c ' UP ' "$WORK/status")" = 6 ] || { "$TB" down "$MINI" >/dev/null 2>&1; fail "mini does not show 6 hosts up"; }
 reach=0
 "$TB" exec "$MINI" w3 iperf3 -s -1 -D >/dev/null
-sleep 0.3
+# (no wait_event: a failure here must take cluster mini down first, below)
+for _ in $(seq 300); do iperf3_listening "$MINI" w3 && break; sleep 0.1; done
 timeout 10 "$TB" exec "$MINI" ps iperf3 -c 10.77.0.13 -n 1M >/dev/null 2>&1 && reach=1
 "$TB" down "$MINI" 2>/dev/null || fail "down of mini failed"
 [ $reach = 1 ] || fail "ps cannot reach w3 in cluster mini"

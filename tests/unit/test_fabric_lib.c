@@ -17,7 +17,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -26,6 +25,7 @@
 #include "ck_run.h"
 #include "clock.h"
 #include "dpclient.h"
+#include "fake_dp.h"
 #include "mlf_payload.h"
 #include "mlfabric.h"
 
@@ -43,21 +43,9 @@ static struct {
 
 static void setup(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	FILE *f;
-
 	strcpy(dir, "/tmp/test_fabric_XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(cfg, sizeof(cfg), "%s/c.json", dir);
-	snprintf(sock, sizeof(sock), "%s/dp.sock", dir);
-	f = fopen(cfg, "w");
-	fputs("{\"name\":\"fabu\",\"hosts\":[{\"name\":\"x\",\"ip\":\"10.82.9.1\"},"
-	      "{\"name\":\"w0\",\"ip\":\"10.82.9.2\"},{\"name\":\"w7\",\"ip\":\"10.82.9.3\"}]}", f);
-	fclose(f);
-	strcpy(sa.sun_path, sock);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(lfd, 4), 0);
+	lfd = fake_dp_listen(dir, cfg, sock, "{\"name\":\"fabu\",\"hosts\":[{\"name\":\"x\",\"ip\":\"10.82.9.1\"},"
+			     "{\"name\":\"w0\",\"ip\":\"10.82.9.2\"},{\"name\":\"w7\",\"ip\":\"10.82.9.3\"}]}", 4);
 	memset(&seen, 0, sizeof(seen));
 }
 

@@ -1,6 +1,8 @@
-"""The fault driver (docs/replication.md): the experiment's "faults" injected at T0 + at_s (and
-cut-link / loss-burst ended after duration_s), in time order; every event is appended to
-<system>/faults.jsonl, every kill's pid to killed.pids before the kill."""
+"""The fault driver (docs/experiments.md "What the runner does"): the experiment's "faults"
+injected at T0 + at_s (and cut-link / loss-burst ended after duration_s), in time order; a
+kill-worker waits from at_s for the worker's first push, so that the kill hits a worker that
+trains however slow the machine is; every event is appended to <system>/faults.jsonl, every
+kill's pid to killed.pids before the kill."""
 import glob
 import json
 import os
@@ -51,8 +53,49 @@ class FaultDriver(threading.Thread):
             for t, i, phase, f in self.events:
                 if self.stopped.wait(max(self.t0 + t - time.time(), 0)):
                     return
+                what = self.awaited(phase, f)
+                if what:
+                    out.write("t=%.2fs fault %d %s %s %s: waiting for %s\n"
+                              % (time.time() - self.t0, i, phase, f.kind, f.host, what))
+                    out.flush()
+                    while self.awaited(phase, f):
+                        if self.stopped.wait(0.1):
+                            out.write(self.not_injected(i, phase, f, what) + "\n")
+                            return
                 out.write(self.event(i, phase, f) + "\n")
                 out.flush()
+
+    def awaited(self, phase, f):
+        """What the start of fault @f still waits for ("" when nothing): a kill-worker waits
+        until the live worker has written a push (records/<host>[-rK]/pushes.jsonl written
+        since it started)."""
+        if phase != "start" or f.kind != "kill-worker":
+            return ""
+        p = self.procs.live("worker@" + f.host)
+        if not p:
+            return ""  # nothing to wait for: the kill reports no live worker
+        since = getattr(p, "t_start", 0)
+        rec = os.path.join(self.sysdir, "records")
+        for path in [os.path.join(rec, f.host, "pushes.jsonl")] + \
+                glob.glob(os.path.join(rec, f.host + "-r*", "pushes.jsonl")):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if st.st_size > 0 and st.st_mtime >= since:
+                return ""
+        return "the first push of worker %s (records/%s/pushes.jsonl)" % (f.host, f.host)
+
+    def not_injected(self, i, phase, f, what):
+        """The run ended while fault @i waited for @what: a failed event naming it."""
+        now = time.time()
+        rec = {"t": now, "t_done": now, "t_s": round(now - self.t0, 3), "fault": i,
+               "event": phase, "kind": f.kind, "host": f.host, "duration_s": f.dur, "loss": f.loss,
+               "pid": None, "ok": False, "action": "not injected: the run ended before " + what}
+        with open(os.path.join(self.sysdir, "faults.jsonl"), "a") as out:
+            out.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        return "t=%.2fs fault %d %s %s %s: %s (failed)" % (now - self.t0, i, phase, f.kind, f.host,
+                                                          rec["action"])
 
     def stop(self):
         self.stopped.set()

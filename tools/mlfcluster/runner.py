@@ -43,6 +43,14 @@ def last_lines(path, n=3):
     return " | ".join(lines[-n:]) if lines else "(empty log %s)" % path
 
 
+def log_count(path, text):
+    """How often TEXT occurs in the log PATH (0 when unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(text.encode())
+    except OSError:
+        return 0
+
 class Interrupted(Exception):
     pass
 
@@ -536,8 +544,10 @@ class Runner:
             # after every restart it schedules) reached it: the system recovered from its faults
             since = None
             if e.faults:
-                since = t0 + max(f.at + (f.dur or 0) for f in e.faults)
-            if (since is None or not c.get("pending")) and \
+                since = self.faults_over(c, t0)
+            if since is not None and since < 0:
+                pass  # a fault not injected or not recovered from yet (faults_over)
+            elif (since is None or not c.get("pending")) and \
                     reached(results.acc_files(rec), float(e.target_accuracy), since):
                 reason = "target"
                 break
@@ -545,6 +555,25 @@ class Runner:
                 reason = "time_limit"
                 break
         return reason, dead, restarts
+
+    def faults_over(self, c, t0):
+        """When every fault of the experiment was injected and ended (the latest of the planned
+        t0 + at_s + duration_s and the events of faults.jsonl: a kill-worker may wait for its
+        worker's first push), or -1 while one is not, or while a worker that ran when the
+        scheduler was killed has not yet registered again with the restarted one (its log says
+        "a scheduler is back" once per kill-scheduler): counts, not seconds, tell the recovery."""
+        e = self.exp
+        planned = sum(2 if f.kind in ("cut-link", "loss-burst") else 1 for f in e.faults)
+        ev = [x for x in read_jsonl(os.path.join(c["sysdir"], "faults.jsonl"))
+              if x.get("event") in ("start", "end")]
+        if len(ev) < planned:
+            return -1
+        kills = [x["t"] for x in ev if x.get("kind") == "kill-scheduler" and x.get("ok")]
+        for p in c["procs"].matching("worker@*"):
+            if kills and p.alive() and getattr(p, "t_start", 0) < kills[-1] and \
+                    log_count(p.log, "a scheduler is back") < len(kills):
+                return -1
+        return max([t0 + f.at + (f.dur or 0) for f in e.faults] + [x.get("t_done", x["t"]) for x in ev])
 
     def run_pending(self, sys_, c, rec, logs, now, t0):
         """The restarts that are due (c["pending"]: (time, what, name, fault)): "restart" starts a

@@ -1,0 +1,62 @@
+"""The dataplane timeout from Python (docs/api.md "Timeouts"): against a fake dataplane that
+accepts the connection and never answers, an async worker's push raises mlfabric.Error with
+errno ETIMEDOUT naming the dataplane's socket within the dataplane timeout (plus the slack of a
+busy machine), and close returns; MLF_DP_TIMEOUT_S sets that timeout, whatever timeout_s says.
+Run by tests/python/run_tests.sh."""
+import errno
+import os
+import time
+import unittest
+
+import numpy as np
+
+import mlfabric
+from test_mlfabric_py import Base, SilentDataplane
+
+SLACK_S = 5.0
+
+
+class TestDataplaneTimeout(Base):
+    def setUp(self):
+        super().setUp()
+        self.dp = SilentDataplane(os.path.join(self.dir, "dp.sock"))
+
+    def tearDown(self):
+        os.environ.pop("MLF_DP_TIMEOUT_S", None)
+        super().tearDown()
+        self.dp.close()
+
+    def push_until_error(self, ep, timeout_s):
+        """Pushes until one raises; returns (the exception, seconds since the first push)."""
+        t = time.monotonic()
+        u = np.ones(4, np.float32)
+        while time.monotonic() - t < timeout_s + SLACK_S:
+            try:
+                ep.push(u, 1.0, 0)
+            except mlfabric.Error as e:
+                return e, time.monotonic() - t
+            time.sleep(0.02)
+        self.fail("no push failed within %.1f s of a silent dataplane" % (timeout_s + SLACK_S))
+
+    def test_push_names_the_socket_and_close_returns(self):
+        os.environ["MLF_DP_TIMEOUT_S"] = "0.5"  # else max(timeout_s, 10 s)
+        ep = mlfabric.init(self.cluster, "w0", mode="async", sock=self.dp.path, timeout_s=0.5)
+        e, took = self.push_until_error(ep, 0.5)
+        self.assertEqual(e.errno, errno.ETIMEDOUT, str(e))
+        self.assertIn(self.dp.path, str(e))
+        self.assertGreaterEqual(took, 0.45)
+        t = time.monotonic()
+        ep.close()
+        self.assertLess(time.monotonic() - t, 0.5 + SLACK_S)
+
+    def test_env_overrides_the_endpoint_timeout(self):
+        os.environ["MLF_DP_TIMEOUT_S"] = "0.5"
+        ep = mlfabric.init(self.cluster, "w0", mode="async", sock=self.dp.path, timeout_s=60)
+        e, took = self.push_until_error(ep, 0.5)
+        self.assertEqual(e.errno, errno.ETIMEDOUT, str(e))
+        self.assertIn("within 0.5 s", str(e))
+        ep.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
