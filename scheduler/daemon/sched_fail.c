@@ -23,13 +23,12 @@ static void skip_at_server(struct sched *s, int dst, uint64_t xfer, int parts,
 	int k = s->server.n_shards ? sched_shard_of(s, dst) : 0;
 	int h = s->server.n_shards && k >= 0 ? dst : s->server.host;
 
-	if (k >= 0 && u)
-		sched_policy_part_lost(s, u, k, parts);
-
 	sched_to_app(s, "server", h, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
 		     "chan", 1, "xfers", (json_int_t)xfer));
 	if (h == dst && s->server.n_shards)
 		sched_shard_skipped(s, dst, parts, xfer);
+	if (k >= 0 && u) /* after the shard's lag counts it */
+		sched_policy_part_lost(s, u, k, parts);
 }
 
 /* A planned update that will never be committed: record it lost, tell its worker. */
