@@ -78,12 +78,16 @@ static int64_t sync_start(const struct sched *s, int k, const struct sched_sync_
 	return v;
 }
 
-/* Tell server @k the size of iteration @r (`sync_step`: start version, parts it will get). */
+/*
+ * Tell server @k the size of iteration @r (`sync_step`: start version, parts it will get).
+ * None when every part of it was lost there: the server waits for nothing at that version
+ * (the library refuses a size of 0) and the next iteration starts from the same one.
+ */
 static void sync_step_to(struct sched *s, int k, const struct sched_sync_it *r)
 {
 	int h = s->server.n_shards ? s->server.shard[k].host : s->server.host;
 
-	if (h >= 0)
+	if (h >= 0 && r->parts - r->lost[k] > 0)
 		sched_to_app(s, "server", h, json_pack("{s:s, s:I, s:i}", "type", "sync_step",
 			     "version", (json_int_t)sync_start(s, k, r), "parts",
 			     r->parts - r->lost[k]));
