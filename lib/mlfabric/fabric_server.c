@@ -202,9 +202,9 @@ static uint32_t sync_needed(const struct mlf_server_state *s)
 {
 	const struct mlf_sync_acc *a = &s->sync;
 
-	for (int k = 0; k < a->n_short && k < FABRIC_SYNC_SHORT; k++)
-		if (a->short_it[k].version == s->version)
-			return a->short_it[k].parts;
+	for (int n = a->n_short - 1; n >= 0 && n >= a->n_short - FABRIC_SYNC_SHORT; n--)
+		if (a->short_it[n % FABRIC_SYNC_SHORT].version == s->version) /* newest first */
+			return a->short_it[n % FABRIC_SYNC_SHORT].parts;
 	return s->params.n_workers > 0 ? (uint32_t)s->params.n_workers : 1;
 }
 
@@ -296,7 +296,7 @@ void fabric_server_sync_step(struct mlf *f, const struct fabric_cmd *c)
 	a->short_it[a->n_short % FABRIC_SYNC_SHORT].version = c->version;
 	a->short_it[a->n_short % FABRIC_SYNC_SHORT].parts = (uint32_t)c->id;
 	a->n_short++;
-	log_info("%s: the iteration from version %lld has %llu contributions (sync timeout)", f->app,
+	log_info("%s: the iteration from version %lld has %llu contributions (sync timeout or parts lost)", f->app,
 		 (long long)c->version, (unsigned long long)c->id);
 	if (c->version < f->s.version)
 		log_warn("%s: sync_step for version %lld, already at version %lld; ignored", f->app,

@@ -7,6 +7,7 @@
 #include "arr.h"
 #include "clock.h"
 #include "log.h"
+#include "sched_policy.h"
 #include "sched_rec.h"
 #include "sched_repl.h"
 #include "sched_select.h"
@@ -14,15 +15,20 @@
 #include "sched_xfer.h"
 
 /* Transfer @xfer to the server at @dst will not arrive: `skip` it there (a shard server of a
- * sharded model: its own version stays @parts behind the group's, sched_shard_skipped). */
-static void skip_at_server(struct sched *s, int dst, uint64_t xfer, int parts)
+ * sharded model: its own version stays @parts behind the group's, sched_shard_skipped); the
+ * running policies hear that @parts parts of update @u (NULL: none known) will not come there. */
+static void skip_at_server(struct sched *s, int dst, uint64_t xfer, int parts,
+			   const struct sched_update *u)
 {
-	int h = s->server.n_shards && sched_shard_of(s, dst) >= 0 ? dst : s->server.host;
+	int k = s->server.n_shards ? sched_shard_of(s, dst) : 0;
+	int h = s->server.n_shards && k >= 0 ? dst : s->server.host;
 
 	sched_to_app(s, "server", h, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
 		     "chan", 1, "xfers", (json_int_t)xfer));
 	if (h == dst && s->server.n_shards)
 		sched_shard_skipped(s, dst, parts, xfer);
+	if (k >= 0 && u) /* after the shard's lag counts it */
+		sched_policy_part_lost(s, u, k, parts);
 }
 
 /* A planned update that will never be committed: record it lost, tell its worker. */
@@ -88,6 +94,7 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 {
 	struct sched_xfer *x = &s->xfers[xi];
 	int lost = 0, parts = 1, finished = x->done; /* delivered or committed already */
+	int ui = -1; /* an update it carries */
 
 	x->done = 1;
 	x->failed |= !finished;
@@ -122,7 +129,7 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 		return;
 	}
 	if (x->what == SCHED_WHAT_UPDATE) {
-		int ui = sched_find_update(s, x->id);
+		ui = sched_find_update(s, x->id);
 		if (ui >= 0)
 			lost = sched_fail_update(s, &s->upd[ui], reason);
 		if (ui >= 0 && x->chan == 2 && !finished && s->upd[ui].agg)
@@ -133,13 +140,15 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 		for (int i = 0; i < s->n_upd; i++)
 			if (s->upd[i].agg == key) {
 				parts++;
+				ui = i;
 				lost += sched_fail_update(s, &s->upd[i], reason);
 			}
 	}
 	log_warn("transfer %" PRIu64 " %s -> %s failed (%s): %d update(s) lost", x->xfer,
 		 s->cl.hosts[x->src].name, s->cl.hosts[x->dst].name, reason, lost);
 	if (x->chan == 1 && !finished && s->server.host >= 0)
-		skip_at_server(s, x->dst, x->xfer, x->what == SCHED_WHAT_AGGREGATE ? parts - 1 : 1);
+		skip_at_server(s, x->dst, x->xfer, x->what == SCHED_WHAT_AGGREGATE ? parts - 1 : 1,
+			       ui >= 0 ? &s->upd[ui] : NULL);
 }
 
 /* Does the loss of the @roles applications of host @h doom unfinished transfer @x? */

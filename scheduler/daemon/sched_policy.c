@@ -100,6 +100,13 @@ void sched_policy_on_update(struct sched *s, int h, double now)
 	sched_ssp_count(s, h, now);
 }
 
+void sched_policy_part_lost(struct sched *s, const struct sched_update *u, int k, int parts)
+{
+	for (int i = 0; i < s->pol.n; i++)
+		if (s->pol.ops[i]->part_lost)
+			s->pol.ops[i]->part_lost(s, s->pol.data[i], u, k, parts);
+}
+
 int sched_policy_pull_ready(const struct sched *s, int h)
 {
 	for (int i = 0; i < s->pol.n; i++)

@@ -13,6 +13,7 @@
 
 struct sched;
 struct sched_config;
+struct sched_update;
 
 #define SCHED_POLICY_MAX 8 /* policies running at once (one planning policy and the others) */
 
@@ -78,6 +79,14 @@ struct sched_policy_ops {
 	 * (those the plan dropped are in state SCHED_UPD_DROPPED).
 	 */
 	void (*planned)(struct sched *s, void *data, double now, const int *sel, int n);
+
+	/**
+	 * part_lost - @parts planned parts of update @u (an update, or the aggregate it went
+	 * in) will not reach server @k (shard k of a sharded model, §10.2; 0: the server): the
+	 * policy adjusts what that server waits for (MLfabric-S: its iteration's `sync_step`).
+	 */
+	void (*part_lost)(struct sched *s, void *data, const struct sched_update *u, int k,
+			  int parts);
 
 	/**
 	 * on_msg - an application message of a type in @msg_types from app @app on host @h.
@@ -154,6 +163,12 @@ int sched_policy_pull_ready(const struct sched *s, int h);
  * @now: its next iteration starts (sched_host.t_pull_planned, read by the iteration clock).
  */
 void sched_policy_pull_planned(struct sched *s, int h, double now);
+
+/**
+ * sched_policy_part_lost - @parts planned parts of update @u will not reach server @k (shard
+ * k, 0: the server): told to every running policy with a part_lost hook.
+ */
+void sched_policy_part_lost(struct sched *s, const struct sched_update *u, int k, int parts);
 
 /** sched_policy_plan_mode - the plan mode of the planning policy (PLAN_MLFABRIC_A when none). */
 enum plan_mode sched_policy_plan_mode(const struct sched *s);

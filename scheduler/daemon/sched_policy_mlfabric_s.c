@@ -3,6 +3,7 @@
  * are planned, or at --sync-timeout with fewer (server mode "mlfabric-s"). */
 #include "sched_policy.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,37 +50,118 @@ static unsigned char *sync_flags(struct sched *s)
 	return s->sync.in;
 }
 
+/* The ring slot of iteration @it, NULL once it is too old to be remembered. */
+static struct sched_sync_it *sync_it(struct sched *s, int64_t it)
+{
+	struct sched_sync_it *r = &s->sync.ring[it % SCHED_SYNC_RING];
+
+	return it >= 0 && it <= s->sync.iter && r->iter == it ? r : NULL;
+}
+
 /*
- * End the MLfabric-S iteration after its s->sync.n planned updates. Fewer than n_workers
- * (--sync-timeout, or a batch of --sync-batching all that went without some): the server
- * (every shard server of a sharded model, §10.2) and the replica get `sync_step` with the
- * iteration's start version and size, so they apply what they have as the iteration's step
- * (docs/control.md). The next iteration starts from the version after it.
+ * The version server @k (shard k of a sharded model, §10.2; 0: the server) starts iteration
+ * @r from: one server, the iteration's (moved down by the parts lost before it); a shard, the
+ * group's less its lag, where the lag does not yet count the legs of @r and later iterations.
+ */
+static int64_t sync_start(const struct sched *s, int k, const struct sched_sync_it *r)
+{
+	int64_t v = r->v;
+
+	if (!s->server.n_shards)
+		return v;
+	v -= s->server.shard[k].lag;
+	for (int64_t j = r->iter; j <= s->sync.iter; j++) {
+		const struct sched_sync_it *q = &s->sync.ring[j % SCHED_SYNC_RING];
+		if (q->iter == j)
+			v += q->lost[k];
+	}
+	return v;
+}
+
+/*
+ * Tell server @k the size of iteration @r (`sync_step`: start version, parts it will get).
+ * None when every part of it was lost there: the server waits for nothing at that version
+ * (the library refuses a size of 0) and the next iteration starts from the same one.
+ */
+static void sync_step_to(struct sched *s, int k, const struct sched_sync_it *r)
+{
+	int h = s->server.n_shards ? s->server.shard[k].host : s->server.host;
+
+	if (h >= 0 && r->parts - r->lost[k] > 0)
+		sched_to_app(s, "server", h, json_pack("{s:s, s:I, s:i}", "type", "sync_step",
+			     "version", (json_int_t)sync_start(s, k, r), "parts",
+			     r->parts - r->lost[k]));
+}
+
+/* 1 when server @k lost parts of a remembered iteration: a `sync_step` it got for a version
+ * later iterations now start from may be stale, so each closed iteration names its size. */
+static int sync_had_loss(const struct sched *s, int k)
+{
+	for (int j = 0; j < SCHED_SYNC_RING; j++)
+		if (s->sync.ring[j].lost[k])
+			return 1;
+	return 0;
+}
+
+/*
+ * End the MLfabric-S iteration after its s->sync.n planned updates. A server (every shard
+ * server of a sharded model, §10.2) that gets fewer than n_workers parts of it (--sync-timeout,
+ * a batch of --sync-batching all that went without some, parts lost: sched_sync_lost), or that
+ * lost parts of a remembered iteration, is told its size by `sync_step` (start version and parts), so it applies what it has as the
+ * iteration's step (docs/control.md); so is the replica when fewer were planned. The next
+ * iteration starts from the version after it.
  */
 static void sync_close(struct sched *s)
 {
-	if (s->sync.n > 0 && s->sync.n < s->server.n_workers) {
-		/* sharded servers (§10.2): every shard server steps its slice of the iteration,
-		 * which starts at its own version (the group's less the legs it skipped) */
-		int sharded = s->server.n_shards > 0, n_srv = sharded ? s->server.n_shards : 1;
-		for (int k = 0; k < n_srv; k++) {
-			int h = sharded ? s->server.shard[k].host : s->server.host;
-			int64_t lag = sharded ? s->server.shard[k].lag : 0;
-			if (h >= 0)
-				sched_to_app(s, "server", h, json_pack("{s:s, s:I, s:i}", "type",
-					     "sync_step", "version", (json_int_t)(s->sync.v - lag),
-					     "parts", s->sync.n));
-		}
-		if (s->repl.host >= 0)
-			sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:I, s:i}",
-				     "type", "sync_step", "version", (json_int_t)s->sync.v, "parts",
-				     s->sync.n));
-	}
-	s->sync.v += s->sync.n;
+	struct sched_sync_it *r = sync_it(s, s->sync.iter);
+	int n_srv = s->server.n_shards > 0 ? s->server.n_shards : 1;
+
+	for (int k = 0; r && s->sync.n > 0 && k < n_srv; k++)
+		if (r->parts - r->lost[k] < s->server.n_workers || sync_had_loss(s, k))
+			sync_step_to(s, k, r);
+	if (s->sync.n > 0 && s->sync.n < s->server.n_workers && s->repl.host >= 0)
+		sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:I, s:i}", "type",
+			     "sync_step", "version", (json_int_t)s->sync.v, "parts", s->sync.n));
+	s->sync.v += s->sync.n - (r && !s->server.n_shards ? r->lost[0] : 0);
 	s->sync.n = 0;
 	s->sync.since = 0;
+	s->sync.iter++;
 	if (s->sync.in)
 		memset(s->sync.in, 0, (size_t)s->cl.n_hosts);
+}
+
+/*
+ * @parts planned parts of @u's iteration (sched_update.sync_it; too old: nothing) will not
+ * reach server @k. While it is open, its close tells the server its size; once closed, the
+ * server gets `sync_step` for it and each later closed one (their start versions move down),
+ * so it steps without the lost parts.
+ */
+static void sync_part_lost(struct sched *s, void *data, const struct sched_update *u, int k,
+			   int parts)
+{
+	struct sched_sync_it *r = u->sync_it > 0 ? sync_it(s, u->sync_it - 1) : NULL;
+
+	(void)data;
+	if (!r || k < 0 || k >= SCHED_MAX_SHARDS || parts <= 0)
+		return;
+	r->lost[k] += parts;
+	if (!s->server.n_shards) /* the later iterations start that much lower */
+		for (int64_t j = r->iter + 1; j <= s->sync.iter; j++) {
+			struct sched_sync_it *q = sync_it(s, j);
+			if (q)
+				q->v -= parts;
+		}
+	log_warn("MLfabric-S iteration %" PRId64 ": %d part(s) lost at server %d; it gets %d of %d",
+		 r->iter, parts, k, r->parts - r->lost[k], r->parts);
+	if (r->iter == s->sync.iter)
+		return; /* still open: its sync_close tells the size */
+	if (!s->server.n_shards)
+		s->sync.v -= parts;
+	for (int64_t j = r->iter; j < s->sync.iter; j++) {
+		struct sched_sync_it *q = sync_it(s, j);
+		if (q)
+			sync_step_to(s, k, q);
+	}
 }
 
 /*
@@ -103,6 +185,13 @@ static void iteration_planned(struct sched *s, void *data, double now, const int
 	}
 	if (planned == 0)
 		return;
+	struct sched_sync_it *r = &s->sync.ring[s->sync.iter % SCHED_SYNC_RING];
+	if (s->sync.n == 0 || r->iter != s->sync.iter)
+		*r = (struct sched_sync_it){ .iter = s->sync.iter, .v = s->sync.v };
+	r->parts += planned;
+	for (int k = 0; k < n; k++)
+		if (s->upd[sel[k]].state == SCHED_UPD_PLANNED)
+			s->upd[sel[k]].sync_it = s->sync.iter + 1;
 	s->sync.n += planned;
 	if (s->sync.since == 0)
 		s->sync.since = now;
@@ -203,5 +292,6 @@ const struct sched_policy_ops sched_policy_mlfabric_s = {
 	.plan_mode = PLAN_MLFABRIC_S,
 	.select_updates = select_sync,
 	.planned = iteration_planned,
+	.part_lost = sync_part_lost,
 	.status = iteration_status,
 };

@@ -121,6 +121,7 @@ struct sched_update {
 	int legs;          /* sharded model (§10.2): shards of it not yet committed */
 	int64_t v_commit;  /* planned: the server's version once it (or its aggregate) commits */
 	double t_commit;   /* planned: when it (or its aggregate) commits, plan time (sched.t0) */
+	int64_t sync_it;   /* MLfabric-S: 1 + the number of the iteration that planned it, 0 none */
 };
 
 /** A pull request waiting for a model transfer. */
@@ -322,6 +323,20 @@ struct sched_replica {
 	int n_carried, cap_carried, cap_carried_s;
 };
 
+#define SCHED_SYNC_RING 8 /* MLfabric-S iterations remembered for late losses (the server's
+			   * FABRIC_SYNC_SHORT) */
+
+/**
+ * One recent MLfabric-S iteration (docs/scheduler.md "MLfabric-S"): what its servers get once
+ * some of its planned parts are lost (sched_sync_lost).
+ */
+struct sched_sync_it {
+	int64_t iter;                 /* its number; ring slot unused when not the one asked */
+	int64_t v;                    /* start version (the group's for a sharded model) */
+	int parts;                    /* updates planned in it */
+	int lost[SCHED_MAX_SHARDS];   /* parts of it lost at server k (shard k; 0: one server) */
+};
+
 /**
  * The MLfabric-S iteration being planned (§6; docs/scheduler.md "MLfabric-S"). Its updates are
  * those computed from a version below v + n_workers, one per worker; it ends when n_workers of
@@ -334,6 +349,8 @@ struct sched_sync {
 	double since;          /* CLOCK_REALTIME seconds its first update was selected, 0 = none */
 	unsigned char *in;     /* cl.n_hosts flags: the host's update of this iteration is planned
 				* (allocated at the first sync batch, NULL before) */
+	int64_t iter;          /* number of the open iteration (iterations closed so far) */
+	struct sched_sync_it ring[SCHED_SYNC_RING]; /* the recent iterations, by iter % ring */
 };
 
 /** A fail-over in progress or done (failover.jsonl; CLOCK_REALTIME seconds, 0 = not yet). */

@@ -257,7 +257,10 @@ static void *fake_sync_dp(void *arg)
 	expect_ctl(fd, "\"commit\"", sync_seen.first, sizeof(sync_seen.first));
 	expect_ctl(fd, "\"commit\"", buf, sizeof(buf));
 	expect_ctl(fd, "\"commit\"", buf, sizeof(buf));
-	/* iteration from version 13 closed by the sync timeout with 2 contributions */
+	/* iteration from version 13 closed by the sync timeout with 2 contributions; a newer
+	 * sync_step for the same version replaces an older one (docs/scheduler.md "MLfabric-S",
+	 * Lost parts: the scheduler tells a smaller size again) */
+	send_ctl(fd, "{\"type\":\"sync_step\",\"app\":\"server@x\",\"version\":13,\"parts\":1}");
 	send_ctl(fd, "{\"type\":\"sync_step\",\"app\":\"server@x\",\"version\":13,\"parts\":2}");
 	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 4.0f, "w0", 23);
 	send_update(fd, MLF_PAYLOAD_MAGIC_UPDATE, 5.0f, "w7", 24);

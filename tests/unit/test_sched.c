@@ -552,6 +552,64 @@ START_TEST(sync_eager_plans_ready_updates)
 }
 END_TEST
 
+static void long_eager(struct sched_config *c)
+{
+	c->sync_timeout_s = 30;
+}
+
+/* A failed done from worker fake @f for its transfer @id. */
+static void failed_done(int f, uint64_t id)
+{
+	char app[64];
+
+	fake_send(f, json_pack("{s:s, s:s, s:I, s:i, s:i, s:f, s:s}", "type", "done", "app",
+			       app_of(f, "worker", app), "xfer", (json_int_t)id, "status", -110,
+			       "bytes", 0, "t", clock_real_s(), "reason", "receiver silent"));
+}
+
+/*
+ * MLfabric-S past a lost part (docs/scheduler.md "MLfabric-S"): an iteration of 2 workers
+ * (version 10) whose update of w0 is lost after it was planned and the iteration closed
+ * completes without it: w0 gets a drop, the server a skip and `sync_step` version 10 parts
+ * 1; the next iteration (from version 11) is planned at once without a sync timeout (30 s),
+ * and a loss in it, while it is still open, makes its close name version 11 parts 1.
+ */
+START_TEST(sync_lost_update_steps)
+{
+	start_daemon(long_eager);
+	int w[2], ps = setup(NULL, 0, 0, 2, w, NULL);
+	reg_server(ps, "mlfabric-s", 10, 8, 2);
+	uint64_t a = ((uint64_t)2 << 40) | 1, b = ((uint64_t)3 << 40) | 1;
+	push(w[0], a, 10, 1000);
+	push(w[1], b, 10, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w[0], "send", 2.0));
+	ck_assert_ptr_nonnull(wait_msg(w[1], "send", 2.0));
+	ck_assert_int_eq(count_msgs(ps, "sync_step"), 0);
+	failed_done(w[0], a);
+	expect_skip(ps, a);
+	json_t *d = wait_msg(w[0], "drop", 2.0);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(jid(d, "id"), a);
+	json_t *st = wait_msg(ps, "sync_step", 2.0);
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(jid(st, "version"), 10);
+	ck_assert_int_eq(jid(st, "parts"), 1);
+	/* the next iteration, from version 11: w1's update goes and is lost, w0's goes after */
+	push(w[1], b + 1, 11, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w[1], "send", 2.0));
+	failed_done(w[1], b + 1);
+	expect_skip(ps, b + 1);
+	ck_assert_ptr_nonnull(wait_msg(w[1], "drop", 2.0));
+	push(w[0], a + 1, 11, 1000);
+	ck_assert_ptr_nonnull(wait_msg(w[0], "send", 2.0));
+	st = wait_msg(ps, "sync_step", 2.0);
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(jid(st, "version"), 11);
+	ck_assert_int_eq(jid(st, "parts"), 1);
+	stop_daemon();
+}
+END_TEST
+
 /* Steps: offsets from the start; more than 256 steps merged with the bytes kept. */
 START_TEST(steps_merged_keep_bytes)
 {
@@ -840,6 +898,7 @@ int main(void)
 	tcase_add_test(tc, dead_aggregator_skips_aggregate);
 	tcase_add_test(tc, sync_timeout_names_missing);
 	tcase_add_test(tc, sync_eager_plans_ready_updates);
+	tcase_add_test(tc, sync_lost_update_steps);
 	tcase_add_test(tc, steps_merged_keep_bytes);
 	tcase_add_test(tc, bad_fields_named);
 	tcase_add_test(tc, dead_server_loses_planned);

@@ -569,6 +569,12 @@ static void short_sync_shards(struct sched_config *c)
 	c->sync_timeout_s = 3.0;
 }
 
+/* --sync-timeout 30 s: an iteration that ends does so without it */
+static void long_sync_shards(struct sched_config *c)
+{
+	c->sync_timeout_s = 30.0;
+}
+
 /*
  * MLfabric-S over two shard servers (§6 over §10.2). The three updates of the iteration from
  * version 5 are ordered to both shards. w1's pull for version 8 (the iteration's end) is
@@ -661,6 +667,57 @@ START_TEST(sync_shards_lagging_shard)
 }
 END_TEST
 
+/* The worker fake of @w[0..N_W) commanded to send transfer @x, or -1. */
+static int sender_of(const int *w, uint64_t x)
+{
+	for (int i = 0; i < n_got; i++)
+		for (int k = 0; k < N_W; k++)
+			if (got[i].fake == w[k] && !strcmp(str(got[i].m, "type"), "send") &&
+			    jid(got[i].m, "xfer") == x)
+				return w[k];
+	return -1;
+}
+
+/*
+ * MLfabric-S over two shards past a lost leg (docs/scheduler.md "MLfabric-S", Lost parts):
+ * the iteration from version 5 gets all three updates planned (no sync_step); then one leg to
+ * shard 1 (a0) fails: a0 gets a skip and `sync_step` version 5 parts 2, ps nothing. The next
+ * iteration (group version 8) is planned at once, without --sync-timeout (30 s); a0, 1 behind,
+ * is told it starts at its own version 7 with 3 parts, ps still nothing.
+ */
+START_TEST(sync_shards_lost_leg_steps)
+{
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "mlfabric-s", long_sync_shards, 5);
+	uint64_t x[8];
+	char app[64];
+
+	for (int i = 0; i < N_W; i++)
+		push(w[i], 1001 + (uint64_t)i, 5, UPD_BYTES);
+	pump(0.3);
+	ck_assert_int_eq(all_order_ids(s1, x, 8), N_W);
+	int wl = sender_of(w, x[0]);
+	ck_assert_int_ge(wl, 0);
+	fake_send(wl, json_pack("{s:s, s:s, s:I, s:i, s:s}", "type", "done", "app",
+				app_of(wl, "worker", app), "xfer", (json_int_t)x[0], "status", -110,
+				"reason", "peer a0 silent"));
+	json_t *st = wait_msg(s1, "sync_step", 2.0);
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(jid(st, "version"), 5);
+	ck_assert_int_eq(jid(st, "parts"), 2);
+	ck_assert_int_ge(first(s1, "skip", NULL, 0), 0);
+	ck_assert_ptr_nonnull(wait_msg(wl, "drop", 1.0));
+	for (int i = 0; i < N_W; i++)
+		push(w[i], 1011 + (uint64_t)i, 8, UPD_BYTES);
+	st = wait_msg(s1, "sync_step", 2.0);
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(jid(st, "version"), 7);
+	ck_assert_int_eq(jid(st, "parts"), 3);
+	ck_assert_int_eq(all_order_ids(ps, x, 8), 2 * N_W);
+	ck_assert_int_eq(count_msgs(ps, "sync_step"), 0);
+	stop_daemon();
+}
+END_TEST
+
 /*
  * Fresh pulls over shards (docs/scheduler.md "Fresh pulls"): a pull naming w0's update pushed
  * just before it waits for the batch after the one that plans the update, so its copies carry
@@ -707,6 +764,7 @@ int main(void)
 	tcase_add_test(tc, copy_lateness_is_bounded);
 	tcase_add_test(tc, sync_shards_step_together);
 	tcase_add_test(tc, sync_shards_lagging_shard);
+	tcase_add_test(tc, sync_shards_lost_leg_steps);
 	tcase_add_test(tc, fresh_pull_after_its_update);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
