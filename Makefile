@@ -202,11 +202,12 @@ test: deps
 # `make sanitize`: the C unit tests built with AddressSanitizer (leaks included) and
 # UndefinedBehaviorSanitizer into build-san/ and run; any report fails the target. The
 # mlf-scheduler subprocess of test_sched_bounds stays the plain build: that test measures its
-# memory, which ASan inflates (the daemon's code runs sanitized in test_sched*). CI runs it after
-# `make test` (docs/fuzzing.md).
+# memory, which ASan inflates (the daemon's code runs sanitized in test_sched*). Left out: the tests
+# that load the library into Debian's python3 (test_python, test_pip_install: the ASan runtime must
+# come first) and test_install, test_mlf_plan. CI runs it after `make test` (docs/fuzzing.md).
 SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	      -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
-SAN_TESTS = $(filter-out %/test_python %/test_install %/test_mlf_plan,$(UNIT_TESTS))
+SAN_TESTS = $(filter-out %/test_python %/test_install %/test_pip_install %/test_mlf_plan,$(UNIT_TESTS))
 .PHONY: sanitize sanitize-run
 sanitize: $(BUILD)/mlf-scheduler
 	@$(MAKE) --no-print-directory BUILD=build-san CFLAGS="$(SAN_CFLAGS)" \
