@@ -46,6 +46,8 @@ INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay
 	       tests/integration/fabric_clock.sh tests/integration/test_dp_arp.sh
 # the runner launching over ssh into emulated hosts (docs/deploy.md "Trying it on one machine")
 INTEG_TESTS += tests/integration/cluster_ssh.sh
+# the kill-server fault scenario the same way: the kill delivered over the server's ssh connection
+INTEG_TESTS += tests/integration/fault_kill_server_ssh.sh
 
 # every synchronization system by name alone on a short experiment: its accuracy rises
 INTEG_TESTS += tests/integration/systems_by_name.sh

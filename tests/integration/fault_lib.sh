@@ -3,6 +3,9 @@
 # `tools/mlf-fault run NAME --quick` (target 0.75, time limit 60 s) on conf/cluster-repl-flt.json
 # (namespaces flt-*, 10.86.0.0/24), tears the cluster down on any exit, fails when mlf-fault
 # reports a failed check, and gives the test the run folder for its own assertions.
+# FAULT_VIA=ssh: the same cluster launched as on real hosts (docs/deploy.md "Trying it on one
+# machine"): every namespace gets a management address 10.93.0.x and its own sshd, and the runner
+# reaches the hosts, and delivers the scenario's kills, only over ssh (`mlf-fault run --cluster`).
 # Usage (sourced): TEST_NAME=fault_x; SCENARIO=x; . fault_lib.sh; fault_run; then assertions on $SYS.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -18,8 +21,28 @@ done
 WORK="$(mktemp -d --tmpdir=/dev/shm)"
 RUN="$WORK/run"
 SYS="$RUN/mlfabric-a"
+FAULT_ARGS=()
+if [ "${FAULT_VIA:-local}" = ssh ]; then
+	[ -x /usr/sbin/sshd ] && command -v clush >/dev/null || { echo "SKIP $TEST_NAME: needs openssh-server and clustershell"; exit 0; }
+	jq '.launch = {"via": "ssh", "user": "root", "emulate": true, "ssh_options": ["-o", "LogLevel=ERROR"]}
+	    | .hosts |= map(.control_ip = (.ip | sub("^10\\.86\\."; "10.93.")))' "$CL" >"$WORK/cluster-ssh.json"
+	FAULT_ARGS=(--cluster "$WORK/cluster-ssh.json")
+fi
+# every emulated host's sshd (by its pid file) and the management links, even after a failed run;
+# "sshd PID left" lines in $WORK/left
+fault_ssh_down() {
+	local f p i
+	for f in "$RUN"/ssh/sshd-*.pid; do
+		[ -f "$f" ] || continue
+		p=$(cat "$f")
+		kill -0 "$p" 2>/dev/null && { echo "sshd $p left" >>"$WORK/left"; kill -KILL "$p"; }
+	done
+	for i in 0 1 2 3 4 5; do ip link del "flt-m$i" 2>/dev/null || true; done
+	ip link del flt-mg 2>/dev/null || true
+}
 fault_cleanup() {
 	local rc=$?
+	[ -z "${FAULT_ARGS[*]}" ] || fault_ssh_down
 	"$TB" down "$CL" >/dev/null 2>&1 || true
 	if [ $rc -ne 0 ]; then
 		[ -f "$WORK/out" ] && { echo "--- mlf-fault"; tail -n 25 "$WORK/out"; } >&2
@@ -34,7 +57,7 @@ trap fault_cleanup EXIT
 # fault_run: the scenario with mlf-fault; fails the test when a check fails.
 fault_run() {
 	local rc=0
-	"$ROOT/tools/mlf-fault" run "$SCENARIO" --quick --out "$RUN" >"$WORK/out" 2>&1 || rc=$?
+	"$ROOT/tools/mlf-fault" run "$SCENARIO" --quick --out "$RUN" "${FAULT_ARGS[@]}" >"$WORK/out" 2>&1 || rc=$?
 	grep -E '^(ok|FAIL) ' "$WORK/out" | sed "s/^/     /"
 	[ $rc = 0 ] || fail "mlf-fault run $SCENARIO: status $rc: $(grep '^FAIL' "$WORK/out" | head -n 3 | tr '\n' ' ')"
 	ok "mlf-fault run $SCENARIO: every check holds"

@@ -208,6 +208,34 @@ class Snapshots(RunFolder):
             checks.snapshot_pairs(snap, 3.0)
         self.assertIn(snap + ':2: record without "file"', str(cm.exception))
 
+    def test_replica_ahead_is_not_one_state(self):
+        # the replica applies a prefix of the server's commit order: a pair with the replica
+        # ahead was written at two instants; the newest pair that is one state is checked
+        vdir = os.path.join(self.rec, "verify")
+        s = lambda role, tag, v, t: {"role": role, "tag": tag, "version": v, "t": t, "file": f"/x/{role}-{tag}.f32"}
+        write_jsonl(os.path.join(vdir, "snapshots.jsonl"),
+                    [s("server", 5, 40, 1.0), s("replica", 5, 39, 1.1), s("server", 10, 252, 2.0),
+                     s("replica", 10, 254, 2.1)])
+        for tag in (5, 10):
+            for role in ("server", "replica"):
+                open(os.path.join(vdir, f"{role}-{tag}.f32"), "w").close()
+        self.assertFalse(checks.one_state((10, {"version": 252}, {"version": 254})))
+        self.assertTrue(checks.one_state((10, {"version": 254}, {"version": 254})))
+        self.assertTrue(checks.one_state((10, {}, {"version": 254})))
+        write_jsonl(os.path.join(self.sys, "faults.jsonl"), [{"event": "start", "fault": 0, "t": 3.0, "t_s": 3.0}])
+        verify = os.path.join(self.dir, "verify.sh")  # names the pair it was given
+        with open(verify, "w") as f:
+            f.write('#!/bin/sh\nls "$1" | grep f32 | tr "\\n" " "\n')
+        os.chmod(verify, 0o755)
+        out = io.StringIO()
+        rep = checks.Report(out)
+        checks.check_divergence(rep, self.dir, "mlfabric-a", {"replication": {"mode": "mlfabric", "div_max": 0.05,
+                                                                               "verify_every": 5}}, verify)
+        self.assertEqual(rep.fails, 0, out.getvalue())
+        self.assertIn("skipped, the replica ahead of the server (not one state): tag 10 (versions 252/254)", out.getvalue())
+        self.assertIn("mlf-verify: replica-5.f32 server-5.f32", out.getvalue())
+        self.assertIn("ok   divergence: snapshot pair tag 5 (versions 40/39)", out.getvalue())
+
 
 class Lines(unittest.TestCase):
     def lines(self, fn, results):

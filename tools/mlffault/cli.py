@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__
 
 USAGE = """\
 Usage: tools/mlf-fault list
-       tools/mlf-fault run NAME [--out DIR] [--quick] [--target A] [--time-limit S]
+       tools/mlf-fault run NAME [--out DIR] [--quick] [--target A] [--time-limit S] [--cluster FILE]
        tools/mlf-fault check RUN_DIR
        tools/mlf-fault soak [--duration S] [--seed N] [--target A] [--out DIR]
 
@@ -27,7 +27,9 @@ Usage: tools/mlf-fault list
   check   check a run folder of a fault scenario:
           1. the target accuracy is reached (results.json);
           2. the true divergence of the last server/replica snapshot pair taken before the
-             first fault is <= div_max (build/mlf-verify on that pair);
+             first fault is <= div_max (build/mlf-verify on that pair); a pair whose replica
+             version is above the server's was written at two instants and is skipped
+             (docs/replication.md "Decisions and limits");
           3. every pushed update (records/<worker>/pushes.jsonl) is applied on the surviving
              model (applied.jsonl of the server that ends the run: the old server's up to the
              version the replica was promoted at plus the promoted replica's, or the
@@ -43,6 +45,9 @@ Usage: tools/mlf-fault list
           planned, every daemon's RSS at the end within 20% of its value after 60 s
           (docs/experiments.md "Soak"; make soak)
   --quick        a short setting for tests: target 0.75, time limit 60 s
+  --cluster FILE run on the cluster config FILE instead of the scenario's (for example one whose
+                 "launch" reaches real hosts over ssh, docs/deploy.md); its hosts must have the
+                 scenario's host names and roles
   --target A     override the target accuracy; --time-limit S: the time limit
 Exit status: 0 every check holds, 1 a check failed (named), 2 bad input or the run failed to start.
 Needs root for run (network namespaces). Environment: MLF_BUILD (programs, default build/),
@@ -125,7 +130,7 @@ def tonumber(s, path):
 
 
 NEEDS = {"--out": "--out needs a folder", "--target": "--target needs a value",
-         "--time-limit": "--time-limit needs seconds"}
+         "--time-limit": "--time-limit needs seconds", "--cluster": "--cluster needs a cluster config"}
 
 
 def cmd_run(args):
@@ -146,7 +151,7 @@ def cmd_run(args):
             raise Die("one scenario name expected")
         else:
             name = a
-    out, target, tlimit = (opt.get(k, "") for k in NEEDS)
+    out, target, tlimit, cluster = (opt.get(k, "") for k in NEEDS)
     if not name:
         raise Die("run: scenario name expected (mlf-fault list)")
     src = os.path.join(ROOT, "conf", f"fault-{name}.json")
@@ -168,6 +173,8 @@ def cmd_run(args):
             sc["target_accuracy"] = tonumber(target, src)
         if tlimit:
             sc["time_limit_s"] = tonumber(tlimit, src)
+        if cluster:
+            sc["cluster"] = os.path.abspath(cluster)
         if not sc["cluster"].startswith("/"):
             sc["cluster"] = ROOT + "/" + sc["cluster"]
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
