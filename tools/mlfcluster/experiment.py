@@ -339,12 +339,7 @@ class Experiment:
         else:
             self.err('hop_graph: "ring", "ring-based" or an object {worker: [neighbours]} expected, got %s'
                      % json.dumps(g))
-        seen, todo = {w[0]}, [w[0]]
-        while todo:
-            for x in nb[todo.pop()]:
-                if x not in seen:
-                    seen.add(x)
-                    todo.append(x)
+        seen = validate.reachable(nb, w[0])
         if len(seen) != n:
             self.err("hop_graph: the graph is not connected (%s cannot reach %s)"
                      % (w[0], ", ".join(sorted(set(w) - seen))))

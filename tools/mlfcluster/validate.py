@@ -36,6 +36,17 @@ _SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema")
 _validators = {}
 
 
+def reachable(graph, start):
+    """The nodes of GRAPH ({node: [neighbours]}) reachable from START, START included."""
+    seen, stack = {start}, [start]
+    while stack:
+        for x in graph.get(stack.pop(), []):
+            if x not in seen:
+                seen.add(x)
+                stack.append(x)
+    return seen
+
+
 class ConfigError(ValueError):
     """A refused experiment or cluster file: one line naming the file and the key."""
 
@@ -188,15 +199,15 @@ def schema_check(doc, name, shown):
 
 def _first_nonfinite(v, path):
     """(path, value) of the first NonFinite in V, iteratively; None when there is none."""
-    todo = [(path, v)]
-    while todo:
-        p, x = todo.pop()
+    stack = [(path, v)]
+    while stack:
+        p, x = stack.pop()
         if isinstance(x, NonFinite):
             return p, x
         if isinstance(x, dict):
-            todo.extend((p + [k], y) for k, y in reversed(list(x.items())))
+            stack.extend((p + [k], y) for k, y in reversed(list(x.items())))
         elif isinstance(x, list):
-            todo.extend((p + [i], y) for i, y in reversed(list(enumerate(x))))
+            stack.extend((p + [i], y) for i, y in reversed(list(enumerate(x))))
     return None
 
 
@@ -359,12 +370,7 @@ def _check_graph(cl, bad):
             if h not in g.get(x, []):
                 bad("graph", "%s names %s but not the other way round (the graph is undirected)" % (h, x))
     start = next(iter(g))
-    seen, todo = {start}, [start]
-    while todo:
-        for x in g.get(todo.pop(), []):
-            if x not in seen:
-                seen.add(x)
-                todo.append(x)
+    seen = reachable(g, start)
     rest = [h for h in g if h not in seen]
     if rest:
         bad("graph", "not connected (%s cannot reach %s)" % (start, rest[0]))
