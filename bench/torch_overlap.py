@@ -5,16 +5,17 @@ behind backward and the next forward?
 
 An MLP with several large layers (--layers, default 784,1024,1024,1024,1024,10: 3.96 M floats)
 trains on random data (batch --batch) on one worker whose parameter groups live on the servers
-MLF_SERVERS (one group each). Four kinds of iteration, timed round-robin (two iterations of each
-per round, --rounds rounds after --warmup, so that the machine's load drifts alike for all four;
-an iteration's time is half the pair's: the second one's forward waits for the first one's
-gets, the second one's gets are waited for untimed, as a steady run would wait for them in its
-next iteration):
+MLF_SERVERS (one group each). Four kinds of iteration, timed round-robin (per round and kind,
+after the fabric is idle: one iteration untimed, then --per iterations timed back to back and
+the wait for the last one's gets, so that the machine's load drifts alike for all four; an
+iteration's time is that span over --per: in steady state every iteration's forward waits for
+the previous one's gets, so the timed span holds --per such waits, the last one whole):
   compute     forward, backward and the local SGD step only (no fabric);
   comm        push every group's update and get every group's model (no compute);
   sequential  forward, backward, then step() pushes and gets (overlap off: their sum);
   overlap     forward, backward whose hooks push each group as soon as its gradients exist,
-              step() starts the gets, the next forward waits per layer (overlap on).
+              each group's get follows its push on a background thread, the next
+              forward waits per layer (overlap on).
 Prints one JSON object: per kind the median, min and max iteration seconds. Run inside the
 worker's namespace with the MLF_* variables set (mlfabric.init()). Exit 0, 1 on a fabric error
 (named).
@@ -44,7 +45,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", default="784,1024,1024,1024,1024,10")
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--per", type=int, default=4, help="iterations timed back to back per round and kind")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
@@ -85,11 +87,13 @@ def main():
     for r in range(a.warmup + a.rounds):
         for k, fn in kinds.items():
             opt.wait()
+            fn()                  # untimed: the first forward finds the model there
             t = time.perf_counter()
-            fn()
-            fn()
+            for _ in range(a.per):
+                fn()              # each forward waits for the previous iteration's gets
+            opt.wait()
             if r >= a.warmup:
-                ts[k].append((time.perf_counter() - t) / 2)
+                ts[k].append((time.perf_counter() - t) / a.per)
     opt.wait()
     out = {"layers": a.layers, "floats": sum(q.numel() for q in net.parameters()), "batch": a.batch,
            "seed": a.seed, "servers": mlfabric.endpoint().servers,

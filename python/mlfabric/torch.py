@@ -5,15 +5,15 @@
     opt = mt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
                                   named_parameters=model.named_parameters())
     mt.broadcast_parameters(model.state_dict(), root_rank=0)
-    loss.backward(); opt.step()                         # pushed during backward; step gets the model
+    loss.backward(); opt.step()                         # pushed and got back during backward
 
 Each iteration pushes u = p - p0 with ||u||_2 at model version v (the paper's worker loop, §3.1):
 the update of the wrapped optimizer's step. The parameters are split into one group per server
 (init()'s servers, MLF_SERVERS; BytePS's partitioning): a gradient hook pushes a group's update
 as soon as backward has produced all its gradients, so the pushes of the last layers travel
-while backward still runs for the first ones; step() then gets (modes mlfabric-a, async) or
-push_gets (mlfabric-s, whole model in step) every server's model into the parameters, before
-the next forward. The parameters are gathered into one preallocated float32 vector: when every
+while backward still runs for the first ones, and the group's model is got back (modes
+mlfabric-a, async) on a background thread right after its push; the next forward waits for
+each group before its first layer. Mode mlfabric-s push_gets the whole model in step(). The parameters are gathered into one preallocated float32 vector: when every
 parameter is a CPU float32 tensor, the parameters become views of that vector (no copies at all;
 do not move the model to another device afterwards); otherwise they are copied in and out of it.
 """
