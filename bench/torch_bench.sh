@@ -210,13 +210,17 @@ if ovl:
               "max(compute, comm):" % (o0["layers"], o0["floats"], o0["batch"], len(o0["groups"]),
                                        " ".join(o0["servers"]), " ".join(str(o["seed"]) for o in ovl),
                                        o0["compute"]["n"]), "",
-              "| iteration | ms | / max(compute, comm) per seed |", "|---|---|---|"]
+              "| iteration | ms | / max(compute, comm) per seed | fabric CPU s per iteration (median of seeds) |",
+              "|---|---|---|---|"]
+    cpu = lambda k: ("%.3f" % statistics.median([o[k]["cpu_s"] for o in ovl])
+                     if all("cpu_s" in o[k] for o in ovl) else "-")
     for k, name in (("compute", "compute only (forward, backward, local step)"),
                     ("comm", "communication only (push + get of every group)"),
                     ("sequential", "pushes after backward (overlap=False)"),
                     ("overlap", "per-group pushes from gradient hooks (overlap=True)")):
-        olines.append("| %s | %s | %s |" % (name, mm(ph(k)), " ".join("%.2f" % (v / b) for v, b in zip(ph(k), bound))))
-    olines.append("| compute + comm | %s | %s |" % (mm(total), " ".join("%.2f" % (t / b) for t, b in zip(total, bound))))
+        olines.append("| %s | %s | %s | %s |" % (name, mm(ph(k)), " ".join("%.2f" % (v / b) for v, b in zip(ph(k), bound)),
+                                                 cpu(k)))
+    olines.append("| compute + comm | %s | %s | - |" % (mm(total), " ".join("%.2f" % (t / b) for t, b in zip(total, bound))))
     otable = "\n".join(olines) + "\n"
     sys.stdout.write("\n" + otable)
     text = replace(text, "## Overlap of pushes with backward (bench-torch)",
