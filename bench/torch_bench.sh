@@ -12,12 +12,16 @@
 # Options: --seeds "1 2 3"  --systems "mlfabric-a async gloo"  --rounds N (push+get rounds, 500)
 #          --out DIR (run folders)  --no-overhead  --no-overlap  --only-overlap
 #          --table DIR (only rebuild the table from DIR)
+#          --pkg DIR (the mlfabric package the overlap row measures, default build/python: an
+#          older build's to compare with, alternating runs)  --results FILE (the markdown file
+#          whose sections are replaced, default docs/results/torch.md)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 B="$ROOT/build"
 PY=/usr/bin/python3
 SEEDS="1 2 3" SYSTEMS="mlfabric-a async gloo" ROUNDS=500 OVERHEAD=1 TABLE_ONLY="" OVERLAP=1
 OUT="$ROOT/runs/bench-torch-$(date -u +%Y%m%dT%H%M%SZ)"
+PKG="$B/python" RESULTS="$ROOT/docs/results/torch.md"
 die() { echo "bench-torch: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -29,6 +33,8 @@ while [ $# -gt 0 ]; do
 	--no-overlap) OVERLAP=""; shift;;
 	--only-overlap) OVERHEAD="" SYSTEMS=""; shift;;
 	--table) TABLE_ONLY=1; OUT=$2; shift 2;;
+	--pkg) PKG=$(cd "$2" && pwd) || die "--pkg $2: no such folder"; shift 2;;
+	--results) RESULTS=$2; shift 2;;
 	-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
 	*) die "unknown option $1 (see --help)";;
 	esac
@@ -102,9 +108,9 @@ if [ -z "$TABLE_ONLY" ] && [ -n "$OVERLAP" ]; then
 EOF
 	for s in $SEEDS; do
 		echo "bench-torch: overlap seed $s" >&2
-		"${LOCK[@]}" bash -s "$B" "$CL" "$W" "$s" "$ROOT" <<'EOS' || echo "bench-torch: overlap seed $s failed (see $W)" >&2
+		"${LOCK[@]}" bash -s "$B" "$CL" "$W" "$s" "$ROOT" "$PKG" <<'EOS' || echo "bench-torch: overlap seed $s failed (see $W)" >&2
 set -euo pipefail
-B=$1 CL=$2 W=$3 SEED=$4 ROOT=$5
+B=$1 CL=$2 W=$3 SEED=$4 ROOT=$5 PKG=$6
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null || true; done; "$B/mlf-testbed" down "$CL" >/dev/null 2>&1 || true' EXIT
 "$B/mlf-testbed" up "$CL" >"$W/up-s$SEED.log" 2>&1
@@ -117,14 +123,14 @@ done
 for k in 0 1 2 3; do
 	for i in $(seq 100); do grep -q "waiting for the initial model" "$W/ps$k-s$SEED.log" && break; sleep 0.1; done
 done
-"$B/mlf-testbed" exec "$CL" w0 env PYTHONPATH="$B/python" MLF_CLUSTER="$CL" MLF_HOST=w0 MLF_MODE=async \
+"$B/mlf-testbed" exec "$CL" w0 env PYTHONPATH="$PKG" MLF_CLUSTER="$CL" MLF_HOST=w0 MLF_MODE=async \
 	MLF_SERVERS=ps0,ps1,ps2,ps3 /usr/bin/python3 "$ROOT/bench/torch_overlap.py" --seed "$SEED" >"$W/s$SEED.json"
 EOS
 	done
 fi
 
 # ---- the table and docs/results/torch.md -------------------------------------------------
-"$PY" - "$OUT" "$ROOT/docs/results/torch.md" "$SYSTEMS" <<'EOF'
+"$PY" - "$OUT" "$RESULTS" "$SYSTEMS" <<'EOF'
 import glob, json, os, re, statistics, sys, time
 out, bm, systems = sys.argv[1], sys.argv[2], sys.argv[3].split()
 rows, seeds = [], sorted({int(m.group(1)) for p in glob.glob(out + "/s*-*/results.json")
@@ -204,13 +210,17 @@ if ovl:
               "max(compute, comm):" % (o0["layers"], o0["floats"], o0["batch"], len(o0["groups"]),
                                        " ".join(o0["servers"]), " ".join(str(o["seed"]) for o in ovl),
                                        o0["compute"]["n"]), "",
-              "| iteration | ms | / max(compute, comm) per seed |", "|---|---|---|"]
+              "| iteration | ms | / max(compute, comm) per seed | fabric CPU s per iteration (median of seeds) |",
+              "|---|---|---|---|"]
+    cpu = lambda k: ("%.3f" % statistics.median([o[k]["cpu_s"] for o in ovl])
+                     if all("cpu_s" in o[k] for o in ovl) else "-")
     for k, name in (("compute", "compute only (forward, backward, local step)"),
                     ("comm", "communication only (push + get of every group)"),
                     ("sequential", "pushes after backward (overlap=False)"),
                     ("overlap", "per-group pushes from gradient hooks (overlap=True)")):
-        olines.append("| %s | %s | %s |" % (name, mm(ph(k)), " ".join("%.2f" % (v / b) for v, b in zip(ph(k), bound))))
-    olines.append("| compute + comm | %s | %s |" % (mm(total), " ".join("%.2f" % (t / b) for t, b in zip(total, bound))))
+        olines.append("| %s | %s | %s | %s |" % (name, mm(ph(k)), " ".join("%.2f" % (v / b) for v, b in zip(ph(k), bound)),
+                                                 cpu(k)))
+    olines.append("| compute + comm | %s | %s | - |" % (mm(total), " ".join("%.2f" % (t / b) for t, b in zip(total, bound))))
     otable = "\n".join(olines) + "\n"
     sys.stdout.write("\n" + otable)
     text = replace(text, "## Overlap of pushes with backward (bench-torch)",

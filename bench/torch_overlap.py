@@ -5,22 +5,28 @@ behind backward and the next forward?
 
 An MLP with several large layers (--layers, default 784,1024,1024,1024,1024,10: 3.96 M floats)
 trains on random data (batch --batch) on one worker whose parameter groups live on the servers
-MLF_SERVERS (one group each). Four kinds of iteration, timed round-robin (two iterations of each
-per round, --rounds rounds after --warmup, so that the machine's load drifts alike for all four;
-an iteration's time is half the pair's: the second one's forward waits for the first one's
-gets, the second one's gets are waited for untimed, as a steady run would wait for them in its
-next iteration):
+MLF_SERVERS (one group each). Four kinds of iteration, timed round-robin (per round and kind,
+after the fabric is idle: one iteration untimed, then --per iterations timed back to back and
+the wait for the last one's gets, so that the machine's load drifts alike for all four; an
+iteration's time is that span over --per: in steady state every iteration's forward waits for
+the previous one's gets, so the timed span holds --per such waits, the last one whole):
   compute     forward, backward and the local SGD step only (no fabric);
   comm        push every group's update and get every group's model (no compute);
   sequential  forward, backward, then step() pushes and gets (overlap off: their sum);
   overlap     forward, backward whose hooks push each group as soon as its gradients exist,
-              step() starts the gets, the next forward waits per layer (overlap on).
-Prints one JSON object: per kind the median, min and max iteration seconds. Run inside the
+              each group's get follows its push on a background thread, the next
+              forward waits per layer (overlap on).
+Prints one JSON object: per kind the median, min and max iteration seconds, and the median CPU
+seconds per iteration of the fabric's processes (this worker, and every process whose command
+line names the testbed's cluster file or its dataplanes' file prefix: /proc/PID/stat utime +
+stime), so that a ceiling from the CPU (2 cores shared by compute and communication) can be
+put next to the times. Run inside the
 worker's namespace with the MLF_* variables set (mlfabric.init()). Exit 0, 1 on a fabric error
 (named).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -40,11 +46,31 @@ def mlp(layers):
     return torch.nn.Sequential(*mods)
 
 
+def fabric_cpu_s(cluster):
+    """CPU seconds so far (user + system) of this process and of every process whose command line
+    names `cluster` or the dataplanes' file prefix of its testbed (servers, dataplanes)."""
+    tag = "file-prefix=%s-" % json.load(open(cluster))["name"]
+    hz, total = os.sysconf("SC_CLK_TCK"), 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
+            if int(pid) != os.getpid() and cluster not in cmd and tag not in cmd:
+                continue
+            f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12])       # utime, stime (fields 14, 15)
+        except (OSError, ValueError, IndexError):
+            continue                               # gone meanwhile
+    return total / hz
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", default="784,1024,1024,1024,1024,10")
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--per", type=int, default=4, help="iterations timed back to back per round and kind")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
@@ -82,20 +108,26 @@ def main():
         return it
     kinds = {"compute": compute, "comm": comm, "sequential": iteration(False), "overlap": iteration(True)}
     ts = {k: [] for k in kinds}
+    cpu = {k: [] for k in kinds}
+    cluster = os.path.abspath(os.environ["MLF_CLUSTER"])
     for r in range(a.warmup + a.rounds):
         for k, fn in kinds.items():
             opt.wait()
-            t = time.perf_counter()
-            fn()
-            fn()
+            fn()                  # untimed: the first forward finds the model there
+            t, c = time.perf_counter(), fabric_cpu_s(cluster)
+            for _ in range(a.per):
+                fn()              # each forward waits for the previous iteration's gets
+            opt.wait()
             if r >= a.warmup:
-                ts[k].append((time.perf_counter() - t) / 2)
+                ts[k].append((time.perf_counter() - t) / a.per)
+                cpu[k].append((fabric_cpu_s(cluster) - c) / a.per)
     opt.wait()
     out = {"layers": a.layers, "floats": sum(q.numel() for q in net.parameters()), "batch": a.batch,
            "seed": a.seed, "servers": mlfabric.endpoint().servers,
            "groups": [[s, hi - lo] for s, lo, hi in opt.groups], "pushed": mlfabric.endpoint().stats()["pushed"]}
     for k, v in ts.items():
-        out[k] = {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "n": len(v)}
+        out[k] = {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "n": len(v),
+                  "cpu_s": statistics.median(cpu[k])}
     print(json.dumps(out))
     mlfabric.shutdown()
     return 0

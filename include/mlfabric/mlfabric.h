@@ -18,7 +18,9 @@
  * Threads: each endpoint runs one event thread inside the library that talks to the dataplane,
  * carries out the scheduler's commands and calls the callbacks. Callbacks run on that thread
  * and must not call mlf_* functions of the same endpoint except mlf_log-free getters noted
- * below. Every mlf_* function is safe to call from any one application thread.
+ * below. Every mlf_* function is safe to call from any one application thread; besides, mlf_push
+ * may be called from another thread while one thread waits in mlf_get (pushes overlapping gets,
+ * docs/python.md "Overlap"; mlf_error then holds the text of whichever call failed last).
  *
  * Units: sizes in bytes, vectors as float32 counts, times in seconds (double, CLOCK_REALTIME),
  * rates in Gbit/s of payload. Errors are -errno with a one-line reason in the endpoint's error

@@ -49,6 +49,8 @@
 #define FABRIC_MOVED_MAX 8        /* server names a worker maps to the current server */
 #define FABRIC_SNAP_KEEP 16       /* verification snapshots kept per role (newest tags) */
 #define FABRIC_RECEIVED_MAX 1024  /* chan 1/4 transfer ids handed over, for late `order`s */
+/** Servers whose last update a worker remembers for its fresh pulls (struct mlf_worker_state). */
+#define FABRIC_MAX_PUSHED_TO 32
 #define FABRIC_MAX_SHARDS 32      /* shard servers of one model (§10.2, mlf_set_server_shard) */
 #define FABRIC_WAITS_MAX 32       /* waits on peers tracked per endpoint (fabric_wait.c) */
 #define FABRIC_SEQ_MASK ((UINT64_C(1) << 40) - 1) /* sequence bits of an update/pull id */
@@ -168,8 +170,16 @@ struct mlf_worker_state {
 					* newer version starting over moves progress_s only once it
 					* covers more, so a get waits at most (shards + 1) x timeout */
 	} get;
-	uint64_t last_push;       /* id of the update pushed last (0: none), to last_push_server */
-	char last_push_server[APPMSG_NAME_MAX];
+	/* the update this worker pushed last to each server (a fresh pull of that server names it,
+	 * docs/scheduler.md "Fresh pulls"), one slot per server pushed to, FABRIC_MAX_PUSHED_TO at
+	 * most (the least recently pushed slot is reused): a get of one server after pushes to
+	 * others still waits for its own update (parameter groups on several servers) */
+	struct {
+		char server[APPMSG_NAME_MAX];
+		uint64_t id;      /* 0: none */
+		uint64_t seq;     /* push order, for reuse of the oldest slot */
+	} pushed_to[FABRIC_MAX_PUSHED_TO];
+	uint64_t push_seq;
 	struct {                  /* ESync's State Server (mlf_query_state): the last answer */
 		uint64_t seq;     /* of the query answered last (0: none) */
 		uint64_t next;    /* of the query asked last */

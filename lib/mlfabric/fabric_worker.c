@@ -62,6 +62,33 @@ static const char *server_map(struct mlf *f, const char *server, char *out, size
 	return out;
 }
 
+/* Remember @id as the update pushed last to @server (caller holds the lock). */
+static void note_push(struct mlf_worker_state *w, const char *server, uint64_t id)
+{
+	int k = 0;
+
+	for (int i = 0; i < FABRIC_MAX_PUSHED_TO; i++) {
+		if (!strcmp(w->pushed_to[i].server, server)) {
+			k = i;
+			break;
+		}
+		if (w->pushed_to[i].seq < w->pushed_to[k].seq)
+			k = i; /* the oldest (or an unused) slot so far */
+	}
+	snprintf(w->pushed_to[k].server, sizeof(w->pushed_to[k].server), "%s", server);
+	w->pushed_to[k].id = id;
+	w->pushed_to[k].seq = ++w->push_seq;
+}
+
+/* The update pushed last to @server, 0 if none remembered (caller holds the lock). */
+static uint64_t last_push_to(const struct mlf_worker_state *w, const char *server)
+{
+	for (int i = 0; i < FABRIC_MAX_PUSHED_TO; i++)
+		if (w->pushed_to[i].seq && !strcmp(w->pushed_to[i].server, server))
+			return w->pushed_to[i].id;
+	return 0;
+}
+
 /*
  * One shard of a model (sharded servers, §10.2; caller holds the lock): copied into the get's
  * buffer at its offset. Every shard answering one pull carries the same version; the get is
@@ -255,8 +282,7 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 	pthread_mutex_lock(&f->lock);
 	id = fabric_core_next_id(f);
 	f->ws.pushed++;
-	f->w.last_push = id;
-	snprintf(f->w.last_push_server, sizeof(f->w.last_push_server), "%s", server);
+	note_push(&f->w, server, id);
 	pthread_mutex_unlock(&f->lock);
 	hdr = h->buf.data;
 	hdr->magic = MLF_PAYLOAD_MAGIC_UPDATE;
@@ -333,7 +359,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	w->get.min_version = min_version;
 	w->get.since = w->get.progress_s = clock_real_s();
 	w->get.pull = pull;
-	w->get.after = strcmp(w->last_push_server, server) ? 0 : w->last_push;
+	w->get.after = last_push_to(w, server);
 	snprintf(w->get.server, sizeof(w->get.server), "%s", server);
 	int lost = f->sched_lost; /* then scheduler_back announces the pull */
 	pthread_mutex_unlock(&f->lock);

@@ -47,7 +47,10 @@ struct get_job {
 
 /**
  * The gets of one gets_start, made in order by a thread of their own while Python goes on
- * (docs/python.md "Overlap"). @done: jobs finished (under @mu, signalled on @cv).
+ * (docs/python.md "Overlap"). @cap: gets the batch will hold (@jobs' size); @n: gets given so
+ * far (gets_start's list, then one per gets_add: the thread waits for the next); @done: gets
+ * finished; @closed: no more will be given (reaping), the thread ends after the given ones.
+ * @n, @done and @closed under @mu, changes signalled on @cv.
  */
 struct get_batch {
 	pthread_t thread;
@@ -56,13 +59,14 @@ struct get_batch {
 	mlf_t *f;
 	double timeout_s;
 	struct get_job *jobs;
-	int n, done;
+	int cap, n, done, closed;
 };
 
 typedef struct {
 	PyObject_HEAD
 	mlf_t *f;
 	int busy, peeking;
+	int pushing;                      /* a push running beside gets_start's batch (which holds busy) */
 	PyObject *on_update, *on_request; /* server callbacks (owned references) */
 	int64_t version;                  /* server: the last version a callback returned */
 	struct get_batch *gets;           /* gets_start's running batch (busy until it is reaped) */
@@ -190,6 +194,8 @@ static PyObject *Handle_close(HandleObject *self, PyObject *unused)
 
 	if (!f)
 		Py_RETURN_NONE;
+	if (self->pushing)
+		return raise_mlf(EBUSY, "cannot close the mlfabric endpoint: another thread is in a call on it");
 	gets_reap(self); /* background gets end first (each bounded by its timeout) */
 	if (self->busy || self->peeking)
 		return raise_mlf(EBUSY, "cannot close the mlfabric endpoint: another thread is in a call on it");
@@ -271,14 +277,22 @@ static PyObject *Handle_push(HandleObject *self, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "sOdL", &server, &obj, &norm, &version) || get_f32(obj, &u, 0, "update") < 0)
 		return NULL;
-	if (handle_enter(self) < 0) {
+	/* beside a batch of gets (which holds busy) one push at a time may run: mlf_push is safe
+	 * beside a waiting mlf_get (include/mlfabric/mlfabric.h "Threads") */
+	int beside = self->f && self->gets && !self->pushing;
+	if (beside)
+		self->pushing = 1;
+	else if (handle_enter(self) < 0) {
 		PyBuffer_Release(&u);
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = mlf_push(self->f, server, u.buf, (size_t)(u.len / 4), norm, version);
 	Py_END_ALLOW_THREADS
-	handle_leave(self);
+	if (beside)
+		self->pushing = 0;
+	else
+		handle_leave(self);
 	PyBuffer_Release(&u);
 	if (rc < 0)
 		return raise_handle(self, rc);
@@ -616,10 +630,18 @@ static void *gets_thread(void *arg)
 {
 	struct get_batch *b = arg;
 
-	for (int i = 0; i < b->n; i++) {
+	for (int i = 0; i < b->cap; i++) {
 		struct get_job *j = &b->jobs[i];
 		int64_t v = 0;
-		int rc = mlf_get(b->f, j->server, j->out.buf, (size_t)(j->out.len / 4), &v, b->timeout_s);
+		int rc;
+
+		pthread_mutex_lock(&b->mu);
+		while (i >= b->n && !b->closed)
+			pthread_cond_wait(&b->cv, &b->mu);
+		pthread_mutex_unlock(&b->mu);
+		if (i >= b->n)
+			break; /* closed before this get was given */
+		rc = mlf_get(b->f, j->server, j->out.buf, (size_t)(j->out.len / 4), &v, b->timeout_s);
 
 		pthread_mutex_lock(&b->mu);
 		j->rc = rc;
@@ -651,6 +673,10 @@ static void gets_reap(HandleObject *h)
 
 	if (!b)
 		return;
+	pthread_mutex_lock(&b->mu);
+	b->closed = 1;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
 	Py_BEGIN_ALLOW_THREADS
 	pthread_join(b->thread, NULL);
 	Py_END_ALLOW_THREADS
@@ -660,27 +686,33 @@ static void gets_reap(HandleObject *h)
 }
 
 /*
- * gets_start([(server, out), ...], timeout_s): start getting each server's model into its
- * writable float32 buffer, in order, on a thread; the endpoint stays busy (other calls get
- * EBUSY) until gets_wait has seen the last one (or a failure).
+ * gets_start([(server, out), ...], timeout_s, total=0): start getting each server's model into
+ * its writable float32 buffer, in order, on a thread; with @total above the list's length the
+ * batch waits for the rest, given one by one with gets_add (a group's get as soon as its update
+ * is pushed). The endpoint stays busy (other calls get EBUSY, except push) until gets_wait has
+ * seen the last one (or a failure).
  */
 static PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
 {
 	PyObject *list, *seq = NULL;
 	double timeout_s;
 	struct get_batch *b;
-	Py_ssize_t n;
+	Py_ssize_t n, total = 0;
 
-	if (!PyArg_ParseTuple(args, "Od", &list, &timeout_s) || !(seq = PySequence_Fast(list, "a list of (server, out)")))
+	if (!PyArg_ParseTuple(args, "Od|n", &list, &timeout_s, &total) ||
+	    !(seq = PySequence_Fast(list, "a list of (server, out)")))
 		return NULL;
 	n = PySequence_Fast_GET_SIZE(seq);
-	if (n < 1 || handle_enter(self) < 0) {
+	if (total < n)
+		total = n;
+	if (total < 1 || total > 4096 || handle_enter(self) < 0) {
 		Py_DECREF(seq);
-		return n < 1 ? raise_mlf(EINVAL, "gets_start: no gets") : NULL;
+		return total < 1 ? raise_mlf(EINVAL, "gets_start: no gets") :
+		       total > 4096 ? raise_mlf(EINVAL, "gets_start: more than 4096 gets in one batch") : NULL;
 	}
 	b = calloc(1, sizeof(*b));
 	if (b)
-		b->jobs = calloc((size_t)n, sizeof(*b->jobs));
+		b->jobs = calloc((size_t)total, sizeof(*b->jobs));
 	if (!b || !b->jobs) {
 		free(b);
 		handle_leave(self);
@@ -705,6 +737,7 @@ static PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
 	}
 	Py_DECREF(seq);
 	b->n = (int)n;
+	b->cap = (int)total;
 	b->f = self->f;
 	b->timeout_s = timeout_s;
 	pthread_mutex_init(&b->mu, NULL);
@@ -718,6 +751,35 @@ static PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* gets_add(server, out) -> k: give the running batch its next get (index k for gets_wait). */
+static PyObject *Handle_gets_add(HandleObject *self, PyObject *args)
+{
+	struct get_batch *b = self->gets;
+	const char *server;
+	PyObject *out;
+	Py_buffer view;
+	int k;
+
+	if (!PyArg_ParseTuple(args, "sO", &server, &out))
+		return NULL;
+	if (!b)
+		return raise_mlf(EINVAL, "gets_add: no batch of gets running (gets_start first)");
+	pthread_mutex_lock(&b->mu);
+	k = b->n;
+	pthread_mutex_unlock(&b->mu);
+	if (k >= b->cap)
+		return raise_mlf(EINVAL, "gets_add: the batch already holds all its gets");
+	if (get_f32(out, &view, 1, "out") < 0)
+		return NULL;
+	b->jobs[k].out = view;
+	snprintf(b->jobs[k].server, sizeof(b->jobs[k].server), "%s", server);
+	pthread_mutex_lock(&b->mu);
+	b->n = k + 1; /* only this (GIL-holding) thread adds: k is still the next slot */
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	return PyLong_FromLong(k);
+}
+
 /* gets_wait(k) -> the version of get k (blocks, GIL released); the last one or a failure reaps. */
 static PyObject *Handle_gets_wait(HandleObject *self, PyObject *args)
 {
@@ -729,7 +791,7 @@ static PyObject *Handle_gets_wait(HandleObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "i", &k))
 		return NULL;
 	if (!b || k < 0 || k >= b->n)
-		return raise_mlf(EINVAL, "gets_wait: no such get running");
+		return raise_mlf(EINVAL, "gets_wait: no such get running (or not given yet)");
 	Py_BEGIN_ALLOW_THREADS
 	pthread_mutex_lock(&b->mu);
 	while (b->done <= k)
@@ -739,7 +801,7 @@ static PyObject *Handle_gets_wait(HandleObject *self, PyObject *args)
 	rc = b->jobs[k].rc;
 	v = b->jobs[k].version;
 	snprintf(err, sizeof(err), "%s", b->jobs[k].err);
-	if (rc < 0 || k == b->n - 1)
+	if (rc < 0 || k == b->cap - 1)
 		gets_reap(self);
 	if (rc < 0)
 		return raise_mlf(-rc, err);
@@ -766,7 +828,10 @@ static PyMethodDef Handle_methods[] = {
 	  "send_model(server, model, version, timeout_s) - mlf_send_model" },
 	{ "stats", (PyCFunction)Handle_stats, METH_NOARGS, "stats() -> dict of the worker counters" },
 	{ "gets_start", (PyCFunction)Handle_gets_start, METH_VARARGS,
-	  "gets_start([(server, out), ...], timeout_s) - get each model in order on a thread" },
+	  "gets_start([(server, out), ...], timeout_s, total=0) - get each model in order on a thread "
+	  "(total: the batch's size when more come by gets_add)" },
+	{ "gets_add", (PyCFunction)Handle_gets_add, METH_VARARGS,
+	  "gets_add(server, out) -> k - the running batch's next get" },
 	{ "gets_wait", (PyCFunction)Handle_gets_wait, METH_VARARGS, "gets_wait(k) -> version of get k" },
 	{ "register_as_peer", (PyCFunction)Handle_register_as_peer, METH_NOARGS,
 	  "register_as_peer() - mlf_register_as_peer (mode async)" },

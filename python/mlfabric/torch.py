@@ -5,15 +5,15 @@
     opt = mt.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
                                   named_parameters=model.named_parameters())
     mt.broadcast_parameters(model.state_dict(), root_rank=0)
-    loss.backward(); opt.step()                         # pushed during backward; step gets the model
+    loss.backward(); opt.step()                         # pushed and got back during backward
 
 Each iteration pushes u = p - p0 with ||u||_2 at model version v (the paper's worker loop, §3.1):
 the update of the wrapped optimizer's step. The parameters are split into one group per server
 (init()'s servers, MLF_SERVERS; BytePS's partitioning): a gradient hook pushes a group's update
 as soon as backward has produced all its gradients, so the pushes of the last layers travel
-while backward still runs for the first ones; step() then gets (modes mlfabric-a, async) or
-push_gets (mlfabric-s, whole model in step) every server's model into the parameters, before
-the next forward. The parameters are gathered into one preallocated float32 vector: when every
+while backward still runs for the first ones, and the group's model is got back (modes
+mlfabric-a, async) on a background thread right after its push; the next forward waits for
+each group before its first layer. Mode mlfabric-s push_gets the whole model in step(). The parameters are gathered into one preallocated float32 vector: when every
 parameter is a CPU float32 tensor, the parameters become views of that vector (no copies at all;
 do not move the model to another device afterwards); otherwise they are copied in and out of it.
 """
@@ -188,7 +188,9 @@ class DistributedOptimizer:
             for p in self.params.params[a:b]:
                 self._group_of[id(p)] = g
         self._drops_seen = int(self.endpoint.stats()["dropped"])
-        self._gets = None         # background gets of every group (overlap): the next to wait for
+        # background gets (overlap): None, or {"order": groups in the order their gets were
+        # given, "next": the first get not yet waited for, "step": the step they belong to}
+        self._gets = None
         if init_model:
             self.start(root_rank=0)
         self._hooks = []
@@ -259,28 +261,61 @@ class DistributedOptimizer:
             return
         need = [self._group_of[id(p)] for p in module.parameters(recurse=False) if id(p) in self._group_of]
         if need:
-            self._wait(max(need))
+            self._wait(need)
 
-    def _wait(self, upto=None):
-        """Wait for the background gets of groups 0..upto (default all); the last one ends them."""
-        if self._gets is None:
+    def _wait(self, groups=None):
+        """Wait for the background gets of `groups` (default: every get given so far). Gets end
+        in the order they were given (the order of the pushes), so this waits for those before
+        them too; the last of the step's gets ends the batch."""
+        st = self._gets
+        if st is None:
             return
-        last = len(self.groups) - 1 if upto is None else upto
+        order = st["order"]
+        if groups is None:
+            last = len(order) - 1
+        else:
+            ks = [order.index(g) for g in set(groups) if g in order]
+            if not ks:
+                return
+            last = max(ks)
         h = self.endpoint._h
-        while self._gets is not None and self._gets <= last:
-            g = self._gets
+        while self._gets is not None and st["next"] <= last:
+            k = st["next"]
+            g = order[k]
             try:
-                self.versions[g] = int(h.gets_wait(g))
+                self.versions[g] = int(h.gets_wait(k))
             except _mlf.Error as e:
                 self._gets = None
                 self.endpoint.pending = None
                 server = self.groups[g][0]
                 raise _mlf.Error(e.errno, f"get of parameters {self._name(g)} from server {server}: "
                                           f"{e.strerror}") from e
-            self._gets = g + 1 if g + 1 < len(self.groups) else None
+            st["next"] = k + 1
+            if k == len(self.groups) - 1:
+                self._gets = None          # the batch's last get: the library ended the batch
         if self._gets is None:
             self.version = min(self.versions)
             self.endpoint.pending = None
+
+    def _wait_done(self):
+        """Wait for an earlier step's gets still running (not for this step's)."""
+        if self._gets is not None and self._gets["step"] != self.steps:
+            self._wait()
+
+    def _add_get(self, g):
+        """Start getting group g's model in the background, right after its update was pushed
+        (its pull names that update: the model includes it, docs/scheduler.md "Fresh pulls");
+        the first of a step starts the batch, the rest join it in push order."""
+        server, lo, hi = self.groups[g]
+        ep = self.endpoint
+        out = self._model[lo:hi].numpy()
+        if self._gets is None:
+            ep._h.gets_start([(server, out)], ep.timeout_s, len(self.groups))
+            self._gets = {"order": [g], "next": 0, "step": self.steps}
+            ep.pending = self._wait
+        else:
+            ep._h.gets_add(server, out)
+            self._gets["order"].append(g)
 
     def wait(self):
         """Wait until the parameters hold the servers' models (the next forward does it by itself,
@@ -288,7 +323,7 @@ class DistributedOptimizer:
         self._wait()
 
     def _push_group(self, g):
-        self._wait()
+        self._wait_done()
         server, lo, hi = self.groups[g]
         with _torch.no_grad():
             u = self._local_step(g)
@@ -298,13 +333,16 @@ class DistributedOptimizer:
         except _mlf.Error as e:
             raise _mlf.Error(e.errno, f"push of parameters {self._name(g)} to server {server}: {e.strerror}") from e
         self._pushed[g] = True
+        if self._background():
+            self._add_get(g)
 
     def _endpoint_push(self, server, u, norm, version):
         """Push u to `server` through the endpoint (its own server when it is the only one)."""
         ep = self.endpoint
-        if len(self.groups) == 1:
+        if len(self.groups) == 1 and self._gets is None:
             return ep.push(u.numpy(), norm, version)
-        return ep._h.push(server, u.numpy(), norm, int(version))
+        # beside the running gets (a push is allowed beside a batch of gets)
+        return ep._h.push(server, u.numpy(), float(norm), int(version))
 
     def _get_group(self, g):
         server, lo, hi = self.groups[g]
@@ -320,7 +358,7 @@ class DistributedOptimizer:
     def synchronize(self):
         """Push the groups the hooks have not pushed (overlap off, or parameters without a
         gradient in this pass)."""
-        self._wait()
+        self._wait_done()
         for g in range(len(self.groups)):
             if not self._pushed[g]:
                 self._push_group(g)
@@ -337,7 +375,7 @@ class DistributedOptimizer:
             self._reset_pass()
             return loss
         self._passes = 0
-        self._wait()
+        self._wait_done()
         if self.mode == "mlfabric-s":
             ep = self.endpoint
             u = self._local_step(0)
@@ -345,12 +383,9 @@ class DistributedOptimizer:
             v = ep.push_get(u.numpy(), norm, self.version, self._model.numpy())
             self.versions = [int(v)]
         elif self._background():
-            # every group's model, first layers first, while the caller goes on to the next forward
+            # every group's get was given right after its push (from the gradient hooks during
+            # backward, the rest here): the next forward waits, layer by layer, for its groups
             self.synchronize()
-            ep = self.endpoint
-            ep._h.gets_start([(srv, self._model[lo:hi].numpy()) for srv, lo, hi in self.groups], ep.timeout_s)
-            self._gets = 0
-            ep.pending = self._wait
         else:
             self.synchronize()
             self.versions = [self._get_group(g) for g in range(len(self.groups))]

@@ -200,40 +200,59 @@ class TestOverlap(unittest.TestCase):
         self.assertIn("to server ps1", str(cm.exception))
         self.assertIn("2.weight ... 4.bias", str(cm.exception))
 
-    def test_background_gets_wait_per_layer_in_forward(self):
-        # a handle with gets_start/gets_wait: step() only starts the gets; the next forward waits
-        # for each group just before the first module that uses it
-        waited = []
-        ep_models = {}
+    def test_background_gets_start_after_each_push(self):
+        # a handle with gets_start/gets_add/gets_wait: each group's get is given right after its
+        # push, during backward (push order: the last layers first), so it runs beside the rest
+        # of backward; step() gives none and waits for none; the next forward waits for each
+        # group just before the first module that uses it
+        given, waited = [], []
+        ep = None
+
+        def pushes():
+            return [e[1] for e in ep.log if e[0] == "push"]
 
         class Gets:
-            def gets_start(h, jobs, timeout_s):
-                h.jobs = jobs
+            def gets_start(h, jobs, timeout_s, total=0):
+                h.jobs, h.total = list(jobs), total
+                given.append((jobs[0][0], pushes()))
+
+            def gets_add(h, server, out):
+                h.jobs.append((server, out))
+                given.append((server, pushes()))
+                return len(h.jobs) - 1
 
             def gets_wait(h, k):
                 srv, out = h.jobs[k]
-                np.frombuffer(out, np.float32)[:] = self.ep.models[srv]
+                np.frombuffer(out, np.float32)[:] = ep.models[srv]
                 waited.append(srv)
                 return 5 + k
         opt = self.make(2)
+        ep = self.ep
         gets = Gets()
-        self.ep._h = gets
-        gets.push = MultiServer.push.__get__(self.ep)
+        ep._h = gets
+        gets.push = MultiServer.push.__get__(ep)
         self.assertTrue(opt._background())
         self.net(torch.randn(4, 6)).sum().backward()
+        # ps1's get was given after ps1's push and before ps0's: beside the rest of backward
+        self.assertEqual(given, [("ps1", ["ps1"]), ("ps0", ["ps1", "ps0"])])
+        self.assertEqual(gets.total, 2)
         opt.step()
         self.assertEqual(waited, [])                      # nothing waited in step()
-        self.assertEqual(self.ep.pending, opt._wait)
+        self.assertEqual(len(given), 2)                   # and no get given there
+        self.assertEqual(ep.pending, opt._wait)
         seen = []
         for k in (0, 2):
             self.net[k].register_forward_pre_hook(lambda m, i: seen.append(list(waited)))
         self.net(torch.randn(4, 6))
-        self.assertEqual(seen, [["ps0"], ["ps0", "ps1"]])  # the first layer ran on group 0 alone
-        self.assertEqual(waited, ["ps0", "ps1"])
-        self.assertEqual((opt.versions, opt.version), ([5, 6], 5))
-        self.assertIsNone(self.ep.pending)
+        # the first layer is group 0, whose get was given last: it waits for both
+        self.assertEqual(seen, [["ps1", "ps0"], ["ps1", "ps0"]])
+        self.assertEqual((opt.versions, opt.version), ([6, 5], 5))
+        self.assertIsNone(ep.pending)
         after = torch.nn.utils.parameters_to_vector(self.net.parameters()).detach().numpy()
-        np.testing.assert_array_equal(after, np.concatenate([self.ep.models["ps0"], self.ep.models["ps1"]]))
+        np.testing.assert_array_equal(after, np.concatenate([ep.models["ps0"], ep.models["ps1"]]))
+        # the next step's pushes find the batch ended and start a new one
+        self.net(torch.randn(4, 6)).sum().backward()
+        self.assertEqual(given[2:], [("ps1", ["ps1", "ps0", "ps1"]), ("ps0", ["ps1", "ps0", "ps1", "ps0"])])
 
     def test_bad_passes(self):
         with self.assertRaises(ValueError):

@@ -611,7 +611,7 @@ END_TEST
 static struct {
 	int sends, early;
 	int64_t version[4];
-	char pull[2][1024];
+	char pull[3][1024];
 } fresh;
 
 /* The next model SEND (chan 3) on @fd within about 1 s: its header version into fresh, or -1. */
@@ -687,8 +687,10 @@ START_TEST(server_model_copy_waits_for_its_version)
 }
 END_TEST
 
-/* A worker's pulls: the first (no push before it) names no update, the one after a push names
- * that update (`after`). */
+/* A worker's pulls: the first (no push before it) names no update, one after a push names that
+ * update (`after`), also when the worker pushed to another server in between (parameter groups
+ * on several servers, docs/python.md "Overlap"): each server's pull names the update pushed
+ * last to that server. */
 static void *fake_fresh_worker_dp(void *arg)
 {
 	int fd = accept_registered("worker@w0");
@@ -697,7 +699,9 @@ static void *fake_fresh_worker_dp(void *arg)
 	(void)arg;
 	expect_ctl(fd, "\"pull\"", fresh.pull[0], sizeof(fresh.pull[0]));
 	expect_ctl(fd, "\"update\"", buf, sizeof(buf));
+	expect_ctl(fd, "\"update\"", buf, sizeof(buf));
 	expect_ctl(fd, "\"pull\"", fresh.pull[1], sizeof(fresh.pull[1]));
+	expect_ctl(fd, "\"pull\"", fresh.pull[2], sizeof(fresh.pull[2]));
 	drain(fd);
 	return NULL;
 }
@@ -717,18 +721,26 @@ START_TEST(pull_names_the_update_pushed_before_it)
 	ck_assert_msg(f != NULL, "%s", err);
 	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
 	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 0.2), -ETIMEDOUT);
-	int64_t id = mlf_push(f, "x", w, N, 1.0, 0);
+	int64_t id = mlf_push(f, "x", w, N, 1.0, 0), id7 = mlf_push(f, "w7", w, N, 1.0, 0);
 	ck_assert_int_gt(id, 0);
+	ck_assert_int_gt(id7, id);
 	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 0.2), -ETIMEDOUT);
+	ck_assert_int_eq(mlf_get(f, "w7", w, N, &v, 0.2), -ETIMEDOUT);
 	mlf_close(f);
 	pthread_join(t, NULL);
-	json_t *p0 = json_loads(fresh.pull[0], 0, NULL), *p1 = json_loads(fresh.pull[1], 0, NULL);
+	json_t *p0 = json_loads(fresh.pull[0], 0, NULL), *p1 = json_loads(fresh.pull[1], 0, NULL),
+	       *p2 = json_loads(fresh.pull[2], 0, NULL);
 	ck_assert_ptr_nonnull(p0);
 	ck_assert_ptr_nonnull(p1);
+	ck_assert_ptr_nonnull(p2);
 	ck_assert_ptr_null(json_object_get(p0, "after"));
+	ck_assert_str_eq(json_string_value(json_object_get(p1, "server")), "x");
 	ck_assert_int_eq(json_integer_value(json_object_get(p1, "after")), id);
+	ck_assert_str_eq(json_string_value(json_object_get(p2, "server")), "w7");
+	ck_assert_int_eq(json_integer_value(json_object_get(p2, "after")), id7);
 	json_decref(p0);
 	json_decref(p1);
+	json_decref(p2);
 }
 END_TEST
 
