@@ -48,6 +48,9 @@ INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay
 INTEG_TESTS += tests/integration/cluster_ssh.sh
 # the kill-server fault scenario the same way: the kill delivered over the server's ssh connection
 INTEG_TESTS += tests/integration/fault_kill_server_ssh.sh
+# the runner launching every process as an srun step of a local Slurm (one slurmd per namespace,
+# docs/deploy.md "Slurm")
+INTEG_TESTS += tests/integration/cluster_slurm.sh
 
 # every synchronization system by name alone on a short experiment: its accuracy rises
 INTEG_TESTS += tests/integration/systems_by_name.sh

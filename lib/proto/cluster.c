@@ -206,9 +206,10 @@ static int parse_launch(json_t *j, struct cluster *out, const char *origin, char
 		}
 	}
 	x = json_object_get(j, "emulate");
-	if (x && (!json_is_boolean(x) || (json_is_true(x) && out->launch_via != CLUSTER_LAUNCH_SSH))) {
-		snprintf(err, errlen, "%s: launch.emulate: true (with via ssh: the hosts are this machine's testbed "
-			 "namespaces, each with its own sshd) or false expected", origin);
+	if (x && (!json_is_boolean(x) || (json_is_true(x) && out->launch_via != CLUSTER_LAUNCH_SSH &&
+					   out->launch_via != CLUSTER_LAUNCH_SLURM))) {
+		snprintf(err, errlen, "%s: launch.emulate: true (with via ssh or slurm: the hosts are this machine's "
+			 "testbed namespaces, each with its own sshd or slurmd) or false expected", origin);
 		return -EINVAL;
 	}
 	x = json_object_get(j, "port");

@@ -1,5 +1,6 @@
-"""Unit tests of tools/mlfcluster/launcher.py and preflight.py without remote hosts: the srun
-command line and Slurm node lists, a host's EAL arguments from its "dpdk" object, the remote
+"""Unit tests of tools/mlfcluster/launcher.py, slurm.py and preflight.py without remote hosts: the
+srun command lines (of a step, of every command the Slurm launcher runs on a host) and Slurm node
+lists, the local Slurm's slurm.conf, a host's EAL arguments from its "dpdk" object, the remote
 wrapper's signal forwarding (run locally with sh), the preflight host script's problem lines.
 Run: python3 -m unittest discover -s tests/python"""
 import os
@@ -14,7 +15,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from mlfcluster import launcher, preflight  # noqa: E402
+from mlfcluster import launcher, preflight, slurm  # noqa: E402
 
 ALLOC = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "node[01-03],gpu7"}
 
@@ -36,6 +37,63 @@ class Slurm(unittest.TestCase):
             launcher.srun_argv("node01", ["true"], job_env={})
         with self.assertRaisesRegex(launcher.LaunchError, "host node09 is not in the allocation"):
             launcher.srun_argv("node09", ["true"], job_env=ALLOC)
+
+    def cluster(self, d, launch):
+        cl = os.path.join(d, "c.json")
+        with open(cl, "w") as f:
+            f.write('{"name": "sl", "launch": %s, "hosts": [{"name": "node01", "ip": "10.0.0.1", "dpdk": {"pci": '
+                    '"0000:03:00.0"}}, {"name": "gpu7", "ip": "10.0.0.2", "control_ip": "10.1.0.2"}]}' % launch)
+        return preflight.Target(cl, "/b")
+
+    def test_launcher_steps(self):
+        """Inside an allocation every command on a host is a step of it through sh -c, the
+        process wrapper's command line included; a PCI host needs no control_ip (Slurm reaches
+        it by node name)."""
+        with tempfile.TemporaryDirectory() as d:
+            old = dict(os.environ)
+            os.environ.update(ALLOC)
+            try:
+                L = launcher.SlurmLauncher(self.cluster(d, '{"via": "slurm"}'), d)
+            finally:
+                os.environ.clear()
+                os.environ.update(old)
+            self.assertEqual(L.host_argv("gpu7", "test -S /x"),
+                             ["srun", "--jobid", "4242", "--nodes", "1", "--ntasks", "1", "--nodelist", "gpu7",
+                              "--overlap", "--kill-on-bad-exit=1", "--export", "ALL", "sh", "-c", "test -S /x"])
+            w = L.host_argv("node01", L.wrap("ps@node01", ["/b/mlf-ps", "--host", "node01"], {"A": "1"}))
+            self.assertEqual(w[:9], ["srun", "--jobid", "4242", "--nodes", "1", "--ntasks", "1", "--nodelist",
+                                     "node01"])
+            self.assertEqual(w[-3:-1], ["sh", "-c"])
+            self.assertIn("env A=1 /b/mlf-ps --host node01", w[-1])
+            self.assertIn("not reachable as a step of allocation 4242 (srun --nodelist gpu7)", L.unreachable("gpu7"))
+
+    def test_launcher_outside_allocation(self):
+        with tempfile.TemporaryDirectory() as d:
+            old = dict(os.environ)
+            for k in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST"):
+                os.environ.pop(k, None)
+            try:
+                with self.assertRaisesRegex(launcher.LaunchError, "no Slurm allocation.*salloc"):
+                    launcher.SlurmLauncher(self.cluster(d, '{"via": "slurm"}'), d)
+            finally:
+                os.environ.clear()
+                os.environ.update(old)
+
+    def test_local_slurm_conf(self):
+        """One slurmd per node on its own address, per-node spool, pid and log files (%n),
+        auth/none, every file under the run's folder."""
+        t = slurm.conf_text("/r/slurm", "vm", "10.1.0.254", 6999, [("ps", "10.1.0.2"), ("w0", "10.1.0.10")], 64)
+        lines = t.splitlines()
+        for want in ("SlurmctldHost=vm(10.1.0.254)", "SlurmctldPort=6999", "AuthType=auth/none", "CredType=cred/none",
+                     "SlurmdSpoolDir=/r/slurm/spool-%n", "SlurmdPidFile=/r/slurm/slurmd-%n.pid",
+                     "StateSaveLocation=/r/slurm/state", "ProctrackType=proctrack/pgid", "TaskPlugin=task/none",
+                     "NodeName=ps NodeHostname=10.1.0.2 NodeAddr=10.1.0.2 CPUs=64 State=UNKNOWN",
+                     "NodeName=w0 NodeHostname=10.1.0.10 NodeAddr=10.1.0.10 CPUs=64 State=UNKNOWN",
+                     "PartitionName=mlf Nodes=ALL Default=YES MaxTime=INFINITE State=UP"):
+            self.assertIn(want, lines)
+        paths = [x for x in lines if x.split("=")[0].endswith(("Dir", "File", "Location"))]
+        self.assertEqual(len(paths), 6)
+        self.assertFalse([x for x in paths if not x.split("=", 1)[1].startswith("/r/slurm/")], paths)
 
 
 class Eal(unittest.TestCase):

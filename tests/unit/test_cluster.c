@@ -62,6 +62,11 @@ START_TEST(control_and_launch)
 	ck_assert_str_eq(c.hosts[1].dpdk.vdev, "net_af_packet0,iface=eth1");
 	ck_assert_int_eq(c.hosts[1].dpdk.hugepages, 0); /* default with a vdev: --no-huge */
 	cluster_free(&c);
+	/* a local Slurm per namespace (docs/deploy.md "Slurm") */
+	ck_assert_msg(cluster_parse("{\"launch\":{\"via\":\"slurm\",\"emulate\":true},\"hosts\":[{\"name\":\"a\","
+				    "\"ip\":\"10.0.0.1\"}]}", "s.json", &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(c.launch_via, CLUSTER_LAUNCH_SLURM);
+	cluster_free(&c);
 	ck_assert_int_eq(cluster_parse(good, "good.json", &c, err, sizeof(err)), 0);
 	ck_assert_int_eq(c.launch_via, CLUSTER_LAUNCH_LOCAL);
 	ck_assert_uint_eq(c.hosts[0].control_ip, 0);
@@ -126,6 +131,8 @@ static const struct { const char *doc, *must_name; } bad_docs[] = {
 	  "launch.port" },
 	{ "{\"launch\":{\"via\":\"ssh\",\"pw\":1},\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}",
 	  "launch.pw" },
+	{ "{\"launch\":{\"via\":\"local\",\"emulate\":true},\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}",
+	  "launch.emulate" },
 	{ "{\"hosts\":[{\"name\":\"$(id)\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
 	{ "{\"hosts\":[{\"name\":\"a b\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },
 	{ "{\"hosts\":[{\"name\":\".a\",\"ip\":\"10.0.0.1\"}]}", "hosts[0].name" },

@@ -7,7 +7,9 @@ chosen by the cluster config's "launch" object. Every launcher offers the runner
 - ssh: OpenSSH to each host's control address (control_ip, else ip); one ssh per process, whose
   remote wrapper forwards signals written to its stdin and ends the process when the connection
   drops; fan-out commands (teardown, preflight) through ClusterShell's clush;
-- slurm: srun inside an allocation (SLURM_JOB_NODELIST), one step per process (srun_argv);
+- slurm: srun inside an allocation (SLURM_JOB_NODELIST), one step per process (srun_argv), the
+  same wrapper as over ssh; with "emulate": true a local Slurm (one slurmd per namespace) and an
+  allocation of it are made for the run (tools/mlfcluster/slurm.py);
 - ssh with "emulate": true: the hosts are the testbed's namespaces, each given a management
   interface on a bridge of this machine (its control_ip) and its own sshd (a host key and an
   authorized key made for the run); the runner then reaches hosts only through ssh.
@@ -21,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .procs import Proc, alive
+from .slurm import LocalSlurm
 from .testbed import SOCK_DIR, Testbed
 
 SSH_READY_S = 20        # an emulated host's sshd accepts a connection within this
@@ -205,7 +208,7 @@ class SshLauncher:
         self.dp_bin = os.environ.get("MLF_DATAPLANE") or os.path.join(exp.build, "mlf-dataplane")
         for h in self.cl["hosts"]:
             d = h.get("dpdk") or {}
-            if d.get("pci") and not h.get("control_ip"):
+            if d.get("pci") and not h.get("control_ip") and self.via == "ssh":
                 raise LaunchError('%s: hosts %s: its ip %s belongs to DPDK port %s: add "control_ip" (its '
                                   'management address) to reach it over ssh' % (exp.cluster, h["name"], h["ip"],
                                                                                 d["pci"]))
@@ -227,11 +230,20 @@ class SshLauncher:
         return ["-i", os.path.join(self.ssh_dir, "id"), "-o", "UserKnownHostsFile=" +
                 os.path.join(self.ssh_dir, "known_hosts"), "-o", "StrictHostKeyChecking=yes"]
 
+    def host_argv(self, host, cmd):
+        """The local command line that runs the shell command CMD on HOST (over ssh here; a step
+        of the allocation under Slurm)."""
+        return self.ssh_base(host) + [cmd]
+
+    def unreachable(self, host):
+        """Why HOST counts as not reachable, for the run's log."""
+        return "not reachable over ssh (%s)" % " ".join(self.ssh_base(host)[-1:])
+
     def remote(self, host, cmd, **kw):
         """Run the shell command CMD on HOST; the CompletedProcess (text)."""
         kw.setdefault("capture_output", True)
         kw.setdefault("stdin", subprocess.DEVNULL)
-        return subprocess.run(self.ssh_base(host) + [cmd], text=True, **kw)
+        return subprocess.run(self.host_argv(host, cmd), text=True, **kw)
 
     def fanout(self, cmd, hosts=None, timeout=60):
         """CMD on every host (HOSTS: names) at once through clush: {host: (rc, output)}; a host
@@ -277,6 +289,8 @@ class SshLauncher:
         with open(log_path, "w") as log:
             if self.emulate and not (self.tb.up(log_path + ".testbed") and self.emulate_up(log)):
                 return False
+            if not self.attach(log):
+                return False
             marker = os.path.join(self.run, ".mlf-shared-%d" % os.getpid())
             with open(marker, "w") as f:
                 f.write(marker)
@@ -293,7 +307,7 @@ class SshLauncher:
         """HOST answers over ssh (its first connection, shared by every later ssh), whether it
         sees the run folder (MARKER), the cluster key installed: None, or what failed."""
         if not self.wait_ssh(h, SSH_READY_S if self.emulate else 10):
-            return "not reachable over ssh (%s)" % " ".join(self.ssh_base(h)[-1:])
+            return self.unreachable(h)
         r = self.remote(h, "cat %s 2>/dev/null" % shlex.quote(marker))
         self.shared[h] = r.stdout.strip() == marker
         return self.copy_key(h)
@@ -315,8 +329,8 @@ class SshLauncher:
         with open(kf, "rb") as f:
             key = f.read()
         q = shlex.quote(kf)
-        r = subprocess.run(self.ssh_base(h) + ["test -f %s || (umask 077; mkdir -p $(dirname %s); cat >%s.tmp && "
-                                               "mv %s.tmp %s); chmod 600 %s" % (q, q, q, q, q, q)],
+        r = subprocess.run(self.host_argv(h, "test -f %s || (umask 077; mkdir -p $(dirname %s); cat >%s.tmp && "
+                                             "mv %s.tmp %s); chmod 600 %s" % (q, q, q, q, q, q)),
                            input=key, capture_output=True)
         return None if r.returncode == 0 else "cannot install the cluster key %s: %s" % (
             kf, r.stderr.decode("utf-8", "replace").strip())
@@ -333,7 +347,7 @@ class SshLauncher:
     def start(self, procs, name, log, host, argv, env=None):
         self.mkdirs(host, argv)
         with open(log, "w") as out:
-            p = subprocess.Popen(self.ssh_base(host) + [self.wrap(name, argv, env)], stdin=subprocess.PIPE,
+            p = subprocess.Popen(self.host_argv(host, self.wrap(name, argv, env)), stdin=subprocess.PIPE,
                                  stdout=out, stderr=subprocess.STDOUT, process_group=0)
         proc = RemoteProc(name, p.pid, log, p)
         with procs.lock:
@@ -359,7 +373,7 @@ class SshLauncher:
         with open(log, "w") as out:
             out.write("%s\n" % " ".join(argv))
             out.flush()
-            p = subprocess.Popen(self.ssh_base(host) + [self.wrap("dataplane@" + host, argv)],
+            p = subprocess.Popen(self.host_argv(host, self.wrap("dataplane@" + host, argv)),
                                  stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, process_group=0)
         self.popens.append(p)
         sock = shlex.quote(self.socket(host))
@@ -425,7 +439,7 @@ class SshLauncher:
         for h in self.hosts:
             if self.shared.get(h, True):
                 continue
-            tar = subprocess.Popen(self.ssh_base(h) + ["tar -C %s -cf - ." % shlex.quote(sysdir)],
+            tar = subprocess.Popen(self.host_argv(h, "tar -C %s -cf - ." % shlex.quote(sysdir)),
                                    stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             x = subprocess.run(["tar", "-C", sysdir, "-xf", "-", "--keep-newer-files"], stdin=tar.stdout,
                                capture_output=True)
@@ -457,13 +471,22 @@ class SshLauncher:
             except subprocess.TimeoutExpired:
                 p.kill()
         self.popens = []
-        for h in self.hosts:  # the shared connections (ControlMaster) end now, not ControlPersist later
-            subprocess.run(self.ssh_base(h)[:-1] + ["-O", "exit", self.ssh_base(h)[-1]], capture_output=True,
-                           stdin=subprocess.DEVNULL)
+        self.detach()
         ok = True
         if self.emulate:
             ok = self.emulate_down() and self.tb.down()
         return ok if quiet else (0 if ok else 1)
+
+    def attach(self, log):
+        """Ready to reach the hosts (ssh needs nothing more; Slurm an allocation): True, or False
+        with the reason in LOG."""
+        return True
+
+    def detach(self):
+        """The shared ssh connections (ControlMaster) end now, not ControlPersist later."""
+        for h in self.hosts:
+            subprocess.run(self.ssh_base(h)[:-1] + ["-O", "exit", self.ssh_base(h)[-1]], capture_output=True,
+                           stdin=subprocess.DEVNULL)
 
     # ---- the emulated hosts: a management bridge and an sshd per namespace ----
     def bridge(self):
@@ -473,6 +496,11 @@ class SshLauncher:
         """Give every namespace a management interface mg0 with its control_ip on bridge
         <cluster>-mg (this machine's end: the first free address of the first host's /24), then
         start its sshd with keys made for the run (ssh/ of the run folder)."""
+        return self.management_up(log) and self.sshds_up(log)
+
+    def sshds_up(self, log):
+        """Every emulated host's sshd (in its namespace, on its control_ip) with a host key and an
+        authorized key made for the run; known_hosts for the runner's ssh."""
         d = self.ssh_dir
         for k in ("id", "host_key"):
             if not os.path.exists(os.path.join(d, k)):
@@ -488,26 +516,7 @@ class SshLauncher:
             for h in self.cl["hosts"]:
                 ip = control_ip(h)
                 out.write("%s %s\n" % ("[%s]:%d" % (ip, port) if port else ip, hk))
-        ips = {control_ip(h) for h in self.cl["hosts"]}
-        base = control_ip(self.cl["hosts"][0]).rsplit(".", 1)[0]
-        mine = next("%s.%d" % (base, i) for i in range(254, 0, -1) if "%s.%d" % (base, i) not in ips)
-        br = self.bridge()
-        for dev in [self.veth(i) for i in range(len(self.cl["hosts"]))] + [br]:  # left by a crash
-            subprocess.run(["ip", "link", "del", dev], capture_output=True, stdin=subprocess.DEVNULL)
-        cmds = [["ip", "link", "add", br, "type", "bridge"], ["ip", "addr", "add", mine + "/24", "dev", br],
-                ["ip", "link", "set", br, "up"]]
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-        for i, h in enumerate(self.cl["hosts"]):
-            ns, veth = "%s-%s" % (self.cname, h["name"]), self.veth(i)
-            cmds += [["ip", "link", "add", veth, "type", "veth", "peer", "name", "mg0", "netns", ns],
-                     ["ip", "link", "set", veth, "master", br, "up"],
-                     ["ip", "-n", ns, "addr", "add", control_ip(h) + "/24", "dev", "mg0"],
-                     ["ip", "-n", ns, "link", "set", "mg0", "up"], ["ip", "-n", ns, "link", "set", "lo", "up"]]
-        for c in cmds:
-            r = subprocess.run(c, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-            if r.returncode != 0:
-                log.write("%s: %s\n" % (" ".join(c), r.stderr.strip()))
-                return False
         for h in self.cl["hosts"]:
             conf = os.path.join(d, "sshd-%s.conf" % h["name"])
             with open(conf, "w") as f:
@@ -521,12 +530,45 @@ class SshLauncher:
             self.sshds[h["name"]] = subprocess.Popen(
                 ["ip", "netns", "exec", ns, SSHD, "-D", "-f", conf, "-E", os.path.join(d, "sshd-%s.log" % h["name"])],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0)
-        log.write("management bridge %s (%s), sshd on %s\n" % (br, mine, " ".join(sorted(ips))))
+        log.write("sshd on %s\n" % " ".join(sorted(control_ip(h) for h in self.cl["hosts"])))
+        return True
+
+    def management_up(self, log):
+        """Every namespace's management interface mg0 with its control_ip on bridge <cluster>-mg;
+        this machine's end (self.mine) is the first free address of the first host's /24. False
+        with the failing command in LOG."""
+        ips = {control_ip(h) for h in self.cl["hosts"]}
+        base = control_ip(self.cl["hosts"][0]).rsplit(".", 1)[0]
+        self.mine = mine = next("%s.%d" % (base, i) for i in range(254, 0, -1) if "%s.%d" % (base, i) not in ips)
+        br = self.bridge()
+        for dev in [self.veth(i) for i in range(len(self.cl["hosts"]))] + [br]:  # left by a crash
+            subprocess.run(["ip", "link", "del", dev], capture_output=True, stdin=subprocess.DEVNULL)
+        cmds = [["ip", "link", "add", br, "type", "bridge"], ["ip", "addr", "add", mine + "/24", "dev", br],
+                ["ip", "link", "set", br, "up"]]
+        for i, h in enumerate(self.cl["hosts"]):
+            ns, veth = "%s-%s" % (self.cname, h["name"]), self.veth(i)
+            cmds += [["ip", "link", "add", veth, "type", "veth", "peer", "name", "mg0", "netns", ns],
+                     ["ip", "link", "set", veth, "master", br, "up"],
+                     ["ip", "-n", ns, "addr", "add", control_ip(h) + "/24", "dev", "mg0"],
+                     ["ip", "-n", ns, "link", "set", "mg0", "up"], ["ip", "-n", ns, "link", "set", "lo", "up"]]
+        for c in cmds:
+            r = subprocess.run(c, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            if r.returncode != 0:
+                log.write("%s: %s\n" % (" ".join(c), r.stderr.strip()))
+                return False
+        log.write("management bridge %s (%s)\n" % (br, mine))
         return True
 
     def emulate_down(self):
         """Stop every emulated host's sshd (by its pid) and remove the management bridge and the
         hosts' links to it."""
+        ok = self.daemons_down()
+        for dev in [self.veth(i) for i in range(len(self.cl["hosts"]))] + [self.bridge()]:
+            subprocess.run(["ip", "link", "del", dev], capture_output=True, stdin=subprocess.DEVNULL)
+        return ok
+
+    def daemons_down(self):
+        """Every emulated host's sshd stopped (by its pid): False when one needed a KILL."""
         ok = True
         for h, p in self.sshds.items():
             p.terminate()
@@ -544,13 +586,81 @@ class SshLauncher:
             except (OSError, ValueError, IndexError):
                 pass
         self.sshds = {}
-        for dev in [self.veth(i) for i in range(len(self.cl["hosts"]))] + [self.bridge()]:
-            subprocess.run(["ip", "link", "del", dev], capture_output=True, stdin=subprocess.DEVNULL)
         return ok
 
     def veth(self, i):
         """This machine's end of host I's management link."""
         return ("%s-m%d" % (self.cname, i))[:15]
+
+
+class SlurmLauncher(SshLauncher):
+    """Hosts reached as steps of a Slurm allocation (docs/deploy.md "Slurm"): each process, and
+    each command the runner runs on a host, is an srun step (srun_argv) under the same remote
+    wrapper as over ssh, its stdin forwarded by srun (signals by name, TERM when srun ends). The
+    allocation is the caller's (salloc or sbatch: SLURM_JOB_ID, SLURM_JOB_NODELIST; host names
+    are Slurm node names) or, with "emulate": true, made here on a local Slurm with one slurmd per
+    testbed namespace (tools/mlfcluster/slurm.py) and taken down with the testbed."""
+    via = "slurm"
+
+    def __init__(self, exp, run):
+        super().__init__(exp, run)
+        self.slurm_dir = os.path.join(run, "slurm")
+        self.job_env = None if self.emulate else dict(os.environ)
+        self.local = None
+        if not self.emulate:
+            srun_argv(self.cl["hosts"][0]["name"], ["true"], job_env=self.job_env)   # refuses outside an allocation
+
+    def host_argv(self, host, cmd):
+        argv = srun_argv(host, ["sh", "-c", cmd], job_env=self.job_env)
+        if self.local:
+            argv[:0] = ["env", "SLURM_CONF=" + self.local.conf]
+        return argv
+
+    def unreachable(self, host):
+        return "not reachable as a step of allocation %s (srun --nodelist %s)" % (
+            (self.job_env or {}).get("SLURM_JOB_ID", "-"), host)
+
+    def fanout(self, cmd, hosts=None, timeout=60):
+        """CMD on every host at once, one step each: {host: (rc, output)} (255: no answer)."""
+        hosts = hosts or list(self.hosts)
+
+        def one(h):
+            try:
+                r = self.remote(h, cmd, timeout=timeout)
+                return r.returncode, r.stdout + r.stderr
+            except subprocess.TimeoutExpired:
+                return 255, "no answer within %d s" % timeout
+        with ThreadPoolExecutor(len(hosts)) as pool:
+            return dict(zip(hosts, pool.map(one, hosts)))
+
+    def emulate_up(self, log):
+        """The management bridge, then a local Slurm: slurmctld on this machine's bridge address,
+        a slurmd in every namespace on its control_ip."""
+        if not self.management_up(log):
+            return False
+        os.makedirs(self.slurm_dir, exist_ok=True)
+        self.local = LocalSlurm(self.slurm_dir, self.cname)
+        return self.local.up([(h["name"], "%s-%s" % (self.cname, h["name"]), control_ip(h)) for h in self.cl["hosts"]],
+                             self.mine, log)
+
+    def attach(self, log):
+        """Emulate: an allocation of every host of the local Slurm (salloc --no-shell)."""
+        if not self.emulate:
+            return True
+        self.job_env = self.local.allocate(list(self.hosts), "mlf-" + self.cname, log)
+        return self.job_env is not None
+
+    def detach(self):
+        pass
+
+    def daemons_down(self):
+        """The local Slurm's allocation cancelled and its daemons stopped: False when one needed
+        a KILL."""
+        if not self.local:
+            return True
+        bad = self.local.down()
+        self.local = None
+        return not bad
 
 
 def make(exp, run):
@@ -561,6 +671,4 @@ def make(exp, run):
         return LocalLauncher(exp)
     if via == "ssh":
         return SshLauncher(exp, run)
-    raise LaunchError('%s: launch via slurm: srun_argv builds the step command lines (docs/deploy.md "Slurm"), '
-                      'but runs under Slurm are not tested here: use "via": "ssh" with the allocation\'s hosts'
-                      % exp.cluster)
+    return SlurmLauncher(exp, run)

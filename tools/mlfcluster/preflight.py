@@ -7,7 +7,7 @@ import hashlib
 import os
 import shlex
 
-from .launcher import LaunchError, SshLauncher, control_ip, read_cluster
+from .launcher import LaunchError, SlurmLauncher, SshLauncher, control_ip, read_cluster
 
 PROGRAMS = ("mlf-dataplane", "mlf-scheduler", "mlf-ps", "mlf-worker", "mlf-aggregator", "mlf-tel")
 DPDK_DRIVERS = ("vfio-pci", "uio_pci_generic", "igb_uio")
@@ -120,21 +120,22 @@ def main(cluster, build, run, out):
     each), 2 (cannot check)."""
     exp = Target(cluster, build)
     via = (read_cluster(cluster).get("launch") or {}).get("via", "local")
-    if via != "ssh":
-        out.write('%s: launch via %s: preflight checks hosts reached over ssh ("launch": {"via": "ssh"}); '
+    if via not in ("ssh", "slurm"):
+        out.write('%s: launch via %s: preflight checks hosts reached over ssh or Slurm ("launch": {"via": "ssh"}); '
                   'the local testbed is checked by mlf-testbed status\n' % (cluster, via))
         return 2
     try:
-        L = SshLauncher(exp, run)
+        L = (SlurmLauncher if via == "slurm" else SshLauncher)(exp, run)
     except LaunchError as e:
         out.write("%s\n" % e)
         return 2
     os.makedirs(L.ssh_dir, exist_ok=True)
     ok_up = True
     try:
-        if L.emulate:
-            with open(os.path.join(run, "preflight-up.log"), "w") as log:
+        with open(os.path.join(run, "preflight-up.log"), "w") as log:
+            if L.emulate:
                 ok_up = L.tb.up(os.path.join(run, "preflight-testbed.log")) and L.emulate_up(log)
+            ok_up = ok_up and L.attach(log)
         problems = ["emulated hosts did not come up: see %s" % run]
         if ok_up:
             for h in L.hosts:  # the first connection of each (shared by the checks)

@@ -318,7 +318,7 @@ def _check_control(cl, bad):
     """Management addresses and EAL settings (docs/cluster-config.md "Management network"), as
     lib/proto/cluster.c checks them: control_ip unicast and distinct, exactly one of dpdk.pci and
     dpdk.vdev, socket_mem only with hugepages, a scheduler on a DPDK-owned PCI port needs a
-    control_ip, launch.emulate only with via ssh."""
+    control_ip, launch.emulate only with via ssh or slurm."""
     seen = {}
     for i, h in enumerate(cl["hosts"]):
         w = "hosts[%d]" % i
@@ -342,9 +342,9 @@ def _check_control(cl, bad):
                 'once the port is bound to DPDK: add "control_ip": the address of %s\'s management interface '
                 '(docs/deploy.md)' % (h["ip"], d["pci"], h["name"]))
     la = cl.get("launch") or {}
-    if la.get("emulate") and la.get("via") != "ssh":
-        bad("launch.emulate", "true only with via ssh (the hosts are this machine's testbed namespaces, each with "
-            "its own sshd)")
+    if la.get("emulate") and la.get("via") not in ("ssh", "slurm"):
+        bad("launch.emulate", "true only with via ssh or slurm (the hosts are this machine's testbed namespaces, "
+            "each with its own sshd or slurmd)")
 
 
 def _check_graph(cl, bad):
