@@ -12,7 +12,8 @@
 #   --mtus LIST    MTUs to measure (default "1500 9000"; the cluster configs pair / pair9k)
 #   --baseline BIN another mlf-dataplane (e.g. one built from main) measured in the same rounds,
 #                  alternating with build/mlf-dataplane (odd rounds baseline first)
-#   --busy         also the new binary with --busy-poll (unpaced only)
+#   --new BIN      the mlf-dataplane under test (default build/mlf-dataplane)
+#   --busy         also --busy-poll (unpaced only; both binaries with --baseline)
 #   --out FILE     markdown report (default: stdout only)
 # Per round, MTU and binary (default loop): one unpaced transfer of N GiB (byte-exact: cmp),
 # goodput as the sender reports it, CPU of each dataplane from /proc/PID/stat over the transfer
@@ -25,6 +26,7 @@ RUNS=3
 SECS=3
 MTUS="1500 9000"
 BASE=""
+NEW="$ROOT/build/mlf-dataplane"
 BUSY=0
 OUT=""
 while [ $# -gt 0 ]; do
@@ -34,9 +36,10 @@ while [ $# -gt 0 ]; do
 	--seconds) SECS=$2; shift 2 ;;
 	--mtus) MTUS=$2; shift 2 ;;
 	--baseline) BASE=$(realpath "$2"); shift 2 ;;
+	--new) NEW=$(realpath "$2"); shift 2 ;;
 	--busy) BUSY=1; shift ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "dataplane_memif.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -133,11 +136,12 @@ declare -A R
 add() { R[$1]+=" $2"; }
 BINS="new"
 [ -n "$BASE" ] && BINS="base new"
-[ $BUSY = 1 ] && BINS="$BINS busy"
+if [ $BUSY = 1 ]; then BINS="$BINS busy"; [ -n "$BASE" ] && BINS="$BINS basebusy"; fi
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for run in $(seq "$RUNS"); do
 	order=$BINS
-	[ -n "$BASE" ] && [ $((run % 2)) = 0 ] && order=$(echo "$BINS" | sed 's/base new/new base/')
+	# alternate: even rounds run the list backwards
+	[ $((run % 2)) = 0 ] && order=$(echo "$BINS" | tr ' ' '\n' | tac | tr '\n' ' ')
 	for mtu in $MTUS; do
 		CLUSTER="$ROOT/conf/cluster-pair.json"
 		[ "$mtu" = 1500 ] || CLUSTER="$ROOT/conf/cluster-pair9k.json"
@@ -147,14 +151,14 @@ for run in $(seq "$RUNS"); do
 			echo "   run $run MTU $mtu: testpmd txonly -> rxonly $tp Gbit/s L2" >&2
 		fi
 		for bin in $order; do
-			MEMIF_DP="$ROOT/build/mlf-dataplane" args=()
-			[ $bin = base ] && MEMIF_DP=$BASE
-			[ $bin = busy ] && args=(--busy-poll)
+			MEMIF_DP=$NEW args=()
+			case $bin in base*) MEMIF_DP=$BASE ;; esac
+			case $bin in *busy) args=(--busy-poll) ;; esac
 			memif_pair_start "${args[@]}"
 			read -r g ca cb rx <<<"$(xfer_unpaced)"
 			add "$bin,$mtu,g" "$g"; add "$bin,$mtu,ca" "$ca"; add "$bin,$mtu,cb" "$cb"; add "$bin,$mtu,rx" "$rx"
 			msg="unpaced ${g:-failed} Gbit/s, CPU s/GB $ca / $cb, $rx retransmits"
-			if [ $bin != busy ]; then
+			if [[ $bin != *busy ]]; then
 				for rate in 1 5 10; do
 					e=$(xfer_paced $rate); add "$bin,$mtu,p$rate" "$e"; msg+="; paced $rate: ${e:-failed}%"
 				done
@@ -172,7 +176,7 @@ done
 # ratio MEDIAN_A MEDIAN_B
 med() { printf '%s\n' $1 | awk 'NF' | sort -g | awk '{ v[++n] = $1 } END { if (n) print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.3f", a / b }'; }
-name() { case $1 in base) echo "baseline ($(basename "$(dirname "$(dirname "$BASE")")"))" ;; new) echo "this tree" ;; busy) echo "this tree, --busy-poll" ;; esac; }
+name() { case $1 in base) echo "baseline" ;; basebusy) echo "baseline, --busy-poll" ;; new) echo "this tree" ;; busy) echo "this tree, --busy-poll" ;; esac; }
 report() {
 	echo "Command: \`bench/dataplane_memif.sh --gb $GB --runs $RUNS --seconds $SECS --mtus \"$MTUS\"${BASE:+ --baseline $BASE}$([ $BUSY = 1 ] && echo " --busy")\`"
 	echo "(part of \`make bench-dataplane\`), $(date -u +%Y-%m-%d), $(nproc) cores shared with other work, load average"
@@ -182,7 +186,7 @@ report() {
 	echo "Goodput: payload of a $GB GiB byte-exact transfer over the sender-reported time; CPU: utime + stime"
 	echo "of each dataplane from /proc over the transfer, seconds per 10^9 payload bytes; pacing error:"
 	echo "sender-reported goodput of a ~1 s transfer against its commanded payload rate; idle and 0.1"
-	echo "Gbit/s: % of a core over $SECS s."
+	echo "Gbit/s: % of a core over $SECS s.${BASE:+ Baseline: $BASE, alternating with $NEW.}"
 	echo
 	echo "| MTU | dataplane | testpmd L2 | goodput Gbit/s | / testpmd | sender / receiver CPU-s per GB | retransmits | pacing error 1 / 5 / 10 Gbit/s | idle CPU % (a / b) | 0.1 Gbit/s CPU % (a / b) |"
 	echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -190,7 +194,7 @@ report() {
 		for bin in $BINS; do
 			local tp g p=""
 			tp=$(med "${R[tp,$mtu]:-}") g=$(med "${R[$bin,$mtu,g]:-}")
-			if [ $bin != busy ]; then
+			if [[ $bin != *busy ]]; then
 				p="$(stat3 %+.2f -- ${R[$bin,$mtu,p1]:-}) / $(stat3 %+.2f -- ${R[$bin,$mtu,p5]:-}) / $(stat3 %+.2f -- ${R[$bin,$mtu,p10]:-})"
 				i="$(stat3 %.2f -- ${R[$bin,$mtu,idle,a]:-}) / $(stat3 %.2f -- ${R[$bin,$mtu,idle,b]:-})"
 				s="$(stat3 %.2f -- ${R[$bin,$mtu,0.1,a]:-}) / $(stat3 %.2f -- ${R[$bin,$mtu,0.1,b]:-})"
