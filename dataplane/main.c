@@ -37,9 +37,11 @@
 #define MONITOR_NS 10000000     /* snapshot for telemetry every 10 ms */
 /*
  * Sleeping between events (CPU follows traffic; docs/dataplane.md "Idle behaviour").
- * The loop sleeps in ppoll() on the app and scheduler sockets (a request wakes it at once) until
- * the next transfer event is due (transport_next_due_ns), at most IDLE_SLEEP_MAX_NS: frames from
- * a peer wait in the rx ring meanwhile (4096 frames; a sender keeps at most 2048 unacknowledged).
+ * The loop polls while the next transfer event is due within SPIN_NS (on a core of its own), and
+ * otherwise sleeps in ppoll() on the app and scheduler sockets (a request wakes it at once) and
+ * the port's rx interrupt where there is one, until the next transfer event is due
+ * (transport_next_due_ns), at most IDLE_SLEEP_MAX_NS: frames from a peer wait in the rx ring
+ * meanwhile (4096 frames; a sender keeps at most 2048 unacknowledged).
  */
 #define IDLE_SLEEP_MIN_NS 1000
 #define IDLE_SLEEP_MAX_NS 5000000   /* nothing in progress: ~200 wake-ups per second */
@@ -83,9 +85,10 @@ static void usage(FILE *out, const char *prog)
 		"  --port N            DPDK port id (default 0)\n"
 		"  --timeout S         peer silence that fails a transfer, seconds (default 3)\n"
 		"  --busy-poll         never sleep (a dedicated core per dataplane, bare metal)\n"
-		"  --sleep frugal|backoff  how the loop waits (default frugal: sleep on the app and\n"
-		"                      scheduler sockets until the next frame, start or timer is due,\n"
-		"                      serving paced transfers in 0.5 ms bursts, idle at most 2 ms;\n"
+		"  --sleep frugal|backoff  how the loop waits (default frugal: poll while something is\n"
+		"                      due within 100 us on a core of its own, else sleep on the app\n"
+		"                      and scheduler sockets (and rx interrupts where the port has them)\n"
+		"                      until the next frame, start or timer is due, idle at most 5 ms;\n"
 		"                      backoff: the earlier exponential back-off from 1 us, capped at\n"
 		"                      20 us while a transfer is in progress; for comparisons)\n"
 		"  --fault SPEC        fault injection, e.g. rx_drop=0.01,dup=0.01,reorder=0.01,cut=b\n"
@@ -302,16 +305,19 @@ static int wait_next(uint64_t ns)
 }
 
 /*
- * Is the loop's core shared with threads that want it? The time this thread waited runnable on a
- * run queue (/proc/thread-self/schedstat, second field, ns), smoothed over MONITOR_NS windows
- * with gain 1/4: shared above 2% of the time, of our own again below 0.5%.
+ * Is the loop's core shared with threads that want it? Of the time this thread wanted the core
+ * over a MONITOR_NS window (ran, or waited runnable on a run queue: /proc/thread-self/schedstat,
+ * first two fields, ns), the share it waited, smoothed with gain 1/4: shared above 5%, of our
+ * own again below 1% and not before CORE_SHARED_HOLD_NS (a loop that sleeps between events
+ * waits little on a busy core too, so the verdict would swing between the two at each change).
  */
-#define CORE_SHARED_ON 0.02
-#define CORE_SHARED_OFF 0.005
+#define CORE_SHARED_ON 0.05
+#define CORE_SHARED_OFF 0.01
+#define CORE_SHARED_HOLD_NS 1000000000ULL
 static struct {
 	int fd;
 	int shared;
-	uint64_t last_wait_ns, last_ns;
+	uint64_t last_run_ns, last_wait_ns, since_ns;
 	double frac;
 } core = { .fd = -1 };
 
@@ -329,18 +335,24 @@ static void core_watch(void)
 	buf[n] = '\0';
 	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
 		return;
-	if (core.last_ns && dp.clk.mono_ns > core.last_ns) {
-		double f = (double)(wait - core.last_wait_ns) / (double)(dp.clk.mono_ns - core.last_ns);
+	if (core.last_run_ns && run + wait > core.last_run_ns + core.last_wait_ns) {
+		double f = (double)(wait - core.last_wait_ns) /
+			   (double)(run + wait - core.last_run_ns - core.last_wait_ns);
 		int was = core.shared;
 		core.frac += (f - core.frac) / 4;
-		core.shared = core.frac > CORE_SHARED_ON ? 1 : core.frac < CORE_SHARED_OFF ? 0 : core.shared;
+		if (core.frac > CORE_SHARED_ON)
+			core.shared = 1;
+		else if (core.frac < CORE_SHARED_OFF && dp.clk.mono_ns - core.since_ns >= CORE_SHARED_HOLD_NS)
+			core.shared = 0;
+		if (core.shared)
+			core.since_ns = core.frac > CORE_SHARED_ON ? dp.clk.mono_ns : core.since_ns;
 		if (core.shared != was)
-			log_debug("loop core %s (waited runnable %.1f%% of the time)", core.shared ?
+			log_debug("loop core %s (waited %.1f%% of the time it wanted the core)", core.shared ?
 				  "shared: sleeping between events" : "our own: polling while transfers are due",
 				  core.frac * 100);
 	}
+	core.last_run_ns = run;
 	core.last_wait_ns = wait;
-	core.last_ns = dp.clk.mono_ns;
 }
 
 static void core_watch_init(void)
