@@ -22,6 +22,7 @@
 
 #include "appif.h"
 #include "clock.h"
+#include "coreshare.h"
 #include "ctlrelay.h"
 #include "dp.h"
 #include "log.h"
@@ -304,21 +305,10 @@ static int wait_next(uint64_t ns)
 	return sock;
 }
 
-/*
- * Is the loop's core shared with threads that want it? Of the time this thread wanted the core
- * over a MONITOR_NS window (ran, or waited runnable on a run queue: /proc/thread-self/schedstat,
- * first two fields, ns), the share it waited, smoothed with gain 1/4: shared above 5%, of our
- * own again below 1% and not before CORE_SHARED_HOLD_NS (a loop that sleeps between events
- * waits little on a busy core too, so the verdict would swing between the two at each change).
- */
-#define CORE_SHARED_ON 0.05
-#define CORE_SHARED_OFF 0.01
-#define CORE_SHARED_HOLD_NS 1000000000ULL
+/* Is the loop's core shared with threads that want it? (coreshare.h) Sampled every MONITOR_NS. */
 static struct {
-	int fd;
-	int shared;
-	uint64_t last_run_ns, last_wait_ns, since_ns;
-	double frac;
+	int fd;           /* /proc/thread-self/schedstat, -1 = not available */
+	struct coreshare cs;
 } core = { .fd = -1 };
 
 static void core_watch(void)
@@ -333,26 +323,10 @@ static void core_watch(void)
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
-		return;
-	if (core.last_run_ns && run + wait > core.last_run_ns + core.last_wait_ns) {
-		double f = (double)(wait - core.last_wait_ns) /
-			   (double)(run + wait - core.last_run_ns - core.last_wait_ns);
-		int was = core.shared;
-		core.frac += (f - core.frac) / 4;
-		if (core.frac > CORE_SHARED_ON)
-			core.shared = 1;
-		else if (core.frac < CORE_SHARED_OFF && dp.clk.mono_ns - core.since_ns >= CORE_SHARED_HOLD_NS)
-			core.shared = 0;
-		if (core.shared)
-			core.since_ns = core.frac > CORE_SHARED_ON ? dp.clk.mono_ns : core.since_ns;
-		if (core.shared != was)
-			log_debug("loop core %s (waited %.1f%% of the time it wanted the core)", core.shared ?
-				  "shared: sleeping between events" : "our own: polling while transfers are due",
-				  core.frac * 100);
-	}
-	core.last_run_ns = run;
-	core.last_wait_ns = wait;
+	if (sscanf(buf, "%llu %llu", &run, &wait) == 2 && coreshare_sample(&core.cs, run, wait, dp.clk.mono_ns))
+		log_debug("loop core %s (waited %.1f%% of the time it wanted the core)", core.cs.shared ?
+			  "shared: sleeping between events" : "our own: polling while transfers are due",
+			  core.cs.frac * 100);
 }
 
 static void core_watch_init(void)
@@ -451,7 +425,7 @@ static void run(void)
 		 * (measured over memif on 2 loaded cores: 2.2 against 3.4 Gbit/s, 5 Gbit/s paced
 		 * -59% against -12%): there the loop sleeps 1-20 us as before.
 		 */
-		if (due <= SPIN_NS && !core.shared) {
+		if (due <= SPIN_NS && !core.cs.shared) {
 			rte_pause();
 			continue;
 		}
