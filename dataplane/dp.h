@@ -68,15 +68,6 @@ static inline const char *dp_host_name(int i)
 	return dp.cluster.hosts[i].name;
 }
 
-/**
- * dp_populate - prefault [*@done, @upto) of the shared mapping @base of @size bytes, in 4 MiB
- * steps ahead of a copy cursor, with madvise @advice (MADV_POPULATE_READ for a buffer sent,
- * MADV_POPULATE_WRITE for one received into: its pages are allocated here). Advances *@done.
- * Returns 0 (also when the kernel lacks the advice: *@done = @size, plain page faults then), or
- * -ENOMEM / -EFAULT / -EHWPOISON when the pages cannot be had (a copy would raise SIGBUS).
- */
-int dp_populate(uint8_t *base, uint64_t size, uint64_t *done, uint64_t upto, int advice);
-
 /** dp_tx_flags - header flags every frame this dataplane sends carries (WIRE_F_AUTH or 0). */
 static inline uint16_t dp_tx_flags(void)
 {

@@ -25,7 +25,7 @@
 #define SACK_IDLE_NS 200000      /* SACK pending news at least this often */
 #define LINGER_FACTOR 2          /* finished receive entries stay timeout x this (late duplicates) */
 #define PAST_CAP 16384           /* finished incoming transfers remembered (oldest forgotten first) */
-#define WR_IOV_MAX 64            /* segments gathered into one run of copies (>= 2 * PORTIO_BURST) */
+#define WR_IOV_MAX 64            /* segments gathered into one pwritev (>= 2 * PORTIO_BURST) */
 #define ANNOUNCE_TTL_NS 60000000000ULL /* an announced transfer that never came is forgotten after
 					* 60 s (the scheduler keeps its transfers as long) */
 #define HOLD_MAX_NS 1000000000ULL /* an unannounced transfer is held at most 1 s (or half the
@@ -159,16 +159,6 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 		return NULL;
 	}
 	placement_bind_fd(x->fd, h->total); /* pages on the port's node, before the first write */
-	x->map = h->total ? mmap(NULL, h->total, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd, 0) : NULL;
-	if (x->map == MAP_FAILED) {
-		log_err("transfer %llx from %s: cannot map %llu bytes of shared memory: %s",
-			(unsigned long long)h->id, dp_host_name(peer), (unsigned long long)h->total, strerror(errno));
-		close(x->fd);
-		sack_rx_free(&x->sack);
-		free(x);
-		egress_abort(peer, h->id, "receiver out of memory");
-		return NULL;
-	}
 	x->id = h->id;
 	x->peer = peer;
 	x->chan = h->chan;
@@ -229,9 +219,6 @@ static void finish_rx(struct xfer_rx *x, int status, const char *reason)
 		dp_xfer_info("xfer %llx from %s complete: %llu bytes", (unsigned long long)x->id,
 			 dp_host_name(x->peer), (unsigned long long)x->bytes);
 	}
-	if (x->map)
-		munmap(x->map, x->bytes);
-	x->map = NULL;
 	rcv.rx_done(x, status, reason); /* takes x->fd */
 	x->fd = -1;
 	sack_rx_free(&x->sack);
@@ -277,26 +264,38 @@ static void answer_late(int failed, int peer, uint64_t id, uint64_t nseg, uint64
 void receiver_flush(void)
 {
 	struct xfer_rx *x = rcv.wr_x;
-	uint64_t off = rcv.wr_off, len = rcv.wr_len;
-	int n = rcv.wr_n, rc;
+	struct iovec *iov = rcv.wr_iov;
+	int n = rcv.wr_n;
+	uint64_t off = rcv.wr_off;
 
 	rcv.wr_x = NULL;
 	rcv.wr_n = 0;
 	rcv.wr_len = 0;
 	if (!x)
 		return;
-	/* the pages are allocated up front, a chunk at a time: no fault per page in the copies */
-	if ((rc = dp_populate(x->map, x->bytes, &x->populated, off + len, MADV_POPULATE_WRITE)) < 0) {
+	while (n > 0) {
+		ssize_t w = pwritev(x->fd, iov, n, (off_t)off);
 		char reason[APPMSG_REASON_MAX];
-		snprintf(reason, sizeof(reason), "cannot allocate shared memory for received data: %s",
-			 strerror(-rc));
-		egress_abort(x->peer, x->id, "receiver out of memory");
-		finish_rx(x, -ENOMEM, reason);
-		return;
-	}
-	for (int i = 0; i < n; i++) {
-		memcpy(x->map + off, rcv.wr_iov[i].iov_base, rcv.wr_iov[i].iov_len);
-		off += rcv.wr_iov[i].iov_len;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			snprintf(reason, sizeof(reason), "cannot write received data into shared memory: %s",
+				 w < 0 ? strerror(errno) : "no progress");
+			egress_abort(x->peer, x->id, "receiver out of memory");
+			finish_rx(x, -ENOMEM, reason);
+			return;
+		}
+		off += (uint64_t)w;
+		/* a short write (signal, memory pressure): continue where it stopped */
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
 	}
 }
 
@@ -461,11 +460,8 @@ void receiver_fail_all(void)
 
 void receiver_free(void)
 {
-	for (int i = 0; i < rcv.nrx; i++) {
-		if (rcv.rx[i]->map) /* still active: finish_rx unmaps the others */
-			munmap(rcv.rx[i]->map, rcv.rx[i]->bytes);
+	for (int i = 0; i < rcv.nrx; i++)
 		free(rcv.rx[i]);
-	}
 	rcv.nrx = 0;
 	free(rcv.rx);
 	free(rcv.past);

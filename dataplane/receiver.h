@@ -24,10 +24,9 @@ int receiver_init(int max, uint32_t seg, void (*rx_done)(const struct xfer_rx *x
 void receiver_on_data(int peer, const struct wire_hdr *h, const uint8_t *body);
 
 /**
- * receiver_flush - copy the payload gathered since the last call into the transfer's mapped
- * memfd, whose pages are allocated a chunk (4 MiB) at a time ahead of the copies
- * (MADV_POPULATE_WRITE); a transfer whose pages cannot be allocated fails (-ENOMEM) and its
- * sender is told by ABORT.
+ * receiver_flush - write the payload gathered since the last call into the memfd (one pwritev
+ * per run of consecutive segments); a transfer whose memfd cannot be written fails (-ENOMEM)
+ * and its sender is told by ABORT.
  */
 void receiver_flush(void);
 

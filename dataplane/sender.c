@@ -33,6 +33,24 @@ static struct {
 	struct replay_tx *stamps; /* [n_hosts]: the transfer stamps given each destination */
 } snd;
 
+/*
+ * Prefault [*done, upto) of a shared mapping in POPULATE_CHUNK steps ahead of the copy cursor:
+ * one madvise per 4 MB instead of a page fault per 4 KB page (a quarter of the receiver's CPU
+ * at MTU 9000 went to faults). Mappings stay correct without it (plain faults) if it fails.
+ */
+#define POPULATE_CHUNK (4u << 20)
+static void populate(uint8_t *base, uint64_t size, uint64_t *done, uint64_t upto, int advice)
+{
+	while (*done < upto && *done < size) {
+		uint64_t n = size - *done < POPULATE_CHUNK ? size - *done : POPULATE_CHUNK;
+		if (madvise(base + *done, n, advice) < 0) { /* *done stays a multiple of the chunk */
+			*done = size; /* not supported: fall back to page faults */
+			return;
+		}
+		*done += n;
+	}
+}
+
 int sender_init(int max, uint32_t seg, void (*tx_done)(const struct xfer_tx *x, int status))
 {
 	snd.tx_done = tx_done;
@@ -315,7 +333,7 @@ static int tx_one(struct xfer_tx *x, unsigned budget)
 			return -1; /* the segment counts as sent; loss recovery resends it */
 		moff = (uint64_t)(x->data - (const uint8_t *)x->map) + h.offset + h.len;
 		if (moff > x->populated)
-			dp_populate(x->map, x->map_len, &x->populated, moff, MADV_POPULATE_READ);
+			populate(x->map, x->map_len, &x->populated, moff, MADV_POPULATE_READ);
 		if (!x->ext)
 			memcpy(p + wire_body_off(h.flags), x->data + h.offset, h.len);
 		wire_encode(p, &a, &h);

@@ -64,10 +64,8 @@ struct xfer_rx {
 	uint64_t id;
 	int peer;              /* source host index */
 	uint16_t chan;
-	int fd;                /* memfd holding the bytes, handed over by transport_ops.rx_done on
-				* completion */
-	uint8_t *map;          /* its shared mapping, where the payload is copied (unmapped at the end) */
-	uint64_t populated;    /* bytes of the mapping prefaulted so far (dp_populate) */
+	int fd;                /* memfd holding the bytes (written with pwritev, never mapped here);
+				* handed over by transport_ops.rx_done on completion */
 	uint64_t bytes;
 	uint64_t first_ns, last_data_ns, last_sack_ns, end_ns, linger_until_ns;
 	uint64_t frames;
