@@ -13,6 +13,9 @@
 #   --baseline BIN another mlf-dataplane (e.g. one built from main) measured in the same rounds,
 #                  alternating with build/mlf-dataplane (odd rounds baseline first)
 #   --new BIN      the mlf-dataplane under test (default build/mlf-dataplane)
+#   --pairs N      instead of the rounds: N pairs of unpaced transfers, baseline and this tree
+#                  back to back (default loop, fresh dataplanes each), per MTU; reports the
+#                  median (min-max) of the per-pair ratios new / baseline (needs --baseline)
 #   --busy         also --busy-poll (unpaced only; both binaries with --baseline)
 #   --out FILE     markdown report (default: stdout only)
 # Per round, MTU and binary (default loop): one unpaced transfer of N GiB (byte-exact: cmp),
@@ -28,6 +31,7 @@ MTUS="1500 9000"
 BASE=""
 NEW="$ROOT/build/mlf-dataplane"
 BUSY=0
+PAIRS=0
 OUT=""
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -38,14 +42,16 @@ while [ $# -gt 0 ]; do
 	--baseline) BASE=$(realpath "$2"); shift 2 ;;
 	--new) NEW=$(realpath "$2"); shift 2 ;;
 	--busy) BUSY=1; shift ;;
+	--pairs) PAIRS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "dataplane_memif.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
 for v in "$GB" "$RUNS" "$SECS"; do
 	[[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "dataplane_memif.sh: --gb, --runs and --seconds take positive integers" >&2; exit 2; }
 done
+[ "$PAIRS" = 0 ] || [ -n "$BASE" ] || { echo "dataplane_memif.sh: --pairs needs --baseline" >&2; exit 2; }
 [ -z "$BASE" ] || [ -x "$BASE" ] || { echo "dataplane_memif.sh: --baseline $BASE is not an executable" >&2; exit 2; }
 TESTPMD=$(command -v dpdk-testpmd || true)
 [ -n "$TESTPMD" ] || echo "dataplane_memif.sh: no dpdk-testpmd (Debian package dpdk-dev): no anchor" >&2
@@ -134,6 +140,43 @@ cpu_window() {
 
 declare -A R
 add() { R[$1]+=" $2"; }
+
+# --pairs: back-to-back baseline / new unpaced transfers; ratios per pair cancel the load's drift
+if [ "$PAIRS" != 0 ]; then
+	echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+	for mtu in $MTUS; do
+		CLUSTER="$ROOT/conf/cluster-pair.json"
+		[ "$mtu" = 1500 ] || CLUSTER="$ROOT/conf/cluster-pair9k.json"
+		for p in $(seq "$PAIRS"); do
+			order="$BASE $NEW"
+			[ $((p % 2)) = 0 ] && order="$NEW $BASE"
+			for MEMIF_DP in $order; do
+				memif_pair_start
+				read -r g ca cb rx <<<"$(xfer_unpaced)"
+				k=new; [ "$MEMIF_DP" = "$BASE" ] && k=base
+				eval "${k}_g=\$g ${k}_c=\$(awk -v a=\"\$ca\" -v b=\"\$cb\" 'BEGIN { print a + b }')"
+				memif_pair_stop
+			done
+			rg=$(awk -v a="$new_g" -v b="$base_g" 'BEGIN { if (a != "" && b > 0) printf "%.3f", a / b }')
+			rc=$(awk -v a="$new_c" -v b="$base_c" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b }')
+			add "pg,$mtu" "$rg"; add "pc,$mtu" "$rc"; add "bg,$mtu" "$base_g"; add "ng,$mtu" "$new_g"
+			echo "   pair $p MTU $mtu: baseline $base_g Gbit/s, $base_c CPU-s/GB (both ends); new $new_g, $new_c: ratios $rg, $rc" >&2
+		done
+	done
+	{
+		echo "Command: \`bench/dataplane_memif.sh --gb $GB --pairs $PAIRS --mtus \"$MTUS\" --baseline $BASE\`, $(date -u +%Y-%m-%d),"
+		echo "$(nproc) cores shared with other work, load average at the end $(cut -d' ' -f1 /proc/loadavg). $PAIRS pairs per MTU of unpaced"
+		echo "$GB GiB byte-exact transfers over a memif pair, the baseline and $NEW back to back (order"
+		echo "alternating), default loops, fresh dataplanes for each; median (min-max) over the pairs."
+		echo
+		echo "| MTU | baseline goodput | new goodput | goodput new / baseline (per pair) | CPU-s per GB new / baseline (both ends, per pair) |"
+		echo "|---|---|---|---|---|"
+		for mtu in $MTUS; do
+			echo "| $mtu | $(stat3 %.2f -- ${R[bg,$mtu]:-}) | $(stat3 %.2f -- ${R[ng,$mtu]:-}) | $(stat3 %.3f -- ${R[pg,$mtu]:-}) | $(stat3 %.3f -- ${R[pc,$mtu]:-}) |"
+		done
+	} | if [ -n "$OUT" ]; then tee "$OUT"; else cat; fi
+	exit 0
+fi
 BINS="new"
 [ -n "$BASE" ] && BINS="base new"
 if [ $BUSY = 1 ]; then BINS="$BINS busy"; [ -n "$BASE" ] && BINS="$BINS basebusy"; fi
