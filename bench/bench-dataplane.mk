@@ -6,10 +6,12 @@
 # `make bench-loss-pacing` (what random frame loss does to a paced transfer under the loss
 # response; LOSS_PACING_ARGS for --runs, --rates, --drops), and `make bench-tail-repair` (a
 # Table 2 N3 leg over a slow link with the way back quiet or congested; TAIL_REPAIR_ARGS, e.g.
-# --baseline OLD/build/mlf-dataplane to run an older dataplane in the same rounds).
+# --baseline OLD/build/mlf-dataplane to run an older dataplane in the same rounds), and
+# `make bench-dataplane-memif` (two dataplanes over a net_memif pair against dpdk-testpmd over the
+# same kind of pair, issue 35; MEMIF_ARGS, e.g. --baseline OLD/build/mlf-dataplane --busy).
 
 PROGRAMS += $(BUILD)/mlf-txloop
-BENCHES  += bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
+BENCHES  += bench-dataplane bench-dataplane-memif bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
 
 $(BUILD)/bench/dataplane_txloop.o: INC_bench += $(DPDK_CFLAGS)
 
@@ -19,15 +21,21 @@ $(BUILD)/mlf-txloop: $(BUILD)/bench/dataplane_txloop.o $(LIB_PROTO) $(LIB_BASE)
 
 DP_RESULTS = docs/results/dataplane.md
 DPCPU_SECTION = { echo; echo '\#\# CPU per load (a frugal dataplane)'; echo; }
+DPMEMIF_SECTION = { echo; echo '\#\# Over net_memif against dpdk-testpmd (no kernel in the path)'; echo; }
 DPAUTH_SECTION = { echo; echo '\#\# Frame tags (frame_auth): CPU and goodput against untagged frames'; echo; }
 
-.PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
+.PHONY: bench-dataplane bench-dataplane-memif bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
 bench-dataplane: $(PROGRAMS)
 	bench/dataplane_bench.sh
 	bench/dataplane_cpu.sh --out $(BUILD)/dataplane-cpu.md
 	$(DPCPU_SECTION) >>$(DP_RESULTS) && cat $(BUILD)/dataplane-cpu.md >>$(DP_RESULTS)
 	bench/dataplane_cpu.sh --frame-auth --out $(BUILD)/dataplane-auth.md
 	$(DPAUTH_SECTION) >>$(DP_RESULTS) && cat $(BUILD)/dataplane-auth.md >>$(DP_RESULTS)
+	bench/dataplane_memif.sh --busy --out $(BUILD)/dataplane-memif.md
+	$(DPMEMIF_SECTION) >>$(DP_RESULTS) && cat $(BUILD)/dataplane-memif.md >>$(DP_RESULTS)
+
+bench-dataplane-memif: $(PROGRAMS)
+	bench/dataplane_memif.sh $(MEMIF_ARGS)
 
 bench-dataplane-cpu: $(PROGRAMS)
 	bench/dataplane_cpu.sh

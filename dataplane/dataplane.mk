@@ -36,7 +36,7 @@ $(BUILD)/mlf-tel: $(BUILD)/dataplane/tools/mlf_tel.o
 	$(CC) $(CFLAGS) -o $@ $^
 
 DP_TESTS := test_dp_wire test_dp_pacer test_dp_sack test_dp_fault test_dp_delivery test_dp_appmsg test_dp_announce \
-            test_dp_replay test_dp_lossresp \
+            test_dp_replay test_dp_lossresp test_dp_coreshare \
 	    test_dp_arp test_dp_numa
 UNIT_TESTS += $(DP_TESTS:%=$(BUILD)/tests/%)
 

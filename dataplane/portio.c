@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
@@ -36,7 +38,49 @@ static struct {
 	uint32_t cut_ip;
 	uint64_t rng;
 	int driver_copies;  /* the driver copies tx frames into its own ring: zero-copy payloads */
-} pio = { .rng = 0x9e3779b97f4a7c15ULL };
+	int rx_fd;          /* rx queue 0's interrupt event fd, -1 when the PMD has no rx interrupts */
+	int rx_armed;       /* its interrupt is enabled (the loop sleeps) */
+} pio = { .rng = 0x9e3779b97f4a7c15ULL, .rx_fd = -1 };
+
+/*
+ * Rx interrupts, where the PMD has them: rte_eth_dev_rx_intr_enable works and the queue has an
+ * event fd the loop can add to its ppoll set. net_memif and net_af_packet (DPDK 22.11) answer
+ * -ENOTSUP: the loop sleeps for a time there instead (main.c).
+ */
+static void rx_intr_probe(uint16_t port)
+{
+	int fd;
+
+	pio.rx_fd = -1;
+	if (rte_eth_dev_rx_intr_enable(port, 0) != 0)
+		return;
+	fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port, 0);
+	rte_eth_dev_rx_intr_disable(port, 0);
+	pio.rx_fd = fd >= 0 ? fd : -1;
+}
+
+int portio_rx_wake_fd(void)
+{
+	return pio.rx_fd;
+}
+
+void portio_rx_arm(int on)
+{
+	if (pio.rx_fd < 0 || pio.rx_armed == on)
+		return;
+	if (on) {
+		pio.rx_armed = rte_eth_dev_rx_intr_enable(pio.port, 0) == 0;
+		return;
+	}
+	{
+		uint64_t v;
+		/* drain the event count (the fd is non-blocking for the PMDs that give one) */
+		if (read(pio.rx_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			log_debug("port %u: reading the rx interrupt fd: %s", pio.port, strerror(errno));
+	}
+	rte_eth_dev_rx_intr_disable(pio.port, 0);
+	pio.rx_armed = 0;
+}
 
 /*
  * Creates the mbuf pool with @room data bytes per mbuf on pio.socket; NULL on failure (rte_errno).
@@ -56,6 +100,36 @@ static struct rte_mempool *make_pool(unsigned room)
 		mp = rte_pktmbuf_pool_create(name, 8191, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), pio.socket);
 	}
 	return mp;
+}
+
+static const char *driver_name(uint16_t port)
+{
+	struct rte_eth_dev_info info;
+
+	return rte_eth_dev_info_get(port, &info) == 0 && info.driver_name ? info.driver_name : "?";
+}
+
+/*
+ * Does the port's driver copy every tx frame into a ring of its own, reading the mbufs' bytes by
+ * their virtual address? Then a payload needs no copy into an mbuf first: net_af_packet (the
+ * kernel's ring) and net_memif unless zero-copy=yes (the shared memory region; in zero-copy mode
+ * its rings point at mbufs of the region instead). Both take multi-segment frames.
+ */
+static int driver_copies(uint16_t port)
+{
+	struct rte_eth_dev_info info;
+	const struct rte_devargs *da;
+
+	if (rte_eth_dev_info_get(port, &info) != 0 || !info.driver_name ||
+	    !(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+		return 0;
+	if (strcmp(info.driver_name, "net_af_packet") == 0)
+		return 1;
+	if (strcmp(info.driver_name, "net_memif") == 0) {
+		da = info.device ? rte_dev_devargs(info.device) : NULL;
+		return !(da && da->args && strstr(da->args, "zero-copy=yes"));
+	}
+	return 0;
 }
 
 int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen)
@@ -113,12 +187,12 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 		snprintf(err, errlen, "cannot start port %u: %s", port, strerror(-rc));
 		return rc;
 	}
-	{
-		struct rte_eth_dev_info info;
-		pio.driver_copies = rte_eth_dev_info_get(port, &info) == 0 && info.driver_name &&
-				    strcmp(info.driver_name, "net_af_packet") == 0 &&
-				    (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
-	}
+	pio.driver_copies = driver_copies(port);
+	rx_intr_probe(port);
+	log_info("port %u: driver %s: DATA payloads %s", port, driver_name(port), pio.driver_copies ?
+		 "sent from the app's buffer (the driver copies frames into its ring)" : "copied into mbufs");
+	log_info("port %u: rx %s", port, pio.rx_fd >= 0 ? "interrupts: the idle loop sleeps until a frame arrives" :
+		 "interrupts not supported by the driver: the idle loop sleeps for a time");
 	log_info("port %u: NUMA socket %d (rte_eth_dev_socket_id), mbuf pool and rings on %s %d", port,
 		 rte_eth_dev_socket_id(port), pio.socket == SOCKET_ID_ANY ? "any socket," : "socket", pio.socket);
 	rte_eth_promiscuous_enable(port);

@@ -85,6 +85,20 @@ unsigned portio_holding(void);
 /** portio_flush - hand queued and due held frames to the NIC. Returns frames sent. */
 unsigned portio_flush(uint64_t now_tsc);
 
+/**
+ * portio_rx_wake_fd - a file descriptor that becomes readable when a frame arrives while the rx
+ * interrupt is armed (portio_rx_arm), for the loop's ppoll set; -1 when the port's driver has no
+ * rx interrupts (then the loop sleeps for a time). docs/dataplane.md "Idle behaviour".
+ */
+int portio_rx_wake_fd(void);
+
+/**
+ * portio_rx_arm - enable (@on, before sleeping) or disable (after waking: also drains the fd)
+ * the rx interrupt of queue 0. No-op when the driver has none. A frame that arrived before the
+ * interrupt was enabled does not wake the fd: poll once more after arming, before sleeping.
+ */
+void portio_rx_arm(int on);
+
 /** portio_close - drop held frames, stop and close the port. */
 void portio_close(void);
 

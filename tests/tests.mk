@@ -56,3 +56,6 @@ INTEG_TESTS += tests/integration/cluster_slurm.sh
 INTEG_TESTS += tests/integration/systems_by_name.sh
 # a new user's own script: venv, pip install ., mlf-cluster run EXP -- python3 train.py (docs/python.md)
 INTEG_TESTS += tests/integration/python_newuser.sh
+# two dataplanes over a net_memif pair (no namespaces, no lock): byte-exact in both loops, the
+# counters, zero-copy send (issue 35)
+INTEG_TESTS += tests/integration/test_dp_memif.sh

@@ -129,3 +129,71 @@ stat3() {
 		m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 		printf f " (" f "-" f ")", m, v[1], v[n] }'
 }
+
+# --- two dataplanes over a net_memif pair (no namespaces: memif connects through a unix socket
+# in $WORK, so these need neither the testbed nor the namespace lock) ---
+# memif_vdev ROLE MTU: the --vdev argument of one end of the pair (ROLE server or client); memif
+# buffers big enough for a whole frame at MTU 9000 (memif chains 2048-byte buffers otherwise).
+memif_vdev() {
+	local bs=2048
+	[ "$2" -gt 1500 ] && bs=16384
+	echo "--vdev=net_memif0,role=$1,socket=$WORK/memif.sock,socket-abstract=no,id=0,bsize=$bs"
+}
+
+# memif_dp_start HOST ROLE CORE [ARGS...]: start HOST's dataplane (binary $MEMIF_DP, default
+# build/mlf-dataplane) of cluster $CLUSTER on lcore CORE, one end of the memif pair, app socket
+# $WORK/HOST.sock, log $WORK/dp-HOST.log; sets DP_PID_<HOST> and waits until the app socket is up.
+memif_dp_start() {
+	local host=$1 role=$2 core=$3 mtu pid
+	shift 3
+	mtu=$(sed -n 's/.*"mtu" *: *\([0-9]*\).*/\1/p' "$CLUSTER")
+	rm -f "$WORK/$host.sock"
+	"${MEMIF_DP:-$ROOT/build/mlf-dataplane}" --no-huge -m 512 --no-pci --file-prefix="mlfm$$-$host" -l "$core" \
+		"$(memif_vdev "$role" "$mtu")" -- --cluster "$CLUSTER" --host "$host" --sock "$WORK/$host.sock" \
+		--scheduler none "$@" >"$WORK/dp-$host.log" 2>&1 &
+	pid=$!
+	eval "DP_PID_$host=$pid"
+	local i
+	for i in $(seq 300); do
+		[ -S "$WORK/$host.sock" ] && grep -q ' up: ' "$WORK/dp-$host.log" && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "dataplane of $host over memif did not start: $(tail -3 "$WORK/dp-$host.log")"
+}
+
+# memif_pair_start [ARGS...]: a (memif server, lcore 0) and b (client, lcore 1) with ARGS; waits
+# until each has resolved the other by ARP over the pair.
+memif_pair_start() {
+	memif_dp_start a server 0 "$@"
+	memif_dp_start b client 1 "$@"
+	wait_event "ARP over memif (a <-> b)" 30 grep -q 'ARP: peer b .* resolved' "$WORK/dp-a.log"
+	wait_event "ARP over memif (b <-> a)" 30 grep -q 'ARP: peer a .* resolved' "$WORK/dp-b.log"
+}
+
+# memif_pair_stop: stop b (the memif client) and then a: the server's disconnect handler runs
+# in its interrupt thread while the client's loop may be in rx_burst on the same rings.
+memif_pair_stop() { dp_stop b; dp_stop a; }
+
+# memif_tel HOST COMMAND: the telemetry reply of HOST's memif dataplane.
+memif_tel() { "$ROOT/build/mlf-tel" "mlfm$$-$1" "$2"; }
+
+# memif_begin: the start of a memif test or bench: a work directory, and an EXIT trap that stops
+# the dataplanes it started (never the testbed: another test may own namespaces of the cluster).
+memif_begin() {
+	[ "$(id -u)" = 0 ] || { echo "SKIP $TEST_NAME: needs root (/var/run/dpdk)"; exit 0; }
+	WORK="$(mktemp -d --tmpdir=/dev/shm)"
+	trap memif_cleanup EXIT
+}
+
+memif_cleanup() {
+	local rc=$?
+	if [ $rc -ne 0 ]; then
+		for f in "$WORK"/dp-*.log; do [ -f "$f" ] && { echo "--- tail of $f"; tail -5 "$f"; }; done >&2
+	fi
+	memif_pair_stop
+	for h in a b; do rm -rf "/var/run/dpdk/mlfm$$-$h"; done
+	rm -rf "$WORK"
+	[ $rc -eq 0 ] || echo "FAIL $TEST_NAME (exit $rc)"
+	exit $rc
+}
