@@ -52,19 +52,16 @@ int sched_gather_hold(struct sched *s, double now, const double *gbps, int *sel,
 		cache[i] = -1;
 	for (int k = 0; k < n; k++) {
 		const struct sched_update *u = &s->upd[sel[k]];
-		double t_free = link_free(s, gbps, cache, u->worker, 1, now_s);
-		if (s->server.n_shards > 0) {
-			for (int j = 0; j < s->server.n_shards; j++) {
-				int h = s->server.shard[j].host;
-				double t = h >= 0 ? link_free(s, gbps, cache, h, 0, now_s) : now_s;
-				if (t > t_free)
-					t_free = t;
-			}
-		} else {
-			double t = link_free(s, gbps, cache, srv, 0, now_s);
-			if (t > t_free)
-				t_free = t;
+		double t_free = link_free(s, gbps, cache, u->worker, 1, now_s), t_srv = 0;
+		/* a sharded update starts with the first leg whose shard's downlink is free */
+		for (int j = 0; j < (s->server.n_shards > 0 ? s->server.n_shards : 1); j++) {
+			int h = s->server.n_shards > 0 ? s->server.shard[j].host : srv;
+			double t = h >= 0 ? link_free(s, gbps, cache, h, 0, now_s) : now_s;
+			if (j == 0 || t < t_srv)
+				t_srv = t;
 		}
+		if (t_srv > t_free)
+			t_free = t_srv;
 		/* planned at the release, its transfer starts a lead later: when the path frees */
 		double release = s->t0 + t_free - lead, latest = u->t_arrival + s->cfg.batch_s;
 		if (release > latest)

@@ -21,9 +21,10 @@ double sched_gather_free_at(const struct sched *s, int host, int up, double cap,
 /**
  * sched_gather_hold - the gathering rule (§5.2, docs/scheduler.md "Gathering behind a busy
  * link"): of the @n pending updates @sel (indexes into s->upd) an update whose direct path
- * (its worker's uplink, the server's downlink; every shard server's downlink of a sharded
- * model) is not free at this plan's start (now + the lead, sched_gather_free_at) would queue
- * behind the transfers commanded earlier anyway: it is held, so that the updates arriving
+ * (its worker's uplink and the server's downlink; of a sharded model, its worker's uplink and
+ * the first shard server's downlink to free: its first leg) is not free at this plan's start
+ * (now + the lead, sched_gather_free_at) would queue behind the transfers commanded earlier
+ * anyway: it is held, so that the updates arriving
  * meanwhile are planned with it and an aggregation tree can combine them. It is released
  * (planned) when its path frees, less the lead and --replan-ms, and never later than
  * --batch-ms after its arrival less --replan-ms (no starvation). Updates whose path is free are
