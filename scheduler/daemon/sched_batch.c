@@ -10,7 +10,9 @@
 #include "arr.h"
 #include "clock.h"
 #include "log.h"
+#include "sched_arrival.h"
 #include "sched_cmd.h"
+#include "sched_gather.h"
 #include "sched_lead.h"
 #include "sched_policy.h"
 #include "sched_rec.h"
@@ -34,17 +36,6 @@ double sched_batch_link_gbps(const struct sched *s, int host, int up, double now
 	return up ? s->cl.hosts[host].up_gbps : s->cl.hosts[host].down_gbps;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static int on_link(const struct sched_xfer *x, int host, int up)
-{
-	return !x->done && x->src != x->dst && (up ? x->src == host : x->dst == host);
-}
-
 /*
  * The residual of one link from @now_s on: capacity @cap minus the profiles of the transfers
  * commanded earlier that still run on it. Sets *@at_now and appends capacity changes.
@@ -52,39 +43,15 @@ static int on_link(const struct sched_xfer *x, int host, int up)
 static int carry_link(const struct sched *s, int host, int up, double cap, double now_s,
 		      double *at_now, struct plan_capacity_change **ch, int *n_ch, int *cap_ch)
 {
-	int n_bp = 0, cap_bp = 0;
-	double *bp = NULL;
+	double *bp, res = cap - sched_xfer_link_rate(s, host, up, now_s);
+	int n_bp = sched_xfer_link_breaks(s, host, up, now_s, &bp);
 
-	for (int i = 0; i < s->n_xfers; i++) {
-		const struct sched_xfer *x = &s->xfers[i];
-		if (!on_link(x, host, up) || x->end <= now_s)
-			continue;
-		for (int k = 0; k <= x->n_steps; k++) {
-			double t = k < x->n_steps ? x->steps[k].from_s : x->end;
-			if (t <= now_s)
-				continue;
-			if (arr_grow((void **)&bp, &cap_bp, n_bp + 1, sizeof(*bp))) {
-				free(bp);
-				return -ENOMEM;
-			}
-			bp[n_bp++] = t;
-		}
-	}
-	double res = cap;
-	for (int i = 0; i < s->n_xfers; i++)
-		if (on_link(&s->xfers[i], host, up))
-			res -= sched_xfer_rate_at(&s->xfers[i], now_s);
+	if (n_bp < 0)
+		return -ENOMEM;
 	*at_now = res > 0 ? res : 0;
-	if (n_bp > 1)
-		qsort(bp, (size_t)n_bp, sizeof(*bp), cmp_double); /* bp is NULL when empty */
 	double last = *at_now;
 	for (int b = 0; b < n_bp; b++) {
-		if (b > 0 && bp[b] == bp[b - 1])
-			continue;
-		res = cap;
-		for (int i = 0; i < s->n_xfers; i++)
-			if (on_link(&s->xfers[i], host, up))
-				res -= sched_xfer_rate_at(&s->xfers[i], bp[b]);
+		res = cap - sched_xfer_link_rate(s, host, up, bp[b]);
 		if (res < 0)
 			res = 0;
 		if (res == last)
@@ -670,7 +637,18 @@ static int hold_pulls(struct sched *s, double now, const int *psel, int n_psel)
 		plan_free(&p);
 		free_batch(&b);
 	}
-	return end[1] < end[0];
+	if (!(end[1] < end[0]))
+		return 0;
+	/* planned again when the uplink frees (less the lead and the replan interval), or when the
+	 * oldest pull's hold would end */
+	double release = s->t0 + t_free - sched_lead_s(s), oldest = now;
+	for (int k = 0; k < n_psel; k++)
+		if (s->pulls[psel[k]].t_arrival < oldest)
+			oldest = s->pulls[psel[k]].t_arrival;
+	if (release > oldest + SCHED_PULL_HOLD_MAX_S)
+		release = oldest + SCHED_PULL_HOLD_MAX_S;
+	sched_arrival_note(s, release - s->cfg.replan_s);
+	return 1;
 }
 
 /*
@@ -709,6 +687,21 @@ static int64_t fresh_snapshot(const struct sched *s, struct plan_batch *b, const
 	return v_at;
 }
 
+/* sched_gather_hold on the @n selected updates @sel with every link's capacity now. */
+static int gather(struct sched *s, double now, int *sel, int n)
+{
+	double *gbps = n ? malloc(sizeof(double) * 2 * (size_t)s->cl.n_hosts) : NULL;
+
+	if (!gbps)
+		return n; /* nothing selected, or out of memory: nothing held */
+	for (int h = 0; h < s->cl.n_hosts; h++)
+		for (int up = 0; up < 2; up++)
+			gbps[2 * h + up] = sched_batch_link_gbps(s, h, up, now);
+	n = sched_gather_hold(s, now, gbps, sel, n);
+	free(gbps);
+	return n;
+}
+
 int sched_batch_tick(struct sched *s, double now)
 {
 	if (s->server.host < 0 || !s->hosts[s->server.host].alive || !sched_shard_ready(s))
@@ -734,10 +727,12 @@ int sched_batch_tick(struct sched *s, double now)
 	int n_car = 0;
 	if (sched_repl_planned(s))
 		n_car = sched_repl_carried_sel(s, sel);
-	if (!sched_repl_paused(s))
-		n_sel = n_car + sched_policy_select_updates(s, now, sel + n_car,
-							    s->cfg.max_batch > n_car ?
-							    s->cfg.max_batch - n_car : 0);
+	if (!sched_repl_paused(s)) {
+		n_sel = sched_policy_select_updates(s, now, sel + n_car, s->cfg.max_batch > n_car ?
+						    s->cfg.max_batch - n_car : 0);
+		/* updates behind a busy path wait to be planned together when it frees (§5.2) */
+		n_sel = n_car + gather(s, now, sel + n_car, n_sel);
+	}
 	/* a pull waits for its min_version: applied, or for sharded MLfabric-S planned (its copies
 	 * then wait at each shard for the step, sched_shard_pull_version) */
 	int64_t v_pull = sched_shard_pull_version(s);

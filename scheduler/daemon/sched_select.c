@@ -73,8 +73,8 @@ int sched_select_commit(const struct plan *p, int srv, int i, int64_t *v, double
 
 /*
  * The preconditions of a hold (§10.3): with distributors, while the server's uplink is reserved
- * past the next batch by copies commanded earlier, a copy planned now only queues behind them;
- * held until the uplink frees, the pulls that gather meanwhile can share one server copy.
+ * past this plan's start by copies commanded earlier, a copy planned now only queues behind
+ * them; held until the uplink frees, the pulls that gather meanwhile can share one server copy.
  */
 int sched_select_may_hold(const struct sched *s, double now, const int *psel, int n_psel,
 			  double *t_free)
@@ -88,7 +88,7 @@ int sched_select_may_hold(const struct sched *s, double now, const int *psel, in
 		if (!x->done && x->src == s->server.host && x->dst != x->src && x->end > until)
 			until = x->end;
 	}
-	if (until <= now_plan + s->cfg.batch_s)
+	if (until <= now_plan) /* free at this plan's start: a copy planned now goes at once */
 		return 0;
 	for (int k = 0; k < n_psel; k++)
 		if (now - s->pulls[psel[k]].t_arrival >= SCHED_PULL_HOLD_MAX_S)

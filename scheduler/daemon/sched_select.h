@@ -61,8 +61,9 @@ int sched_select_commit(const struct plan *p, int srv, int i, int64_t *v, double
 /**
  * sched_select_may_hold - whether the @n_psel answerable pulls @psel may be held for a tree
  * (§10.3), before the cost comparison: distributors on, an unsharded model, the server's uplink
- * reserved by copies commanded earlier past the next batch (its end in *@t_free, plan time),
- * and no pull older than SCHED_PULL_HOLD_MAX_S. @now: CLOCK_REALTIME seconds. Returns 1 or 0.
+ * reserved by copies commanded earlier past this plan's start, now + the lead (its end in
+ * *@t_free, plan time), and no pull older than SCHED_PULL_HOLD_MAX_S. @now: CLOCK_REALTIME
+ * seconds. Returns 1 or 0.
  */
 int sched_select_may_hold(const struct sched *s, double now, const int *psel, int n_psel,
 			  double *t_free);

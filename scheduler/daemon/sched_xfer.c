@@ -66,6 +66,56 @@ double sched_xfer_rate_at(const struct sched_xfer *x, double t)
 	return g;
 }
 
+int sched_xfer_on_link(const struct sched_xfer *x, int host, int up)
+{
+	return !x->done && x->src != x->dst && (up ? x->src == host : x->dst == host);
+}
+
+double sched_xfer_link_rate(const struct sched *s, int host, int up, double t)
+{
+	double g = 0;
+
+	for (int i = 0; i < s->n_xfers; i++)
+		if (sched_xfer_on_link(&s->xfers[i], host, up))
+			g += sched_xfer_rate_at(&s->xfers[i], t);
+	return g;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int sched_xfer_link_breaks(const struct sched *s, int host, int up, double from_s, double **bp)
+{
+	int n = 0, cap = 0, k = 0;
+
+	*bp = NULL;
+	for (int i = 0; i < s->n_xfers; i++) {
+		const struct sched_xfer *x = &s->xfers[i];
+		if (!sched_xfer_on_link(x, host, up) || x->end <= from_s)
+			continue;
+		for (int j = 0; j <= x->n_steps; j++) {
+			double t = j < x->n_steps ? x->steps[j].from_s : x->end;
+			if (t <= from_s)
+				continue;
+			if (arr_grow((void **)bp, &cap, n + 1, sizeof(**bp))) {
+				free(*bp);
+				*bp = NULL;
+				return -ENOMEM;
+			}
+			(*bp)[n++] = t;
+		}
+	}
+	if (n > 1)
+		qsort(*bp, (size_t)n, sizeof(**bp), cmp_double);
+	for (int i = 0; i < n; i++)
+		if (i == 0 || (*bp)[i] != (*bp)[k - 1])
+			(*bp)[k++] = (*bp)[i];
+	return k;
+}
+
 void sched_xfer_compact(struct sched *s, double now_plan)
 {
 	int k = 0;

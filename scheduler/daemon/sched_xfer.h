@@ -42,6 +42,25 @@ uint64_t sched_xfer_fresh(struct sched *s);
  */
 double sched_xfer_rate_at(const struct sched_xfer *x, double t);
 
+/**
+ * sched_xfer_on_link - whether @x still holds a reservation on link @up (1: uplink, 0:
+ * downlink) of host @host: no `done` yet, between two hosts, from (uplink) or to (downlink) it.
+ */
+int sched_xfer_on_link(const struct sched_xfer *x, int host, int up);
+
+/**
+ * sched_xfer_link_rate - the rate (Gbit/s) the transfers of s->xfers reserve on link @up of
+ * @host at plan time @t (sched_xfer_on_link, sched_xfer_rate_at).
+ */
+double sched_xfer_link_rate(const struct sched *s, int host, int up, double t);
+
+/**
+ * sched_xfer_link_breaks - the plan times after @from_s at which the reservations on link @up of
+ * @host change (a rate step or an end), ascending and without repeats, into *@bp (malloc'd, the
+ * caller frees it; NULL when none). Returns their count, or -ENOMEM (*@bp NULL).
+ */
+int sched_xfer_link_breaks(const struct sched *s, int host, int up, double from_s, double **bp);
+
 /** sched_xfer_compact - forget the transfers whose planned end is 60 s before @now_plan. */
 void sched_xfer_compact(struct sched *s, double now_plan);
 

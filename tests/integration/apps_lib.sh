@@ -139,10 +139,10 @@ apps_two_shards() {
 	apps_begin "$name" "$net" 'p0:2:"server","scheduler":0.25' 'p1:3:"server":0.25' 'w0:10:"worker"' \
 		'w1:11:"worker"' 'w2:12:"worker"' 'ag:20:"aggregator"'
 	mkdir -p "$WORK/sched"
-	# --replan-ms 100: updates gathered 100 ms, as the tick did, so that a batch holds several
-	# and the per-shard aggregation these tests check has something to sum (planned on arrival
-	# within 2 ms, three workers' updates rarely share a batch; docs/scheduler.md "Batches")
-	apps_run sched p0 "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/sched" --replan-ms 100
+	# default timings: the shard servers' 0.25 Gbit/s downlinks are busy, so updates gather
+	# behind them and the per-shard aggregation these tests check has something to sum
+	# (docs/scheduler.md "Gathering behind a busy link")
+	apps_run sched p0 "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/sched"
 	for h in p0 p1 w0 w1 w2 ag; do dp_start $h; done
 	apps_run agg ag "$ROOT/build/mlf-aggregator" --cluster "$CLUSTER" --host ag
 	for k in 0 1; do

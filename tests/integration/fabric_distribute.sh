@@ -35,9 +35,9 @@ N=500000 # 2 MB models: 160 ms from the server, 16 ms from a worker
 # one scheduler and server for both parts: a restarted scheduler would number its transfers
 # from 1 again, and the dataplanes drop a transfer id they already delivered
 mkdir -p "$WORK/rec"
-# --replan-ms 100: pulls gathered 100 ms, as the tick did, so that the distribution trees this
-# test checks have several pulls to serve (docs/scheduler.md "Batches", "Distribution trees")
-bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec" --replan-ms 100
+# default timings: pulls arriving while the server's uplink is busy are held for a tree and
+# planned together when it frees (docs/scheduler.md "Distribution trees")
+bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec"
 bg server "$DAPP" server --cluster "$CLUSTER" --host ps --n $N
 wait_for "$WORK/server.out" "server ready" 15
 T="$WORK/rec/transfers.jsonl"

@@ -4,7 +4,10 @@
  * interval, not at the next tick; arrivals within the interval share one plan; a stream of
  * arrivals does not keep an early update waiting beyond --batch-ms; every capacity change
  * usable in the future comes due, not only the earliest; the lead tracks the p99 of
- * the command latency within its floor and --lead-ms.
+ * the command latency within its floor and --lead-ms. Gathering behind a busy link (§5.2,
+ * docs/scheduler.md "Gathering behind a busy link"): an update that would queue behind the
+ * server's busy downlink is held and aggregated with one that arrives later; one whose path is
+ * free is planned at once; the hold ends --batch-ms after the arrival under a stream.
  */
 #include <check.h>
 #include <math.h>
@@ -106,23 +109,35 @@ START_TEST(arrivals_coalesce)
 }
 END_TEST
 
+/*
+ * Seconds from pushing update @id of worker fake @early (4000 bytes) until its first `send`,
+ * while worker fake @streamer (host index @h) pushes three updates (ids UID(@h, 1000 + k)) a
+ * millisecond, for at most @limit s; -1 when none came.
+ */
+static double send_under_stream(int early, uint64_t id, int streamer, int h, double limit)
+{
+	int before = count_msgs(early, "send");
+	double t0 = clock_real_s();
+
+	push(early, id, 0, 4000);
+	for (int i = 0; i < 1000 && clock_real_s() - t0 < limit; i++) {
+		for (int k = 0; k < 3; k++)
+			push(streamer, UID(h, 1000 + 3 * i + k), 0, 4000);
+		pump(0.001);
+		if (count_msgs(early, "send") > before)
+			return clock_real_s() - t0;
+	}
+	return -1;
+}
+
 /* A stream of updates (about one a millisecond) does not keep an early one waiting. */
 START_TEST(stream_does_not_starve)
 {
 	int w[2];
-	double t_send = -1;
 
 	start_daemon(stream);
 	setup("mlfabric-a", 0, 1000, 2, w, NULL);
-	double t0 = clock_real_s();
-	push(w[0], UID(2, 1), 0, 4000);
-	for (int i = 0; i < 300 && clock_real_s() - t0 < 0.4; i++) {
-		for (int k = 0; k < 3; k++)
-			push(w[1], UID(3, 3 * i + k + 1), 0, 4000);
-		pump(0.001);
-		if (t_send < 0 && count_msgs(w[0], "send") > 0)
-			t_send = clock_real_s() - t0;
-	}
+	double t_send = send_under_stream(w[0], UID(2, 1), w[1], 3, 0.4);
 	ck_assert_msg(t_send >= 0 && t_send <= 0.1 + 0.03,
 		      "the early update was planned after %.3f s (batch 0.1 s)", t_send);
 	stop_daemon();
@@ -335,6 +350,128 @@ START_TEST(future_arrivals_all_come_due)
 }
 END_TEST
 
+/* A slow tick and the default replan interval; aggregator a0 allowed. */
+static void gather_agg(struct sched_config *c)
+{
+	c->batch_s = 2.0;
+}
+
+/* A 0.3 s bound on the hold, no aggregator. */
+static void short_bound(struct sched_config *c)
+{
+	no_agg(c);
+	c->batch_s = 0.3;
+}
+
+#define BIG (100ull * 1000 * 1000) /* 100 MB: 0.84 s on ps's 1 Gbit/s downlink at headroom 0.95 */
+
+/* The `send` of update @id at fake @f (pumping up to @timeout s), or NULL. */
+static json_t *send_of(int f, uint64_t id, double timeout)
+{
+	double t0 = clock_real_s();
+	json_t *m;
+
+	while ((m = wait_msg(f, "send", timeout - (clock_real_s() - t0))))
+		if (jid(m, "id") == id)
+			return m;
+	return NULL;
+}
+
+/* Whether JSON array @a holds integer @v. */
+static int holds(json_t *a, uint64_t v)
+{
+	for (size_t i = 0; i < json_array_size(a); i++)
+		if ((uint64_t)json_integer_value(json_array_get(a, i)) == v)
+			return 1;
+	return 0;
+}
+
+/*
+ * w0's 100 MB update occupies ps's downlink for 0.84 s. w1's update, pushed while it is busy,
+ * is held (planned on arrival it would have gone alone, within 2 ms); w2's, pushed 20 ms
+ * later, joins it, and the plan aggregates the two at a0 when the downlink frees.
+ */
+START_TEST(busy_link_held_and_aggregated)
+{
+	int w[3], a0;
+
+	start_daemon(gather_agg);
+	setup("mlfabric-a", 0, 1000, 3, w, &a0);
+	push(w[0], UID(2, 1), 0, BIG);
+	json_t *first = send_of(w[0], UID(2, 1), 2.0);
+	ck_assert_ptr_nonnull(first);
+	double start = json_number_value(json_object_get(first, "start"));
+	push(w[1], UID(3, 1), 0, BIG);
+	pump(0.02);
+	push(w[2], UID(4, 1), 0, BIG);
+	json_t *ag = wait_msg(a0, "aggregate", 4.0);
+	ck_assert_msg(ag != NULL, "no aggregate: w1's and w2's updates were not planned together");
+	json_t *in = json_object_get(ag, "inputs");
+	ck_assert_msg(holds(in, UID(3, 1)) && holds(in, UID(4, 1)) && !holds(in, UID(2, 1)),
+		      "the aggregate's inputs are not w1's and w2's updates");
+	/* held until the downlink frees: the aggregate leaves a0 once w0's copy has ended */
+	double agg_start = json_number_value(json_object_get(ag, "start"));
+	ck_assert_msg(agg_start >= start + 0.84 * 0.9,
+		      "the aggregate starts %.3f s after w0's copy (that copy takes 0.84 s)",
+		      agg_start - start);
+	ck_assert_int_eq(rec_count("updates.jsonl", "\"aggregated\""), 2);
+	stop_daemon();
+}
+END_TEST
+
+/*
+ * An update whose path is free is planned at once: w0's 100 MB copy reserved ps's downlink,
+ * its `done` frees it early, and w1's update then pushed is planned right away, not when the
+ * reservation would have ended (0.84 s).
+ */
+START_TEST(free_link_planned_at_once)
+{
+	int w[2];
+
+	start_daemon(gather_agg);
+	setup("mlfabric-a", 0, 1000, 2, w, NULL);
+	push(w[0], UID(2, 1), 0, BIG);
+	json_t *first = send_of(w[0], UID(2, 1), 2.0);
+	ck_assert_ptr_nonnull(first);
+	double start = json_number_value(json_object_get(first, "start"));
+	fake_send(w[0], json_pack("{s:s, s:s, s:I, s:i, s:I, s:f}", "type", "done", "app",
+				  "worker@w0", "xfer", (json_int_t)UID(2, 1), "status", 0, "bytes",
+				  (json_int_t)BIG, "t", start));
+	pump(0.05);
+	double t0 = clock_real_s();
+	push(w[1], UID(3, 1), 0, BIG);
+	json_t *m = send_of(w[1], UID(3, 1), 2.0);
+	double t = clock_real_s() - t0;
+	ck_assert_ptr_nonnull(m);
+	ck_assert_msg(json_number_value(json_object_get(m, "start")) < start + 0.84 / 2,
+		      "w1's copy starts %.3f s after w0's: planned as if w0's were still running",
+		      json_number_value(json_object_get(m, "start")) - start);
+	ck_assert_msg(t < 0.42, "planned after %.3f s, the downlink being free", t);
+	stop_daemon();
+}
+END_TEST
+
+/*
+ * The hold is bounded: with ps's downlink reserved for 8.4 s (1 GB), w1's update is held only
+ * until --batch-ms (0.3 s) after its arrival, then planned, while w0 pushes three updates a
+ * millisecond.
+ */
+START_TEST(hold_bounded_under_stream)
+{
+	int w[2];
+
+	start_daemon(short_bound);
+	setup("mlfabric-a", 0, 1000, 2, w, NULL);
+	push(w[0], UID(2, 1), 0, 10 * BIG);
+	ck_assert_ptr_nonnull(send_of(w[0], UID(2, 1), 2.0));
+	double t_send = send_under_stream(w[1], UID(3, 1), w[0], 2, 1.0);
+	ck_assert_msg(t_send >= 0.3 - 0.01, "planned after %.3f s: not held behind the busy "
+		      "downlink (bound 0.3 s)", t_send);
+	ck_assert_msg(t_send <= 0.3 + 0.15, "planned after %.3f s (bound --batch-ms 0.3 s)", t_send);
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_arrival");
@@ -350,6 +487,9 @@ int main(void)
 	tcase_add_test(tc, lead_follows_samples);
 	tcase_add_test(tc, lead_follows_done_reports);
 	tcase_add_test(tc, future_arrivals_all_come_due);
+	tcase_add_test(tc, busy_link_held_and_aggregated);
+	tcase_add_test(tc, free_link_planned_at_once);
+	tcase_add_test(tc, hold_bounded_under_stream);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

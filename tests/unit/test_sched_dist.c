@@ -218,10 +218,13 @@ START_TEST(failed_copy_fails_forwards)
 }
 END_TEST
 
-/* Daemon with server ps (uplink reported at 0.5 Gbit/s: a 10 MB copy takes 0.17 s) and w0..w2. */
-static int busy_uplink(int *w)
+/*
+ * Daemon (config @tweak, may be NULL) with server ps (uplink reported at 0.5 Gbit/s: a 10 MB
+ * copy takes 0.17 s) and w0..w2.
+ */
+static int busy_uplink(int *w, void (*tweak)(struct sched_config *))
 {
-	start_daemon(NULL);
+	start_daemon(tweak);
 	int ps = setup("mlfabric-a", 5, 8, N_W, w, NULL);
 	fake_send(ps, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				"ps", "t", clock_real_s(), "up_gbps", 0.5, "down_gbps", 1.0, "tx_gbps",
@@ -240,16 +243,14 @@ static void pull(int f, int id)
 }
 
 /*
- * The hold rule (docs/scheduler.md "Distribution trees"): two pulls that arrive together while
- * the server's uplink is busy with an earlier copy are held, since a tree planned when it frees
- * (one server copy at 0.5 Gbit/s, one forward at 10) answers both sooner than two direct copies
- * queued behind it, and are planned together once it frees: a tree, not one server copy per
- * pull.
+ * Daemon (config @tweak) with ps's uplink at 0.5 Gbit/s: w0 pulls; 50 ms later, while its copy
+ * is under way, w1 and w2 pull: held (one server copy so far), then answered together, through
+ * a tree (one more server copy and a forward), within 0.4 s.
  */
-START_TEST(pulls_held_while_uplink_busy)
+static void held_then_tree(void (*tweak)(struct sched_config *))
 {
 	int w[N_W], n_fwd = 0;
-	int ps = busy_uplink(w);
+	int ps = busy_uplink(w, tweak);
 
 	pull(w[0], 100);
 	pump(0.05); /* its copy (0.17 s) is under way */
@@ -257,7 +258,9 @@ START_TEST(pulls_held_while_uplink_busy)
 	pull(w[2], 102);
 	pump(0.05);
 	ck_assert_int_eq(count_msgs(ps, "send"), 1); /* held */
-	pump(0.4);
+	for (int i = 0; i < 40 && count_msgs(ps, "send") < 2; i++)
+		pump(0.01);
+	pump(0.05);
 	ck_assert_int_eq(count_msgs(ps, "send"), 2); /* w0's, then one for w1 and w2 together */
 	for (int i = 0; i < N_W; i++) {
 		char name[8];
@@ -266,6 +269,37 @@ START_TEST(pulls_held_while_uplink_busy)
 	}
 	ck_assert_int_ge(n_fwd, 1); /* from w1 or w2 (its own copy) */
 	stop_daemon();
+}
+
+/*
+ * The hold rule (docs/scheduler.md "Distribution trees"): two pulls that arrive together while
+ * the server's uplink is busy with an earlier copy are held, since a tree planned when it frees
+ * (one server copy at 0.5 Gbit/s, one forward at 10) answers both sooner than two direct copies
+ * queued behind it, and are planned together once it frees: a tree, not one server copy per
+ * pull.
+ */
+START_TEST(pulls_held_while_uplink_busy)
+{
+	held_then_tree(NULL);
+}
+END_TEST
+
+/* A slow fallback tick (0.5 s): what is held is planned on its release, not at a tick. */
+static void slow_tick(struct sched_config *c)
+{
+	c->batch_s = 0.5;
+}
+
+/*
+ * Under planning on arrival the hold needs no tick (docs/scheduler.md "Distribution trees"):
+ * with a 0.5 s fallback tick, longer than the 0.17 s copy under way, two pulls that arrive while
+ * the uplink is busy are still held, and are planned as one tree when it frees (the release is
+ * a future arrival), well before the tick. Before, a hold needed the uplink busy past the next
+ * tick, so each pull got its own server copy queued behind the first.
+ */
+START_TEST(pulls_held_until_uplink_frees)
+{
+	held_then_tree(slow_tick);
 }
 END_TEST
 
@@ -277,7 +311,7 @@ END_TEST
 START_TEST(lone_pull_not_held)
 {
 	int w[N_W];
-	int ps = busy_uplink(w);
+	int ps = busy_uplink(w, NULL);
 
 	pull(w[0], 100);
 	pump(0.05);
@@ -337,6 +371,7 @@ int main(void)
 	tcase_add_test(tc, dead_distributor_pulls_replanned);
 	tcase_add_test(tc, failed_copy_fails_forwards);
 	tcase_add_test(tc, pulls_held_while_uplink_busy);
+	tcase_add_test(tc, pulls_held_until_uplink_frees);
 	tcase_add_test(tc, lone_pull_not_held);
 	tcase_add_test(tc, unreachable_pull_stays_queued);
 	suite_add_tcase(s, tc);

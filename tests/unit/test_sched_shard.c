@@ -361,6 +361,47 @@ START_TEST(aggregates_per_shard)
 }
 END_TEST
 
+/* A slow fallback tick (2 s): what is held waits for its release, not for a tick. */
+static void slow_tick(struct sched_config *c)
+{
+	c->batch_s = 2.0;
+}
+
+/*
+ * Gathering behind a busy link with shards (docs/scheduler.md "Gathering behind a busy link"):
+ * an update starts with its first leg. Shards at ps (1 Gbit/s down) and a0 (10): w0's 200 MB
+ * update reserves ps's downlink for 0.84 s and a0's for a tenth of that; w1's update, pushed
+ * 0.3 s later, has a0's downlink free, so it is planned at once (a leg to a0 goes now), not held
+ * until ps's downlink frees.
+ */
+START_TEST(sharded_update_starts_with_first_free_leg)
+{
+	const int64_t K = 25000; /* 100 MB per leg */
+	int w[N_W];
+
+	start_daemon(slow_tick);
+	int ps = setup(NULL, 0, 0, N_W, w, NULL);
+	int s1 = fake_open("a0");
+	for (int k = 0; k < 2; k++) {
+		json_t *r = shard_reg(k ? "a0" : "ps", k, "mlfabric-a", 2 * HALF * K, k * HALF * K);
+		json_object_set_new(r, "n_floats", json_integer(HALF * K));
+		fake_send(k ? s1 : ps, r);
+		ck_assert_ptr_nonnull(wait_msg(k ? s1 : ps, "registered", 2.0));
+	}
+	push(w[0], 3001, 5, 1024 + 4 * 2 * HALF * K);
+	ck_assert_ptr_nonnull(wait_msg(w[0], "send", 2.0));
+	pump(0.3);
+	double t0 = clock_real_s();
+	push(w[1], 3002, 5, 1024 + 4 * 2 * HALF * K);
+	json_t *m = wait_msg(w[1], "send", 2.0);
+	double t = clock_real_s() - t0;
+	ck_assert_ptr_nonnull(m);
+	ck_assert_msg(t < 0.42, "w1's update planned %.3f s after its push: held until ps's "
+		      "downlink frees (0.84 s after w0's), though a0's was free", t);
+	stop_daemon();
+}
+END_TEST
+
 /* The planned start or end (CLOCK_REALTIME s) of transfer @x in transfers.jsonl; asserts it. */
 static double rec_time(uint64_t x, const char *k)
 {
@@ -756,6 +797,7 @@ int main(void)
 	tcase_add_test(tc, shard_ahead_lifts_incomplete_group);
 	tcase_add_test(tc, bad_shard_registrations_refused);
 	tcase_add_test(tc, aggregates_per_shard);
+	tcase_add_test(tc, sharded_update_starts_with_first_free_leg);
 	tcase_add_test(tc, copy_waits_for_aggregate_legs);
 	tcase_add_test(tc, copy_waits_for_aggregate_legs_learned);
 	tcase_add_test(tc, copy_wait_updates_ignores_aggregates);
