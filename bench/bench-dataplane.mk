@@ -1,17 +1,25 @@
 # bench/bench-dataplane.mk - mlf-txloop (bare DPDK tx loop), `make bench-dataplane` (goodput,
 # pacing, then CPU per load and the cost of frame tags appended to docs/results/dataplane.md),
 # `make bench-dataplane-auth` (frame tags against untagged frames, docs/security.md "Frames") and
-# `make bench-dataplane-cpu`
+# `make bench-dataplane-cpu`, `make bench-xfertab` (transfer lookups: scans against rte_hash)
 # (only the CPU per load, frugal sleeps against the earlier back-off loop), and
 # `make bench-loss-pacing` (what random frame loss does to a paced transfer under the loss
 # response; LOSS_PACING_ARGS for --runs, --rates, --drops), and `make bench-tail-repair` (a
 # Table 2 N3 leg over a slow link with the way back quiet or congested; TAIL_REPAIR_ARGS, e.g.
 # --baseline OLD/build/mlf-dataplane to run an older dataplane in the same rounds).
 
-PROGRAMS += $(BUILD)/mlf-txloop
-BENCHES  += bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
+PROGRAMS += $(BUILD)/mlf-txloop $(BUILD)/mlf-bench-xfertab
+BENCHES  += bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair \
+	    bench-xfertab
 
 $(BUILD)/bench/dataplane_txloop.o: INC_bench += $(DPDK_CFLAGS)
+
+# transfer lookups: linear scans against the rte_hash tables (docs/results/dataplane.md)
+$(BUILD)/bench/xfertab_bench.o: INC_bench += -Idataplane $(DPDK_CFLAGS)
+$(BUILD)/mlf-bench-xfertab: $(BUILD)/bench/xfertab_bench.o $(BUILD)/dataplane/xfertab.o $(BUILD)/dataplane/xferring.o \
+		$(LIB_BASE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(LDLIBS)
 
 $(BUILD)/mlf-txloop: $(BUILD)/bench/dataplane_txloop.o $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)
@@ -21,7 +29,9 @@ DP_RESULTS = docs/results/dataplane.md
 DPCPU_SECTION = { echo; echo '\#\# CPU per load (a frugal dataplane)'; echo; }
 DPAUTH_SECTION = { echo; echo '\#\# Frame tags (frame_auth): CPU and goodput against untagged frames'; echo; }
 
-.PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair
+.PHONY: bench-dataplane bench-dataplane-cpu bench-dataplane-auth bench-loss-pacing bench-tail-repair bench-xfertab
+bench-xfertab: $(BUILD)/mlf-bench-xfertab
+	$(BUILD)/mlf-bench-xfertab 3
 bench-dataplane: $(PROGRAMS)
 	bench/dataplane_bench.sh
 	bench/dataplane_cpu.sh --out $(BUILD)/dataplane-cpu.md
