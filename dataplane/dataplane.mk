@@ -56,5 +56,13 @@ $(BUILD)/tests/test_dp_xfertab: $(BUILD)/tests/unit/test_dp_xfertab.o $(BUILD)/d
 		$(BUILD)/dataplane/xferring.o $(LIB_BASE)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(CHECK_LIBS) $(LDLIBS)
+
+# the port layer over DPDK's ring PMD (a loopback port): set-up, chained rx, counters
+UNIT_TESTS += $(BUILD)/tests/test_dp_portio
+$(BUILD)/tests/unit/test_dp_portio.o: INC_tests/unit += -Idataplane -Idataplane/core $(DPDK_CFLAGS)
+$(BUILD)/tests/test_dp_portio: $(BUILD)/tests/unit/test_dp_portio.o $(BUILD)/dataplane/portio.o \
+		$(BUILD)/dataplane/dp.o $(DP_CORE_OBJS) $(LIB_PROTO) $(LIB_BASE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lnuma
 # the app-socket test talks to the dataplane through the client (buffers)
 $(BUILD)/tests/test_dp_appmsg: $(LIBMLFABRIC)
