@@ -19,6 +19,8 @@
 #include "wire.h"
 
 #define MTU 1500
+#define T0 1000000000ULL                       /* monotonic ns of the first counter read */
+#define STEP ((uint64_t)(PORTIO_POLL_S * 1e9)) /* between reads */
 
 static const struct wire_addr addr = {
 	.src_mac = { 2, 0, 10, 0, 0, 1 }, .dst_mac = { 2, 0, 10, 0, 0, 2 },
@@ -117,14 +119,16 @@ START_TEST(port_setup_chained_rx_oversize_loopback_link)
 		portio_rx_free(out, n);
 	}
 
-	/* the counters' link state follows the link (read at most every PORTIO_POLL_S) */
-	ck_assert_int_eq(portio_poll_port(1000000000ULL), 1);
+	/* the counters' link state follows the link (read at most every PORTIO_POLL_S). (A rising
+	 * drop counter's log line is not tested: neither the ring PMD nor net_memif counts the
+	 * frames its full ring refuses in any counter portio reads.) */
+	ck_assert_int_eq(portio_poll_port(T0), 1);
 	portio_port_stats(&st);
 	ck_assert_int_eq(st.link_up, 1);
 	ck_assert_uint_eq(st.link_changes, 0);
+	ck_assert_int_eq(portio_poll_port(T0 + 1000), 0); /* not due yet */
 	ck_assert_int_eq(rte_eth_dev_set_link_down(0), 0);
-	ck_assert_int_eq(portio_poll_port(1000000000ULL + 1000), 0); /* not due yet */
-	ck_assert_int_eq(portio_poll_port(1000000000ULL + (uint64_t)(PORTIO_POLL_S * 1e9)), 1);
+	ck_assert_int_eq(portio_poll_port(T0 + STEP), 1);
 	portio_port_stats(&st);
 	ck_assert_int_eq(st.link_up, 0);
 	ck_assert_uint_eq(st.link_changes, 1);
