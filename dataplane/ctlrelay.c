@@ -116,6 +116,23 @@ static void to_sched(json_t *msg)
 	json_decref(msg);
 }
 
+/*
+ * The "port" object of a link report (docs/control.md): the port's drop counters since start and
+ * its link state, so that the scheduler and mlf-top see drops the transfers only see as loss.
+ */
+static json_t *port_json(void)
+{
+	struct portio_port_stats p;
+
+	monitor_port(&p);
+	if (!p.polls)
+		return NULL;
+	return json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "name", portio_name(), "link_up", p.link_up,
+			 "speed_mbps", (json_int_t)p.speed_mbps, "imissed", (json_int_t)p.imissed,
+			 "ierrors", (json_int_t)p.ierrors, "rx_nombuf", (json_int_t)p.rx_nombuf,
+			 "oerrors", (json_int_t)p.oerrors, "link_changes", (json_int_t)p.link_changes);
+}
+
 static void send_link(void)
 {
 	double up, down, dt = (double)(dp.clk.mono_ns - cr.last_link_ns) / 1e9;
@@ -123,9 +140,15 @@ static void send_link(void)
 	double rx = dt > 0 ? (double)(dp.cnt.rx_bytes - cr.last_rx) * 8 / dt / 1e9 : 0;
 
 	monitor_capacity(&up, &down);
-	to_sched(json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link",
-			   "host", dp.cluster.hosts[dp.me].name, "t", now_real(), "up_gbps", up,
-			   "down_gbps", down, "tx_gbps", tx, "rx_gbps", rx));
+	json_t *m = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link",
+			      "host", dp.cluster.hosts[dp.me].name, "t", now_real(), "up_gbps", up,
+			      "down_gbps", down, "tx_gbps", tx, "rx_gbps", rx), *port = port_json();
+
+	if (m && port)
+		json_object_set_new(m, "port", port);
+	else
+		json_decref(port);
+	to_sched(m);
 	cr.last_link_ns = dp.clk.mono_ns;
 	cr.last_tx = dp.cnt.tx_bytes;
 	cr.last_rx = dp.cnt.rx_bytes;

@@ -47,5 +47,22 @@ $(BUILD)/tests/test_dp_%: $(BUILD)/tests/unit/test_dp_%.o $(DP_CORE_OBJS) $(LIB_
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter $(LIBMLFABRIC),$^) $(LIB_PROTO) $(LIB_BASE) $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS)
 .SECONDARY: $(DP_TESTS:%=$(BUILD)/tests/unit/%.o)
+
+# the transfer tables live on rte_hash: their test sees the dataplane's headers and links DPDK
+# (it starts an EAL without hugepages, PCI or shared config files)
+UNIT_TESTS += $(BUILD)/tests/test_dp_xfertab
+$(BUILD)/tests/unit/test_dp_xfertab.o: INC_tests/unit += -Idataplane -Idataplane/core $(DPDK_CFLAGS)
+$(BUILD)/tests/test_dp_xfertab: $(BUILD)/tests/unit/test_dp_xfertab.o $(BUILD)/dataplane/xfertab.o \
+		$(BUILD)/dataplane/xferring.o $(LIB_BASE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(CHECK_LIBS) $(LDLIBS)
+
+# the port layer over DPDK's ring PMD (a loopback port): set-up, chained rx, counters
+UNIT_TESTS += $(BUILD)/tests/test_dp_portio
+$(BUILD)/tests/unit/test_dp_portio.o: INC_tests/unit += -Idataplane -Idataplane/core $(DPDK_CFLAGS)
+$(BUILD)/tests/test_dp_portio: $(BUILD)/tests/unit/test_dp_portio.o $(BUILD)/dataplane/portio.o \
+		$(BUILD)/dataplane/dp.o $(DP_CORE_OBJS) $(LIB_PROTO) $(LIB_BASE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(DPDK_LIBS) $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS) -lnuma
 # the app-socket test talks to the dataplane through the client (buffers)
 $(BUILD)/tests/test_dp_appmsg: $(LIBMLFABRIC)

@@ -14,12 +14,20 @@
 #define DP_XFER_LOG_RATE 50
 #define DP_XFER_LOG_BURST 500
 
+/* Unacknowledged DATA segments a sender keeps in flight per destination host (sender.c): the rx
+ * ring of a port holds at least twice this (portio.c), two senders' windows. */
+#define DP_WINDOW_SEGS 2048
+
 /** Port and engine counters (monotonic; read by the monitor). */
 struct dp_counters {
 	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
 	uint64_t rx_reject[WIRE_ERR_MAX];  /* frames refused by wire_parse (and for a foreign source
 					    * or a bad tag: WIRE_EPEER, WIRE_EAUTH), per reason */
-	uint64_t rx_multiseg;              /* frames not in one mbuf (dropped) */
+	uint64_t rx_multiseg;              /* frames in chained mbufs (scatter rx), copied into one
+					    * buffer for the engine */
+	uint64_t rx_oversize;              /* frames longer than the MTU allows (dropped) */
+	uint64_t rx_cksum_bad;             /* frames the port flagged with a bad IPv4 or UDP
+					    * checksum (rx checksum offload; dropped) */
 	uint64_t rx_data, rx_data_dup, rx_sack, rx_abort, rx_stray; /* stray: unknown transfer */
 	uint64_t tx_data, tx_retx, tx_sack, tx_abort, tx_nobuf;
 	uint64_t tx_rate_cuts; /* paced transfers slowed after a loss (pacer_on_loss) */

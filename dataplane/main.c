@@ -84,6 +84,8 @@ static void usage(FILE *out, const char *prog)
 		"                      until it closes; an app leaving 4 MiB of replies unread is\n"
 		"                      disconnected (docs/dataplane.md \"App socket trust\")\n"
 		"  --port N            DPDK port id (default 0)\n"
+		"  --link-timeout S    wait this long for the port's link at start, then fail naming\n"
+		"                      the port (default %.0f; 0 = do not wait)\n"
 		"  --timeout S         peer silence that fails a transfer, seconds (default 3)\n"
 		"  --busy-poll         never sleep (a dedicated core per dataplane, bare metal)\n"
 		"  --sleep frugal|backoff  how the loop waits (default frugal: poll while something is\n"
@@ -104,13 +106,13 @@ static void usage(FILE *out, const char *prog)
 		"Run-time control: dpdk-telemetry.py -f <file-prefix>, commands /mlfabric/stats,\n"
 		"  /mlfabric/faults[,SPEC], /mlfabric/shaper[,GBPS], /mlfabric/capacity[,UP,DOWN].\n"
 		"  See docs/dataplane.md.\n",
-		prog, MLFABRIC_SOCK_DIR);
+		prog, MLFABRIC_SOCK_DIR, PORTIO_LINK_TIMEOUT_S);
 }
 
 struct opts {
 	const char *cluster, *host, *sock, *fault, *scheduler;
 	gid_t app_group; /* (gid_t)-1 = the dataplane's own group */
-	double shaper, timeout, t_report;
+	double shaper, timeout, t_report, link_timeout;
 	unsigned port;
 };
 
@@ -125,6 +127,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "fault", required_argument, NULL, 'f' },   { "shaper-gbps", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },       { "help", no_argument, NULL, 'h' },
 		{ "scheduler", required_argument, NULL, 'S' }, { "t-report", required_argument, NULL, 'R' },
+		{ "link-timeout", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -151,6 +154,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->t_report = strtod(optarg, &end);
 			if (*end || !(o->t_report >= 0.001 && o->t_report <= 60)) {
 				fprintf(stderr, "--t-report: '%s' must be seconds in [0.001, 60]\n", optarg);
+				return -1;
+			}
+			break;
+		case 'l':
+			o->link_timeout = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->link_timeout >= 0 && o->link_timeout <= 600)) {
+				fprintf(stderr, "--link-timeout: '%s' must be seconds in [0, 600]\n", optarg);
 				return -1;
 			}
 			break;
@@ -461,9 +471,11 @@ static void run(void)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .timeout = 3.0, .t_report = 0.1, .app_group = (gid_t)-1 };
+	struct opts o = { .timeout = 3.0, .t_report = 0.1, .link_timeout = PORTIO_LINK_TIMEOUT_S,
+			  .app_group = (gid_t)-1 };
+	struct portio_conf pconf;
 	struct fault_spec faults = { 0 };
-	char err[256], sock[256], comp[64], sched[64];
+	char err[512], sock[256], comp[64], sched[64];
 	int ret, udp_fd;
 
 	for (int i = 1; i < argc; i++)
@@ -505,7 +517,10 @@ int main(int argc, char **argv)
 	prctl(PR_SET_TIMERSLACK, 1UL); /* idle sleeps of a few us must not become 50 us */
 	clock_init(dp.hz);
 
-	if ((ret = portio_init((uint16_t)o.port, dp.cluster.mtu, dp.my_mac, err, sizeof(err))) < 0)
+	pconf = (struct portio_conf){ .port = (uint16_t)o.port, .mtu = dp.cluster.mtu,
+				      .link_timeout_s = o.link_timeout,
+				      .cfg_mac = dp.cluster.hosts[dp.me].mac_given ? dp.cluster.hosts[dp.me].mac : NULL };
+	if ((ret = portio_init(&pconf, dp.my_mac, err, sizeof(err))) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
 	if (dp.cluster.hosts[dp.me].mac_given && memcmp(dp.my_mac, dp.cluster.hosts[dp.me].mac, 6) != 0)
 		log_warn("port MAC %02x:%02x:%02x:%02x:%02x:%02x is not %s's mac in %s: peers drop its frames "

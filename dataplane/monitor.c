@@ -28,11 +28,35 @@ static struct {
 	int faults_pending, shaper_pending;
 	struct fault_spec new_faults;
 	double new_shaper;
+	struct portio_port_stats port; /* port counters and link state (portio_poll_port) */
 	/* main-loop private */
 	uint64_t last_ns, last_rx, last_tx;
 } mon = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static const char *const state_names[] = { "waiting", "active", "done", "failed" };
+
+/* The port's counters, link state and set-up into @d (caller holds mon.lock). */
+static void add_port_stats(struct rte_tel_data *d)
+{
+	const struct portio_port_stats *p = &mon.port;
+
+	rte_tel_data_add_dict_string(d, "port", portio_name());
+#define P(k, v) rte_tel_data_add_dict_u64(d, "port_" k, (uint64_t)(v))
+	P("imissed", p->imissed); P("ierrors", p->ierrors); P("rx_nombuf", p->rx_nombuf);
+	P("oerrors", p->oerrors); P("link_up", p->link_up); P("speed_mbps", p->speed_mbps);
+	P("full_duplex", p->full_duplex); P("link_changes", p->link_changes);
+	P("rx_desc", p->nb_rxd); P("tx_desc", p->nb_txd); P("rx_cksum_offload", p->rx_cksum);
+	P("tx_cksum_offload", p->tx_cksum); P("scatter", p->scatter); P("promisc", p->promisc);
+	P("polls", p->polls);
+#undef P
+}
+
+void monitor_port(struct portio_port_stats *out)
+{
+	pthread_mutex_lock(&mon.lock);
+	*out = mon.port;
+	pthread_mutex_unlock(&mon.lock);
+}
 
 static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -53,13 +77,14 @@ static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d
 		rte_tel_data_add_dict_u64(d, k, mon.cnt.rx_reject[e]);
 	}
 #define C(f) rte_tel_data_add_dict_u64(d, #f, mon.cnt.f)
-	C(rx_multiseg); C(rx_data); C(rx_data_dup); C(rx_sack); C(rx_abort); C(rx_stray);
+	C(rx_multiseg); C(rx_oversize); C(rx_cksum_bad); C(rx_data); C(rx_data_dup); C(rx_sack); C(rx_abort); C(rx_stray);
 	C(tx_data); C(tx_retx); C(tx_sack); C(tx_abort); C(tx_nobuf); C(tx_rate_cuts);
 	C(fault_rx_drop); C(fault_rx_dup); C(fault_rx_reorder); C(fault_rx_delay);
 	C(fault_tx_drop); C(fault_tx_dup); C(fault_tx_reorder); C(fault_tx_delay); C(fault_cut);
 	C(xfer_tx_ok); C(xfer_tx_failed); C(xfer_rx_ok); C(xfer_rx_failed);
 	C(rx_held); C(rx_unannounced); C(tx_sack_held); C(rx_sack_held);
 #undef C
+	add_port_stats(d);
 	xs = rte_tel_data_alloc();
 	if (xs) {
 		rte_tel_data_start_array(xs, RTE_TEL_STRING_VAL);
@@ -224,8 +249,13 @@ void monitor_step(void)
 	struct fault_spec f;
 	double g, dt;
 	char err[256];
+	struct portio_port_stats port;
+	int port_read = portio_poll_port(dp.clk.mono_ns);
 
+	portio_port_stats(&port);
 	pthread_mutex_lock(&mon.lock);
+	if (port_read)
+		mon.port = port;
 	dt = (double)(dp.clk.mono_ns - mon.last_ns) / 1e9;
 	if (mon.last_ns && dt > 0) {
 		mon.rx_gbps = (double)(dp.cnt.rx_bytes - mon.last_rx) * 8 / dt / 1e9;

@@ -3,6 +3,7 @@
 #define MLF_MONITOR_H
 
 #include "fault.h"
+#include "portio.h"
 
 /**
  * monitor_init - register the telemetry commands (served by DPDK's telemetry thread; the main
@@ -23,6 +24,12 @@ void monitor_step(void);
  * scheduler in hello and link messages (docs/control.md).
  */
 void monitor_capacity(double *up_gbps, double *down_gbps);
+
+/**
+ * monitor_port - the port counters and link state of the last snapshot (monitor_step reads them
+ * every PORTIO_POLL_S), reported to the scheduler in link messages (docs/control.md).
+ */
+void monitor_port(struct portio_port_stats *out);
 
 /** monitor_apply_faults - put @f in force now (also used for --fault at start). 0 or -EINVAL. */
 int monitor_apply_faults(const struct fault_spec *f, char *err, size_t errlen);

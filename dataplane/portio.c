@@ -2,14 +2,21 @@
 #include "portio.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
 #include <rte_devargs.h>
 #include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_udp.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 
 #include "dp.h"
@@ -38,6 +45,12 @@ static struct {
 	uint32_t cut_ip;
 	uint64_t rng;
 	int driver_copies;  /* the driver copies tx frames into its own ring: zero-copy payloads */
+	unsigned pool_n;    /* mbufs in the pool */
+	unsigned frame_max; /* longest frame accepted (MTU + Ethernet, VLAN tag, FCS), bytes */
+	uint8_t *scratch;   /* 2 * PORTIO_BURST slots of frame_max: chained frames made contiguous */
+	char name[RTE_ETH_NAME_MAX_LEN + IF_NAMESIZE + 32]; /* for messages (portio_name) */
+	struct portio_port_stats st; /* last read of the port's counters, offloads in use */
+	uint64_t last_poll_ns;
 	int rx_fd;          /* rx queue 0's interrupt event fd, -1 when the PMD has no rx interrupts */
 	int rx_armed;       /* its interrupt is enabled (the loop sleeps) */
 } pio = { .rng = 0x9e3779b97f4a7c15ULL, .rx_fd = -1 };
@@ -92,21 +105,15 @@ static struct rte_mempool *make_pool(unsigned room)
 	struct rte_mempool *mp;
 
 	snprintf(name, sizeof(name), "mlf_mbufs_%u", room);
-	mp = rte_pktmbuf_pool_create(name, 8191, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), pio.socket);
+	mp = rte_pktmbuf_pool_create(name, pio.pool_n, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), pio.socket);
 	if (!mp && pio.socket != SOCKET_ID_ANY && rte_errno == ENOMEM) {
-		log_warn("port %u: no memory on its socket %d for mbufs (EAL --socket-mem): using any socket",
-			 pio.port, pio.socket);
+		log_warn("%s: no memory on its socket %d for mbufs (EAL --socket-mem): using any socket",
+			 pio.name, pio.socket);
 		pio.socket = SOCKET_ID_ANY;
-		mp = rte_pktmbuf_pool_create(name, 8191, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), pio.socket);
+		mp = rte_pktmbuf_pool_create(name, pio.pool_n, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
+					     pio.socket);
 	}
 	return mp;
-}
-
-static const char *driver_name(uint16_t port)
-{
-	struct rte_eth_dev_info info;
-
-	return rte_eth_dev_info_get(port, &info) == 0 && info.driver_name ? info.driver_name : "?";
 }
 
 /*
@@ -132,11 +139,117 @@ static int driver_copies(uint16_t port)
 	return 0;
 }
 
-int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen)
+/* Frame bytes beyond the IP MTU a received frame may carry: Ethernet header, one VLAN tag, FCS. */
+#define FRAME_OVERHEAD (RTE_ETHER_HDR_LEN + 4 + RTE_ETHER_CRC_LEN)
+
+/* "port N (name[, interface IF])" into pio.name. */
+static void make_name(uint16_t port, const struct rte_eth_dev_info *info)
+{
+	char dev[RTE_ETH_NAME_MAX_LEN] = "?", ifn[IF_NAMESIZE];
+	int n;
+
+	rte_eth_dev_get_name_by_port(port, dev);
+	n = snprintf(pio.name, sizeof(pio.name), "port %u (%s", port, dev);
+	if (info && info->if_index && if_indextoname(info->if_index, ifn) && n > 0 &&
+	    (size_t)n < sizeof(pio.name))
+		n += snprintf(pio.name + n, sizeof(pio.name) - (size_t)n, ", interface %s", ifn);
+	if (n > 0 && (size_t)n < sizeof(pio.name))
+		snprintf(pio.name + n, sizeof(pio.name) - (size_t)n, ")");
+}
+
+/* The MTU of kernel interface @if_index (SIOCGIFMTU), or -errno. */
+static int kernel_mtu(unsigned if_index)
+{
+	struct ifreq ifr;
+	int fd, rc;
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (!if_indextoname(if_index, ifr.ifr_name))
+		return -errno;
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	rc = ioctl(fd, SIOCGIFMTU, &ifr) < 0 ? -errno : ifr.ifr_mtu;
+	close(fd);
+	return rc;
+}
+
+/*
+ * The port must carry IP MTU @mtu: set it (a real NIC: jumbo frames need it). A kernel-backed
+ * port (net_af_packet, net_tap: it names an interface) whose driver refuses follows the kernel
+ * interface's MTU: enough when that is at least @mtu. Otherwise -EINVAL with @err naming the port.
+ */
+static int set_mtu(uint16_t port, int mtu, const struct rte_eth_dev_info *info, char *err, size_t errlen)
+{
+	uint16_t cur = 0;
+	int rc = rte_eth_dev_set_mtu(port, (uint16_t)mtu), kmtu;
+
+	if (rc == 0)
+		return 0;
+	if (info->if_index && (kmtu = kernel_mtu(info->if_index)) > 0) {
+		if (kmtu >= mtu) {
+			log_info("%s: the driver keeps its MTU (%s); the interface's MTU %d carries the "
+				 "config's %d", pio.name, strerror(-rc), kmtu, mtu);
+			return 0;
+		}
+		snprintf(err, errlen, "%s: interface MTU %d is below the cluster config's mtu %d (the driver "
+			 "cannot set it: %s): set the interface MTU (ip link set dev IF mtu %d) or lower \"mtu\"",
+			 pio.name, kmtu, mtu, strerror(-rc), mtu);
+		return -EINVAL;
+	}
+	if (rte_eth_dev_get_mtu(port, &cur) == 0 && cur >= mtu)
+		return 0;
+	snprintf(err, errlen, "%s: cannot set MTU %d, the cluster config's mtu (port maximum %u, now %u): %s",
+		 pio.name, mtu, info->max_mtu, cur, strerror(-rc));
+	return -EINVAL;
+}
+
+/*
+ * Waits up to @timeout_s for the link to come up (polling rte_eth_link_get_nowait every 10 ms).
+ * Returns 0, or -ETIMEDOUT with @err naming the port.
+ */
+static int wait_link(uint16_t port, double timeout_s, char *err, size_t errlen)
+{
+	struct rte_eth_link l;
+	double waited = 0;
+
+	for (;;) {
+		memset(&l, 0, sizeof(l));
+		if (rte_eth_link_get_nowait(port, &l) < 0 || l.link_status == RTE_ETH_LINK_UP)
+			break; /* a driver without link state: nothing to wait for */
+		if (waited >= timeout_s) {
+			snprintf(err, errlen, "%s: link still down after %.1f s (--link-timeout; check the "
+				 "cable and the peer port, or --link-timeout 0 to start without waiting)",
+				 pio.name, timeout_s);
+			return -ETIMEDOUT;
+		}
+		rte_delay_us_sleep(10000);
+		waited += 0.01;
+	}
+	if (l.link_status == RTE_ETH_LINK_UP)
+		log_info("%s: link up, %u Mbit/s %s duplex%s", pio.name, l.link_speed,
+			 l.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half",
+			 waited > 0 ? " (waited for it)" : "");
+	return 0;
+}
+
+/* The smallest 2^k - 1 of at least @n (mempools are most efficient at such sizes). */
+static unsigned pow2m1(unsigned n)
+{
+	unsigned p = 1;
+
+	while (p - 1 < n)
+		p <<= 1;
+	return p - 1;
+}
+
+int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
 	struct rte_ether_addr ea;
-	unsigned room = (unsigned)(mtu + RTE_ETHER_HDR_LEN + 64);
+	uint16_t port = c->port, nb_rxd, nb_txd;
+	unsigned room = (unsigned)(c->mtu + FRAME_OVERHEAD + 64);
+	uint64_t txo;
 	int rc;
 
 	memset(&conf, 0, sizeof(conf));
@@ -144,14 +257,63 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 		snprintf(err, errlen, "no DPDK port %u (pass --vdev=net_af_packet0,iface=... or bind a NIC)", port);
 		return -ENODEV;
 	}
-	if (room < 2048)
-		room = 2048;
 	pio.port = port;
-	pio.socket = nodepick_pool_socket(rte_eth_dev_socket_id(port));
-	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) < 0) {
-		snprintf(err, errlen, "cannot configure port %u: %s", port, strerror(-rc));
+	if ((rc = rte_eth_dev_info_get(port, &info)) < 0) {
+		make_name(port, NULL);
+		snprintf(err, errlen, "%s: cannot read device info: %s", pio.name, strerror(-rc));
 		return rc;
 	}
+	make_name(port, &info);
+	if (room < 2048)
+		room = 2048;
+	pio.frame_max = (unsigned)c->mtu + FRAME_OVERHEAD;
+	pio.socket = nodepick_pool_socket(rte_eth_dev_socket_id(port));
+	/* offloads the port has: checksums in hardware, frames over several mbufs where it splits them */
+	if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) &&
+	    (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM)) {
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+		pio.st.rx_cksum = 1;
+	}
+	if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) && c->mtu > RTE_ETHER_MTU) {
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+		pio.st.scatter = 1;
+	}
+	txo = info.tx_offload_capa;
+	if (txo & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) /* header + external payload mbufs (zero-copy) */
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	if ((txo & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) && (txo & RTE_ETH_TX_OFFLOAD_UDP_CKSUM)) {
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+		pio.st.tx_cksum = 1;
+	}
+	/* the MTU at configure when the port takes it (ethdev checks the frame against
+	 * max_rx_pktlen too); else set_mtu below decides */
+	if (c->mtu <= info.max_mtu && c->mtu >= info.min_mtu &&
+	    (uint32_t)c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN <= info.max_rx_pktlen)
+		conf.rxmode.mtu = (uint32_t)c->mtu;
+	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) < 0) {
+		snprintf(err, errlen, "%s: cannot configure (offloads rx %#llx tx %#llx): %s", pio.name,
+			 (unsigned long long)conf.rxmode.offloads, (unsigned long long)conf.txmode.offloads,
+			 strerror(-rc));
+		return rc;
+	}
+	/*
+	 * Rings: the driver's preferred size, the rx ring at least two senders' windows (a burst of
+	 * them arrives while the loop sleeps), both within the port's limits.
+	 */
+	nb_rxd = info.default_rxportconf.ring_size > 2 * DP_WINDOW_SEGS ? info.default_rxportconf.ring_size :
+		 2 * DP_WINDOW_SEGS;
+	nb_txd = info.default_txportconf.ring_size > 1024 ? info.default_txportconf.ring_size : 1024;
+	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd)) < 0) {
+		snprintf(err, errlen, "%s: cannot fit %u rx / %u tx descriptors to its limits: %s", pio.name,
+			 nb_rxd, nb_txd, strerror(-rc));
+		return rc;
+	}
+	if (nb_rxd < 2 * DP_WINDOW_SEGS)
+		log_warn("%s: rx ring of %u descriptors (the port's maximum) is below two senders' windows "
+			 "(%u segments): bursts may be dropped (imissed)", pio.name, nb_rxd, 2 * DP_WINDOW_SEGS);
+	pio.st.nb_rxd = nb_rxd;
+	pio.st.nb_txd = nb_txd;
+	pio.pool_n = pow2m1((unsigned)nb_rxd + nb_txd + TXQ_CAP + 2 * HOLD_CAP + 512);
 	/*
 	 * net_af_packet refuses mbufs smaller than its ring frames (framesz in the vdev args, which
 	 * the port does not report): grow the mbufs until the rx queue accepts them.
@@ -159,46 +321,120 @@ int portio_init(uint16_t port, int mtu, uint8_t mac[6], char *err, size_t errlen
 	for (;;) {
 		pio.pool = make_pool(room);
 		if (!pio.pool) {
-			snprintf(err, errlen, "cannot create mbuf pool of %u-byte mbufs: %s", room,
-				 rte_strerror(rte_errno));
+			snprintf(err, errlen, "%s: cannot create mbuf pool of %u %u-byte mbufs: %s", pio.name,
+				 pio.pool_n, room, rte_strerror(rte_errno));
 			return -ENOMEM;
 		}
-		rc = rte_eth_rx_queue_setup(port, 0, 1024, (unsigned)pio.socket, NULL, pio.pool);
+		rc = rte_eth_rx_queue_setup(port, 0, nb_rxd, (unsigned)pio.socket, NULL, pio.pool);
 		if (rc != -ENOMEM || room >= UINT16_MAX - RTE_PKTMBUF_HEADROOM)
 			break;
 		rte_mempool_free(pio.pool);
 		room = room * 2 > UINT16_MAX - RTE_PKTMBUF_HEADROOM ? UINT16_MAX - RTE_PKTMBUF_HEADROOM : room * 2;
 	}
-	/*
-	 * A real NIC needs the config's MTU (jumbo frames). net_af_packet refuses (it reports a
-	 * 1518-byte maximum) and follows the kernel interface's MTU instead: only warn.
-	 */
-	if (rc == 0) {
-		int mrc = rte_eth_dev_set_mtu(port, (uint16_t)mtu);
-		if (mrc < 0)
-			log_warn("port %u: cannot set MTU %d (%s); frames of that size need the NIC or "
-				 "interface MTU set to it", port, mtu, strerror(-mrc));
-	}
-	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, 1024, (unsigned)pio.socket, NULL)) < 0) {
-		snprintf(err, errlen, "cannot set up queues of port %u: %s", port, strerror(-rc));
+	if (rc == 0 && (rc = set_mtu(port, c->mtu, &info, err, errlen)) < 0)
+		return rc;
+	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, nb_txd, (unsigned)pio.socket, NULL)) < 0) {
+		snprintf(err, errlen, "%s: cannot set up queues (%u rx / %u tx descriptors): %s", pio.name,
+			 nb_rxd, nb_txd, strerror(-rc));
 		return rc;
 	}
+	/* frames a driver splits over several mbufs are copied into one slot each (portio_rx) */
+	pio.scratch = rte_malloc_socket("mlf_rx_linear", (size_t)2 * PORTIO_BURST * pio.frame_max, 64,
+					pio.socket);
+	if (!pio.scratch) {
+		snprintf(err, errlen, "%s: no memory for %u rx frame buffers of %u bytes", pio.name,
+			 2 * PORTIO_BURST, pio.frame_max);
+		return -ENOMEM;
+	}
 	if ((rc = rte_eth_dev_start(port)) < 0) {
-		snprintf(err, errlen, "cannot start port %u: %s", port, strerror(-rc));
+		snprintf(err, errlen, "%s: cannot start: %s", pio.name, strerror(-rc));
 		return rc;
 	}
 	pio.driver_copies = driver_copies(port);
 	rx_intr_probe(port);
-	log_info("port %u: driver %s: DATA payloads %s", port, driver_name(port), pio.driver_copies ?
+	log_info("%s: driver %s, NUMA socket %d (rte_eth_dev_socket_id), mbuf pool and rings on %s %d; "
+		 "rings %u rx / %u tx descriptors, %u mbufs of %u bytes; checksums rx %s, tx %s; scatter rx %s",
+		 pio.name, info.driver_name ? info.driver_name : "?", rte_eth_dev_socket_id(port),
+		 pio.socket == SOCKET_ID_ANY ? "any socket," : "socket", pio.socket, nb_rxd, nb_txd, pio.pool_n,
+		 room, pio.st.rx_cksum ? "offloaded" : "in software (IPv4)",
+		 pio.st.tx_cksum ? "offloaded (IPv4, UDP)" : "in software (IPv4; UDP 0)",
+		 pio.st.scatter ? "on" : "off");
+	log_info("%s: DATA payloads %s", pio.name, pio.driver_copies ?
 		 "sent from the app's buffer (the driver copies frames into its ring)" : "copied into mbufs");
-	log_info("port %u: rx %s", port, pio.rx_fd >= 0 ? "interrupts: the idle loop sleeps until a frame arrives" :
+	log_info("%s: rx %s", pio.name, pio.rx_fd >= 0 ? "interrupts: the idle loop sleeps until a frame arrives" :
 		 "interrupts not supported by the driver: the idle loop sleeps for a time");
-	log_info("port %u: NUMA socket %d (rte_eth_dev_socket_id), mbuf pool and rings on %s %d", port,
-		 rte_eth_dev_socket_id(port), pio.socket == SOCKET_ID_ANY ? "any socket," : "socket", pio.socket);
-	rte_eth_promiscuous_enable(port);
+	if ((rc = wait_link(port, c->link_timeout_s, err, errlen)) < 0)
+		return rc;
 	rte_eth_macaddr_get(port, &ea);
 	memcpy(mac, ea.addr_bytes, 6);
+	/*
+	 * Frames come to the port's MAC (peers learn it by ARP, or the config gives it): no need for
+	 * promiscuous mode, unless the config names another MAC for this host, to which peers send.
+	 */
+	if (c->cfg_mac && memcmp(c->cfg_mac, mac, 6) != 0) {
+		rte_eth_promiscuous_enable(port);
+		pio.st.promisc = rte_eth_promiscuous_get(port) == 1;
+		log_info("%s: promiscuous mode on: the config's mac for this host is not the port's", pio.name);
+	} else {
+		rte_eth_promiscuous_disable(port);
+		pio.st.promisc = rte_eth_promiscuous_get(port) == 1;
+	}
+	rte_eth_stats_reset(port);
 	return 0;
+}
+
+const char *portio_name(void)
+{
+	return pio.name;
+}
+
+int portio_poll_port(uint64_t now_ns)
+{
+	static double last_log;
+	struct rte_eth_stats s;
+	struct rte_eth_link l;
+	struct portio_port_stats o = pio.st;
+
+	if (pio.st.polls && now_ns - pio.last_poll_ns < (uint64_t)(PORTIO_POLL_S * 1e9))
+		return 0;
+	pio.last_poll_ns = now_ns;
+	if (rte_eth_stats_get(pio.port, &s) == 0) {
+		pio.st.imissed = s.imissed;
+		pio.st.ierrors = s.ierrors;
+		pio.st.rx_nombuf = s.rx_nombuf;
+		pio.st.oerrors = s.oerrors;
+	}
+	memset(&l, 0, sizeof(l));
+	if (rte_eth_link_get_nowait(pio.port, &l) == 0) {
+		pio.st.link_up = l.link_status == RTE_ETH_LINK_UP;
+		pio.st.full_duplex = l.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
+		pio.st.speed_mbps = l.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : l.link_speed;
+	}
+	if (o.polls && o.link_up != pio.st.link_up) {
+		pio.st.link_changes++;
+		if (pio.st.link_up)
+			log_info("%s: link up, %u Mbit/s", pio.name, pio.st.speed_mbps);
+		else
+			log_warn("%s: link down", pio.name);
+	}
+	if (o.polls && (pio.st.imissed > o.imissed || pio.st.ierrors > o.ierrors ||
+			pio.st.rx_nombuf > o.rx_nombuf || pio.st.oerrors > o.oerrors) &&
+	    log_ratelimited(&last_log, 1.0))
+		log_warn("%s: frames dropped by the port in the last %.2f s: imissed +%llu (rx ring full), "
+			 "ierrors +%llu, rx_nombuf +%llu, oerrors +%llu (totals %llu %llu %llu %llu)", pio.name,
+			 PORTIO_POLL_S, (unsigned long long)(pio.st.imissed - o.imissed),
+			 (unsigned long long)(pio.st.ierrors - o.ierrors),
+			 (unsigned long long)(pio.st.rx_nombuf - o.rx_nombuf),
+			 (unsigned long long)(pio.st.oerrors - o.oerrors), (unsigned long long)pio.st.imissed,
+			 (unsigned long long)pio.st.ierrors, (unsigned long long)pio.st.rx_nombuf,
+			 (unsigned long long)pio.st.oerrors);
+	pio.st.polls++;
+	return 1;
+}
+
+void portio_port_stats(struct portio_port_stats *out)
+{
+	*out = pio.st;
 }
 
 int portio_socket(void)
@@ -276,6 +512,22 @@ static unsigned release(struct held *q, unsigned *nq, struct rte_mbuf **out, uns
 	return n;
 }
 
+/* A frame of the rx burst the engine must not see: bad checksum (hardware says), too long. */
+static int rx_refuse(const struct rte_mbuf *m)
+{
+	if (m->pkt_len > pio.frame_max) {
+		dp.cnt.rx_oversize++;
+		return 1;
+	}
+	if (pio.st.rx_cksum &&
+	    ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
+	     (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_BAD)) {
+		dp.cnt.rx_cksum_bad++;
+		return 1;
+	}
+	return 0;
+}
+
 unsigned portio_rx(const uint8_t **data, uint16_t *len, struct rte_mbuf **out, uint64_t now_tsc)
 {
 	struct rte_mbuf *in[PORTIO_BURST];
@@ -289,19 +541,21 @@ unsigned portio_rx(const uint8_t **data, uint16_t *len, struct rte_mbuf **out, u
 		int copies = 1;
 		dp.cnt.rx_frames++;
 		dp.cnt.rx_bytes += in[i]->pkt_len;
-		if (in[i]->nb_segs != 1) {
-			dp.cnt.rx_multiseg++;
+		if (rx_refuse(in[i])) {
 			rte_pktmbuf_free(in[i]);
 			continue;
 		}
+		dp.cnt.rx_multiseg += in[i]->nb_segs != 1;
 		if (pio.rx_faulty)
 			copies = apply(&pio.faults.rx, in[i], 1, now_tsc, pio.hold_rx, &pio.nhold_rx);
 		while (copies-- > 0)
 			out[n++] = in[i];
 	}
 	for (unsigned i = 0; i < n; i++) {
-		data[i] = rte_pktmbuf_mtod(out[i], const uint8_t *);
-		len[i] = out[i]->data_len;
+		len[i] = (uint16_t)out[i]->pkt_len;
+		/* one segment: the mbuf's data; chained: copied into slot i (pkt_len <= frame_max) */
+		data[i] = out[i]->nb_segs == 1 ? rte_pktmbuf_mtod(out[i], const uint8_t *) :
+			  rte_pktmbuf_read(out[i], 0, out[i]->pkt_len, pio.scratch + (size_t)i * pio.frame_max);
 	}
 	return n;
 }
@@ -396,10 +650,33 @@ uint8_t *portio_tx_alloc_ext(uint16_t hdr_len, struct portio_extmem *e, const vo
 	return p;
 }
 
+/*
+ * Checksum offload (the port has it): the NIC fills the IPv4 header checksum (wire_encode's is
+ * cleared) and the UDP checksum over the pseudo-header and the whole datagram (0 in software,
+ * which IPv4 allows). Frames other than IPv4/UDP (ARP) go as they are.
+ */
+static void tx_offload(struct rte_mbuf *m)
+{
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(p + RTE_ETHER_HDR_LEN);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip) + sizeof(*udp) || p[12] != 0x08 || p[13] != 0 ||
+	    ip->version_ihl != RTE_IPV4_VHL_DEF || ip->next_proto_id != IPPROTO_UDP)
+		return;
+	m->l2_len = RTE_ETHER_HDR_LEN;
+	m->l3_len = sizeof(*ip);
+	m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
+	ip->hdr_checksum = 0;
+	udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
+}
+
 void portio_tx_send(struct rte_mbuf *m, uint64_t now_tsc)
 {
 	int copies = 1;
 
+	if (pio.st.tx_cksum)
+		tx_offload(m);
 	if (pio.tx_faulty)
 		copies = apply(&pio.faults.tx, m, 0, now_tsc, pio.hold_tx, &pio.nhold_tx);
 	while (copies-- > 0)
@@ -441,4 +718,6 @@ void portio_close(void)
 	pio.ntx = pio.nhold_rx = pio.nhold_tx = 0;
 	rte_eth_dev_stop(pio.port);
 	rte_eth_dev_close(pio.port);
+	rte_free(pio.scratch);
+	pio.scratch = NULL;
 }

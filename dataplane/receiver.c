@@ -17,6 +17,8 @@
 #include "log.h"
 #include "replay.h"
 #include "placement.h"
+#include "portio.h"
+#include "xfertab.h"
 
 #define SACK_EVERY_MIN 16        /* new segments between SACKs, at least ... */
 #define SACK_EVERY_BYTES 98304   /* ... and ~96 KB of them: 64 at MTU 1500, where each SACK is a
@@ -48,8 +50,9 @@ static struct {
 	int nrx, max;
 	uint32_t seg;            /* payload bytes per DATA frame */
 	struct xfer_rx *rx_hint; /* last receive lookup */
-	struct rx_past *past;    /* ring of finished incoming transfers, newest at past_head - 1 */
-	int npast, past_head;
+	struct xfertab *rx_tab;  /* (peer, id) -> entry of rx (find_rx) */
+	struct rx_past *past;    /* [PAST_CAP] finished incoming transfers, by slot of past_ring */
+	struct xferring past_ring; /* their keys, oldest overwritten first (find_past) */
 	/* received payload not yet written: consecutive segments [wr_off, wr_off + wr_len) of wr_x,
 	 * pointing into the current rx burst's frames */
 	struct xfer_rx *wr_x;
@@ -73,7 +76,9 @@ int receiver_init(int max, uint32_t seg, void (*rx_done)(const struct xfer_rx *x
 	rcv.rx = calloc((size_t)max, sizeof(*rcv.rx));
 	rcv.past = calloc(PAST_CAP, sizeof(*rcv.past));
 	rcv.seen = calloc((size_t)(dp.cluster.n_hosts > 0 ? dp.cluster.n_hosts : 1), sizeof(*rcv.seen));
-	if (!rcv.rx || !rcv.past || !rcv.seen ||
+	rcv.rx_tab = xfertab_new("rx", (unsigned)max, portio_socket());
+	if (!rcv.rx || !rcv.past || !rcv.seen || !rcv.rx_tab ||
+	    xferring_init(&rcv.past_ring, "rx_past", PAST_CAP, portio_socket()) ||
 	    announce_init(&rcv.ann, dp.cluster.n_hosts > 0 ? dp.cluster.n_hosts : 1, ANNOUNCE_TTL_NS))
 		return -ENOMEM;
 	return 0;
@@ -87,12 +92,12 @@ static uint64_t hold_ns(void)
 
 static struct xfer_rx *find_rx(int peer, uint64_t id)
 {
+	struct xfer_rx *x;
+
 	if (rcv.rx_hint && rcv.rx_hint->id == id && rcv.rx_hint->peer == peer)
 		return rcv.rx_hint;
-	for (int i = 0; i < rcv.nrx; i++)
-		if (rcv.rx[i]->id == id && rcv.rx[i]->peer == peer)
-			return rcv.rx_hint = rcv.rx[i];
-	return NULL;
+	x = xfertab_get(rcv.rx_tab, peer, id);
+	return x ? rcv.rx_hint = x : NULL;
 }
 
 /* Incoming transfers one peer may hold at once: a fair share of the table (at least
@@ -168,6 +173,14 @@ static struct xfer_rx *new_rx(int peer, const struct wire_hdr *h)
 	x->announced = announce_take(&rcv.ann, peer, x->chan, x->id, dp.clk.mono_ns) == 1;
 	x->held = !x->announced && (rcv.require >> x->chan & 1);
 	x->hold_since_ns = x->first_ns;
+	if (xfertab_put(rcv.rx_tab, peer, x->id, x) < 0) { /* cannot happen: nrx < max, its size */
+		log_err("transfer %llx from %s: receive table full", (unsigned long long)h->id, dp_host_name(peer));
+		close(x->fd);
+		sack_rx_free(&x->sack);
+		free(x);
+		egress_abort(peer, h->id, "receiver out of memory");
+		return NULL;
+	}
 	rcv.rx[rcv.nrx++] = x;
 	if (x->held)
 		dp.cnt.rx_held++;
@@ -224,24 +237,21 @@ static void finish_rx(struct xfer_rx *x, int status, const char *reason)
 	sack_rx_free(&x->sack);
 }
 
+/* The newest record of (@peer, @id) in the ring while it lingers, else NULL (an expired newest
+ * record hides older ones of the same key, as the newest-first scan this replaced did). */
 static struct rx_past *find_past(int peer, uint64_t id)
 {
-	for (int k = 1; k <= rcv.npast; k++) {
-		struct rx_past *p = &rcv.past[(rcv.past_head - k + PAST_CAP) % PAST_CAP];
-		if (p->id == id && p->peer == peer)
-			return p->until_ns > dp.clk.mono_ns ? p : NULL;
-	}
-	return NULL;
+	int k = xferring_find(&rcv.past_ring, peer, id);
+	struct rx_past *p = k >= 0 ? &rcv.past[k] : NULL;
+
+	return p && p->until_ns > dp.clk.mono_ns ? p : NULL;
 }
 
 static void remember(const struct xfer_rx *x)
 {
-	rcv.past[rcv.past_head] = (struct rx_past){ .id = x->id, .bytes = x->bytes, .nseg = x->sack.nseg,
+	rcv.past[xferring_push(&rcv.past_ring, x->peer, x->id)] = (struct rx_past){ .id = x->id, .bytes = x->bytes, .nseg = x->sack.nseg,
 		.peer = x->peer, .failed = x->state == XFER_FAILED, .until_ns = x->linger_until_ns,
 		.last_sack_ns = x->last_sack_ns };
-	rcv.past_head = (rcv.past_head + 1) % PAST_CAP;
-	if (rcv.npast < PAST_CAP)
-		rcv.npast++;
 }
 
 /* DATA of a finished transfer: repeat the final SACK (at most every 100 us) or the ABORT. */
@@ -439,6 +449,7 @@ int receiver_timers(void)
 			remember(x);
 			if (rcv.rx_hint == x)
 				rcv.rx_hint = NULL;
+			xfertab_del(rcv.rx_tab, x->peer, x->id);
 			free(x);
 			rcv.rx[i--] = rcv.rx[--rcv.nrx];
 			changed = 1;
@@ -466,6 +477,9 @@ void receiver_free(void)
 	free(rcv.rx);
 	free(rcv.past);
 	free(rcv.seen);
+	xfertab_free(rcv.rx_tab);
+	rcv.rx_tab = NULL;
+	xferring_free(&rcv.past_ring);
 	rcv.rx = NULL;
 	rcv.past = NULL;
 	rcv.seen = NULL;
@@ -475,7 +489,6 @@ void receiver_free(void)
 	rcv.wr_x = NULL;
 	rcv.wr_n = 0;
 	rcv.wr_len = 0;
-	rcv.npast = rcv.past_head = 0;
 	announce_free(&rcv.ann);
 	rcv.require = 0;
 }

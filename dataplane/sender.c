@@ -15,17 +15,19 @@
 #include "log.h"
 #include "portio.h"
 #include "replay.h"
+#include "xfertab.h"
 
 #define PACE_BURST_S 16e-3       /* pacing credit cap in seconds of the current rate: a loop
                                   * descheduled for up to this long on a shared core catches up
                                   * (credit never exceeds the schedule's cumulative bytes) */
 #define TX_BURST 128             /* DATA frames per transfer per loop: one sendto kicks them all */
-#define RX_RING_SEGS 2048        /* unacknowledged segments in flight per host: half of the
-                                  * af_packet ring (framecnt=4096) of the receiver */
+#define RX_RING_SEGS DP_WINDOW_SEGS /* unacknowledged segments in flight per host: half of the
+                                  * receiver's rx ring (dp.h; af_packet: framecnt=4096) */
 
 static struct {
 	void (*tx_done)(const struct xfer_tx *x, int status);
 	struct xfer_tx **tx;
+	struct xfertab *tx_tab;  /* id -> entry of tx (find_tx) */
 	int ntx, max;
 	int rr;                  /* round-robin position in tx */
 	uint64_t next_id;
@@ -58,7 +60,8 @@ int sender_init(int max, uint32_t seg, void (*tx_done)(const struct xfer_tx *x, 
 	snd.seg = seg;
 	snd.tx = calloc((size_t)max, sizeof(*snd.tx));
 	snd.stamps = calloc((size_t)(dp.cluster.n_hosts > 0 ? dp.cluster.n_hosts : 1), sizeof(*snd.stamps));
-	if (!snd.tx || !snd.stamps)
+	snd.tx_tab = xfertab_new("tx", (unsigned)max, portio_socket());
+	if (!snd.tx || !snd.stamps || !snd.tx_tab)
 		return -ENOMEM;
 	/* ids survive a restart: a receiver may still remember the ids of the previous run */
 	snd.next_id = (dp.clk.real_ns / 1000) & ((1ULL << 48) - 1);
@@ -67,10 +70,7 @@ int sender_init(int max, uint32_t seg, void (*tx_done)(const struct xfer_tx *x, 
 
 static struct xfer_tx *find_tx(uint64_t id)
 {
-	for (int i = 0; i < snd.ntx; i++)
-		if (snd.tx[i]->id == id)
-			return snd.tx[i];
-	return NULL;
+	return xfertab_get(snd.tx_tab, 0, id);
 }
 
 /* The silence either end of @x tolerates: the shorter of the transfer's and the dataplane's
@@ -180,7 +180,16 @@ uint64_t sender_submit(const struct appmsg *m, int fd, uint64_t owner, char *err
 		free(x);
 		return 0;
 	}
-	x->id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | (snd.next_id++ & ((1ULL << 48) - 1));
+	do /* a generated id skips one an app chose for a transfer still in the table */
+		x->id = m->id ? m->id : ((uint64_t)(dp.me + 1) << 48) | (snd.next_id++ & ((1ULL << 48) - 1));
+	while (!m->id && find_tx(x->id));
+	if (xfertab_put(snd.tx_tab, 0, x->id, x) < 0) { /* cannot happen: ntx < max, its size */
+		snprintf(err, errlen, "transfer table full");
+		munmap(x->map, x->map_len);
+		sack_tx_free(&x->sack);
+		free(x);
+		return 0;
+	}
 	x->ext = portio_extmem_new(x->map, x->map_len);
 	snd.tx[snd.ntx++] = x;
 	dp_xfer_info("xfer %llx: to %s, %llu bytes, start in %.3f ms, %d rate steps", (unsigned long long)x->id,
@@ -229,6 +238,7 @@ static void free_tx(int i)
 		portio_extmem_release(x->ext); /* unmapped once no queued frame points into it */
 	else
 		munmap(x->map, x->map_len);
+	xfertab_del(snd.tx_tab, 0, x->id);
 	sack_tx_free(&x->sack);
 	free(x);
 	snd.tx[i] = snd.tx[--snd.ntx];
@@ -564,6 +574,8 @@ void sender_free(void)
 		free_tx(0);
 	free(snd.tx);
 	free(snd.stamps);
+	xfertab_free(snd.tx_tab);
+	snd.tx_tab = NULL;
 	snd.tx = NULL;
 	snd.stamps = NULL;
 }

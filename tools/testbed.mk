@@ -7,7 +7,8 @@ UNIT_TESTS  += $(BUILD)/tests/test_tbcmd
 INTEG_TESTS += tests/integration/test_testbed.sh tests/integration/test_dp_transfer.sh \
                tests/integration/test_dp_rates.sh tests/integration/test_dp_start.sh \
                tests/integration/test_dp_concurrent.sh tests/integration/test_dp_kill.sh \
-               tests/integration/test_dp_appsock.sh tests/integration/test_dp_forge.sh
+               tests/integration/test_dp_appsock.sh tests/integration/test_dp_forge.sh \
+               tests/integration/test_dp_port.sh
 
 $(BUILD)/mlf-testbed: $(BUILD)/tools/mlf_testbed.o $(TESTBED_OBJS) $(LIB_PROTO) $(LIB_BASE)
 	@mkdir -p $(@D)

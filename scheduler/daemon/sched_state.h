@@ -54,6 +54,18 @@ struct sched_link_report {
 	double rx_gbps;
 };
 
+/**
+ * The port part of a host's newest `link` report (docs/control.md, field `port`): its DPDK port's
+ * drop counters since the dataplane started (frames) and link state. Shown by `status`.
+ */
+struct sched_port_report {
+	int known;              /* a report carried `port` */
+	char name[64];          /* "port N (device[, interface IF])" */
+	int link_up;
+	uint64_t speed_mbps;    /* Mbit/s, 0 unknown */
+	uint64_t imissed, ierrors, rx_nombuf, oerrors, link_changes;
+};
+
 /** What the scheduler knows of one cluster host. */
 struct sched_host {
 	int conn;          /* index into sched.conns of its dataplane connection, or -1 */
@@ -62,6 +74,7 @@ struct sched_host {
 	int n_reports;     /* valid entries of reports[] (a ring, newest at next_report - 1) */
 	int next_report;
 	struct sched_link_report reports[SCHED_LINK_HIST];
+	struct sched_port_report port; /* of the newest link report that had one */
 	unsigned apps;     /* enum sched_role bits of the registered applications */
 	int held_upd;      /* entries of sched.upd of its worker (recounted by sched_compact) */
 	int held_pulls;    /* entries of sched.pulls of its worker (recounted by sched_compact) */

@@ -17,6 +17,17 @@ static const char *what_name(enum sched_what w)
 }
 
 /* The newest link report of @h, or NULL. */
+/* A host's port counters and link state from its newest link report with them, or null. */
+static json_t *port_json(const struct sched_port_report *p)
+{
+	if (!p->known)
+		return json_null();
+	return json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "name", p->name, "link_up", p->link_up,
+			 "speed_mbps", (json_int_t)p->speed_mbps, "imissed", (json_int_t)p->imissed,
+			 "ierrors", (json_int_t)p->ierrors, "rx_nombuf", (json_int_t)p->rx_nombuf,
+			 "oerrors", (json_int_t)p->oerrors, "link_changes", (json_int_t)p->link_changes);
+}
+
 static const struct sched_link_report *newest_report(const struct sched_host *h)
 {
 	if (!h->n_reports)
@@ -63,6 +74,7 @@ static json_t *host_json(const struct sched *s, int h, double now)
 		json_object_set_new(o, "rx_gbps", json_null());
 		json_object_set_new(o, "link_age_s", json_null());
 	}
+	json_object_set_new(o, "port", port_json(&sh->port));
 	return o;
 }
 

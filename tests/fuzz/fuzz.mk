@@ -22,7 +22,7 @@ FUZZ_LIBS_cluster := $(LIB_PROTO) $(LIB_BASE)
 FUZZ_LIBS_sched   := $(SCHED_LIBS)
 FUZZ_LIBS_fabric  := $(BUILD)/lib/mlfabric/fabric_cmd.o $(LIB_PROTO) $(LIB_BASE)
 # appif: the dataplane's app interface over its real transport; portio (DPDK) is faked in the harness
-FUZZ_LIBS_appif   := $(addprefix $(BUILD)/dataplane/,appif.o transport.o sender.o receiver.o egress.o neigh.o placement.o dp.o) \
+FUZZ_LIBS_appif   := $(addprefix $(BUILD)/dataplane/,appif.o transport.o sender.o receiver.o egress.o neigh.o placement.o dp.o xferring.o) \
 		     $(DP_CORE_OBJS) $(LIB_PROTO) $(LIB_BASE)
 $(BUILD)/tests/fuzz/fuzz_appif.o: INC_tests/fuzz += -Idataplane
 $(BUILD)/tests/fuzz_appif $(BUILD)/fuzz/fuzz_appif: LDLIBS += -lnuma

@@ -1,8 +1,10 @@
 /* fuzz_appif.c - libFuzzer harness (docs/fuzzing.md): the dataplane's app-request handling
  * (dataplane/appif.c: SEND, LISTEN, ORDER, control JSON, replies and their backlog, ordered
- * delivery) above the real transport (transport.c, sender.c, receiver.c, egress.c). Only portio,
- * the DPDK port, is replaced: a fake at the bottom of this file that checks every frame the
- * transport hands it (a DATA frame's bytes lie inside the app's buffer, every frame parses).
+ * delivery) above the real transport (transport.c, sender.c, receiver.c, egress.c). Only the DPDK
+ * parts are replaced: portio, the port, and xfertab, the transfer tables on rte_hash (by a list;
+ * tests/unit/test_dp_xfertab.c tests the real one): fakes at the bottom of this file; the port's
+ * checks every frame the transport hands it (a DATA frame's bytes lie inside the app's buffer,
+ * every frame parses).
  *
  * Per input, a fresh app socket and transport on a 3-host cluster (this host h0, peers h1 and
  * h2); 1-3 app connections; then the input is a program of operations, one byte each
@@ -43,6 +45,7 @@
 #include "portio.h"
 #include "transport.h"
 #include "wire.h"
+#include "xfertab.h"
 
 #define N_CLIENTS 3
 #define N_OPS 13
@@ -1031,4 +1034,87 @@ unsigned portio_holding(void)
 unsigned portio_flush(uint64_t now_tsc)
 {
 	return 0;
+}
+
+int portio_socket(void)
+{
+	return -1;
+}
+
+/* ---- the fake transfer tables (xfertab.h without DPDK's rte_hash): a list, the semantics of
+ * the real one (put replaces, get of a missing key is NULL), checked on every call ---- */
+
+struct xfertab {
+	unsigned cap, n;
+	struct { int peer; uint64_t id; void *v; } *e;
+};
+
+struct xfertab *xfertab_new(const char *what, unsigned entries, int socket)
+{
+	struct xfertab *t = calloc(1, sizeof(*t));
+
+	if (!t || !(t->e = calloc(entries ? entries : 1, sizeof(*t->e)))) {
+		free(t);
+		return NULL;
+	}
+	t->cap = entries;
+	return t;
+}
+
+void xfertab_free(struct xfertab *t)
+{
+	if (t)
+		free(t->e);
+	free(t);
+}
+
+static int tab_at(const struct xfertab *t, int peer, uint64_t id)
+{
+	for (unsigned i = 0; i < t->n; i++)
+		if (t->e[i].peer == peer && t->e[i].id == id)
+			return (int)i;
+	return -1;
+}
+
+int xfertab_put(struct xfertab *t, int peer, uint64_t id, void *v)
+{
+	int i = tab_at(t, peer, id);
+
+	CHECK(v, "xfertab_put: NULL value");
+	if (i >= 0) {
+		t->e[i].v = v;
+		return 0;
+	}
+	CHECK(t->n < t->cap, "xfertab_put: table of %u full (the caller keeps within its size)", t->cap);
+	t->e[t->n].peer = peer;
+	t->e[t->n].id = id;
+	t->e[t->n++].v = v;
+	return 0;
+}
+
+void *xfertab_get(const struct xfertab *t, int peer, uint64_t id)
+{
+	int i = tab_at(t, peer, id);
+
+	return i >= 0 ? t->e[i].v : NULL;
+}
+
+int xfertab_del(struct xfertab *t, int peer, uint64_t id)
+{
+	int i = tab_at(t, peer, id);
+
+	if (i < 0)
+		return -ENOENT;
+	t->e[i] = t->e[--t->n];
+	return 0;
+}
+
+void xfertab_clear(struct xfertab *t)
+{
+	t->n = 0;
+}
+
+unsigned xfertab_count(const struct xfertab *t)
+{
+	return t->n;
 }

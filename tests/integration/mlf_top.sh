@@ -3,7 +3,8 @@
 # status shows every host of the cluster and the workers' registrations; after the server host's
 # dataplane is stopped (SIGSTOP) mlf-top names ps as the peer waited on (the workers' gets and the
 # scheduler's silent-dataplane view) and the workers' logs have `waiting ... for model (get) from
-# ps`. Also `mlf-cluster top CLUSTER --once` and the unreachable-scheduler error. Root; run under
+# ps`; the ports' link state and drops (LINK, DROPS) come from the dataplanes' link reports. Also
+# `mlf-cluster top CLUSTER --once` and the unreachable-scheduler error. Root; run under
 # flock /tmp/mlf-netns.lock.
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
@@ -49,10 +50,14 @@ done
 	fail "w0's worker registration not shown"
 [ "$(jq -r '.server.host' <<<"$st")" = ps ] || fail "server not shown: $(jq -c .server <<<"$st")"
 [ "$(jq '[.hosts[] | select(.tx_gbps != null)] | length' <<<"$st")" = 3 ] || fail "no link reports shown"
+# the port part of the link reports (docs/control.md): each dataplane's port, link up, drops counted
+[ "$(jq '[.hosts[] | select(.port.link_up == true and .port.speed_mbps > 0 and (.port.imissed | type) == "number"
+	and (.port.name | startswith("port 0 (net_af_packet0")))] | length' <<<"$st")" = 3 ] ||
+	fail "link reports lack the ports' state: $(jq -c '[.hosts[] | .port]' <<<"$st")"
 # the text frame through mlf-cluster top (inside the scheduler host's namespace)
 frame=$("$ROOT/tools/mlf-cluster" top "$CLUSTER" --once) || fail "mlf-cluster top failed"
-for h in ps w0 w1; do grep -q "^$h " <<<"$frame" || fail "host $h missing from the frame: $frame"; done
-ok "mlf-top shows the 3 hosts alive, the registrations and link reports; mlf-cluster top prints the frame"
+for h in ps w0 w1; do grep -q "^$h .* up10G *[0-9][0-9]*$" <<<"$frame" || fail "host $h missing from the frame, or its LINK/DROPS: $frame"; done
+ok "mlf-top shows the 3 hosts alive, the registrations, link reports and ports; mlf-cluster top prints the frame"
 
 # stop the server host's dataplane: the workers' gets wait for ps
 kill -STOP "$DP_PID_ps"

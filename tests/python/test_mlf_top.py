@@ -30,7 +30,9 @@ STATUS = {
          "rx_gbps": 3.25, "link_age_s": 4.5},
         {"name": "w0", "roles": ["worker"], "apps": ["worker"], "connected": True, "alive": True,
          "up_gbps": 1.0, "down_gbps": 2.0, "silent_s": 0.1, "tx_gbps": 0.75, "rx_gbps": 0.5, "link_age_s": 0.1,
-         "clock_offset_ms": -50.125, "clock_err_ms": 0.08},
+         "clock_offset_ms": -50.125, "clock_err_ms": 0.08,
+         "port": {"name": "port 0 (net_af_packet0, interface eth0)", "link_up": True, "speed_mbps": 10000,
+                  "imissed": 5, "ierrors": 1, "rx_nombuf": 0, "oerrors": 2, "link_changes": 0}},
         {"name": "w1", "roles": ["worker"], "apps": [], "connected": False, "alive": False,
          "up_gbps": 10.0, "down_gbps": 10.0, "silent_s": None, "tx_gbps": None, "rx_gbps": None,
          "link_age_s": None},
@@ -56,13 +58,19 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(sorted(rows), ["ps", "w0", "w1"])
         self.assertEqual(rows["ps"][1], "dead")
         self.assertEqual(rows["w0"][1:8], ["ok", "worker", "1.00", "2.00", "0.75", "0.50", "1"])
-        self.assertEqual(rows["w0"][8:], ["0", "3", "1", "1", "-50.12~0.08"])  # IN, HELD, PLAN, PULLS, CLOCK
-        self.assertEqual(rows["ps"][-1], "-")  # no clock estimate yet
+        self.assertEqual(rows["w0"][8:13], ["0", "3", "1", "1", "-50.12~0.08"])  # IN, HELD, PLAN, PULLS, CLOCK
+        self.assertEqual(rows["w0"][13:], ["up10G", "8"])  # LINK, DROPS (5 + 1 + 0 + 2)
+        self.assertEqual(rows["ps"][-3:], ["-", "-", "-"])  # no clock estimate, no port report yet
         self.assertEqual(rows["w1"][1:3], ["-", "(worker)"])  # never heard of, no app
         self.assertIn("-", rows["w1"][5:7])
         self.assertEqual(rows["ps"][8], "1")  # one transfer in flight towards ps
         self.assertIn("cluster c1", out)
         self.assertIn("server ps (mlfabric-a, version 120)", out)
+
+    def test_port_columns(self):
+        self.assertEqual(top.port_cols({"port": {"link_up": False, "imissed": 3}}), ("DOWN", "3"))
+        self.assertEqual(top.port_cols({"port": {"link_up": True, "speed_mbps": 100}}), ("up100M", "0"))
+        self.assertEqual(top.port_cols({"port": None}), ("-", "-"))
 
     def test_transfer_table(self):
         lines = top.render(STATUS).splitlines()

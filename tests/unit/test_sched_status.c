@@ -51,6 +51,11 @@ START_TEST(status_lists_hosts_links_transfers)
 	fake_send(w[0], json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link", "host",
 				  "w0", "t", clock_real_s(), "up_gbps", 2.0, "down_gbps", 4.0,
 				  "tx_gbps", 1.25, "rx_gbps", 0.5));
+	fake_send(w[0], json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:{s:s, s:b, s:i, s:i, s:i}}",
+				  "type", "link", "host", "w0", "t", clock_real_s(), "up_gbps", 2.0,
+				  "down_gbps", 4.0, "tx_gbps", 1.25, "rx_gbps", 0.5, "port", "name",
+				  "port 0 (net_memif0)", "link_up", 1, "speed_mbps", 10000, "imissed", 7,
+				  "rx_nombuf", 3));
 	push(w[1], ((uint64_t)3 << 40) | 1, 0, 1000);
 	push(w[1], ((uint64_t)3 << 40) | 2, 0, 2000);
 	pump(0.4); /* the link report is older than t_lag (0.3 s) */
@@ -70,6 +75,16 @@ START_TEST(status_lists_hosts_links_transfers)
 	ck_assert_double_eq_tol(json_number_value(json_object_get(h0, "rx_gbps")), 0.5, 1e-9);
 	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(h0, "apps"), 0)),
 			 "worker");
+	/* the port part of the link report (docs/control.md): passed on as it came */
+	json_t *pt = json_object_get(h0, "port");
+	ck_assert(json_is_object(pt));
+	ck_assert_str_eq(str(pt, "name"), "port 0 (net_memif0)");
+	ck_assert(json_is_true(json_object_get(pt, "link_up")));
+	ck_assert_int_eq(json_integer_value(json_object_get(pt, "speed_mbps")), 10000);
+	ck_assert_int_eq(json_integer_value(json_object_get(pt, "imissed")), 7);
+	ck_assert_int_eq(json_integer_value(json_object_get(pt, "rx_nombuf")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(pt, "oerrors")), 0); /* absent: 0 */
+	ck_assert(json_is_null(json_object_get(find(st, "hosts", "name", "w1"), "port")));
 	json_t *w2 = find(st, "hosts", "name", "w2"); /* never connected */
 	ck_assert(json_is_false(json_object_get(w2, "alive")));
 	ck_assert(json_is_null(json_object_get(w2, "silent_s")));
