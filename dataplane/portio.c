@@ -204,7 +204,8 @@ static int set_mtu(uint16_t port, int mtu, const struct rte_eth_dev_info *info, 
 }
 
 /*
- * Waits up to @timeout_s for the link to come up (polling rte_eth_link_get_nowait every 10 ms).
+ * Waits up to @timeout_s for the link to come up (polling rte_eth_link_get_nowait every 10 ms;
+ * @timeout_s 0: no wait, the port starts with its link down).
  * Returns 0, or -ETIMEDOUT with @err naming the port.
  */
 static int wait_link(uint16_t port, double timeout_s, char *err, size_t errlen)
@@ -216,6 +217,10 @@ static int wait_link(uint16_t port, double timeout_s, char *err, size_t errlen)
 		memset(&l, 0, sizeof(l));
 		if (rte_eth_link_get_nowait(port, &l) < 0 || l.link_status == RTE_ETH_LINK_UP)
 			break; /* a driver without link state: nothing to wait for */
+		if (timeout_s <= 0) {
+			log_info("%s: link down at start; not waiting for it (--link-timeout 0)", pio.name);
+			return 0;
+		}
 		if (waited >= timeout_s) {
 			snprintf(err, errlen, "%s: link still down after %.1f s (--link-timeout; check the "
 				 "cable and the peer port, or --link-timeout 0 to start without waiting)",

@@ -143,14 +143,18 @@ memif_vdev() {
 # memif_dp_start HOST ROLE CORE [ARGS...]: start HOST's dataplane (binary $MEMIF_DP, default
 # build/mlf-dataplane) of cluster $CLUSTER on lcore CORE, one end of the memif pair, app socket
 # $WORK/HOST.sock, log $WORK/dp-HOST.log; sets DP_PID_<HOST> and waits until the app socket is up.
+# --link-timeout 0 (where the binary has it): a memif link is up only once both ends are
+# connected, and the ends start one after the other.
 memif_dp_start() {
 	local host=$1 role=$2 core=$3 mtu pid
 	shift 3
 	mtu=$(sed -n 's/.*"mtu" *: *\([0-9]*\).*/\1/p' "$CLUSTER")
 	rm -f "$WORK/$host.sock"
+	local lt=() # an older binary (a --baseline) may not wait for the link at all
+	grep -qa -- "--link-timeout" "${MEMIF_DP:-$ROOT/build/mlf-dataplane}" && lt=(--link-timeout 0)
 	"${MEMIF_DP:-$ROOT/build/mlf-dataplane}" --no-huge -m 512 --no-pci --file-prefix="mlfm$$-$host" -l "$core" \
 		"$(memif_vdev "$role" "$mtu")" -- --cluster "$CLUSTER" --host "$host" --sock "$WORK/$host.sock" \
-		--scheduler none "$@" >"$WORK/dp-$host.log" 2>&1 &
+		--scheduler none "${lt[@]}" "$@" >"$WORK/dp-$host.log" 2>&1 &
 	pid=$!
 	eval "DP_PID_$host=$pid"
 	local i
