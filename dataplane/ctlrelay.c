@@ -20,6 +20,7 @@
 #include "dp.h"
 #include "log.h"
 #include "monitor.h"
+#include "netmon.h"
 #include "transport.h"
 #include "auth.h"
 #include "clock.h"
@@ -116,6 +117,41 @@ static void to_sched(json_t *msg)
 	json_decref(msg);
 }
 
+/*
+ * The `paths` of a link report (docs/control.md): per peer and direction, what this host's
+ * transfers achieved since the last report (netmon.h), only peers with traffic in it.
+ */
+static json_t *link_paths(void)
+{
+	json_t *a = json_array();
+
+	for (int peer = 0; a && peer < dp.cluster.n_hosts; peer++) {
+		for (int tx = 1; tx >= 0; tx--) {
+			struct netmon_path p;
+			double act;
+			json_t *o;
+
+			if (netmon_take(peer, tx, &p) < 0 || (!p.active_ns && !p.bytes))
+				continue;
+			act = (double)p.active_ns / 1e9;
+			o = json_pack("{s:s, s:s, s:I, s:f, s:f}", "peer", dp.cluster.hosts[peer].name,
+				      "dir", tx ? "tx" : "rx", "bytes", (json_int_t)p.bytes, "active_s", act,
+				      "gbps", act > 0 ? (double)p.bytes * 8 / act / 1e9 : 0.0);
+			if (o && tx) {
+				json_object_set_new(o, "cmd_gbps", json_real(p.unpaced ? -1.0 :
+							act > 0 ? p.cmd_bits / act : 0.0));
+				json_object_set_new(o, "segs", json_integer((json_int_t)p.segs));
+				json_object_set_new(o, "retx", json_integer((json_int_t)p.retx));
+				json_object_set_new(o, "rtt_ms", json_real(p.rtt_n ?
+							p.rtt_us_sum / (double)p.rtt_n / 1e3 : 0.0));
+			}
+			if (o)
+				json_array_append_new(a, o);
+		}
+	}
+	return a;
+}
+
 static void send_link(void)
 {
 	double up, down, dt = (double)(dp.clk.mono_ns - cr.last_link_ns) / 1e9;
@@ -123,9 +159,12 @@ static void send_link(void)
 	double rx = dt > 0 ? (double)(dp.cnt.rx_bytes - cr.last_rx) * 8 / dt / 1e9 : 0;
 
 	monitor_capacity(&up, &down);
-	to_sched(json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link",
-			   "host", dp.cluster.hosts[dp.me].name, "t", now_real(), "up_gbps", up,
-			   "down_gbps", down, "tx_gbps", tx, "rx_gbps", rx));
+	json_t *m = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f}", "type", "link",
+			      "host", dp.cluster.hosts[dp.me].name, "t", now_real(), "up_gbps", up,
+			      "down_gbps", down, "tx_gbps", tx, "rx_gbps", rx);
+	if (m)
+		json_object_set_new(m, "paths", link_paths());
+	to_sched(m);
 	cr.last_link_ns = dp.clk.mono_ns;
 	cr.last_tx = dp.cnt.tx_bytes;
 	cr.last_rx = dp.cnt.rx_bytes;
@@ -159,6 +198,7 @@ static void connected(int fd)
 	}
 	to_sched(hello);
 	cr.last_hb_ns = dp.clk.mono_ns;
+	json_decref(link_paths()); /* the next report covers this connection only */
 	cr.last_link_ns = dp.clk.mono_ns;
 	cr.last_tx = dp.cnt.tx_bytes;
 	cr.last_rx = dp.cnt.rx_bytes;

@@ -53,3 +53,12 @@ INTEG_TESTS += tests/integration/fault_kill_server_ssh.sh
 INTEG_TESTS += tests/integration/systems_by_name.sh
 # a new user's own script: venv, pip install ., mlf-cluster run EXP -- python3 train.py (docs/python.md)
 INTEG_TESTS += tests/integration/python_newuser.sh
+
+# the measured capacity estimate alone (sched_capest.h, docs/scheduler.md "Measured capacities"): pure
+UNIT_TESTS += $(BUILD)/tests/test_sched_capest
+$(BUILD)/tests/test_sched_capest: $(BUILD)/tests/unit/test_sched_capest.o $(BUILD)/scheduler/daemon/sched_capest.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lm
+# the network monitor measures: links shaped below their declared capacity, nobody told; the
+# scheduler's estimate falls to the shaped rate (docs/scheduler.md "Measured capacities")
+INTEG_TESTS += tests/integration/netmon_measured.sh
