@@ -26,7 +26,7 @@ static struct {
 	struct slot tab[2][SLOTS];
 	uint32_t gen[2];
 	int cur;
-	uint64_t last_ns;
+	uint64_t last_ns, last_real; /* monotonic and CLOCK_REALTIME ns of the last step */
 	struct xfer_stat st[SAMPLE_MAX];
 } nm;
 
@@ -65,17 +65,19 @@ void netmon_step(void)
 {
 	int n, prev = nm.cur, cur = !nm.cur;
 	uint64_t now = dp.clk.mono_ns, dt = nm.last_ns ? now - nm.last_ns : 0;
-	char seen[2 * 1024]; /* per peer and direction: counted active in this step */
+	uint64_t real = dp.clk.real_ns, from = nm.last_real;
+	uint64_t span[2 * 1024]; /* per peer and direction: longest active span in this step, ns */
 
 	if (!nm.path)
 		return;
 	if (dt > GAP_MAX_NS)
 		dt = 0;
 	nm.last_ns = now;
+	nm.last_real = real;
 	n = transport_stats(nm.st, SAMPLE_MAX);
 	if (++nm.gen[cur] == 0)
 		nm.gen[cur] = 1;
-	memset(seen, 0, sizeof(seen));
+	memset(span, 0, sizeof(span[0]) * (size_t)nm.n_hosts * 2);
 	for (int i = 0; i < n; i++) {
 		const struct xfer_stat *s = &nm.st[i];
 		struct slot *old = find(prev, key_of(s), 0), *sl = find(cur, key_of(s), 1);
@@ -86,34 +88,41 @@ void netmon_step(void)
 		if (sl) {
 			*sl = (struct slot){ key_of(s), nm.gen[cur], s->done_bytes, s->frames, s->retransmits };
 		}
-		if (s->peer < 0 || s->peer >= nm.n_hosts || idx >= (int)sizeof(seen))
+		if (s->peer < 0 || s->peer >= nm.n_hosts)
 			continue;
 		p = &nm.path[idx];
 		p->bytes += dbytes;
 		if (s->outgoing) {
-			int active = s->state == XFER_ACTIVE && s->gbps_cmd != 0 && s->done_bytes < s->bytes;
+			/* active from its first frame (or the last step) to its end (or now), while
+			 * not paused: exact at both ends, where a transfer of a few steps would
+			 * otherwise gain up to a step of idle time each */
+			uint64_t lo = s->first_ns > from ? s->first_ns : from;
+			uint64_t hi = s->end_ns && s->end_ns < real ? s->end_ns : real;
+			uint64_t a = dt && s->first_ns && hi > lo ? hi - lo : 0;
+			if (s->state == XFER_ACTIVE && s->gbps_cmd == 0 && !dbytes)
+				a = 0; /* paused all along (no acknowledgement either) */
 			if (old) {
 				p->segs += s->frames > old->frames ? s->frames - old->frames : 0;
 				p->retx += s->retransmits > old->retx ? s->retransmits - old->retx : 0;
 			}
-			if (!active && !dbytes)
+			if (!a)
 				continue;
 			if (s->gbps_cmd < 0)
 				p->unpaced = 1;
 			else
-				p->cmd_bits += s->gbps_cmd * nm.payload_ratio * (double)dt / 1e9;
+				p->cmd_bits += s->gbps_cmd * nm.payload_ratio * (double)a / 1e9;
 			if (s->srtt_us > 0) {
 				p->rtt_us_sum += s->srtt_us;
 				p->rtt_n++;
 			}
-		} else if (!dbytes) {
-			continue;
-		}
-		if (!seen[idx]) {
-			seen[idx] = 1;
-			p->active_ns += dt;
+			if (a > span[idx])
+				span[idx] = a;
+		} else if (dbytes && dt > span[idx]) {
+			span[idx] = dt; /* received in this step: the step counts */
 		}
 	}
+	for (int i = 0; i < nm.n_hosts * 2; i++)
+		nm.path[i].active_ns += span[i];
 	nm.cur = cur;
 }
 

@@ -12,8 +12,9 @@
 struct netmon_path {
 	uint64_t bytes;     /* payload bytes acknowledged (tx) or received (rx) in the period */
 	uint64_t active_ns; /* time at least one transfer to/from the peer was active, ns: tx =
-			     * started, not paused (commanded rate != 0), not all acknowledged;
-			     * rx = bytes arrived in that monitor step */
+			     * from its first frame to its end (all acknowledged), not paused
+			     * (commanded rate != 0); the longest such span of the peer's transfers
+			     * per monitor step; rx = the steps in which bytes arrived */
 	double cmd_bits;    /* tx: integral of the commanded payload rate over active_ns, Gbit
 			     * (the scheduler's steps, summed over concurrent transfers) */
 	int unpaced;        /* tx: an active transfer was unpaced (no commanded rate) */
