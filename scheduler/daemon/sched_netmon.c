@@ -84,14 +84,71 @@ static int close_window(struct sched *s, int h, double t)
 	return how != 0;
 }
 
+/* One `tx` entry of `paths`, checked. */
+struct path_rec {
+	int peer;
+	double bytes, act, cmd, segs, retx, rtt;
+};
+
+/* Entry @p of @host's report as a path_rec: 1, or 0 when it is not a usable `tx` entry. */
+static int path_of(const struct sched *s, int host, json_t *p, struct path_rec *r)
+{
+	const char *dir = json_string_value(json_object_get(p, "dir"));
+	const char *pn = json_string_value(json_object_get(p, "peer"));
+	int ok = 1;
+
+	if (!dir || strcmp(dir, "tx") || !pn || (r->peer = cluster_find(&s->cl, pn)) < 0 || r->peer == host)
+		return 0; /* rx entries are informative (the senders' tx entries carry the figures) */
+	r->bytes = num(p, "bytes", &ok);
+	r->act = num(p, "active_s", &ok);
+	r->cmd = num(p, "cmd_gbps", &ok);
+	r->segs = num(p, "segs", &ok);
+	r->retx = num(p, "retx", &ok);
+	r->rtt = num(p, "rtt_ms", &ok);
+	return ok && r->act > 0;
+}
+
+/* Adds path @r of sender @host to its peer's downlink window opened at @t. */
+static void add_to_window(struct sched *s, int host, const struct path_rec *r, double t)
+{
+	struct sched_netmon_host *d = &s->hosts[r->peer].net;
+	struct sched_netmon_src *c = NULL;
+
+	if (!d->win_t0)
+		d->win_t0 = t;
+	for (int k = 0; k < d->n_src && !c; k++)
+		if (d->src[k].host == host)
+			c = &d->src[k];
+	if (!c && d->n_src < SCHED_NETMON_SENDERS) {
+		c = &d->src[d->n_src++];
+		memset(c, 0, sizeof(*c));
+		c->host = host;
+	}
+	if (!c)
+		c = &d->src[SCHED_NETMON_SENDERS - 1]; /* merged with the last */
+	c->bytes += r->bytes;
+	c->active_s += r->act;
+	if (r->cmd < 0)
+		c->unpaced = 1;
+	else
+		c->cmd_bits += r->cmd * r->act;
+	c->segs += r->segs;
+	c->retx += r->retx;
+	if (r->rtt > 0) {
+		c->rtt_ms_w += r->rtt * r->act;
+		c->rtt_w += r->act;
+	}
+}
+
 int sched_netmon_on_link(struct sched *s, int host, json_t *m, double t, double up_gbps,
 			 double down_gbps)
 {
 	json_t *paths = json_object_get(m, "paths"), *p;
 	struct sched_netmon_host *n = &s->hosts[host].net;
 	struct capest_obs o = { 0 };
-	double segs = 0, retx = 0, rtt = 0, rtt_w = 0;
-	int unpaced = 0, any = 0, chg = 0, how;
+	struct path_rec r;
+	double segs = 0, retx = 0, rtt = 0, rtt_w = 0, bytes = 0, cmd_bits = 0;
+	int unpaced = 0, any = 0, chg = 0, how, n_paths, n_short, sender_limited;
 	size_t i;
 
 	capest_set_max(est(s, host, 1), up_gbps);
@@ -101,70 +158,49 @@ int sched_netmon_on_link(struct sched *s, int host, json_t *m, double t, double 
 	for (int h = 0; h < s->cl.n_hosts; h++) /* windows that ended before this report */
 		if (s->hosts[h].net.win_t0 && t - s->hosts[h].net.win_t0 >= SCHED_NETMON_WINDOW_S)
 			chg |= close_window(s, h, t);
+	/* this host's uplink: every peer it sent to; concurrent transfers to different peers share
+	 * it: their bytes add over the longest active time (sent one after the other, this
+	 * understates the rate; the ratio to the commanded rate stays) */
 	json_array_foreach(json_is_array(paths) ? paths : NULL, i, p) {
-		int ok = 1, peer;
-		const char *dir = json_string_value(json_object_get(p, "dir"));
-		const char *pn = json_string_value(json_object_get(p, "peer"));
-		double bytes = num(p, "bytes", &ok), act = num(p, "active_s", &ok);
-
-		if (!dir || strcmp(dir, "tx") || !pn || (peer = cluster_find(&s->cl, pn)) < 0 || peer == host)
-			continue; /* rx entries are informative (the senders' tx entries carry the figures) */
-		double cmd = num(p, "cmd_gbps", &ok), sg = num(p, "segs", &ok), rx = num(p, "retx", &ok);
-		double r = num(p, "rtt_ms", &ok);
-		if (!ok || !(act > 0))
+		if (!path_of(s, host, p, &r))
 			continue;
-		/* this host's uplink: every peer it sent to */
 		any = 1;
-		o.gbps += bytes; /* bytes for now */
-		if (act > o.active_s)
-			o.active_s = act;
-		if (cmd < 0)
+		bytes += r.bytes;
+		if (r.act > o.active_s)
+			o.active_s = r.act;
+		if (r.cmd < 0)
 			unpaced = 1;
 		else
-			o.cmd_gbps += cmd * act; /* Gbit for now */
-		segs += sg;
-		retx += rx;
-		if (r > 0) {
-			rtt += r * act;
-			rtt_w += act;
-		}
-		/* the peer's downlink window */
-		struct sched_netmon_host *d = &s->hosts[peer].net;
-		struct sched_netmon_src *c = NULL;
-		if (!d->win_t0)
-			d->win_t0 = t;
-		for (int k = 0; k < d->n_src && !c; k++)
-			if (d->src[k].host == host)
-				c = &d->src[k];
-		if (!c && d->n_src < SCHED_NETMON_SENDERS) {
-			c = &d->src[d->n_src++];
-			memset(c, 0, sizeof(*c));
-			c->host = host;
-		}
-		if (!c)
-			c = &d->src[SCHED_NETMON_SENDERS - 1]; /* merged with the last */
-		c->bytes += bytes;
-		c->active_s += act;
-		if (cmd < 0)
-			c->unpaced = 1;
-		else
-			c->cmd_bits += cmd * act;
-		c->segs += sg;
-		c->retx += rx;
-		if (r > 0) {
-			c->rtt_ms_w += r * act;
-			c->rtt_w += act;
+			cmd_bits += r.cmd * r.act;
+		segs += r.segs;
+		retx += r.retx;
+		if (r.rtt > 0) {
+			rtt += r.rtt * r.act;
+			rtt_w += r.act;
 		}
 	}
-	if (!any || !(o.period_s > 0))
+	if (!any)
 		return chg;
-	/* concurrent transfers to different peers share the uplink: their bytes add over the
-	 * longest active time (sent one after the other, this understates the rate; the ratio to
-	 * the commanded rate stays) */
-	o.gbps = o.gbps * 8 / o.active_s / 1e9;
-	o.cmd_gbps = unpaced ? -1 : o.cmd_gbps / o.active_s;
+	o.gbps = bytes * 8 / o.active_s / 1e9;
+	o.cmd_gbps = unpaced ? -1 : cmd_bits / o.active_s;
 	o.loss = segs > 0 ? retx / segs : 0;
 	o.rtt_ms = rtt_w > 0 ? rtt / rtt_w : 0;
+	/* a sender whose paths to two or more peers all fell short explains the shortfall itself
+	 * (its own queue grows the RTT of every path): they say nothing about the receivers'
+	 * downlinks. A single path, or some on plan: the receivers' downlinks decide */
+	n_paths = n_short = 0;
+	json_array_foreach(json_is_array(paths) ? paths : NULL, i, p) {
+		if (!path_of(s, host, p, &r) || r.cmd == 0)
+			continue;
+		n_paths++;
+		n_short += r.cmd > 0 && r.bytes * 8 / r.act / 1e9 < CAPEST_SHORT * r.cmd;
+	}
+	sender_limited = n_paths >= 2 && n_short == n_paths;
+	json_array_foreach(sender_limited ? NULL : paths, i, p)
+		if (path_of(s, host, p, &r))
+			add_to_window(s, host, &r, t);
+	if (!(o.period_s > 0))
+		return chg;
 	if (o.active_s > o.period_s)
 		o.period_s = o.active_s;
 	how = capest_feed(est(s, host, 1), CAPEST_UP, &o);

@@ -33,7 +33,8 @@ struct sched_netmon_host {
 /**
  * sched_netmon_on_link - host @host reported `link` message @m at @t (scheduler clock, s) with
  * declared capacities @up_gbps / @down_gbps: feed its `paths` (optional; a malformed entry is
- * skipped) to @host's uplink estimate and to the downlink windows of the peers it sent to;
+ * skipped) to @host's uplink estimate and, unless its paths to two or more peers all fell short
+ * (the sender itself was the limit), to the downlink windows of the peers it sent to;
  * close downlink windows older than SCHED_NETMON_WINDOW_S. Every change of an estimate is
  * logged and recorded in capacity.jsonl (--records). Returns 1 when an estimate changed.
  */
