@@ -20,6 +20,7 @@
 #include "dp.h"
 #include "log.h"
 #include "monitor.h"
+#include "netmon.h"
 #include "transport.h"
 #include "auth.h"
 #include "clock.h"
@@ -133,6 +134,41 @@ static json_t *port_json(void)
 			 "oerrors", (json_int_t)p.oerrors, "link_changes", (json_int_t)p.link_changes);
 }
 
+/**
+ * The `paths` of a link report (docs/control.md): per peer and direction, what this host's
+ * transfers achieved since the last report (netmon.h), only peers with traffic in it.
+ */
+static json_t *link_paths(void)
+{
+	json_t *a = json_array();
+
+	for (int peer = 0; a && peer < dp.cluster.n_hosts; peer++) {
+		for (int tx = 1; tx >= 0; tx--) {
+			struct netmon_path p;
+			double act;
+			json_t *o;
+
+			if (netmon_take(peer, tx, &p) < 0 || (!p.active_ns && !p.bytes))
+				continue;
+			act = (double)p.active_ns / 1e9;
+			o = json_pack("{s:s, s:s, s:I, s:f, s:f}", "peer", dp.cluster.hosts[peer].name,
+				      "dir", tx ? "tx" : "rx", "bytes", (json_int_t)p.bytes, "active_s", act,
+				      "gbps", act > 0 ? (double)p.bytes * 8 / act / 1e9 : 0.0);
+			if (o && tx) {
+				json_object_set_new(o, "cmd_gbps", json_real(p.unpaced ? -1.0 :
+							act > 0 ? p.cmd_bits / act : 0.0));
+				json_object_set_new(o, "segs", json_integer((json_int_t)p.segs));
+				json_object_set_new(o, "retx", json_integer((json_int_t)p.retx));
+				json_object_set_new(o, "rtt_ms", json_real(p.rtt_n ?
+							p.rtt_us_sum / (double)p.rtt_n / 1e3 : 0.0));
+			}
+			if (o)
+				json_array_append_new(a, o);
+		}
+	}
+	return a;
+}
+
 static void send_link(void)
 {
 	double up, down, dt = (double)(dp.clk.mono_ns - cr.last_link_ns) / 1e9;
@@ -148,6 +184,8 @@ static void send_link(void)
 		json_object_set_new(m, "port", port);
 	else
 		json_decref(port);
+	if (m)
+		json_object_set_new(m, "paths", link_paths());
 	to_sched(m);
 	cr.last_link_ns = dp.clk.mono_ns;
 	cr.last_tx = dp.cnt.tx_bytes;
@@ -182,6 +220,7 @@ static void connected(int fd)
 	}
 	to_sched(hello);
 	cr.last_hb_ns = dp.clk.mono_ns;
+	json_decref(link_paths()); /* the next report covers this connection only */
 	cr.last_link_ns = dp.clk.mono_ns;
 	cr.last_tx = dp.cnt.tx_bytes;
 	cr.last_rx = dp.cnt.rx_bytes;

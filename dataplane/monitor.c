@@ -11,6 +11,7 @@
 
 #include "dp.h"
 #include "log.h"
+#include "netmon.h"
 #include "portio.h"
 #include "transport.h"
 
@@ -226,6 +227,10 @@ int monitor_init(const struct fault_spec *faults, double shaper_gbps)
 	mon.shaper_gbps = shaper_gbps;
 	mon.up_gbps = dp.cluster.hosts[dp.me].up_gbps;
 	mon.down_gbps = dp.cluster.hosts[dp.me].down_gbps;
+	if ((rc = netmon_init()) < 0) {
+		log_err("network monitor: out of memory");
+		return rc;
+	}
 	if ((rc = monitor_apply_faults(faults, err, sizeof(err))) < 0) {
 		log_err("%s", err);
 		return rc;
@@ -253,6 +258,7 @@ void monitor_step(void)
 	int port_read = portio_poll_port(dp.clk.mono_ns);
 
 	portio_port_stats(&port);
+	netmon_step();
 	pthread_mutex_lock(&mon.lock);
 	if (port_read)
 		mon.port = port;

@@ -554,7 +554,9 @@ int sender_stats(struct xfer_stat *out, int max)
 		out[n] = (struct xfer_stat){ .id = x->id, .outgoing = 1, .peer = x->peer,
 			.state = x->state, .bytes = x->bytes, .done_bytes = acked < x->bytes ? acked : x->bytes,
 			.frames = x->frames, .retransmits = x->sack.retransmits,
-			.gbps_cmd = pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz) };
+			.gbps_cmd = pacer_gbps_at(&x->pacer, dp.clk.tsc, dp.hz),
+			.srtt_us = x->sack.rtt_samples ? x->sack.srtt_us : 0,
+			.first_ns = x->first_tx_ns, .end_ns = x->state >= XFER_DONE ? x->end_ns : 0 };
 	}
 	return n;
 }

@@ -86,6 +86,9 @@ struct xfer_stat {
 	enum xfer_state state;
 	uint64_t bytes, done_bytes, frames, retransmits; /* bytes: size; done_bytes: acked/received */
 	double gbps_cmd;       /* commanded rate now, Gbit/s of L2 frames; -1 unpaced, 0 paused */
+	double srtt_us;        /* outgoing: smoothed round-trip time, us (0: no sample yet) */
+	uint64_t first_ns, end_ns; /* outgoing: CLOCK_REALTIME ns of the first frame sent and of the
+				    * end (0: not yet); the monitor's active time (netmon.c) */
 };
 
 #endif

@@ -59,3 +59,12 @@ INTEG_TESTS += tests/integration/python_newuser.sh
 # two dataplanes over a net_memif pair (no namespaces, no lock): byte-exact in both loops, the
 # counters, zero-copy send (issue 35)
 INTEG_TESTS += tests/integration/test_dp_memif.sh
+
+# the measured capacity estimate alone (sched_capest.h, docs/scheduler.md "Measured capacities"): pure
+UNIT_TESTS += $(BUILD)/tests/test_sched_capest
+$(BUILD)/tests/test_sched_capest: $(BUILD)/tests/unit/test_sched_capest.o $(BUILD)/scheduler/daemon/sched_capest.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lm
+# the network monitor measures: links shaped below their declared capacity, nobody told; the
+# scheduler's estimate falls to the shaped rate (docs/scheduler.md "Measured capacities")
+INTEG_TESTS += tests/integration/netmon_measured.sh

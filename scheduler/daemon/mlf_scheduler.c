@@ -41,6 +41,9 @@ static void usage(FILE *f)
 		"  --clock-max-ms MS    refuse such a host above MS (default 100)\n"
 		"  --clock-correct M    on (default): commanded start times in each host's clock;\n"
 		"                       off: in ours (offsets are still measured and recorded)\n"
+		"  --capacity M         declared (default): plan with the capacities the dataplanes\n"
+		"                       declare; measured: with the estimates derived from what\n"
+		"                       transfers achieved (docs/scheduler.md \"Measured capacities\")\n"
 		"  --peer-timeout S     a dataplane silent this long is dead (default 2)\n"
 		"  --sync-timeout S     MLfabric-S: plan without missing workers after S (default 30)\n"
 		"  --sync-batching M    MLfabric-S: eager (plan each update of an iteration as it is\n"
@@ -103,6 +106,7 @@ int main(int argc, char **argv)
 		{ "clock-warn-ms", required_argument, 0, 1001 },
 		{ "clock-max-ms", required_argument, 0, 1002 },
 		{ "clock-correct", required_argument, 0, 1003 },
+		{ "capacity", required_argument, 0, 1004 },
 		{ "t-lag", required_argument, 0, 't' }, { "peer-timeout", required_argument, 0, 'p' },
 		{ "sync-timeout", required_argument, 0, 's' },
 		{ "xfer-timeout", required_argument, 0, 'x' },
@@ -150,6 +154,14 @@ int main(int argc, char **argv)
 				bad = 1;
 			}
 			cfg.clock_correct = !strcmp(optarg, "on");
+			break;
+		case 1004:
+			if (strcmp(optarg, "declared") && strcmp(optarg, "measured")) {
+				fprintf(stderr, "mlf-scheduler: --capacity: '%s' is not declared or measured\n",
+					optarg);
+				bad = 1;
+			}
+			cfg.capacity_measured = !strcmp(optarg, "measured");
 			break;
 		case 'p': bad |= num_arg("--peer-timeout", optarg, 0.01, 3600, &cfg.peer_timeout_s); break;
 		case 's': bad |= num_arg("--sync-timeout", optarg, 0, 86400, &cfg.sync_timeout_s); break;

@@ -31,9 +31,14 @@ double sched_batch_link_gbps(const struct sched *s, int host, int up, double now
 		if (r->t <= now - s->cfg.t_lag_s && (!best || r->t > best->t))
 			best = r;
 	}
-	if (best)
-		return up ? best->up_gbps : best->down_gbps;
-	return up ? s->cl.hosts[host].up_gbps : s->cl.hosts[host].down_gbps;
+	double g = best ? (up ? best->up_gbps : best->down_gbps) :
+			  (up ? s->cl.hosts[host].up_gbps : s->cl.hosts[host].down_gbps);
+	if (s->cfg.capacity_measured) { /* the measured estimate, at most the declared capacity */
+		double m = sched_netmon_gbps(s, host, up);
+		if (m < g)
+			g = m;
+	}
+	return g;
 }
 
 /*

@@ -451,9 +451,10 @@ struct sched *sched_daemon_create(const struct sched_config *cfg, const char *cl
 	 * crash (docs/scheduler.md "Restart") never reuses an id of transfers still in flight */
 	s->xfer_counter = ((uint64_t)(s->t0 * 1e3) & ((1ull << 41) - 1)) << 20;
 	log_info("listening on %s for %d hosts of cluster %s; batch %.0f ms, replan %.1f ms, "
-		 "lead <= %.1f ms, t_lag %.2f s, peer timeout %.1f s, headroom %.2f", addr,
+		 "lead <= %.1f ms, t_lag %.2f s, peer timeout %.1f s, headroom %.2f, capacities %s", addr,
 		 s->cl.n_hosts, s->cl.name, cfg->batch_s * 1e3, cfg->replan_s * 1e3,
-		 cfg->lead_s * 1e3, cfg->t_lag_s, cfg->peer_timeout_s, cfg->headroom);
+		 cfg->lead_s * 1e3, cfg->t_lag_s, cfg->peer_timeout_s, cfg->headroom,
+		 cfg->capacity_measured ? "measured" : "declared");
 	return s;
 fail:
 	sched_daemon_free(s);

@@ -367,6 +367,9 @@ static void on_link(struct sched *s, int ci, json_t *m)
 		&h->reports[(h->next_report + SCHED_LINK_HIST - 1) % SCHED_LINK_HIST] : NULL;
 	if (!last || last->up_gbps != r.up_gbps || last->down_gbps != r.down_gbps)
 		sched_arrival_note(s, r.t + s->cfg.t_lag_s); /* a capacity change, usable then */
+	if (sched_netmon_on_link(s, s->conns[ci].host, m, r.t, r.up_gbps, r.down_gbps) &&
+	    s->cfg.capacity_measured)
+		sched_arrival_note(s, r.t); /* a measured estimate changed: usable now */
 	h->reports[h->next_report] = r;
 	h->next_report = (h->next_report + 1) % SCHED_LINK_HIST;
 	if (h->n_reports < SCHED_LINK_HIST)

@@ -78,7 +78,9 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 		s->rec_clocks = open_one(dir, "clocks.jsonl", err, errlen);
 	if (s->rec_clocks)
 		s->rec_starts = open_one(dir, "starts.jsonl", err, errlen);
-	if (!s->rec_starts) {
+	if (s->rec_starts)
+		s->rec_capacity = open_one(dir, "capacity.jsonl", err, errlen);
+	if (!s->rec_capacity) {
 		int rc = -errno;
 		sched_rec_close(s);
 		return rc ? rc : -EIO;
@@ -89,7 +91,7 @@ int sched_rec_open(struct sched *s, const char *dir, char *err, size_t errlen)
 void sched_rec_close(struct sched *s)
 {
 	FILE **f[] = { &s->rec_batches, &s->rec_updates, &s->rec_transfers, &s->rec_failover,
-			&s->rec_clocks, &s->rec_starts };
+			&s->rec_clocks, &s->rec_starts, &s->rec_capacity };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i])

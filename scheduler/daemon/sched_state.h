@@ -13,6 +13,7 @@
 #include "plan.h"
 #include "sched_index.h"
 #include "sched_lead.h"
+#include "sched_netmon.h"
 #include "sched_policy.h"
 
 #define SCHED_LATE_WEIGHT 0.1     /* weight of one leg in sched_shard.late_s */
@@ -95,6 +96,7 @@ struct sched_host {
 			     * of 1 / (update arrival - the later of its last update and its last
 			     * answered pull), so time held at a pull gate does not count: the
 			     * load signal of adaptive SSP (--asp) */
+	struct sched_netmon_host net; /* measured capacities of its links (sched_netmon.h) */
 };
 
 /** Life of an update (docs/fabric.md updates.jsonl fates). */
@@ -232,6 +234,8 @@ struct sched_config {
 	double clock_max_s;     /* --clock-max-ms / 1000: above it the host is refused */
 	int clock_correct;      /* --clock-correct on (1, default) / off: commanded times in each
 				 * host's clock */
+	int capacity_measured;  /* --capacity measured (1) / declared (0, default): plan with the
+				 * measured estimates (sched_netmon.h), at most the declared capacity */
 	double lead_s;          /* --lead-ms / 1000: the largest and initial lead; the lead itself
 				 * is the measured command latency (sched_lead.h) */
 	double sync_timeout_s;  /* --sync-timeout */
@@ -424,6 +428,7 @@ struct sched {
 
 	FILE *rec_batches, *rec_updates, *rec_transfers, *rec_failover;
 	FILE *rec_clocks, *rec_starts; /* clocks.jsonl, starts.jsonl (sched_clock.h) */
+	FILE *rec_capacity;     /* capacity.jsonl: changes of the measured estimates (sched_netmon.h) */
 	struct sched_policy_set pol;  /* the running synchronization policies (sched_policy.h) */
 	int asp_thr_logged;           /* --asp: the threshold last logged + 1 (0: none yet) */
 

@@ -65,6 +65,9 @@ static json_t *host_json(const struct sched *s, int h, double now)
 			    json_real(sh->start_err_sum_s / (double)sh->n_starts * 1e3) : json_null());
 	json_object_set_new(o, "start_err_max_ms", sh->n_starts ?
 			    json_real(sh->start_err_max_s * 1e3) : json_null());
+	/* the measured estimates (sched_netmon.h), whether or not the plan uses them */
+	json_object_set_new(o, "est_up_gbps", json_real(sched_netmon_gbps(s, h, 1)));
+	json_object_set_new(o, "est_down_gbps", json_real(sched_netmon_gbps(s, h, 0)));
 	if (r) {
 		json_object_set_new(o, "tx_gbps", json_real(r->tx_gbps));
 		json_object_set_new(o, "rx_gbps", json_real(r->rx_gbps));

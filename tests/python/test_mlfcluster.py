@@ -129,6 +129,9 @@ class Validation(Tmp):
         self.assertEqual(self.exp(speeds=[1, 1, 1, 4], systems=["rr-sync"]).speeds, ["1", "1", "1", "4"])
         self.assertEqual(self.exp(data_split="by-label").data_split, "by-label")
         self.bad('data_split: "iid" or "by-label" expected', data_split="random")
+        self.assertEqual(self.exp().capacity, "declared")
+        self.assertEqual(self.exp(capacity="measured").capacity, "measured")
+        self.bad('capacity: declared or measured expected, got "guessed"', capacity="guessed")
         self.bad('data_split: "by-label" is not supported by system rr-sync', data_split="by-label",
                  systems=["rr-sync"])
         self.bad("ssp_s: an integer in [0, 100000] expected", ssp_s=1.5)

@@ -230,6 +230,69 @@ START_TEST(viewer_is_read_only)
 }
 END_TEST
 
+/*
+ * One `link` report of @host (fake @f) at @t whose `paths` name one tx path to each of @peers:
+ * commanded @cmd, achieved @got Gbit/s over a fully active 0.1 s, RTT @rtt ms, no loss.
+ */
+static void report_paths(int f, const char *host, double t, const char *const *peers, int n,
+			 double cmd, double got, double rtt)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:f, s:f, s:f, s:I, s:I, s:f}",
+			"peer", peers[i], "dir", "tx", "bytes", (json_int_t)(got * 1e9 * 0.1 / 8),
+			"active_s", 0.1, "gbps", got, "cmd_gbps", cmd, "segs", (json_int_t)1000,
+			"retx", (json_int_t)0, "rtt_ms", rtt));
+	json_t *m = json_pack("{s:s, s:s, s:f, s:f, s:f}", "type", "link", "host", host, "t", t,
+			      "up_gbps", 10.0, "down_gbps", strcmp(host, "ps") ? 10.0 : 1.0);
+	json_object_set_new(m, "paths", a);
+	fake_send(f, m);
+	pump(0.01); /* handled before the next report (on another connection) is sent */
+}
+
+static double est(json_t *st, const char *host, const char *k)
+{
+	json_t *h = find(st, "hosts", "name", host);
+	ck_assert_ptr_nonnull(h);
+	return json_number_value(json_object_get(h, k));
+}
+
+/*
+ * Measured capacities (docs/scheduler.md "Measured capacities"): two workers each sending to
+ * ps alone fall short with a grown RTT for three windows: ps's downlink estimate drops to what
+ * they achieved together (0.6 of 1.0 declared), their uplinks stay (a shortfall with congestion
+ * signals is the network's). The server sending to three workers, every path short with a grown
+ * RTT: its own queue explains it, the workers' downlinks stay at 10.
+ */
+START_TEST(measured_estimates_in_status)
+{
+	int w[3];
+	const char *to_ps[] = { "ps" }, *to_ws[] = { "w0", "w1", "w2" };
+	double t = clock_real_s() - 2.0;
+
+	start_daemon(NULL);
+	int ps = setup(NULL, 0, 8, 3, w, NULL);
+	for (int k = 0; k < 7; k++, t += 0.101) { /* just over a window (0.1 s) apart */
+		int base = k < 2; /* two rounds on plan with a small RTT: the base (a host's first report has no period) */
+		report_paths(w[0], "w0", t, to_ps, 1, base ? 0.4 : 0.9, base ? 0.4 : 0.3, base ? 0.2 : 10);
+		report_paths(w[1], "w1", t + 0.01, to_ps, 1, base ? 0.4 : 0.9, base ? 0.4 : 0.3, base ? 0.2 : 10);
+		report_paths(ps, "ps", t + 0.02, to_ws, 3, base ? 1.0 : 3.0, 1.0, base ? 0.2 : 10);
+	}
+	pump(0.2);
+	json_t *st = status(viewer());
+	ck_assert_double_eq_tol(est(st, "ps", "est_down_gbps"), 0.6, 1e-6);
+	ck_assert_double_eq_tol(est(st, "w0", "est_up_gbps"), 10.0, 1e-9);
+	ck_assert_double_eq_tol(est(st, "w1", "est_up_gbps"), 10.0, 1e-9);
+	for (int i = 0; i < 3; i++)
+		ck_assert_double_eq_tol(est(st, to_ws[i], "est_down_gbps"), 10.0, 1e-9);
+	ck_assert_double_eq_tol(est(st, "ps", "est_up_gbps"), 10.0, 1e-9);
+	/* the plan's capacity stays the declared one (--capacity declared, the default) */
+	ck_assert_double_eq_tol(est(st, "ps", "down_gbps"), 1.0, 1e-9);
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_status");
@@ -241,6 +304,7 @@ int main(void)
 	tcase_add_test(tc, silent_dataplane_named);
 	tcase_add_test(tc, waits_reported_and_cleared);
 	tcase_add_test(tc, viewer_is_read_only);
+	tcase_add_test(tc, measured_estimates_in_status);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -37,7 +37,7 @@ OPTIONAL = {"model": "784,1024,10", "batch": 32, "lr": 0.05, "momentum": 0.9, "l
             "replication": None, "faults": None, "worker_program": "c",
             "scheduler_args": None, "shards": 1, "momentum_at": None,
             "speeds": None, "speeds_at_s": 0, "ssp_s": 3, "asp_w": 1, "esync_global_lr": None,
-            "data_split": "iid", "local_steps": 4, "adsp_period_s": 1, "adsp_eval_s": 6,
+            "data_split": "iid", "capacity": "declared", "local_steps": 4, "adsp_period_s": 1, "adsp_eval_s": 6,
             "adsp_rate": None, "adsp_global_lr": None, "hop_graph": "ring", "hop_backups": 0,
             "hop_staleness": 0, "hop_max_ig": 4, "hop_jump": None, "hop_jump_behind": 1,
             "esync_nonblocking": False, "overlap": False, "init_weights": None, "worker_command": None}
@@ -216,6 +216,13 @@ class Experiment:
         self.data_split = x.get("data_split", "iid")
         if self.data_split not in ("iid", "by-label"):
             self.err('data_split: "iid" or "by-label" expected, got %s' % json.dumps(self.data_split))
+        # capacity: "declared" (the runner tells each dataplane its link capacities per rate
+        # period, /mlfabric/capacity) or "measured" (the links are shaped the same, the scheduler
+        # is not told: it plans with its estimates, mlf-scheduler --capacity measured;
+        # docs/experiments.md "Measured capacities")
+        self.capacity = x.get("capacity", "declared")
+        if self.capacity not in ("declared", "measured"):
+            self.err('capacity: "declared" or "measured" expected, got %s' % json.dumps(self.capacity))
         for k in ["rate_scale", "period_s", "seed", "target_accuracy", "time_limit_s"]:
             self.s[k] = num_str(x[k])
         self.tau_max = float(self.s["tau_max"])

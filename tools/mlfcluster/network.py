@@ -65,11 +65,12 @@ def read_schedule(path):
     return rows
 
 
-def apply_period(tb, rows, k, declare, out, stopped=None):
+def apply_period(tb, rows, k, declare, out, stopped=None, capacity=True):
     """Shape every host as period K says; DECLARE also tells each host's dataplane its
     capacities (/mlfabric/capacity,UP,DOWN) and its egress shaper (= uplink: the dataplane never
     sends faster than its uplink carries, so unscheduled transfers queue at the sender).
-    STOPPED (an Event) set: return at once (the system is stopping)."""
+    CAPACITY False (experiment key capacity "measured"): the shaper only, no capacities: the
+    scheduler measures them. STOPPED (an Event) set: return at once (the system is stopping)."""
     for kk, off, host, up, down in rows:
         if kk != str(k) or (stopped is not None and stopped.is_set()):
             continue
@@ -78,7 +79,7 @@ def apply_period(tb, rows, k, declare, out, stopped=None):
         if not tb.shape(host, "down", down):
             out.write("shape %s down %s failed\n" % (host, down))
         if declare:
-            if not tb.tel(host, "/mlfabric/capacity,%s,%s" % (up, down)):
+            if capacity and not tb.tel(host, "/mlfabric/capacity,%s,%s" % (up, down)):
                 out.write("declare %s capacity %s,%s failed\n" % (host, up, down))
             if not tb.tel(host, "/mlfabric/shaper,%s" % up):
                 out.write("set %s shaper %s failed\n" % (host, up))
@@ -89,9 +90,10 @@ def apply_period(tb, rows, k, declare, out, stopped=None):
 class NetDriver(threading.Thread):
     """Applies period k at T0 + k * period_s, k = 1, 2, ... until the schedule ends or stop()."""
 
-    def __init__(self, tb, rows, period, t0, declare, log_path):
+    def __init__(self, tb, rows, period, t0, declare, log_path, capacity=True):
         super().__init__(name="net-driver", daemon=True)
         self.tb, self.rows, self.period, self.t0, self.declare = tb, rows, float(period), t0, declare
+        self.capacity = capacity
         self.log_path = log_path
         self.stopped = threading.Event()
 
@@ -105,7 +107,7 @@ class NetDriver(threading.Thread):
                     return
                 if str(k) not in ks:
                     return
-                apply_period(self.tb, self.rows, k, self.declare, out, self.stopped)
+                apply_period(self.tb, self.rows, k, self.declare, out, self.stopped, self.capacity)
                 k += 1
 
     def stop(self):

@@ -257,6 +257,8 @@ class Runner:
             sched_extra += ["--verify-every", str(e.verify_every)]
         if e.repl_aggs:
             sched_extra += ["--replica-aggregators", ",".join(e.repl_aggs)]
+        if e.capacity == "measured":   # the scheduler plans with what it measures (docs/experiments.md)
+            sched_extra += ["--capacity", "measured"]
         if sys_ in ("ssp", "asp"):
             sched_extra += ["--ssp", e.s["ssp_s"]]
         if sys_ == "asp":
@@ -301,7 +303,7 @@ class Runner:
                 # period 0 declared now that the dataplanes run
                 if declare:
                     with open(L("network.log"), "a") as out:
-                        apply_period(self.tb, self.rows, 0, True, out)
+                        apply_period(self.tb, self.rows, 0, True, out, capacity=e.capacity == "declared")
                 if mode != "async":
                     for dp in procs.matching("dataplane@*"):
                         wait_ready("%s (no 'welcome' from the scheduler in %s)" % (dp.name, os.path.basename(dp.log)),
@@ -392,7 +394,8 @@ class Runner:
         t0 = c.get("t_workers") or time.time()   # torch: the workers started before the server served
         self.set_run_json(t0=t0)
         self.cpu_sample(c)
-        nd = NetDriver(self.tb, self.rows, e.period_s, t0, declare, L("network.log"))
+        nd = NetDriver(self.tb, self.rows, e.period_s, t0, declare, L("network.log"),
+                       capacity=e.capacity == "declared")
         c["drivers"].append(nd)
         nd.start()
         if e.faults:
