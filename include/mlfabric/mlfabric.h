@@ -91,8 +91,12 @@ typedef struct mlf mlf_t;
 /**
  * mlf_open - connect to this host's dataplane (and through it to the scheduler, unless
  * MLF_MODE_DIRECT) and start the endpoint's event thread.
- * Returns the endpoint, or NULL with @err naming the problem (config unreadable, unknown host,
- * no dataplane listening on the socket, no scheduler connection at the dataplane).
+ * Only connects: the connect waits at most the dataplane timeout (mlf_opts.timeout_s), so a
+ * hung dataplane that does not accept connections fails it instead of blocking for ever.
+ * Returns the endpoint, or NULL with errno set and @err naming the problem: EINVAL/ENOENT (config
+ * unreadable, unknown host), ENOENT/ECONNREFUSED (no dataplane listening on the socket),
+ * ETIMEDOUT (the dataplane did not accept the connection within the dataplane timeout; @err
+ * names the host and the socket), ENOMEM.
  */
 mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen);
 
