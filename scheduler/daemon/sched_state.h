@@ -223,6 +223,8 @@ struct sched_config {
 				 * is the measured command latency (sched_lead.h) */
 	double sync_timeout_s;  /* --sync-timeout */
 	double xfer_timeout_s;  /* --xfer-timeout: no `done` this long after the planned end = lost */
+	double xfer_keep_s;     /* transfer records are forgotten this long after their planned
+				 * end (no flag; 0 = SCHED_XFER_KEEP_S; tests shorten it) */
 	int max_batch;          /* most updates in one batch (an aggregate names <= 62 parts) */
 	char aggregators[512];  /* --aggregators h1,h2 ("" = every registered aggregator) */
 	char records[512];      /* --records DIR ("" = none) */

@@ -42,7 +42,11 @@ uint64_t sched_xfer_fresh(struct sched *s);
  */
 double sched_xfer_rate_at(const struct sched_xfer *x, double t);
 
-/** sched_xfer_compact - forget the transfers whose planned end is 60 s before @now_plan. */
+/** Seconds a transfer record is kept after its planned end (sched_config.xfer_keep_s). */
+#define SCHED_XFER_KEEP_S 60.0
+
+/** sched_xfer_compact - forget the transfers whose planned end is s->cfg.xfer_keep_s (default
+ * SCHED_XFER_KEEP_S) before @now_plan (plan time, seconds). */
 void sched_xfer_compact(struct sched *s, double now_plan);
 
 /** sched_xfer_free - free every transfer and the table itself (s->xfers is NULL after). */
