@@ -155,7 +155,9 @@ int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *versi
 /**
  * mlf_push_get - MLfabric-S's push-then-get (§6; the paper's Table 1 calls it allreduce, but it
  * is no collective operation): push @u as this worker's update of the current iteration to the
- * root server, then get the model after every worker's update of the iteration is applied.
+ * root server, then get the model after every worker's update of the iteration is applied:
+ * the first version above @version (the server applies an iteration as one step, so an
+ * iteration that ended short, at --sync-timeout or past a lost part, is no wait for ever).
  * @model/@new_version: as mlf_get's @model/@version. Returns 0 or as mlf_push/mlf_get.
  */
 int mlf_push_get(mlf_t *f, const char *server, const float *u, size_t n, double norm,

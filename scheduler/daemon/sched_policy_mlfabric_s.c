@@ -85,6 +85,31 @@ static int sync_had_loss(const struct sched *s, int k)
 }
 
 /*
+ * The iteration from (group) version @start ended at @end, short of n_workers parts (a sync
+ * timeout, lost parts): the pulls of its workers wait for its end. mlf_push_get asks for the
+ * update's version + the workers (the cluster's worker hosts), a version only the next
+ * iteration's parts would bring, and every worker waits in that get: so a pull's min_version
+ * in (@end, @start + workers] becomes @end.
+ */
+static void pulls_to_iteration_end(struct sched *s, int64_t start, int64_t end)
+{
+	int workers = s->server.n_workers, hosts = 0, n = 0;
+
+	for (int h = 0; h < s->cl.n_hosts; h++)
+		hosts += !!(s->cl.hosts[h].roles & CLUSTER_ROLE_WORKER);
+	if (hosts > workers)
+		workers = hosts;
+	for (int i = 0; i < s->n_pulls; i++)
+		if (s->pulls[i].min_version > end && s->pulls[i].min_version <= start + workers) {
+			s->pulls[i].min_version = end;
+			n++;
+		}
+	if (n)
+		log_info("MLfabric-S: the iteration from version %" PRId64 " ended at %" PRId64 ": %d pull(s) "
+			 "wait for that version", start, end, n);
+}
+
+/*
  * End the MLfabric-S iteration after its s->sync.n planned updates. A server (every shard
  * server of a sharded model, §10.2) that gets fewer than n_workers parts of it (--sync-timeout,
  * a batch of --sync-batching all that went without some, parts lost: sched_sync_lost), or that
@@ -103,7 +128,9 @@ static void sync_close(struct sched *s)
 	if (s->sync.n > 0 && s->sync.n < s->server.n_workers && s->repl.host >= 0)
 		sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:I, s:i}", "type",
 			     "sync_step", "version", (json_int_t)s->sync.v, "parts", s->sync.n));
+	int64_t start = s->sync.v;
 	s->sync.v += s->sync.n - (r && !s->server.n_shards ? r->lost[0] : 0);
+	pulls_to_iteration_end(s, start, s->sync.v);
 	s->sync.n = 0;
 	s->sync.since = 0;
 	s->sync.iter++;
@@ -136,8 +163,10 @@ static void sync_part_lost(struct sched *s, void *data, const struct sched_updat
 		 r->iter, parts, k, r->parts - r->lost[k], r->parts);
 	if (r->iter == s->sync.iter)
 		return; /* still open: its sync_close tells the size */
-	if (!s->server.n_shards)
+	if (!s->server.n_shards) { /* the iteration ends that much lower (shards: their lag) */
 		s->sync.v -= parts;
+		pulls_to_iteration_end(s, r->v, r->v + r->parts - r->lost[0]);
+	}
 	for (int64_t j = r->iter; j < s->sync.iter; j++) {
 		struct sched_sync_it *q = sync_it(s, j);
 		if (q)

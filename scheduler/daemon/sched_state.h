@@ -171,6 +171,9 @@ struct sched_xfer {
 			     * skips it (a shard server that was away hears it again when back) */
 	int skipped;        /* parts counted in its destination shard's lag (sched_shard_skipped);
 			     * a commit of it after all takes them back (sched_shard_commit) */
+	int inputs_lost;    /* AGGREGATE to a server: inputs the scheduler declared lost (they
+			     * count in the shard's lag and the policies heard it); a `partial`
+			     * naming them counts only the others */
 	int committed;      /* a shard server reported its commit (sched_shard_commit): a leg
 			     * `done` at its sender but not yet applied still holds the copies
 			     * that wait for it (sched_shard_copy_ready) */
