@@ -45,7 +45,7 @@ $(BUILD)/mlf-verify: $(BUILD)/apps/mlf_verify.o $(APP_LIBS)
 
 INTEG_TESTS += tests/integration/apps_rrsync.sh tests/integration/apps_async.sh \
 	       tests/integration/apps_mlfabric.sh tests/integration/apps_sync.sh tests/integration/apps_shards.sh \
-	       tests/integration/apps_shards_sync.sh tests/integration/apps_get_latency.sh \
+	       tests/integration/apps_shards_sync.sh tests/integration/apps_shards_lost.sh tests/integration/apps_get_latency.sh \
 	       tests/integration/apps_ssp.sh tests/integration/apps_esync.sh tests/integration/apps_adsp.sh tests/integration/apps_hop.sh \
 	       tests/integration/fabric_replica.sh tests/integration/fabric_chain.sh \
 	       tests/integration/fabric_checkpoint.sh tests/integration/fabric_failover.sh

@@ -93,8 +93,12 @@ typedef struct mlf mlf_t;
 /**
  * mlf_open - connect to this host's dataplane (and through it to the scheduler, unless
  * MLF_MODE_DIRECT) and start the endpoint's event thread.
- * Returns the endpoint, or NULL with @err naming the problem (config unreadable, unknown host,
- * no dataplane listening on the socket, no scheduler connection at the dataplane).
+ * Only connects: the connect waits at most the dataplane timeout (mlf_opts.timeout_s), so a
+ * hung dataplane that does not accept connections fails it instead of blocking for ever.
+ * Returns the endpoint, or NULL with errno set and @err naming the problem: EINVAL/ENOENT (config
+ * unreadable, unknown host), ENOENT/ECONNREFUSED (no dataplane listening on the socket),
+ * ETIMEDOUT (the dataplane did not accept the connection within the dataplane timeout; @err
+ * names the host and the socket), ENOMEM.
  */
 mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen);
 
@@ -153,7 +157,9 @@ int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *versi
 /**
  * mlf_push_get - MLfabric-S's push-then-get (§6; the paper's Table 1 calls it allreduce, but it
  * is no collective operation): push @u as this worker's update of the current iteration to the
- * root server, then get the model after every worker's update of the iteration is applied.
+ * root server, then get the model after every worker's update of the iteration is applied:
+ * the first version above @version (the server applies an iteration as one step, so an
+ * iteration that ended short, at --sync-timeout or past a lost part, is no wait for ever).
  * @model/@new_version: as mlf_get's @model/@version. Returns 0 or as mlf_push/mlf_get.
  */
 int mlf_push_get(mlf_t *f, const char *server, const float *u, size_t n, double norm,

@@ -131,10 +131,11 @@ static int send_msg(mlfabric_t *m, const struct appmsg *msg, int fd)
 	return rc == -EAGAIN ? timed_out(m, "does not read requests (socket full)") : rc;
 }
 
-mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen)
+mlfabric_t *mlfabric_connect_within(const char *path, double timeout_s, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	mlfabric_t *m;
+	int e;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "socket path '%s' too long", path);
@@ -145,22 +146,46 @@ mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen)
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
 		return NULL;
 	}
+	snprintf(m->path, sizeof(m->path), "%s", path);
 	m->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (m->sock < 0 || connect(m->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		snprintf(err, errlen, "cannot connect to dataplane socket %s: %s (is mlf-dataplane running?)",
-			 path, strerror(e));
-		if (m->sock >= 0)
-			close(m->sock);
+	if (m->sock < 0) {
+		e = errno;
+		snprintf(err, errlen, "dataplane socket %s: socket: %s", path, strerror(e));
 		free(m);
 		errno = e;
 		return NULL;
 	}
-	snprintf(m->path, sizeof(m->path), "%s", path);
-	mlfabric_set_timeout(m, mlfabric_env_timeout_s() > 0 ? mlfabric_env_timeout_s() : MLFABRIC_TIMEOUT_S);
+	/* SO_SNDTIMEO set before connect() bounds the connect too: a dataplane whose listen
+	 * backlog is full (hung, or not accepting) fails it with EAGAIN after the timeout instead
+	 * of blocking for ever */
+	mlfabric_set_timeout(m, timeout_s > 0 ? timeout_s : mlfabric_env_timeout_s() > 0 ?
+			     mlfabric_env_timeout_s() : MLFABRIC_TIMEOUT_S);
+	while (connect(m->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		e = errno;
+		if (e == EINTR)
+			continue;
+		if (e == EAGAIN || e == EWOULDBLOCK) {
+			snprintf(err, errlen, "dataplane at socket %s: did not accept the connection within "
+				 "%.1f s (MLF_DP_TIMEOUT_S; is mlf-dataplane hung?)", path, m->timeout_s);
+			e = ETIMEDOUT;
+		} else {
+			snprintf(err, errlen, "cannot connect to dataplane socket %s: %s (is mlf-dataplane "
+				 "running?)", path, strerror(e));
+		}
+		close(m->sock);
+		free(m);
+		errno = e;
+		return NULL;
+	}
 	return m;
+}
+
+mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen)
+{
+	return mlfabric_connect_within(path, 0, err, errlen);
 }
 
 void mlfabric_close(mlfabric_t *m)

@@ -71,9 +71,19 @@ void mlfabric_buf_free(struct mlfabric_buf *b);
  * mlfabric_connect - connect to the dataplane listening on Unix socket @path. Requests on the
  * connection wait at most the dataplane timeout: MLF_DP_TIMEOUT_S from the environment (seconds,
  * > 0) or MLFABRIC_TIMEOUT_S; see mlfabric_set_timeout (docs/api.md "Timeouts").
- * Returns a handle, or NULL with @err saying why (no dataplane at that path, permission).
+ * The connect itself waits at most that long (a dataplane whose listen backlog is full).
+ * Returns a handle, or NULL with errno set and @err saying why, naming the socket: ETIMEDOUT
+ * (the dataplane did not accept within the timeout), ENOENT/ECONNREFUSED (no dataplane at that
+ * path), EACCES (permission), ENAMETOOLONG.
  */
 mlfabric_t *mlfabric_connect(const char *path, char *err, size_t errlen);
+
+/**
+ * mlfabric_connect_within - mlfabric_connect with the dataplane timeout @timeout_s (seconds;
+ * <= 0: MLF_DP_TIMEOUT_S or MLFABRIC_TIMEOUT_S) for the connect and every later request.
+ * Returns as mlfabric_connect.
+ */
+mlfabric_t *mlfabric_connect_within(const char *path, double timeout_s, char *err, size_t errlen);
 
 /**
  * mlfabric_set_timeout - how long (seconds, > 0; other values are ignored) a request may wait

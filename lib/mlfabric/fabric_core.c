@@ -754,20 +754,26 @@ static void *event_thread(void *arg)
 mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 {
 	struct mlf *f;
-	char sock[256];
+	char sock[256], dperr[256];
+	int e = EINVAL;
 
 	if (!o || !o->cluster || !o->host) {
 		snprintf(err, errlen, "mlf_open: cluster and host are required");
+		errno = EINVAL;
 		return NULL;
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
 		return NULL;
 	}
 	f->wake[0] = f->wake[1] = -1;
-	if (cluster_load(o->cluster, &f->cl, err, errlen) < 0)
+	if ((e = cluster_load(o->cluster, &f->cl, err, errlen)) < 0) {
+		e = -e;
 		goto fail;
+	}
+	e = EINVAL;
 	if ((f->me = cluster_find(&f->cl, o->host)) < 0) {
 		snprintf(err, errlen, "%s: no host named '%s'", o->cluster, o->host);
 		goto fail;
@@ -787,6 +793,7 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 			goto fail;
 		}
 		if (mkdir(o->verify_dir, 0755) < 0 && errno != EEXIST) {
+			e = errno;
 			snprintf(err, errlen, "verify directory %s: %s", o->verify_dir, strerror(errno));
 			goto fail;
 		}
@@ -796,21 +803,26 @@ mlf_t *mlf_open(const struct mlf_opts *o, char *err, size_t errlen)
 		snprintf(sock, sizeof(sock), "%s", o->sock);
 	else
 		snprintf(sock, sizeof(sock), "%s/%s-%s.sock", MLFABRIC_SOCK_DIR, f->cl.name, o->host);
-	if (!(f->dp = mlfabric_connect(sock, err, errlen)))
+	/* the connect and every request to the dataplane wait at most MLF_DP_TIMEOUT_S, else the
+	 * larger of the endpoint timeout and MLFABRIC_TIMEOUT_S: a short timeout for peers (1 s in
+	 * tests) must not give up a local dataplane that a busy machine delays for a moment */
+	if (!(f->dp = mlfabric_connect_within(sock, mlfabric_env_timeout_s() > 0 ? mlfabric_env_timeout_s() :
+					      f->timeout_s > MLFABRIC_TIMEOUT_S ? f->timeout_s :
+					      MLFABRIC_TIMEOUT_S, dperr, sizeof(dperr)))) {
+		e = errno;
+		snprintf(err, errlen, "host %s: %s", o->host, dperr);
 		goto fail;
-	/* requests to the dataplane wait at most MLF_DP_TIMEOUT_S, else the larger of the endpoint
-	 * timeout and MLFABRIC_TIMEOUT_S: a short timeout for peers (1 s in tests) must not give up
-	 * a local dataplane that a busy machine delays for a moment */
-	mlfabric_set_timeout(f->dp, mlfabric_env_timeout_s() > 0 ? mlfabric_env_timeout_s() :
-			     f->timeout_s > MLFABRIC_TIMEOUT_S ? f->timeout_s : MLFABRIC_TIMEOUT_S);
+	}
 	snprintf(f->sock, sizeof(f->sock), "%s", sock);
 	if (pipe2(f->wake, O_NONBLOCK | O_CLOEXEC) < 0) {
+		e = errno;
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;
 	}
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	if (pthread_create(&f->thread, NULL, event_thread, f) != 0) {
+		e = EAGAIN;
 		snprintf(err, errlen, "cannot start the event thread");
 		goto fail;
 	}
@@ -825,6 +837,7 @@ fail:
 	cluster_free(&f->cl);
 	json_decref(f->reg_msg);
 	free(f);
+	errno = e;
 	return NULL;
 }
 

@@ -52,7 +52,7 @@ static void pause_s(double s)
 static mlfabric_t *model_connect(struct mlf *f, const char *what)
 {
 	char err[256];
-	mlfabric_t *m = mlfabric_connect(f->sock, err, sizeof(err));
+	mlfabric_t *m = mlfabric_connect_within(f->sock, mlfabric_timeout(f->dp), err, sizeof(err));
 
 	if (!m)
 		model_err(f, "%s: dataplane of host %s: %s", what, f->cl.hosts[f->me].name, err);

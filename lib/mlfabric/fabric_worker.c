@@ -425,14 +425,15 @@ int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *versi
 int mlf_push_get(mlf_t *f, const char *server, const float *u, size_t n, double norm,
 		  int64_t version, float *model, int64_t *new_version, double timeout_s)
 {
-	int workers = 0;
 	int64_t id = mlf_push(f, server, u, n, norm, version);
 
 	if (id < 0)
 		return (int)id;
-	for (int i = 0; i < f->cl.n_hosts; i++)
-		workers += !!(f->cl.hosts[i].roles & CLUSTER_ROLE_WORKER);
-	return get_model(f, server, model, n, version + (workers ? workers : 1), new_version, timeout_s);
+	/* any version above the one the update came from: the server applies an iteration as one
+	 * step, however many parts it got. version + the workers (the full iteration's end) was
+	 * asked before: an iteration that ended short (sync timeout, a lost part) never reached
+	 * it, and every worker waited in this get until its timeout */
+	return get_model(f, server, model, n, version + 1, new_version, timeout_s);
 }
 
 int64_t mlf_query_state_send(mlf_t *f, int64_t round, int k, double c_s)

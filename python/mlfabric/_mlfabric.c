@@ -152,6 +152,7 @@ static int Handle_init(HandleObject *self, PyObject *args, PyObject *kw)
 	struct mlf_opts o;
 	char err[512] = "";
 	mlf_t *f;
+	int e;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|szd", kwlist, &cluster, &host, &mode, &sock, &timeout_s))
 		return -1;
@@ -176,9 +177,11 @@ static int Handle_init(HandleObject *self, PyObject *args, PyObject *kw)
 	o.timeout_s = timeout_s;
 	Py_BEGIN_ALLOW_THREADS
 	f = mlf_open(&o, err, sizeof(err));
+	e = errno;
 	Py_END_ALLOW_THREADS
 	if (!f) {
-		raise_mlf(ENOTCONN, err);
+		/* a dataplane that did not accept within the timeout: ETIMEDOUT, as for other waits */
+		raise_mlf(e == ETIMEDOUT ? ETIMEDOUT : ENOTCONN, err);
 		return -1;
 	}
 	self->f = f;

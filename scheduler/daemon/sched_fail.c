@@ -55,7 +55,7 @@ int sched_fail_update(struct sched *s, struct sched_update *u, const char *reaso
  * input timeout; when none is left, the aggregate itself fails (skipped at its destination).
  */
 static void agg_input_lost(struct sched *s, const struct sched_xfer *x, uint64_t agg,
-			   const char *reason)
+			   const struct sched_update *u, const char *reason)
 {
 	int left = 0, ai = sched_xfer_find(s, agg);
 
@@ -64,6 +64,19 @@ static void agg_input_lost(struct sched *s, const struct sched_xfer *x, uint64_t
 	if (left) {
 		sched_to_app(s, "aggregator", x->dst, json_pack("{s:s, s:i, s:[I]}", "type", "skip",
 			     "chan", 2, "xfers", (json_int_t)x->id));
+		/* each server (shard) gets its aggregate one part short: its lag counts it, then
+		 * the policies hear it (MLfabric-S: the iteration's sync_step there) */
+		for (int i = 0; i < s->n_xfers; i++) {
+			struct sched_xfer *a = &s->xfers[i];
+			int k = s->server.n_shards ? sched_shard_of(s, a->dst) : a->dst == s->server.host ? 0 : -1;
+			if (a->what != SCHED_WHAT_AGGREGATE || a->chan != 1 || a->done || a->replica || k < 0 ||
+			    (a->xfer != agg && !(s->server.n_shards && a->id == agg)))
+				continue;
+			a->inputs_lost++;
+			if (s->server.n_shards)
+				sched_shard_skipped(s, a->dst, 1, 0);
+			sched_policy_part_lost(s, u, k, 1);
+		}
 		return;
 	}
 	if (ai >= 0 && !s->xfers[ai].done) {
@@ -133,7 +146,7 @@ void sched_fail_xfer(struct sched *s, int xi, const char *reason)
 		if (ui >= 0)
 			lost = sched_fail_update(s, &s->upd[ui], reason);
 		if (ui >= 0 && x->chan == 2 && !finished && s->upd[ui].agg)
-			agg_input_lost(s, x, s->upd[ui].agg, reason);
+			agg_input_lost(s, x, s->upd[ui].agg, &s->upd[ui], reason);
 	} else {
 		/* a shard's aggregate (§10.2) names its updates by the shard-0 aggregate's id */
 		uint64_t key = s->server.n_shards && x->id ? x->id : x->xfer;

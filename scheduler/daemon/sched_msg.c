@@ -770,13 +770,30 @@ static void on_partial(struct sched *s, int ci, const char *app, json_t *m)
 			  missing ? "is not an array" : "is missing");
 		return;
 	}
+	const struct sched_update *u = NULL;
 	json_array_foreach(missing, k, v) {
 		int ui = json_is_integer(v) ? sched_find_update(s, (uint64_t)json_integer_value(v)) : -1;
-		if (ui >= 0)
+		if (ui >= 0) {
 			sched_fail_update(s, &s->upd[ui], "aggregator sent the aggregate without it");
+			u = &s->upd[ui];
+		}
 	}
-	if (xi >= 0 && s->server.n_shards) /* that shard applies the aggregate without them */
-		sched_shard_skipped(s, s->xfers[xi].dst, (int)json_array_size(missing), 0);
+	/* those the scheduler declared lost itself (sched_fail.c agg_input_lost) are counted */
+	int n_new = (int)json_array_size(missing) - (xi >= 0 ? s->xfers[xi].inputs_lost : 0);
+	if (xi >= 0 && n_new > 0) {
+		int dst = s->xfers[xi].dst;
+		int ks = s->server.n_shards ? sched_shard_of(s, dst) : dst == s->server.host ? 0 : -1;
+		if (s->server.n_shards) /* that shard applies the aggregate without them */
+			sched_shard_skipped(s, dst, n_new, 0);
+		/* then the running policies hear it (MLfabric-S: the iteration's `sync_step` at that
+		 * server, else it waits for parts that never come); every input of one aggregate
+		 * is of one batch, so any of them names the iteration */
+		if (ks >= 0 && u)
+			sched_policy_part_lost(s, u, ks, n_new);
+		else if (ks >= 0)
+			log_warn("aggregate %" PRIu64 ": its missing inputs are forgotten: the policies do "
+				 "not hear of %d lost part(s)", agg, n_new);
+	}
 	log_warn("aggregate %" PRIu64 " at %s sent without %zu input(s)", agg,
 		 s->cl.hosts[s->conns[ci].host].name, json_array_size(missing));
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sched_shard.h"
 #include "sched_state.h"
 
 /*
@@ -59,26 +60,6 @@ static struct sched_sync_it *sync_it(struct sched *s, int64_t it)
 }
 
 /*
- * The version server @k (shard k of a sharded model, §10.2; 0: the server) starts iteration
- * @r from: one server, the iteration's (moved down by the parts lost before it); a shard, the
- * group's less its lag, where the lag does not yet count the legs of @r and later iterations.
- */
-static int64_t sync_start(const struct sched *s, int k, const struct sched_sync_it *r)
-{
-	int64_t v = r->v;
-
-	if (!s->server.n_shards)
-		return v;
-	v -= s->server.shard[k].lag;
-	for (int64_t j = r->iter; j <= s->sync.iter; j++) {
-		const struct sched_sync_it *q = &s->sync.ring[j % SCHED_SYNC_RING];
-		if (q->iter == j)
-			v += q->lost[k];
-	}
-	return v;
-}
-
-/*
  * Tell server @k the size of iteration @r (`sync_step`: start version, parts it will get).
  * None when every part of it was lost there: the server waits for nothing at that version
  * (the library refuses a size of 0) and the next iteration starts from the same one.
@@ -89,7 +70,7 @@ static void sync_step_to(struct sched *s, int k, const struct sched_sync_it *r)
 
 	if (h >= 0 && r->parts - r->lost[k] > 0)
 		sched_to_app(s, "server", h, json_pack("{s:s, s:I, s:i}", "type", "sync_step",
-			     "version", (json_int_t)sync_start(s, k, r), "parts",
+			     "version", (json_int_t)sched_shard_sync_start(s, k, r), "parts",
 			     r->parts - r->lost[k]));
 }
 
@@ -101,6 +82,31 @@ static int sync_had_loss(const struct sched *s, int k)
 		if (s->sync.ring[j].lost[k])
 			return 1;
 	return 0;
+}
+
+/*
+ * The iteration from (group) version @start ended at @end, short of n_workers parts (a sync
+ * timeout, lost parts): the pulls of its workers wait for its end. mlf_push_get asks for the
+ * update's version + the workers (the cluster's worker hosts), a version only the next
+ * iteration's parts would bring, and every worker waits in that get: so a pull's min_version
+ * in (@end, @start + workers] becomes @end.
+ */
+static void pulls_to_iteration_end(struct sched *s, int64_t start, int64_t end)
+{
+	int workers = s->server.n_workers, hosts = 0, n = 0;
+
+	for (int h = 0; h < s->cl.n_hosts; h++)
+		hosts += !!(s->cl.hosts[h].roles & CLUSTER_ROLE_WORKER);
+	if (hosts > workers)
+		workers = hosts;
+	for (int i = 0; i < s->n_pulls; i++)
+		if (s->pulls[i].min_version > end && s->pulls[i].min_version <= start + workers) {
+			s->pulls[i].min_version = end;
+			n++;
+		}
+	if (n)
+		log_info("MLfabric-S: the iteration from version %" PRId64 " ended at %" PRId64 ": %d pull(s) "
+			 "wait for that version", start, end, n);
 }
 
 /*
@@ -122,7 +128,9 @@ static void sync_close(struct sched *s)
 	if (s->sync.n > 0 && s->sync.n < s->server.n_workers && s->repl.host >= 0)
 		sched_to_app(s, "replica", s->repl.host, json_pack("{s:s, s:I, s:i}", "type",
 			     "sync_step", "version", (json_int_t)s->sync.v, "parts", s->sync.n));
+	int64_t start = s->sync.v;
 	s->sync.v += s->sync.n - (r && !s->server.n_shards ? r->lost[0] : 0);
+	pulls_to_iteration_end(s, start, s->sync.v);
 	s->sync.n = 0;
 	s->sync.since = 0;
 	s->sync.iter++;
@@ -155,13 +163,47 @@ static void sync_part_lost(struct sched *s, void *data, const struct sched_updat
 		 r->iter, parts, k, r->parts - r->lost[k], r->parts);
 	if (r->iter == s->sync.iter)
 		return; /* still open: its sync_close tells the size */
-	if (!s->server.n_shards)
+	if (!s->server.n_shards) { /* the iteration ends that much lower (shards: their lag) */
 		s->sync.v -= parts;
+		pulls_to_iteration_end(s, r->v, r->v + r->parts - r->lost[0]);
+	}
 	for (int64_t j = r->iter; j < s->sync.iter; j++) {
 		struct sched_sync_it *q = sync_it(s, j);
 		if (q)
 			sync_step_to(s, k, q);
 	}
+}
+
+/*
+ * A server (shard k of a sharded model; 0: the one server) registered again at @h, e.g. its
+ * host was taken for dead and its dataplane reconnected: the `sync_step`s sent while it was
+ * away never reached it, so a partial iteration it holds (the rest of its parts lost) would wait
+ * for ever. Once it lost parts of a remembered iteration, it gets the size of every remembered
+ * closed iteration it has not passed (a start below its version is already done: not sent);
+ * the open one's close tells its own. sched_shard_register refused a shard further behind.
+ */
+static void server_back(struct sched *s, void *data, int h, unsigned role)
+{
+	int k = s->server.n_shards ? sched_shard_of(s, h) : h == s->server.host ? 0 : -1;
+	int64_t version;
+	int n = 0;
+
+	(void)data;
+	if (!(role & SCHED_ROLE_SERVER) || k < 0 || !s->server.sync || !sync_had_loss(s, k))
+		return;
+	version = s->server.n_shards ? s->server.shard[k].version : s->server.version;
+	for (int64_t j = s->sync.iter - SCHED_SYNC_RING < 0 ? 0 : s->sync.iter - SCHED_SYNC_RING;
+	     j < s->sync.iter; j++) {
+		struct sched_sync_it *r = sync_it(s, j);
+		if (r && r->parts > 0 && sched_shard_sync_start(s, k, r) >= version) {
+			sync_step_to(s, k, r);
+			n++;
+		}
+	}
+	if (n)
+		log_info("MLfabric-S: server %d at %s registered again at version %" PRId64 ": the sizes "
+			 "of %d iteration(s) that lost parts there sent again", k, s->cl.hosts[h].name,
+			 version, n);
 }
 
 /*
@@ -291,6 +333,7 @@ const struct sched_policy_ops sched_policy_mlfabric_s = {
 	.name = "mlfabric-s",
 	.plan_mode = PLAN_MLFABRIC_S,
 	.select_updates = select_sync,
+	.on_register = server_back,
 	.planned = iteration_planned,
 	.part_lost = sync_part_lost,
 	.status = iteration_status,

@@ -167,6 +167,22 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 		lag = v0 + raise - sv->version;
 		if (old == h && g->shard[k].lag < lag)
 			lag = g->shard[k].lag;
+		/*
+		 * MLfabric-S: back at the same host, the shard may hold parts of the iteration from
+		 * its version (the rest lost while it was away). It is told that iteration's size
+		 * again (sync_step, the policy's on_register), which needs the iteration remembered:
+		 * a shard below its start of the oldest one remembered would wait for ever.
+		 */
+		const struct sched_sync_it *r = g->sync && old == h ? sched_shard_sync_oldest(s) : NULL;
+		int64_t start = r ? sched_shard_sync_start(s, (int)k, r) + g->shard[k].lag - lag : 0;
+		if (r && sv->version < start) {
+			snprintf(err, cap, "register: field \"version\": shard %" PRId64 " at %" PRId64
+				 " is behind the oldest MLfabric-S iteration the scheduler remembers (the "
+				 "last %d; it starts at this shard's version %" PRId64 "): the sizes of the "
+				 "iterations it missed are gone; restart the shard servers from one checkpoint",
+				 k, sv->version, SCHED_SYNC_RING, start);
+			return -1;
+		}
 		for (int i = 0; i < g->n_shards; i++) {
 			const struct sched_shard *o = &g->shard[i];
 			if (i == k || o->host < 0)
@@ -214,6 +230,32 @@ int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_s
 		 ") of %" PRId64 "%s", k, n, s->cl.hosts[h].name, off, sv->n_floats, total,
 		 have == g->n_shards ? "; every shard registered" : "");
 	return 0;
+}
+
+int64_t sched_shard_sync_start(const struct sched *s, int k, const struct sched_sync_it *r)
+{
+	int64_t v = r->v;
+
+	if (!s->server.n_shards)
+		return v;
+	v -= s->server.shard[k].lag;
+	for (int64_t j = r->iter; j <= s->sync.iter; j++) {
+		const struct sched_sync_it *q = &s->sync.ring[j % SCHED_SYNC_RING];
+		if (q->iter == j)
+			v += q->lost[k];
+	}
+	return v;
+}
+
+const struct sched_sync_it *sched_shard_sync_oldest(const struct sched *s)
+{
+	for (int64_t j = s->sync.iter - SCHED_SYNC_RING < 0 ? 0 : s->sync.iter - SCHED_SYNC_RING;
+	     j < s->sync.iter; j++) {
+		const struct sched_sync_it *r = &s->sync.ring[j % SCHED_SYNC_RING];
+		if (r->iter == j && r->parts > 0)
+			return r;
+	}
+	return NULL;
 }
 
 static void group_version(struct sched *s)

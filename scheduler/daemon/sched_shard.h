@@ -57,11 +57,28 @@ int64_t sched_shard_pull_version(const struct sched *s);
  * when the group ran without it, and otherwise (its first registration in the group, e.g. after
  * a scheduler restart) lifts the group to its version, the other shards lagging by the
  * difference. Every accepted registration gets the `skip`s of the legs failed to its host in
- * the last minute again. Returns 0 when accepted, or -1 with @err naming the field that
- * disagrees (nothing in the group changed).
+ * the last minute again. In MLfabric-S a shard back at the same host whose version is below
+ * its start of the oldest iteration the scheduler remembers is refused: it may hold parts of an
+ * iteration whose size nobody can tell it any more (docs/scheduler.md "A shard that comes back").
+ * Returns 0 when accepted, or -1 with @err naming the field that disagrees (nothing in the
+ * group changed).
  */
 int sched_shard_register(struct sched *s, int h, json_t *m, const struct sched_server *sv,
 			 char *err, size_t cap);
+
+/**
+ * sched_shard_sync_start - the own version server @k (shard k of a sharded model; 0: the one
+ * server) starts remembered MLfabric-S iteration @r from (§6, docs/scheduler.md "MLfabric-S"):
+ * one server, the iteration's (moved down by the parts lost before it); a shard, the group's
+ * less its lag, where the lag does not yet count the legs of @r and later iterations. Cannot fail.
+ */
+int64_t sched_shard_sync_start(const struct sched *s, int k, const struct sched_sync_it *r);
+
+/**
+ * sched_shard_sync_oldest - the oldest closed MLfabric-S iteration still remembered
+ * (s->sync.ring, the last SCHED_SYNC_RING), or NULL when none is. Cannot fail.
+ */
+const struct sched_sync_it *sched_shard_sync_oldest(const struct sched *s);
 
 /**
  * sched_shard_copy_ready - when (plan time: seconds since sched.t0) shard @k's model copies of

@@ -186,6 +186,9 @@ struct sched_xfer {
 			     * skips it (a shard server that was away hears it again when back) */
 	int skipped;        /* parts counted in its destination shard's lag (sched_shard_skipped);
 			     * a commit of it after all takes them back (sched_shard_commit) */
+	int inputs_lost;    /* AGGREGATE to a server: inputs the scheduler declared lost (they
+			     * count in the shard's lag and the policies heard it); a `partial`
+			     * naming them counts only the others */
 	int committed;      /* a shard server reported its commit (sched_shard_commit): a leg
 			     * `done` at its sender but not yet applied still holds the copies
 			     * that wait for it (sched_shard_copy_ready) */
@@ -240,6 +243,8 @@ struct sched_config {
 				 * is the measured command latency (sched_lead.h) */
 	double sync_timeout_s;  /* --sync-timeout */
 	double xfer_timeout_s;  /* --xfer-timeout: no `done` this long after the planned end = lost */
+	double xfer_keep_s;     /* transfer records are forgotten this long after their planned
+				 * end (no flag; 0 = SCHED_XFER_KEEP_S; tests shorten it) */
 	int max_batch;          /* most updates in one batch (an aggregate names <= 62 parts) */
 	char aggregators[512];  /* --aggregators h1,h2 ("" = every registered aggregator) */
 	char records[512];      /* --records DIR ("" = none) */

@@ -118,11 +118,12 @@ int sched_xfer_link_breaks(const struct sched *s, int host, int up, double from_
 
 void sched_xfer_compact(struct sched *s, double now_plan)
 {
+	double keep = s->cfg.xfer_keep_s > 0 ? s->cfg.xfer_keep_s : SCHED_XFER_KEEP_S;
 	int k = 0;
 
 	for (int i = 0; i < s->n_xfers; i++) {
 		struct sched_xfer *x = &s->xfers[i];
-		if (x->end + 60.0 < now_plan) {
+		if (x->end + keep < now_plan) {
 			free(x->steps);
 			continue;
 		}

@@ -61,7 +61,11 @@ double sched_xfer_link_rate(const struct sched *s, int host, int up, double t);
  */
 int sched_xfer_link_breaks(const struct sched *s, int host, int up, double from_s, double **bp);
 
-/** sched_xfer_compact - forget the transfers whose planned end is 60 s before @now_plan. */
+/** Seconds a transfer record is kept after its planned end (sched_config.xfer_keep_s). */
+#define SCHED_XFER_KEEP_S 60.0
+
+/** sched_xfer_compact - forget the transfers whose planned end is s->cfg.xfer_keep_s (default
+ * SCHED_XFER_KEEP_S) before @now_plan (plan time, seconds). */
 void sched_xfer_compact(struct sched *s, double now_plan);
 
 /** sched_xfer_free - free every transfer and the table itself (s->xfers is NULL after). */

@@ -127,7 +127,7 @@ apps_applied_once() {
 
 # apps_two_shards NAME SUBNET MODE PS_ARGS...: cluster NAME of shard server hosts p0 (also the
 # scheduler) and p1 at 0.25 Gbit/s, workers w0-w2 and aggregator host ag at 1 Gbit/s; starts
-# mlf-scheduler (records in $WORK/sched), every dataplane, mlf-aggregator and two mlf-ps
+# mlf-scheduler (records in $WORK/sched; more flags from $APPS_SCHED_ARGS), every dataplane, mlf-aggregator and two mlf-ps
 # --mode MODE --workers 3 --shard K/2 PS_ARGS (PID_ps0, PID_ps1, records $WORK/ps0, ps1); fails
 # when a shard server exited at start.
 apps_two_shards() {
@@ -142,7 +142,8 @@ apps_two_shards() {
 	# default timings: the shard servers' 0.25 Gbit/s downlinks are busy, so updates gather
 	# behind them and the per-shard aggregation these tests check has something to sum
 	# (docs/scheduler.md "Gathering behind a busy link")
-	apps_run sched p0 "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/sched"
+	apps_run sched p0 "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/sched" \
+		${APPS_SCHED_ARGS:-}
 	for h in p0 p1 w0 w1 w2 ag; do dp_start $h; done
 	apps_run agg ag "$ROOT/build/mlf-aggregator" --cluster "$CLUSTER" --host ag
 	for k in 0 1; do

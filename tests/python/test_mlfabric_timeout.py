@@ -2,9 +2,12 @@
 accepts the connection and never answers, an async worker's push raises mlfabric.Error with
 errno ETIMEDOUT naming the dataplane's socket within the dataplane timeout (plus the slack of a
 busy machine), and close returns; MLF_DP_TIMEOUT_S sets that timeout, whatever timeout_s says.
+Against a hung dataplane that never accepts (its listen backlog full), init raises ETIMEDOUT
+naming the host and the socket within the timeout instead of blocking for ever.
 Run by tests/python/run_tests.sh."""
 import errno
 import os
+import socket
 import time
 import unittest
 
@@ -56,6 +59,58 @@ class TestDataplaneTimeout(Base):
         self.assertEqual(e.errno, errno.ETIMEDOUT, str(e))
         self.assertIn("within 0.5 s", str(e))
         ep.close()
+
+
+class HungDataplane:
+    """A UNIX SOCK_SEQPACKET socket that listens and never accepts, its backlog full: the next
+    connect blocks (a dataplane stopped or stuck in its loop)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.bind(path)
+        self.sock.listen(0)
+        self.fill = []
+        for _ in range(4):  # Linux queues backlog + 1 connections
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            c.setblocking(False)
+            try:
+                c.connect(path)
+            except BlockingIOError:
+                c.close()
+                return
+            self.fill.append(c)
+        raise AssertionError("the backlog of the hung dataplane never filled")
+
+    def close(self):
+        for c in self.fill:
+            c.close()
+        self.sock.close()
+
+
+class TestHungDataplane(Base):
+    def setUp(self):
+        super().setUp()
+        self.dp = HungDataplane(os.path.join(self.dir, "dp.sock"))
+
+    def tearDown(self):
+        os.environ.pop("MLF_DP_TIMEOUT_S", None)
+        super().tearDown()
+        self.dp.close()
+
+    def test_init_times_out_naming_host_and_socket(self):
+        os.environ["MLF_DP_TIMEOUT_S"] = "0.5"
+        t = time.monotonic()
+        with self.assertRaises(mlfabric.Error) as cm:
+            mlfabric.init(self.cluster, "w0", mode="async", sock=self.dp.path, timeout_s=0.5)
+        took = time.monotonic() - t
+        e = cm.exception
+        self.assertEqual(e.errno, errno.ETIMEDOUT, str(e))
+        self.assertIn(self.dp.path, str(e))
+        self.assertIn("w0", str(e))
+        self.assertIn("did not accept", str(e))
+        self.assertGreaterEqual(took, 0.45)
+        self.assertLess(took, 0.5 + SLACK_S)
 
 
 if __name__ == "__main__":

@@ -208,33 +208,84 @@ class Snapshots(RunFolder):
             checks.snapshot_pairs(snap, 3.0)
         self.assertIn(snap + ':2: record without "file"', str(cm.exception))
 
-    def test_replica_ahead_is_not_one_state(self):
-        # the replica applies a prefix of the server's commit order: a pair with the replica
-        # ahead was written at two instants; the newest pair that is one state is checked
+    def divergence(self, div, pairs, extra_batches=()):
+        """check_divergence with a fake mlf-verify that prints divergence DIV for any pair;
+        PAIRS: (tag, server version, replica version) written at 1.0 s + tag / 100, the fault at
+        3 s. The server applied ids 1-10 one by one at versions 39-48 (norm 0.02 each), an
+        aggregate of ids 11-12 at 249 (to 251, 0.02 each), then ids 1251-1255 at 251-255 (0.03
+        each). Returns (report text, fails)."""
         vdir = os.path.join(self.rec, "verify")
         s = lambda role, tag, v, t: {"role": role, "tag": tag, "version": v, "t": t, "file": f"/x/{role}-{tag}.f32"}
-        write_jsonl(os.path.join(vdir, "snapshots.jsonl"),
-                    [s("server", 5, 40, 1.0), s("replica", 5, 39, 1.1), s("server", 10, 252, 2.0),
-                     s("replica", 10, 254, 2.1)])
-        for tag in (5, 10):
+        recs = []
+        os.makedirs(vdir, exist_ok=True)
+        for tag, vs, vr in pairs:
+            recs += [s("server", tag, vs, 1.0 + tag / 100), s("replica", tag, vr, 1.0 + tag / 100)]
             for role in ("server", "replica"):
                 open(os.path.join(vdir, f"{role}-{tag}.f32"), "w").close()
-        self.assertFalse(checks.one_state((10, {"version": 252}, {"version": 254})))
-        self.assertTrue(checks.one_state((10, {"version": 254}, {"version": 254})))
-        self.assertTrue(checks.one_state((10, {}, {"version": 254})))
+        write_jsonl(os.path.join(vdir, "snapshots.jsonl"), recs)
+        norms = [{"t": 990.0, "id": i, "norm": 0.02} for i in range(1, 13)]
+        write_jsonl(os.path.join(self.rec, "w0", "pushes.jsonl"), norms)
+        write_jsonl(os.path.join(self.rec, "w1", "pushes.jsonl"), [])
+        self.put("applied.jsonl", [{"t": 1.0, "xfer": 100 + i, "id": i, "at": 38 + i, "parts": 1} for i in range(1, 11)]
+                 + [{"t": 1.0, "xfer": 200, "id": i, "at": 249, "parts": 2} for i in (11, 12)]
+                 + [{"t": 1.0, "xfer": 300 + v, "id": 1000 + v, "at": v, "parts": 1} for v in range(251, 256)])
+        for v in range(251, 256):
+            norms.append({"t": 990.0, "id": 1000 + v, "norm": 0.03})
+        write_jsonl(os.path.join(self.rec, "w0", "pushes.jsonl"), norms)
+        self.put("batches.jsonl", [{"t": 1.0, "batch": 5, "divergence_bound": 0.04},
+                                   {"t": 2.0, "batch": 10, "divergence_bound": 0.049}] + list(extra_batches))
         write_jsonl(os.path.join(self.sys, "faults.jsonl"), [{"event": "start", "fault": 0, "t": 3.0, "t_s": 3.0}])
-        verify = os.path.join(self.dir, "verify.sh")  # names the pair it was given
+        verify = os.path.join(self.dir, "verify.sh")
         with open(verify, "w") as f:
-            f.write('#!/bin/sh\nls "$1" | grep f32 | tr "\\n" " "\n')
+            f.write('#!/bin/sh\necho "{\\"tag\\": 0, \\"divergence\\": %s}"\n' % div)
         os.chmod(verify, 0o755)
         out = io.StringIO()
         rep = checks.Report(out)
         checks.check_divergence(rep, self.dir, "mlfabric-a", {"replication": {"mode": "mlfabric", "div_max": 0.05,
                                                                                "verify_every": 5}}, verify)
-        self.assertEqual(rep.fails, 0, out.getvalue())
-        self.assertIn("skipped, the replica ahead of the server (not one state): tag 10 (versions 252/254)", out.getvalue())
-        self.assertIn("mlf-verify: replica-5.f32 server-5.f32", out.getvalue())
-        self.assertIn("ok   divergence: snapshot pair tag 5 (versions 40/39)", out.getvalue())
+        return out.getvalue(), rep.fails
+
+    def test_pair_bound_counts_the_updates_between_its_versions(self):
+        self.divergence(0, [(5, 40, 39)])
+        steps, norms = checks.server_steps(self.rec), checks.update_norms(self.rec)
+        self.assertEqual(checks.pair_bound(steps, norms, 40, 40), (0.0, 0))
+        self.assertEqual(checks.pair_bound(steps, norms, 40, 39), (0.02, 1))  # id 1 (at 39 -> 40)
+        self.assertEqual(checks.pair_bound(steps, norms, 39, 42), (0.06, 3))  # either order
+        # the aggregate 249 -> 251 straddles 250: counted in full (the replica groups differently)
+        b, n = checks.pair_bound(steps, norms, 250, 252)
+        self.assertEqual(n, 3)
+        self.assertAlmostEqual(b, 0.07)
+        self.assertEqual(checks.pair_bound(steps, {}, 40, 39), (None, 1))
+
+    def test_server_ahead_between_writes_is_within_its_bound(self):
+        # issue 37: the server wrote at 297, the replica at 293, divergence 0.0697 > div_max 0.05,
+        # while four updates of ~0.018 lay between them. Here: server 254, replica 251 (three
+        # updates of 0.03 between: bound 0.09), divergence 0.07: ok (the old check compared it
+        # with div_max 0.05 and failed)
+        out, fails = self.divergence(0.07, [(5, 40, 40), (10, 254, 251)])
+        self.assertEqual(fails, 0, out)
+        self.assertIn("ok   divergence before the fault at 3.000 s: snapshot pair tag 10 (versions 254/251): "
+                      "divergence 0.07 <= 0.09, the norms of the 3 update(s)", out)
+        self.assertIn("ok   divergence bound: the planner's before the fault at most 0.049 (batch 10), div_max 0.05", out)
+
+    def test_replica_ahead_is_checked_too(self):
+        out, fails = self.divergence(0.05, [(5, 40, 39), (10, 252, 254)])
+        self.assertEqual(fails, 0, out)
+        self.assertIn("snapshot pair tag 10 (versions 252/254): divergence 0.05 <= 0.06", out)
+
+    def test_divergence_beyond_the_updates_between_fails(self):
+        out, fails = self.divergence(0.001, [(10, 252, 252)])  # equal versions: rounding only
+        self.assertEqual(fails, 1, out)
+        self.assertIn("FAIL divergence before the fault at 3.000 s: snapshot pair tag 10 (versions 252/252): "
+                      "divergence 0.001 > 0, the norms of the 0 update(s) between the versions compared "
+                      "(+0.0001 rounding): the replica does not hold the server's updates", out)
+
+    def test_planned_bound_over_div_max_fails(self):
+        out, fails = self.divergence(0, [(10, 252, 252)], [{"t": 2.5, "batch": 12, "divergence_bound": 0.06},
+                                                            {"t": 3.5, "batch": 14, "divergence_bound": 0.5}])
+        self.assertEqual(fails, 1, out)
+        self.assertIn("FAIL divergence bound: the planner's bound of batch 12 before the fault is 0.06, "
+                      "over div_max 0.05", out)
 
 
 class Lines(unittest.TestCase):

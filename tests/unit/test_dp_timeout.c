@@ -1,7 +1,9 @@
 /* test_dp_timeout.c - Check tests of libmlfabric's dataplane timeout (docs/api.md "Timeouts")
  * against a fake dataplane that accepts connections and never reads or answers: a transfer
  * request, a full socket, mlf_push (async mode and MLfabric-A) and mlf_close each end with
- * -ETIMEDOUT (mlf_close: returns) within the configured time, and the error names the socket. */
+ * -ETIMEDOUT (mlf_close: returns) within the configured time, and the error names the socket;
+ * against a hung dataplane that never accepts (its listen backlog full), mlf_open and
+ * mlfabric_connect_within fail with ETIMEDOUT within the timeout, naming the host and socket. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "ck_run.h"
@@ -199,6 +202,72 @@ START_TEST(mlfabric_a_register_times_out_naming_the_socket)
 }
 END_TEST
 
+/* The hung dataplane: listens with its backlog full and never accepts (a dataplane stopped or
+ * stuck in its loop while apps keep connecting). */
+static int hung_lfd, hung_fill[4], n_fill;
+
+static void setup_hung(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	strcpy(dir, "/tmp/test_dp_timeout_XXXXXX");
+	hung_lfd = fake_dp_listen(dir, cfg, sock, "{\"name\":\"dpto\",\"hosts\":[{\"name\":\"ps\",\"ip\":\"10.82.8.1\"},"
+				  "{\"name\":\"w0\",\"ip\":\"10.82.8.2\"}]}", 0);
+	strcpy(sa.sun_path, sock);
+	/* queued connections fill the backlog (Linux queues backlog + 1); the next connect blocks */
+	for (n_fill = 0; n_fill < 4; n_fill++) {
+		hung_fill[n_fill] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+		if (connect(hung_fill[n_fill], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			close(hung_fill[n_fill]);
+			break;
+		}
+	}
+	ck_assert_int_lt(n_fill, 4);
+	setenv("MLF_DP_TIMEOUT_S", "0.5", 1);
+}
+
+static void teardown_hung(void)
+{
+	for (int i = 0; i < n_fill; i++)
+		close(hung_fill[i]);
+	close(hung_lfd);
+	unlink(sock);
+	unlink(cfg);
+	rmdir(dir);
+	unsetenv("MLF_DP_TIMEOUT_S");
+}
+
+START_TEST(open_times_out_on_a_dataplane_that_does_not_accept)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .mode = MLF_MODE_DIRECT,
+			      .timeout_s = TIMEOUT_S };
+	char err[512] = "";
+	double t = clock_mono_s();
+	mlf_t *f;
+
+	errno = 0;
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_ptr_null(f);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	assert_timed(clock_mono_s() - t, TIMEOUT_S);
+	ck_assert_msg(strstr(err, sock) && strstr(err, "w0") && strstr(err, "did not accept"), "error: %s", err);
+}
+END_TEST
+
+START_TEST(connect_times_out_on_a_dataplane_that_does_not_accept)
+{
+	char err[256] = "";
+	double t = clock_mono_s();
+
+	errno = 0;
+	ck_assert_ptr_null(mlfabric_connect_within(sock, TIMEOUT_S, err, sizeof(err)));
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	assert_timed(clock_mono_s() - t, TIMEOUT_S);
+	ck_assert_msg(strstr(err, sock) && strstr(err, "within 0.5 s"), "error: %s", err);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dp_timeout");
@@ -211,6 +280,12 @@ int main(void)
 	tcase_add_test(tc, async_push_and_close_time_out);
 	tcase_add_test(tc, close_right_after_a_push_returns);
 	tcase_add_test(tc, mlfabric_a_register_times_out_naming_the_socket);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("hung dataplane");
+	tcase_add_checked_fixture(tc, setup_hung, teardown_hung);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, open_times_out_on_a_dataplane_that_does_not_accept);
+	tcase_add_test(tc, connect_times_out_on_a_dataplane_that_does_not_accept);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

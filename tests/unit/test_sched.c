@@ -567,6 +567,27 @@ static void failed_done(int f, uint64_t id)
 			       "bytes", 0, "t", clock_real_s(), "reason", "receiver silent"));
 }
 
+/* Daemon (config changed by @tweak) with workers w0, w1 (@w), a0 as aggregator when @a0 is not
+ * NULL, and server ps in MLfabric-S at version 10 with 2 workers; returns the server's fake. */
+static int sync_server_of_two(void (*tweak)(struct sched_config *), int *w, int *a0)
+{
+	start_daemon(tweak);
+	int ps = setup(NULL, 0, 0, 2, w, a0);
+	reg_server(ps, "mlfabric-s", 10, 8, 2);
+	return ps;
+}
+
+/* The next `sync_step` at the server's fake @ps (2 s) names @version and @parts. */
+static void expect_sync_step(int ps, int64_t version, int64_t parts)
+{
+	json_t *st = wait_msg(ps, "sync_step", 2.0);
+
+	ck_assert_msg(st != NULL, "no sync_step (version %lld, parts %lld): the server waits for ever",
+		      (long long)version, (long long)parts);
+	ck_assert_int_eq(jid(st, "version"), version);
+	ck_assert_int_eq(jid(st, "parts"), parts);
+}
+
 /*
  * MLfabric-S past a lost part (docs/scheduler.md "MLfabric-S"): an iteration of 2 workers
  * (version 10) whose update of w0 is lost after it was planned and the iteration closed
@@ -576,9 +597,7 @@ static void failed_done(int f, uint64_t id)
  */
 START_TEST(sync_lost_update_steps)
 {
-	start_daemon(long_eager);
-	int w[2], ps = setup(NULL, 0, 0, 2, w, NULL);
-	reg_server(ps, "mlfabric-s", 10, 8, 2);
+	int w[2], ps = sync_server_of_two(long_eager, w, NULL);
 	uint64_t a = ((uint64_t)2 << 40) | 1, b = ((uint64_t)3 << 40) | 1;
 	push(w[0], a, 10, 1000);
 	push(w[1], b, 10, 1000);
@@ -590,10 +609,7 @@ START_TEST(sync_lost_update_steps)
 	json_t *d = wait_msg(w[0], "drop", 2.0);
 	ck_assert_ptr_nonnull(d);
 	ck_assert_uint_eq(jid(d, "id"), a);
-	json_t *st = wait_msg(ps, "sync_step", 2.0);
-	ck_assert_ptr_nonnull(st);
-	ck_assert_int_eq(jid(st, "version"), 10);
-	ck_assert_int_eq(jid(st, "parts"), 1);
+	expect_sync_step(ps, 10, 1);
 	/* the next iteration, from version 11: w1's update goes and is lost, w0's goes after */
 	push(w[1], b + 1, 11, 1000);
 	ck_assert_ptr_nonnull(wait_msg(w[1], "send", 2.0));
@@ -602,10 +618,62 @@ START_TEST(sync_lost_update_steps)
 	ck_assert_ptr_nonnull(wait_msg(w[1], "drop", 2.0));
 	push(w[0], a + 1, 11, 1000);
 	ck_assert_ptr_nonnull(wait_msg(w[0], "send", 2.0));
-	st = wait_msg(ps, "sync_step", 2.0);
-	ck_assert_ptr_nonnull(st);
-	ck_assert_int_eq(jid(st, "version"), 11);
-	ck_assert_int_eq(jid(st, "parts"), 1);
+	expect_sync_step(ps, 11, 1);
+	stop_daemon();
+}
+END_TEST
+
+/*
+ * MLfabric-S past a lost aggregator input (issue 37 item 4): the iteration of w0 and w1
+ * (version 10) is planned as one aggregate at a0; w0 goes away, a0 sends the aggregate without
+ * its input (`partial`): the server gets `sync_step` version 10 parts 1, else it waits for a
+ * second part that never comes (apps_shards_lost.sh stalled so, both shards at version 12 while
+ * the workers waited for 14).
+ */
+START_TEST(sync_partial_aggregate_steps)
+{
+	int w[2], a0, ps = sync_server_of_two(long_eager, w, &a0);
+	uint64_t id0 = ((uint64_t)2 << 40) | 1;
+	push(w[0], id0, 10, 10001024);
+	push(w[1], ((uint64_t)3 << 40) | 1, 10, 10001024);
+	json_t *ag = wait_msg(a0, "aggregate", 2.0);
+	ck_assert_ptr_nonnull(ag);
+	ck_assert_int_eq(json_array_size(json_object_get(ag, "inputs")), 2);
+	fake_send(w[0], json_pack("{s:s, s:s, s:s}", "type", "error", "app", "worker@w0", "reason",
+				  "application worker@w0 closed its connection to the dataplane of host w0"));
+	ck_assert_ptr_nonnull(wait_msg(a0, "skip", 2.0));
+	fake_send(a0, json_pack("{s:s, s:s, s:I, s:[I]}", "type", "partial", "app", "aggregator@a0",
+				"agg", (json_int_t)jid(ag, "agg"), "missing", (json_int_t)id0));
+	expect_sync_step(ps, 10, 1);
+	stop_daemon();
+}
+END_TEST
+
+/*
+ * MLfabric-S: an iteration that ends short (here --sync-timeout 0.5 s with one of 2 workers)
+ * ends at version 11, not 12: w0's pull for min_version 12 (mlf_push_get: its update's version
+ * + the workers) is answered once the server is at 11. Before, it waited for a version only
+ * the next iteration's parts bring, while every worker waited in its get (apps_shards_lost.sh:
+ * the workers' 30 s get timeout after w2 was killed).
+ */
+START_TEST(sync_short_iteration_answers_its_pulls)
+{
+	int w[2], ps = sync_server_of_two(short_eager, w, NULL);
+	uint64_t a = ((uint64_t)2 << 40) | 1;
+	push(w[0], a, 10, 1000);
+	fake_send(w[0], json_pack("{s:s, s:s, s:i, s:s, s:i}", "type", "pull", "app", "worker@w0", "id", 77,
+				  "server", "ps", "min_version", 12));
+	json_t *snd = wait_msg(w[0], "send", 2.0);
+	ck_assert_ptr_nonnull(snd);
+	pump(0.5); /* --sync-timeout: the iteration ends with w0's update alone */
+	expect_sync_step(ps, 10, 1);
+	fake_send(ps, json_pack("{s:s, s:s, s:I, s:i, s:f, s:[I]}", "type", "commit", "app", "server@ps",
+				"xfer", (json_int_t)jid(snd, "xfer"), "version", 11, "t", clock_real_s(),
+				"parts", (json_int_t)a));
+	json_t *m = wait_msg(ps, "send", 2.0);
+	ck_assert_msg(m != NULL, "the pull for the short iteration's end was never answered");
+	ck_assert_str_eq(json_string_value(json_object_get(m, "what")), "model");
+	ck_assert_uint_eq(jid(m, "id"), 77);
 	stop_daemon();
 }
 END_TEST
@@ -899,6 +967,8 @@ int main(void)
 	tcase_add_test(tc, sync_timeout_names_missing);
 	tcase_add_test(tc, sync_eager_plans_ready_updates);
 	tcase_add_test(tc, sync_lost_update_steps);
+	tcase_add_test(tc, sync_partial_aggregate_steps);
+	tcase_add_test(tc, sync_short_iteration_answers_its_pulls);
 	tcase_add_test(tc, steps_merged_keep_bytes);
 	tcase_add_test(tc, bad_fields_named);
 	tcase_add_test(tc, dead_server_loses_planned);

@@ -759,6 +759,108 @@ START_TEST(sync_shards_lost_leg_steps)
 }
 END_TEST
 
+/* --sync-timeout 30 s, and transfer records kept 1.5 s instead of 60 s (an absence that
+ * outlives them, fast) */
+#define SHORT_KEEP_S 1.5
+static void long_sync_short_records(struct sched_config *c)
+{
+	c->sync_timeout_s = 30.0;
+	c->xfer_keep_s = SHORT_KEEP_S;
+}
+
+/* The leg to fake @f of the @i-th (from 0) update ordered to @f, its sender among @w and that
+ * sender's report of it with @status (0: delivered). */
+static uint64_t leg_done(const int *w, int f, int i, int status)
+{
+	uint64_t x[64];
+	char app[64];
+	int n = all_order_ids(f, x, 64);
+
+	ck_assert_int_gt(n, i);
+	int wl = sender_of(w, x[i]);
+	ck_assert_int_ge(wl, 0);
+	fake_send(wl, json_pack("{s:s, s:s, s:I, s:i, s:I, s:f, s:s}", "type", "done", "app",
+				app_of(wl, "worker", app), "xfer", (json_int_t)x[i], "status", status,
+				"bytes", (json_int_t)(status ? 0 : LEG_BYTES), "t", clock_real_s(),
+				"reason", status ? "peer a0 silent" : ""));
+	return x[i];
+}
+
+/*
+ * MLfabric-S: a shard that comes back after an absence longer than the transfer records (item
+ * 5 of issue 37). The iteration from version 5 has its three legs ordered to a0; one is
+ * delivered (a0 holds it, waiting for the other two), then a0's dataplane disconnects and a0 is
+ * taken for dead: the other two legs are lost and the `sync_step` (version 5, 1 part) goes
+ * nowhere. The records of those legs are forgotten (1.5 s here, 60 s in the daemon: no `skip`
+ * is sent again). a0 comes back at version 5 and
+ * registers again: it is told that iteration's size (sync_step version 5, parts 1), so it
+ * steps with the part it holds instead of waiting for the two lost ones for ever. ps, which
+ * lost nothing, gets no sync_step.
+ */
+START_TEST(sync_shard_back_gets_lost_iteration_size)
+{
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "mlfabric-s", long_sync_short_records, 5);
+
+	for (int i = 0; i < N_W; i++)
+		push(w[i], 1001 + (uint64_t)i, 5, UPD_BYTES);
+	pump(0.3);
+	ck_assert_int_eq(count_msgs(s1, "order") > 0, 1);
+	leg_done(w, s1, 0, 0);
+	pump(0.05);
+	ctl_close(&fakes[s1].c); /* a0's dataplane goes away: a0 is taken for dead at once */
+	fakes[s1].open = 0;
+	for (int t = 0; t < 50 && rec_count("updates.jsonl", "peer a0 dead") < 2; t++)
+		pump(0.1);
+	/* the updates are lost there (the two legs not delivered failed while their records
+	 * were kept: sync_step below says 1 part) */
+	ck_assert_int_ge(rec_count("updates.jsonl", "peer a0 dead"), 2);
+	pump(SHORT_KEEP_S + 0.5); /* then their records are forgotten */
+	int a = fake_open("a0"), from = n_got;
+	fake_send(a, shard_reg("a0", 1, "mlfabric-s", 2 * HALF, HALF)); /* at version 5 */
+	ck_assert_ptr_nonnull(wait_msg(a, "registered", 2.0));
+	json_t *st = wait_msg(a, "sync_step", 2.0);
+	ck_assert_msg(st != NULL, "a0 came back and was not told the size of the iteration it holds");
+	ck_assert_int_eq(jid(st, "version"), 5);
+	ck_assert_int_eq(jid(st, "parts"), 1);
+	ck_assert_int_eq(first(a, "skip", NULL, from), -1); /* the records are gone: no skips */
+	ck_assert_int_eq(count_msgs(ps, "sync_step"), 0);
+	stop_daemon();
+}
+END_TEST
+
+/*
+ * A shard whose version is below its start of the oldest MLfabric-S iteration the scheduler
+ * remembers (8) cannot be told the sizes of the iterations it missed: its registration is
+ * refused, naming the version. Nine iterations each lose one leg to a0; a0 registering again
+ * at version 5 is refused; at its version after them (5 + 9 x 2 = 23) it is accepted.
+ */
+START_TEST(sync_shard_behind_remembered_iterations_refused)
+{
+	int w[N_W], s1, ps = two_shards_in(w, &s1, "mlfabric-s", long_sync_shards, 5);
+
+	for (int it = 0; it < SCHED_SYNC_RING + 1; it++) {
+		for (int i = 0; i < N_W; i++)
+			push(w[i], 1001 + (uint64_t)(10 * it + i), 5 + 3 * it, UPD_BYTES);
+		pump(0.3);
+		ck_assert_int_eq(all_order_ids(ps, (uint64_t[64]){ 0 }, 64), N_W * (it + 1));
+		leg_done(w, s1, N_W * it, -110);
+		ck_assert_ptr_nonnull(wait_msg(s1, "sync_step", 2.0));
+	}
+	int from = n_got;
+	fake_send(s1, shard_reg("a0", 1, "mlfabric-s", 2 * HALF, HALF)); /* at version 5 */
+	json_t *e = wait_msg(s1, "error", 2.0);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_msg(strstr(str(e, "reason"), "oldest MLfabric-S iteration") != NULL, "reason: %s",
+		      str(e, "reason"));
+	ck_assert_int_eq(first(s1, "registered", NULL, from), -1);
+	json_t *r = shard_reg("a0", 1, "mlfabric-s", 2 * HALF, HALF);
+	json_object_set_new(r, "version", json_integer(5 + 2 * (SCHED_SYNC_RING + 1)));
+	fake_send(s1, r);
+	ck_assert_ptr_nonnull(wait_msg(s1, "registered", 2.0));
+	stop_daemon();
+}
+END_TEST
+
 /*
  * Fresh pulls over shards (docs/scheduler.md "Fresh pulls"): a pull naming w0's update pushed
  * just before it waits for the batch after the one that plans the update, so its copies carry
@@ -808,6 +910,8 @@ int main(void)
 	tcase_add_test(tc, sync_shards_lagging_shard);
 	tcase_add_test(tc, sync_shards_lost_leg_steps);
 	tcase_add_test(tc, fresh_pull_after_its_update);
+	tcase_add_test(tc, sync_shard_back_gets_lost_iteration_size);
+	tcase_add_test(tc, sync_shard_behind_remembered_iterations_refused);
 	suite_add_tcase(s, tc);
 	return ck_run(s);
 }

@@ -27,9 +27,11 @@ Usage: tools/mlf-fault list
   check   check a run folder of a fault scenario:
           1. the target accuracy is reached (results.json);
           2. the true divergence of the last server/replica snapshot pair taken before the
-             first fault is <= div_max (build/mlf-verify on that pair); a pair whose replica
-             version is above the server's was written at two instants and is skipped
-             (docs/replication.md "Decisions and limits");
+             first fault (build/mlf-verify on that pair) is at most the sum of the norms of
+             the updates the server applied between the two versions written (+1e-4), and
+             the planner's divergence bound of every batch before it is <= div_max; after a
+             kill-scheduler every kept pair is checked the same way (docs/replication.md
+             "Decisions and limits");
           3. every pushed update (records/<worker>/pushes.jsonl) is applied on the surviving
              model (applied.jsonl of the server that ends the run: the old server's up to the
              version the replica was promoted at plus the promoted replica's, or the
@@ -41,7 +43,7 @@ Usage: tools/mlf-fault list
           restart of a worker or an aggregator, kill of the scheduler (restarted), link cuts,
           loss bursts, one server kill with fail-over and a new replica; base conf/soak.json),
           then check: final accuracy >= the soak target, every push accounted for, divergence
-          before every fault up to the server kill <= div_max, every restarted scheduler
+          before every fault up to the server kill as in check 2, every restarted scheduler
           planned, every daemon's RSS at the end within 20% of its value after 60 s
           (docs/experiments.md "Soak"; make soak)
   --quick        a short setting for tests: target 0.75, time limit 60 s
