@@ -50,7 +50,8 @@ struct get_job {
  * (docs/python.md "Overlap"). @cap: gets the batch will hold (@jobs' size); @n: gets given so
  * far (gets_start's list, then one per gets_add: the thread waits for the next); @done: gets
  * finished; @closed: no more will be given (reaping), the thread ends after the given ones.
- * @n, @done and @closed under @mu, changes signalled on @cv.
+ * @n, @done and @closed under @mu, changes signalled on @cv. @waiters: gets_wait calls blocked
+ * on it (under the GIL); a batch reaped while some wait is @orphan and freed by the last of them.
  */
 struct get_batch {
 	pthread_t thread;
@@ -60,6 +61,7 @@ struct get_batch {
 	double timeout_s;
 	struct get_job *jobs;
 	int cap, n, done, closed;
+	int waiters, orphan;
 };
 
 typedef struct {
@@ -100,7 +102,9 @@ static int handle_enter(HandleObject *h)
 		raise_mlf(ENOTCONN, "the mlfabric endpoint is closed");
 		return -1;
 	}
-	if (h->busy) {
+	/* a push beside a batch of gets may outlive the batch (gets_wait reaps it and clears busy):
+	 * until it returns, no other call (another push among them) may start beside it */
+	if (h->busy || h->pushing) {
 		raise_mlf(EBUSY, "the mlfabric endpoint is in use by another thread (one call at a time)");
 		return -1;
 	}
@@ -200,7 +204,7 @@ static PyObject *Handle_close(HandleObject *self, PyObject *unused)
 	if (self->pushing)
 		return raise_mlf(EBUSY, "cannot close the mlfabric endpoint: another thread is in a call on it");
 	gets_reap(self); /* background gets end first (each bounded by its timeout) */
-	if (self->busy || self->peeking)
+	if (self->busy || self->peeking || self->pushing)
 		return raise_mlf(EBUSY, "cannot close the mlfabric endpoint: another thread is in a call on it");
 	self->busy = 1;
 	Py_BEGIN_ALLOW_THREADS
@@ -676,6 +680,9 @@ static void gets_reap(HandleObject *h)
 
 	if (!b)
 		return;
+	/* detached before the GIL is released for the join: another thread's gets_wait, gets_add
+	 * or push must not find the batch being freed (busy stays set until it is gone) */
+	h->gets = NULL;
 	pthread_mutex_lock(&b->mu);
 	b->closed = 1;
 	pthread_cond_broadcast(&b->cv);
@@ -683,8 +690,10 @@ static void gets_reap(HandleObject *h)
 	Py_BEGIN_ALLOW_THREADS
 	pthread_join(b->thread, NULL);
 	Py_END_ALLOW_THREADS
-	batch_free(b);
-	h->gets = NULL;
+	if (b->waiters)
+		b->orphan = 1; /* another thread's gets_wait still uses it: it frees it */
+	else
+		batch_free(b);
 	h->busy = 0;
 }
 
@@ -795,17 +804,23 @@ static PyObject *Handle_gets_wait(HandleObject *self, PyObject *args)
 		return NULL;
 	if (!b || k < 0 || k >= b->n)
 		return raise_mlf(EINVAL, "gets_wait: no such get running (or not given yet)");
+	b->waiters++;
 	Py_BEGIN_ALLOW_THREADS
 	pthread_mutex_lock(&b->mu);
 	while (b->done <= k)
 		pthread_cond_wait(&b->cv, &b->mu);
 	pthread_mutex_unlock(&b->mu);
 	Py_END_ALLOW_THREADS
+	b->waiters--;
 	rc = b->jobs[k].rc;
 	v = b->jobs[k].version;
 	snprintf(err, sizeof(err), "%s", b->jobs[k].err);
-	if (rc < 0 || k == b->cap - 1)
+	if (b->orphan) { /* reaped by another thread while this one waited */
+		if (!b->waiters)
+			batch_free(b);
+	} else if (rc < 0 || k == b->cap - 1) {
 		gets_reap(self);
+	}
 	if (rc < 0)
 		return raise_mlf(-rc, err);
 	return PyLong_FromLongLong(v);

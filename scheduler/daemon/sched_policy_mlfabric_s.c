@@ -86,10 +86,12 @@ static int sync_had_loss(const struct sched *s, int k)
 
 /*
  * The iteration from (group) version @start ended at @end, short of n_workers parts (a sync
- * timeout, lost parts): the pulls of its workers wait for its end. mlf_push_get asks for the
- * update's version + the workers (the cluster's worker hosts), a version only the next
- * iteration's parts would bring, and every worker waits in that get: so a pull's min_version
- * in (@end, @start + workers] becomes @end.
+ * timeout, lost parts): the pulls of its workers wait for its end. mlf_push_get of libraries
+ * before 2026-11-28 asks for the update's version + the workers (the cluster's worker hosts), a
+ * version only the next iteration's parts would bring, and every such worker waits in that get:
+ * so a pull's min_version in (@end, @start + workers] becomes @end. (The library now asks for
+ * the update's version + 1, lib/mlfabric/fabric_worker.c mlf_push_get: then no pull is moved,
+ * except after an iteration that ended where it started.)
  */
 static void pulls_to_iteration_end(struct sched *s, int64_t start, int64_t end)
 {

@@ -8,6 +8,8 @@ Run by tests/python/run_tests.sh."""
 import errno
 import os
 import socket
+import subprocess
+import sys
 import time
 import unittest
 
@@ -59,6 +61,71 @@ class TestDataplaneTimeout(Base):
         self.assertEqual(e.errno, errno.ETIMEDOUT, str(e))
         self.assertIn("within 0.5 s", str(e))
         ep.close()
+
+
+# Run in a child: a use-after-free of the batch crashes it (a double free aborts) instead of
+# the test runner. Two threads wait for the same get, or one waits while another closes: the
+# batch is reaped by one of them while the other still waits on it.
+TWO_WAITERS = r"""
+import sys, threading, numpy as np, mlfabric
+cluster, sock, how = sys.argv[1], sys.argv[2], sys.argv[3]
+ep = mlfabric.init(cluster, "w0", mode="async", sock=sock, timeout_s=0.3)
+h = ep._h
+errs = []
+for rnd in range(10 if how == "wait" else 4):
+    h.gets_start([("ps", np.zeros(4, np.float32))], 0.3)
+    def wait():
+        try:
+            h.gets_wait(0)
+            errs.append("no error")
+        except mlfabric.Error as e:
+            errs.append(e.errno)
+    ts = [threading.Thread(target=wait) for _ in range(2 if how == "wait" else 1)]
+    for t in ts:
+        t.start()
+    if how == "close":
+        while True:
+            try:
+                h.close()
+                break
+            except mlfabric.Error:
+                pass
+    for t in ts:
+        t.join()
+    if how == "close":
+        ep = mlfabric.init(cluster, "w0", mode="async", sock=sock, timeout_s=0.3)
+        h = ep._h
+print("ok", len(errs), sorted(set(map(str, errs))))
+"""
+
+
+class TestGetsReapedWhileWaiting(Base):
+    """gets_wait beside another thread's gets_wait or close: the batch is freed once, after
+    its last waiter (it was freed under the other waiter: a crash, or a double free)."""
+
+    def setUp(self):
+        super().setUp()
+        self.dp = SilentDataplane(os.path.join(self.dir, "dp.sock"))
+
+    def tearDown(self):
+        super().tearDown()
+        self.dp.close()
+
+    def run_child(self, how):
+        env = dict(os.environ, MLF_DP_TIMEOUT_S="5")
+        r = subprocess.run([sys.executable, "-c", TWO_WAITERS, self.cluster, self.dp.path, how],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertIn("ok", r.stdout)
+        return r.stdout
+
+    def test_two_waiters(self):
+        out = self.run_child("wait")
+        # each waiter times out, or finds the batch already reaped by the other (EINVAL)
+        self.assertRegex(out, r"ok 20 \['%d'(, '%d')?\]" % (errno.ETIMEDOUT, errno.EINVAL))
+
+    def test_close_beside_a_waiter(self):
+        self.run_child("close")
 
 
 class HungDataplane:
