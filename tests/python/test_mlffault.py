@@ -257,6 +257,24 @@ class Snapshots(RunFolder):
         self.assertAlmostEqual(b, 0.07)
         self.assertEqual(checks.pair_bound(steps, {}, 40, 39), (None, 1))
 
+    def test_replica_ahead_of_a_killed_server_counts_the_replicas_records(self):
+        # fault_kill_server_ssh, 2026-11-28: the server's snapshot at 326 and the replica's at 329;
+        # the server was killed before applying 326-328, which only the replica's applied.jsonl
+        # names: the bound counted 0 updates and the check failed. Here: the server applied up to
+        # 48 (ids 1-10 at 39-48), the replica also 49-50 (ids 2001-2002, norm 0.02).
+        self.divergence(0, [(5, 40, 39)])
+        write_jsonl(os.path.join(self.rec, "w0", "pushes.jsonl"),
+                    [{"t": 990.0, "id": i, "norm": 0.02} for i in list(range(1, 13)) + [2001, 2002]])
+        self.put(os.path.join("replica", "applied.jsonl"),
+                 [{"t": 1.0, "xfer": 900 + i, "id": i, "at": 38 + i, "parts": 1} for i in range(1, 11)]
+                 + [{"t": 1.0, "xfer": 3000 + v, "id": 2000 + v - 48, "at": v, "parts": 1} for v in (49, 50)])
+        steps, norms = checks.server_steps(self.rec), checks.update_norms(self.rec)
+        b, n = checks.pair_bound(steps, norms, 48, 51)
+        self.assertEqual(n, 3)                       # ids 10, 2001, 2002 (at 48, 49, 50)
+        b, n = checks.pair_bound(steps, norms, 47, 49)
+        self.assertEqual(n, 2)                       # ids 9 and 10, once each though both applied them
+        self.assertAlmostEqual(b, 0.04)
+
     def test_server_ahead_between_writes_is_within_its_bound(self):
         # issue 37: the server wrote at 297, the replica at 293, divergence 0.0697 > div_max 0.05,
         # while four updates of ~0.018 lay between them. Here: server 254, replica 251 (three

@@ -122,14 +122,20 @@ def update_norms(rec):
 
 
 def server_steps(rec):
-    """The server's applied transfers in version order (REC/applied.jsonl, one line per part):
-    [(at, parts, [ids])], at = the version before the transfer, at + parts the one after."""
-    path = os.path.join(rec, "applied.jsonl")
+    """The transfers applied in the server's commit order, in version order: the server's
+    (REC/applied.jsonl, one line per part) and the replica's (REC/replica/applied.jsonl, when
+    there is one): [(at, parts, [ids])], at = the version before the transfer, at + parts the one
+    after. The replica follows the same commit order and may apply an update before the server
+    does: a server killed at version 326 had not applied the updates the replica's snapshot at
+    329 holds, only the replica's records name them (pair_bound counts each update once)."""
     steps = {}
-    for n, r in read_jsonl_numbered(path, need=("id", "at")):
-        at = number(r, "at", path, n)
-        parts = number(r, "parts", path, n) if given(r.get("parts")) else 1
-        steps.setdefault((at, r.get("xfer", n)), (at, parts, []))[2].append(r["id"])
+    for k, path in enumerate((os.path.join(rec, "applied.jsonl"), os.path.join(rec, "replica", "applied.jsonl"))):
+        if k and not os.path.isfile(path):
+            continue
+        for n, r in read_jsonl_numbered(path, need=("id", "at")):
+            at = number(r, "at", path, n)
+            parts = number(r, "parts", path, n) if given(r.get("parts")) else 1
+            steps.setdefault((k, at, r.get("xfer", n)), (at, parts, []))[2].append(r["id"])
     return sorted(steps.values(), key=lambda x: x[0])
 
 
@@ -142,12 +148,15 @@ def pair_bound(steps, norms, v1, v2):
     the same updates differently). Returns (bound, updates counted), or (None, the id whose norm
     no pushes.jsonl recorded)."""
     lo, hi = min(v1, v2), max(v1, v2)
-    total, count = 0.0, 0
+    total, count, seen = 0.0, 0, set()
     for at, parts, ids in steps:
         if at < hi and at + parts > lo:
             for i in ids:
+                if i in seen:
+                    continue       # applied by both server and replica: counted once
                 if i not in norms:
                     return None, i
+                seen.add(i)
                 total += norms[i]
                 count += 1
     return total, count
