@@ -66,7 +66,7 @@ void netmon_step(void)
 	int n, prev = nm.cur, cur = !nm.cur;
 	uint64_t now = dp.clk.mono_ns, dt = nm.last_ns ? now - nm.last_ns : 0;
 	uint64_t real = dp.clk.real_ns, from = nm.last_real;
-	uint64_t span[2 * 1024]; /* per peer and direction: longest active span in this step, ns */
+	uint64_t span[2 * CLUSTER_HOSTS_MAX]; /* per peer and direction: longest active span in this step, ns */
 
 	if (!nm.path)
 		return;
