@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "log.h"
 
 static FILE *open_one(const char *dir, const char *name, char *err, size_t errlen)
@@ -149,9 +150,10 @@ void sched_rec_update(struct sched *s, const struct sched_update *u, const char 
 
 	if (!s->rec_updates)
 		return;
-	json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I}",
+	json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:s, s:I, s:f}",
 		"id", (json_int_t)u->id, "worker", s->cl.hosts[u->worker].name, "fate", fate,
-		"batch", u->batch, "reason", reason ? reason : "", "version", (json_int_t)u->version);
+		"batch", u->batch, "reason", reason ? reason : "", "version", (json_int_t)u->version,
+		"t", clock_real_s());
 	if (o && rep[u->rstate])
 		json_object_set_new(o, "replica", json_string(rep[u->rstate]));
 	put_line(s->rec_updates, o);

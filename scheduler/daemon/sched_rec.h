@@ -35,7 +35,8 @@ void sched_rec_batch(struct sched *s, const struct sched_rec_batch *r);
  * "aggregated", "dropped" or "lost"; @reason may be NULL), with `replica` from u->rstate
  * ("committed" when planned or committed there, "punted", "lost"; absent without a copy).
  * A lost update gets a second line after its planned one, so does a change of its replica
- * copy: the last line of an id is its fate.
+ * copy: the last line of an id is its fate. `t` is when the line was written (Unix time,
+ * seconds): a loss written after the run's stop is the teardown's, not a fault's.
  */
 void sched_rec_update(struct sched *s, const struct sched_update *u, const char *fate,
 		      const char *reason);

@@ -367,6 +367,7 @@ class Results(Tmp):
         # fates by the last line of each id: lost, dropped, aggregated
         self.assertEqual((v["dropped"], v["lost"], v["dropped_only"], v["aggregated"]), (2, 1, 1, 1))
         self.assertAlmostEqual(v["dropped_fraction"], 2 / 3)
+        self.assertEqual(v["lost_at_stop"], 0)
         self.assertEqual(v["delay"], {"mean": 2.8, "p50": 2, "p99": 3, "max": 8})
         self.assertAlmostEqual(v["mean_iteration_s"], 0.2)
         self.assertEqual(v["iterations"], 22)
@@ -378,6 +379,19 @@ class Results(Tmp):
         self.assertEqual(table[1].split(), ["mlfabric-a", "yes", "6.5", "0.750", "5", "66.7", "2.80", "8", "2.5",
                                           "0.200"])
 
+
+    def test_loss_at_the_teardown_is_not_lost(self):
+        # the teardown took the server while 2 and 3 were planned: the scheduler recorded them
+        # lost after t_end (1010); 1 was lost before the stop (a fault)
+        self.write("experiment.json", [{"systems": ["mlfabric-a"], "target_accuracy": 0.78}])
+        s = "mlfabric-a/"
+        self.write(s + "run.json", [{"system": "mlfabric-a", "n_workers": 2, "t0": 1000, "t_end": 1010}])
+        self.write(s + "records/updates.jsonl", [{"id": 1, "fate": "lost", "t": 1005.0},
+                                                 {"id": 2, "fate": "direct", "t": 1009.9},
+                                                 {"id": 2, "fate": "lost", "t": 1010.3},
+                                                 {"id": 3, "fate": "lost", "t": 1010.0}])
+        v = results.compute(self.dir)["systems"]["mlfabric-a"]
+        self.assertEqual((v["lost"], v["lost_at_stop"], v["dropped"]), (1, 2, 1))
     def test_no_target(self):
         with self.assertRaises(ValueError):
             results.compute(self.dir)

@@ -120,6 +120,18 @@ def last_acc(rec):
     return "-" if acc is None else str(acc), str(ver) if present(ver) else "-"
 
 
+STOPPED = "stopped"
+
+
+def stop_fate(u, t_end):
+    """The fate of updates.jsonl line U, except that a loss recorded at or after T_END (Unix
+    seconds, the run's stop; None: unknown) is STOPPED: the teardown took its server or
+    worker away while it was planned, no fault lost it."""
+    if u.get("fate") == "lost" and t_end is not None and is_num(u.get("t")) and u["t"] >= t_end:
+        return STOPPED
+    return u.get("fate")
+
+
 def system_results(d, target):
     rec = os.path.join(d, "records")
     run = read_json(os.path.join(d, "run.json")) or {}
@@ -136,8 +148,9 @@ def system_results(d, target):
     server = read_json(os.path.join(fin, "server.json"))
     iters = list(read_jsonl(os.path.join(rec, "iterations.jsonl")))
     groups = {}
+    t_end = run.get("t_end") if is_num(run.get("t_end")) else None
     for u in read_jsonl(os.path.join(rec, "updates.jsonl")):
-        groups[json.dumps(u.get("id"))] = u.get("fate")  # the last line of each id
+        groups[json.dumps(u.get("id"))] = stop_fate(u, t_end)  # the last line of each id
     fates = list(groups.values())
     faults = list(read_jsonl(os.path.join(d, "faults.jsonl")))
     kills = [f for f in faults if f.get("event") == "start" and f.get("kind") == "kill-server" and present(f.get("ok"))]
@@ -220,6 +233,8 @@ def system_results(d, target):
         "server_host_rx_bytes": host_bytes(run.get("server")),
         "replica_host_rx_bytes": host_bytes(repl.get("replica") if isinstance(repl, dict) else None),
         "lost": sum(1 for f in fates if f == "lost"),
+        # planned updates the teardown cut off (recorded lost after t_end): in flight at the stop
+        "lost_at_stop": sum(1 for f in fates if f == STOPPED),
         "dropped_only": sum(1 for f in fates if f == "dropped"),
         "faults": [{k: f.get(k) for k in ("t_s", "kind", "host", "ok")} for f in faults if f.get("event") == "start"],
         "recovery_s": recovery,

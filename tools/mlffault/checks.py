@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 
 from mlfcluster.records import RecordError, nonempty, read_json, read_jsonl_numbered
-from mlfcluster.results import fixed
+from mlfcluster.results import STOPPED, fixed, stop_fate
 
 INFLIGHT_S = 2  # pushes this close to the stop (or later) may be in flight when the run stops
 
@@ -392,9 +392,10 @@ def ckpt_lost_ids(rec):
     return ids
 
 
-def last_fates(path):
-    """id -> the final fate (last line per id) of the scheduler's updates.jsonl."""
-    return {r["id"]: r.get("fate") for _, r in read_jsonl_numbered(path, need=("id",))}
+def last_fates(path, t_end=None):
+    """id -> the final fate (last line per id) of the scheduler's updates.jsonl; a loss
+    recorded at or after T_END (the run's stop, Unix seconds) is "stopped" (the teardown's)."""
+    return {r["id"]: stop_fate(r, t_end) for _, r in read_jsonl_numbered(path, need=("id",))}
 
 
 def pushes(rec):
@@ -410,14 +411,16 @@ def pushes(rec):
 
 def accounting(sysdir):
     """Every push of SYSDIR's records classified: applied (on the surviving model), lost, dropped,
-    in_flight (pushed within INFLIGHT_S of the stop), else unaccounted. Returns the counts and
+    in_flight (pushed within INFLIGHT_S of the stop, or planned when the teardown took its
+    server or worker: recorded lost after the stop), else unaccounted. Returns the counts and
     the unaccounted pushes as "ID (HOST, pushed at X s before the stop)"."""
     rec = os.path.join(sysdir, "records")
     run_json = os.path.join(sysdir, "run.json")
     t_end = number(json_object(run_json), "t_end", run_json, 0)
     applied = set(surviving_ids(rec))
-    fates = last_fates(os.path.join(rec, "updates.jsonl"))
+    fates = last_fates(os.path.join(rec, "updates.jsonl"), t_end)
     lost = set(ckpt_lost_ids(rec)) | {i for i, f in fates.items() if f == "lost"}
+    stopped = {i for i, f in fates.items() if f == STOPPED}
     dropped = {i for i, f in fates.items() if f == "dropped"}
     res = {"pushed": 0, "applied": 0, "lost": 0, "dropped": 0, "in_flight": 0, "unaccounted": []}
     for p in pushes(rec):
@@ -428,7 +431,7 @@ def accounting(sysdir):
             res["lost"] += 1
         elif p["id"] in dropped:
             res["dropped"] += 1
-        elif p["t"] >= t_end - INFLIGHT_S:
+        elif p["id"] in stopped or p["t"] >= t_end - INFLIGHT_S:
             res["in_flight"] += 1
         else:
             res["unaccounted"].append(f"{p['id']} ({p['host']}, pushed at "
