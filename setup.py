@@ -61,14 +61,16 @@ def choose_library():
     forced = os.environ.get("MLFABRIC_LIBRARY", "")
     if forced not in ("", "tree", "pkg-config", "sources"):
         sys.exit(f"setup.py: MLFABRIC_LIBRARY={forced}: use tree, pkg-config or sources")
-    src = os.path.join("python", "mlfabric", "_mlfabric.c")
+    # the extension's C files (python/python.mk builds the same): the type and module, the gets
+    # in the background, what both use
+    src = sorted(glob.glob(os.path.join("python", "mlfabric", "_mlfabric*.c")))
     if forced in ("", "tree") and tree_library():
-        return "tree", dict(sources=[src], include_dirs=["include"], library_dirs=["build"],
+        return "tree", dict(sources=src, include_dirs=["include"], library_dirs=["build"],
                             libraries=["mlfabric"], extra_link_args=["-Wl,-rpath,$ORIGIN"])
     if forced == "tree":
         sys.exit(f"setup.py: MLFABRIC_LIBRARY=tree but no build/libmlfabric.so.{VERSION}: run make")
     if forced in ("", "pkg-config") and pkg_config("--exact-version", VERSION, "mlfabric") is not None:
-        return "pkg-config", dict(sources=[src], extra_compile_args=pkg_config("--cflags", "mlfabric"),
+        return "pkg-config", dict(sources=src, extra_compile_args=pkg_config("--cflags", "mlfabric"),
                                   extra_link_args=pkg_config("--libs", "mlfabric"))
     if forced == "pkg-config":
         sys.exit(f"setup.py: MLFABRIC_LIBRARY=pkg-config but pkg-config finds no mlfabric {VERSION}: "
@@ -80,7 +82,7 @@ def choose_library():
                  f"(run make), no installed libmlfabric {VERSION} (pkg-config mlfabric; run make "
                  "install), and " + ("no library sources" if not lib_srcs else
                                      "pkg-config finds no jansson/libcrypto (libjansson-dev, libssl-dev)"))
-    return "sources", dict(sources=[src] + lib_srcs,
+    return "sources", dict(sources=src + lib_srcs,
                            include_dirs=["include/mlfabric", "include"] + list(LIB_DIRS),
                            extra_compile_args=["-std=gnu11"] + [w for w in deps if w.startswith("-I")],
                            extra_link_args=[w for w in deps if not w.startswith("-I")] + ["-lpthread", "-lm"])

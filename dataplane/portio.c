@@ -257,7 +257,7 @@ int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t e
 	uint16_t port = c->port, nb_rxd, nb_txd;
 	unsigned room = (unsigned)(c->mtu + FRAME_OVERHEAD + 64);
 	uint64_t txo;
-	int rc;
+	int rc, started = 0;
 
 	memset(&conf, 0, sizeof(conf));
 	if (!rte_eth_dev_is_valid_port(port)) {
@@ -322,7 +322,7 @@ int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t e
 	if ((rc = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd)) < 0) {
 		snprintf(err, errlen, "%s: cannot fit %u rx / %u tx descriptors to its limits: %s", pio.name,
 			 nb_rxd, nb_txd, strerror(-rc));
-		return rc;
+		goto fail;
 	}
 	if (nb_rxd < 2 * DP_WINDOW_SEGS)
 		log_warn("%s: rx ring of %u descriptors (the port's maximum) is below two senders' windows "
@@ -339,20 +339,22 @@ int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t e
 		if (!pio.pool) {
 			snprintf(err, errlen, "%s: cannot create mbuf pool of %u %u-byte mbufs: %s", pio.name,
 				 pio.pool_n, room, rte_strerror(rte_errno));
-			return -ENOMEM;
+			rc = -ENOMEM;
+			goto fail;
 		}
 		rc = rte_eth_rx_queue_setup(port, 0, nb_rxd, (unsigned)pio.socket, NULL, pio.pool);
 		if (rc != -ENOMEM || room >= UINT16_MAX - RTE_PKTMBUF_HEADROOM)
 			break;
 		rte_mempool_free(pio.pool);
+		pio.pool = NULL;
 		room = room * 2 > UINT16_MAX - RTE_PKTMBUF_HEADROOM ? UINT16_MAX - RTE_PKTMBUF_HEADROOM : room * 2;
 	}
 	if (rc == 0 && (rc = set_mtu(port, c->mtu, &info, err, errlen)) < 0)
-		return rc;
+		goto fail;
 	if (rc < 0 || (rc = rte_eth_tx_queue_setup(port, 0, nb_txd, (unsigned)pio.socket, NULL)) < 0) {
 		snprintf(err, errlen, "%s: cannot set up queues (%u rx / %u tx descriptors): %s", pio.name,
 			 nb_rxd, nb_txd, strerror(-rc));
-		return rc;
+		goto fail;
 	}
 	/* frames a driver splits over several mbufs are copied into one slot each (portio_rx) */
 	pio.scratch = rte_malloc_socket("mlf_rx_linear", (size_t)2 * PORTIO_BURST * pio.frame_max, 64,
@@ -360,12 +362,14 @@ int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t e
 	if (!pio.scratch) {
 		snprintf(err, errlen, "%s: no memory for %u rx frame buffers of %u bytes", pio.name,
 			 2 * PORTIO_BURST, pio.frame_max);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto fail;
 	}
 	if ((rc = rte_eth_dev_start(port)) < 0) {
 		snprintf(err, errlen, "%s: cannot start: %s", pio.name, strerror(-rc));
-		return rc;
+		goto fail;
 	}
+	started = 1;
 	pio.driver_copies = driver_copies(port);
 	rx_intr_probe(port);
 	log_info("%s: driver %s, NUMA socket %d (rte_eth_dev_socket_id), mbuf pool and rings on %s %d; "
@@ -380,7 +384,7 @@ int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t e
 	log_info("%s: rx %s", pio.name, pio.rx_fd >= 0 ? "interrupts: the idle loop sleeps until a frame arrives" :
 		 "interrupts not supported by the driver: the idle loop sleeps for a time");
 	if ((rc = wait_link(port, c->link_timeout_s, err, errlen)) < 0)
-		return rc;
+		goto fail;
 	rte_eth_macaddr_get(port, &ea);
 	memcpy(mac, ea.addr_bytes, 6);
 	/*
@@ -397,6 +401,19 @@ int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t e
 	}
 	rte_eth_stats_reset(port);
 	return 0;
+fail:
+	/* after a successful configure: the port stopped (when started) and closed, which releases
+	 * its queues and with them the last references to the pool, then the pool and the rx
+	 * scratch freed; nothing of this call stays allocated */
+	if (started)
+		rte_eth_dev_stop(port);
+	rte_eth_dev_close(port);
+	pio.rx_fd = -1;
+	rte_mempool_free(pio.pool);
+	pio.pool = NULL;
+	rte_free(pio.scratch);
+	pio.scratch = NULL;
+	return rc;
 }
 
 const char *portio_name(void)

@@ -32,7 +32,8 @@ struct portio_conf {
  * pool and rings on the port's NUMA socket (any socket when it is unknown or has no memory;
  * logged). Reads the port MAC into @mac.
  * Returns 0, or -errno with @err naming the port and the failing step (no port, mempool,
- * configure, MTU the port cannot carry, queues, start, link down after the timeout).
+ * configure, MTU the port cannot carry, queues, start, link down after the timeout). A failure
+ * after the port was configured leaves it stopped and closed, the mbuf pool and rx buffers freed.
  */
 int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t errlen);
 

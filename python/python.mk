@@ -30,7 +30,10 @@ PY_SOURCES := $(wildcard python/mlfabric/*.py)
 PY_VERSION := $(PY_PKG)/_version.py
 PY_FILES   := $(patsubst python/mlfabric/%,$(PY_PKG)/%,$(PY_SOURCES)) $(PY_VERSION)
 PY_EXT     := $(PY_PKG)/_mlfabric$(PY_EXT_SUFFIX)
-PY_EXT_OBJ := $(BUILD)/python-ext/_mlfabric.o
+# the extension's C files: _mlfabric.c (the type and module), _mlfabric_gets.c (gets in the
+# background), _mlfabric_common.c (what both use; _mlfabric_int.h); setup.py lists the same
+PY_EXT_SRCS := $(wildcard python/mlfabric/_mlfabric*.c)
+PY_EXT_OBJ := $(patsubst python/mlfabric/%.c,$(BUILD)/python-ext/%.o,$(PY_EXT_SRCS))
 PROGRAMS   += $(PY_FILES) $(PY_EXT)
 
 $(PY_PKG)/%.py: python/mlfabric/%.py
@@ -43,13 +46,13 @@ $(PY_VERSION): Makefile
 	printf '"""The version of mlfabric: the Makefile'"'"'s MLFABRIC_VERSION."""\n__version__ = "%s"\n' '$(MLFABRIC_VERSION)' >$@
 
 # position-independent: the object goes into a shared object (in the tree and installed)
-$(PY_EXT_OBJ): python/mlfabric/_mlfabric.c
+$(PY_EXT_OBJ): $(BUILD)/python-ext/%.o: python/mlfabric/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC $(INC_python/mlfabric) -c $< -o $@
 
 $(PY_EXT): $(PY_EXT_OBJ) $(LIBMLFABRIC_SO)
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $< -L$(BUILD) -lmlfabric -Wl,-rpath,'$$ORIGIN/../..'
+	$(CC) -shared -o $@ $(PY_EXT_OBJ) -L$(BUILD) -lmlfabric -Wl,-rpath,'$$ORIGIN/../..'
 
 # the Python unit tests (tests/python, run by build/tests/test_python of tools/cluster.mk) import
 # the package from build/python

@@ -6,9 +6,13 @@
  * One endpoint (include/mlfabric/mlfabric.h, paper Table 1) is one struct mlf and one event thread. The
  * implementation is split by role (docs/fabric.md):
  *
- *   fabric_core.c        open/close, the event thread, dispatch, the dataplane connection, the
- *                        scheduler's transfer commands (send, drop, release, order, skip),
- *                        registration
+ *   fabric_core.c        open/close, the event thread and its dispatch, the dataplane
+ *                        connection, registration
+ *   fabric_core_cmd.c    the commands from the scheduler and the dataplane: the transfer
+ *                        commands (send, drop, release, order, skip), scheduler lost / back
+ *                        (re-registration), role commands handed to the role's ops
+ *   fabric_core_xfer.c   control messages to the scheduler, transfers to the dataplane and
+ *                        their completions, the direct mode's queue
  *   fabric_worker.c      push, get, push_get, model arrivals, `server_moved`
  *   fabric_server.c      applying updates and commits, model/state payloads, snapshots,
  *                        `replica`
@@ -24,6 +28,9 @@
  * Calls go one way only, so no file-level circle of calls exists:
  *
  *   core  <-  dist  <-  worker;  core  <-  aggregator, chain  <-  server  <-  replica
+ *
+ * where "core" is itself three files, calling one way: fabric_core.c -> fabric_core_cmd.c ->
+ * fabric_core_xfer.c (and fabric_core.c -> fabric_core_xfer.c).
  *
  * The core never calls a role function by name: a role registers (mlf_register_as_*) through
  * fabric_core_register with its struct fabric_role_ops, and the event thread reaches the role
@@ -312,7 +319,7 @@ struct mlf_dist_state {
 	uint64_t forwarded;       /* forwards handed to the dataplane */
 };
 
-/* The model snapshot a server's copies of one batch share (fabric_core.c, §10.3). */
+/* The model snapshot a server's copies of one batch share (fabric_core_cmd.c, §10.3). */
 struct fabric_model_snap {
 	struct mlfabric_buf buf;  /* data NULL = none */
 	int64_t batch;            /* the `send`s' batch tag */
@@ -320,7 +327,7 @@ struct fabric_model_snap {
 };
 
 struct mlf {
-	/* core (fabric_core.c) */
+	/* core (fabric_core.c, fabric_core_cmd.c, fabric_core_xfer.c) */
 	struct cluster cl;
 	int me;
 	enum mlf_mode mode;
@@ -374,6 +381,12 @@ struct mlf {
 
 /* ---- fabric_core.c: services to the roles ------------------------------------------------ */
 
+/** fabric_core_ops - the role's ops, none (NULL) before a registration (or after a failed one). */
+static inline const struct fabric_role_ops *fabric_core_ops(const struct mlf *f)
+{
+	return f->role != FABRIC_ROLE_NONE ? f->ops : NULL;
+}
+
 /** fabric_core_role_name - "worker", "server", ... ("" for none). */
 const char *fabric_core_role_name(enum fabric_role role);
 
@@ -384,6 +397,38 @@ const char *fabric_core_role_name(enum fabric_role role);
  * that case, else -ENOTCONN. Takes f->lock.
  */
 int fabric_core_dp_gone(struct mlf *f, const char *what, int rc);
+
+/** fabric_core_next_id - a cluster-unique update/pull id: (host index + 1) << 40 | sequence, the
+ * sequence starting from the clock at mlf_open (unique across restarts); caller holds the lock. */
+uint64_t fabric_core_next_id(struct mlf *f);
+
+/**
+ * fabric_core_wait_until - wait on the endpoint's condition until @deadline (CLOCK_REALTIME s);
+ * caller holds the lock. 0 or ETIMEDOUT (positive, as pthread_cond_timedwait).
+ */
+int fabric_core_wait_until(struct mlf *f, double deadline);
+
+/**
+ * fabric_core_listen - listen on @chan; in the scheduled modes channels 1..4 take only the
+ * transfers the scheduler announced (mlfabric_listen_announced, docs/security.md "Announced
+ * transfers"). 0 or -errno (dataplane gone).
+ */
+int fabric_core_listen(struct mlf *f, uint16_t chan);
+
+/**
+ * fabric_core_register - make this endpoint @role with @ops, listen on @chans and, in the
+ * scheduled modes, register @reg (stolen; "type" and "role" added) with the scheduler, retrying
+ * while the dataplane has no scheduler, up to the endpoint timeout. 0; -EINVAL (already
+ * registered, or refused by the scheduler); -ENOTCONN (no dataplane channel, no answer). On
+ * failure the endpoint has no role again and mlf_error says why.
+ */
+int fabric_core_register(struct mlf *f, enum fabric_role role, const struct fabric_role_ops *ops,
+			 const uint16_t *chans, int n_chans, json_t *reg);
+
+/** fabric_core_set_role - become @role with @ops (a replica's promotion); renames the endpoint. */
+void fabric_core_set_role(struct mlf *f, enum fabric_role role, const struct fabric_role_ops *ops);
+
+/* ---- fabric_core_xfer.c: control messages and transfers ---------------------------------- */
 
 /** fabric_core_set_err - record the error text mlf_error returns (caller holds the lock or owns @f alone). */
 void fabric_core_set_err(struct mlf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -396,10 +441,6 @@ void fabric_core_wake(struct mlf *f);
  * the dataplane, with this endpoint's "app". 0 or -errno of the dataplane socket.
  */
 int fabric_core_ctl(struct mlf *f, json_t *msg);
-
-/** fabric_core_next_id - a cluster-unique update/pull id: (host index + 1) << 40 | sequence, the
- * sequence starting from the clock at mlf_open (unique across restarts); caller holds the lock. */
-uint64_t fabric_core_next_id(struct mlf *f);
 
 /**
  * fabric_core_report_done - tell the scheduler transfer @xfer finished (@status 0 or -errno,
@@ -437,29 +478,8 @@ int fabric_core_send_shared(struct mlf *f, const struct mlfabric_buf *b, uint64_
 /** fabric_core_was_skipped - was @id passed to a `skip` (chan 1/4: a transfer; chan 2: an update id)? */
 int fabric_core_was_skipped(const struct mlf *f, uint64_t id);
 
-
 /** fabric_core_queue_direct - queue @d for the event thread (direct mode); @front: before the others. */
 void fabric_core_queue_direct(struct mlf *f, struct fabric_direct *d, int front);
-
-/**
- * fabric_core_send - carry out `send` command @c now (an update, a model or state snapshot):
- * hand the payload to the dataplane, or report a failed `done` naming the reason. Used by the
- * dispatcher and by a shard server whose model copy waited for its version (§10.2).
- */
-void fabric_core_send(struct mlf *f, struct fabric_cmd *c);
-
-/**
- * fabric_core_wait_until - wait on the endpoint's condition until @deadline (CLOCK_REALTIME s);
- * caller holds the lock. 0 or ETIMEDOUT (positive, as pthread_cond_timedwait).
- */
-int fabric_core_wait_until(struct mlf *f, double deadline);
-
-/**
- * fabric_core_listen - listen on @chan; in the scheduled modes channels 1..4 take only the
- * transfers the scheduler announced (mlfabric_listen_announced, docs/security.md "Announced
- * transfers"). 0 or -errno (dataplane gone).
- */
-int fabric_core_listen(struct mlf *f, uint16_t chan);
 
 /**
  * fabric_core_pull_msg - the `pull` of the get @w waits in (docs/control.md): its id, server,
@@ -469,18 +489,28 @@ int fabric_core_listen(struct mlf *f, uint16_t chan);
  */
 json_t *fabric_core_pull_msg(const struct mlf_worker_state *w);
 
-/**
- * fabric_core_register - make this endpoint @role with @ops, listen on @chans and, in the
- * scheduled modes, register @reg (stolen; "type" and "role" added) with the scheduler, retrying
- * while the dataplane has no scheduler, up to the endpoint timeout. 0; -EINVAL (already
- * registered, or refused by the scheduler); -ENOTCONN (no dataplane channel, no answer). On
- * failure the endpoint has no role again and mlf_error says why.
- */
-int fabric_core_register(struct mlf *f, enum fabric_role role, const struct fabric_role_ops *ops,
-			 const uint16_t *chans, int n_chans, json_t *reg);
+/* ---- fabric_core_cmd.c: the commands from the scheduler and the dataplane ----------------- */
 
-/** fabric_core_set_role - become @role with @ops (a replica's promotion); renames the endpoint. */
-void fabric_core_set_role(struct mlf *f, enum fabric_role role, const struct fabric_role_ops *ops);
+/**
+ * fabric_core_send - carry out `send` command @c now (an update, a model or state snapshot):
+ * hand the payload to the dataplane, or report a failed `done` naming the reason. Used by the
+ * dispatcher and by a shard server whose model copy waited for its version (§10.2).
+ */
+void fabric_core_send(struct mlf *f, struct fabric_cmd *c);
+
+/**
+ * fabric_core_on_ctl - carry out control message @text from the scheduler or the dataplane
+ * (docs/control.md), on the event thread: a message that does not parse is logged and answered
+ * with an `error` naming what was wrong; a role command the role's ops do not take is logged
+ * (and refused to the scheduler where it waits for an answer: `promote`, `forward`).
+ */
+void fabric_core_on_ctl(struct mlf *f, const char *text);
+
+/**
+ * fabric_core_rereg_retry - on the event thread, each round: send the registration again when a
+ * restarted scheduler refused it (every 0.25 s, for up to 10 s after the scheduler came back).
+ */
+void fabric_core_rereg_retry(struct mlf *f);
 
 /* ---- fabric_server.c --------------------------------------------------------------------- */
 

@@ -16,134 +16,25 @@
  *
  * Errors: mlfabric.Error (a subclass of OSError: .errno, .strerror = the library's one-line
  * text, mlf_error() or the mlf_open error). Wrong buffer types raise TypeError naming float32.
+ *
+ * Files: this one holds the type, its methods and the module; the batch of gets in the
+ * background (gets_start / gets_add / gets_wait) is _mlfabric_gets.c; what both use (the
+ * Handle object, mlfabric.Error, the busy guard, float32 buffers) is _mlfabric_common.c, declared
+ * in _mlfabric_int.h.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_mlfabric_int.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <mlfabric/mlfabric.h>
 #include <mlfabric/mlfabric_sync.h>
 
-/* mlfabric.Error, created at import */
-static PyObject *MlfError;
-
-/**
- * One endpoint. @busy: a library call other than a getter runs with the GIL released (0/1, one
- * at a time); @peeking: getters (stats, role) running with the GIL released. close() waits for
- * neither: it refuses while either is non-zero.
- */
-/** One get of gets_start: @server's model into @out; @rc, @version, @err once done. */
-struct get_job {
-	char server[64];
-	Py_buffer out;
-	int64_t version;
-	int rc;
-	char err[256];
-};
-
-/**
- * The gets of one gets_start, made in order by a thread of their own while Python goes on
- * (docs/python.md "Overlap"). @cap: gets the batch will hold (@jobs' size); @n: gets given so
- * far (gets_start's list, then one per gets_add: the thread waits for the next); @done: gets
- * finished; @closed: no more will be given (reaping), the thread ends after the given ones.
- * @n, @done and @closed under @mu, changes signalled on @cv. @waiters: gets_wait calls blocked
- * on it (under the GIL); a batch reaped while some wait is @orphan and freed by the last of them.
- */
-struct get_batch {
-	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	mlf_t *f;
-	double timeout_s;
-	struct get_job *jobs;
-	int cap, n, done, closed;
-	int waiters, orphan;
-};
-
-typedef struct {
-	PyObject_HEAD
-	mlf_t *f;
-	int busy, peeking;
-	int pushing;                      /* a push running beside gets_start's batch (which holds busy) */
-	PyObject *on_update, *on_request; /* server callbacks (owned references) */
-	int64_t version;                  /* server: the last version a callback returned */
-	struct get_batch *gets;           /* gets_start's running batch (busy until it is reaped) */
-} HandleObject;
-
-/* Raise mlfabric.Error(err, text); returns NULL. */
-static PyObject *raise_mlf(int err, const char *text)
-{
-	PyObject *args;
-
-	if (err < 0)
-		err = -err;
-	args = Py_BuildValue("(is)", err ? err : EIO, text && text[0] ? text : strerror(err ? err : EIO));
-	if (args) {
-		PyErr_SetObject(MlfError, args);
-		Py_DECREF(args);
-	}
-	return NULL;
-}
-
 /* Raise the endpoint's last error (mlf_error) for return code @rc; returns NULL. */
 static PyObject *raise_handle(HandleObject *h, long long rc)
 {
 	return raise_mlf((int)(rc < 0 ? -rc : rc), h->f ? mlf_error(h->f) : "");
-}
-
-/* Check that @h is open and free; mark it busy (caller must call handle_leave). -1 + Error. */
-static int handle_enter(HandleObject *h)
-{
-	if (!h->f) {
-		raise_mlf(ENOTCONN, "the mlfabric endpoint is closed");
-		return -1;
-	}
-	/* a push beside a batch of gets may outlive the batch (gets_wait reaps it and clears busy):
-	 * until it returns, no other call (another push among them) may start beside it */
-	if (h->busy || h->pushing) {
-		raise_mlf(EBUSY, "the mlfabric endpoint is in use by another thread (one call at a time)");
-		return -1;
-	}
-	h->busy = 1;
-	return 0;
-}
-
-static void handle_leave(HandleObject *h) { h->busy = 0; }
-
-/*
- * Get a float32 buffer of @obj (@what names the argument in errors); @writable for outputs.
- * Returns 0 with @view filled (release with PyBuffer_Release), -1 with TypeError/BufferError.
- */
-static int get_f32(PyObject *obj, Py_buffer *view, int writable, const char *what)
-{
-	int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-
-	if (PyObject_GetBuffer(obj, view, flags) < 0) {
-		if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError) ||
-		    PyErr_ExceptionMatches(PyExc_ValueError)) { /* numpy: "ndarray is not C-contiguous" */
-			PyErr_Clear();
-			PyErr_Format(PyExc_TypeError,
-				     "%s must be a %sC-contiguous float32 buffer (numpy float32 array, "
-				     "tensor.numpy(), array('f')), got %.100s",
-				     what, writable ? "writable " : "", Py_TYPE(obj)->tp_name);
-		}
-		return -1;
-	}
-	/* struct codes: "f", "<f", "=f" on little-endian machines are all native float32 */
-	const char *fmt = view->format ? view->format : "B";
-	if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')
-		fmt++;
-	if (strcmp(fmt, "f") != 0 || view->itemsize != 4) {
-		PyErr_Format(PyExc_TypeError, "%s must hold float32 (format 'f', itemsize 4), got format '%s' itemsize %zd",
-			     what, view->format ? view->format : "B", view->itemsize);
-		PyBuffer_Release(view);
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- Handle(cluster, host, mode="mlfabric-a", sock=None, timeout_s=10.0) ------------------ */
@@ -191,8 +82,6 @@ static int Handle_init(HandleObject *self, PyObject *args, PyObject *kw)
 	self->f = f;
 	return 0;
 }
-
-static void gets_reap(HandleObject *h);
 
 /* Close the endpoint (GIL released: mlf_close waits for pending pushes, at most the timeout). */
 static PyObject *Handle_close(HandleObject *self, PyObject *unused)
@@ -629,201 +518,6 @@ static PyObject *Handle_peer_recv(HandleObject *self, PyObject *args)
 			  (Py_ssize_t)(m.token ? 0 : m.n * sizeof(float)));
 	free(m.w);
 	return r;
-}
-
-/* ---- gets in the background (docs/python.md "Overlap") ---------------------------------- */
-
-static void *gets_thread(void *arg)
-{
-	struct get_batch *b = arg;
-
-	for (int i = 0; i < b->cap; i++) {
-		struct get_job *j = &b->jobs[i];
-		int64_t v = 0;
-		int rc;
-
-		pthread_mutex_lock(&b->mu);
-		while (i >= b->n && !b->closed)
-			pthread_cond_wait(&b->cv, &b->mu);
-		pthread_mutex_unlock(&b->mu);
-		if (i >= b->n)
-			break; /* closed before this get was given */
-		rc = mlf_get(b->f, j->server, j->out.buf, (size_t)(j->out.len / 4), &v, b->timeout_s);
-
-		pthread_mutex_lock(&b->mu);
-		j->rc = rc;
-		j->version = v;
-		if (rc < 0)
-			snprintf(j->err, sizeof(j->err), "%s", mlf_error(b->f));
-		b->done++;
-		pthread_cond_broadcast(&b->cv);
-		pthread_mutex_unlock(&b->mu);
-	}
-	return NULL;
-}
-
-/* Free batch @b (its thread gone): release its buffers, its lock, its memory. */
-static void batch_free(struct get_batch *b)
-{
-	for (int i = 0; i < b->n; i++)
-		PyBuffer_Release(&b->jobs[i].out);
-	pthread_mutex_destroy(&b->mu);
-	pthread_cond_destroy(&b->cv);
-	free(b->jobs);
-	free(b);
-}
-
-/* Wait for the batch's thread (GIL released), free the batch, clear busy. */
-static void gets_reap(HandleObject *h)
-{
-	struct get_batch *b = h->gets;
-
-	if (!b)
-		return;
-	/* detached before the GIL is released for the join: another thread's gets_wait, gets_add
-	 * or push must not find the batch being freed (busy stays set until it is gone) */
-	h->gets = NULL;
-	pthread_mutex_lock(&b->mu);
-	b->closed = 1;
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mu);
-	Py_BEGIN_ALLOW_THREADS
-	pthread_join(b->thread, NULL);
-	Py_END_ALLOW_THREADS
-	if (b->waiters)
-		b->orphan = 1; /* another thread's gets_wait still uses it: it frees it */
-	else
-		batch_free(b);
-	h->busy = 0;
-}
-
-/*
- * gets_start([(server, out), ...], timeout_s, total=0): start getting each server's model into
- * its writable float32 buffer, in order, on a thread; with @total above the list's length the
- * batch waits for the rest, given one by one with gets_add (a group's get as soon as its update
- * is pushed). The endpoint stays busy (other calls get EBUSY, except push) until gets_wait has
- * seen the last one (or a failure).
- */
-static PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
-{
-	PyObject *list, *seq = NULL;
-	double timeout_s;
-	struct get_batch *b;
-	Py_ssize_t n, total = 0;
-
-	if (!PyArg_ParseTuple(args, "Od|n", &list, &timeout_s, &total) ||
-	    !(seq = PySequence_Fast(list, "a list of (server, out)")))
-		return NULL;
-	n = PySequence_Fast_GET_SIZE(seq);
-	if (total < n)
-		total = n;
-	if (total < 1 || total > 4096 || handle_enter(self) < 0) {
-		Py_DECREF(seq);
-		return total < 1 ? raise_mlf(EINVAL, "gets_start: no gets") :
-		       total > 4096 ? raise_mlf(EINVAL, "gets_start: more than 4096 gets in one batch") : NULL;
-	}
-	b = calloc(1, sizeof(*b));
-	if (b)
-		b->jobs = calloc((size_t)total, sizeof(*b->jobs));
-	if (!b || !b->jobs) {
-		free(b);
-		handle_leave(self);
-		Py_DECREF(seq);
-		return PyErr_NoMemory();
-	}
-	for (Py_ssize_t i = 0; i < n; i++) {
-		const char *server;
-		PyObject *out;
-
-		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "sO", &server, &out) ||
-		    get_f32(out, &b->jobs[i].out, 1, "out") < 0) {
-			while (--i >= 0)
-				PyBuffer_Release(&b->jobs[i].out);
-			free(b->jobs);
-			free(b);
-			handle_leave(self);
-			Py_DECREF(seq);
-			return NULL;
-		}
-		snprintf(b->jobs[i].server, sizeof(b->jobs[i].server), "%s", server);
-	}
-	Py_DECREF(seq);
-	b->n = (int)n;
-	b->cap = (int)total;
-	b->f = self->f;
-	b->timeout_s = timeout_s;
-	pthread_mutex_init(&b->mu, NULL);
-	pthread_cond_init(&b->cv, NULL);
-	if (pthread_create(&b->thread, NULL, gets_thread, b) != 0) {
-		batch_free(b);
-		handle_leave(self);
-		return raise_mlf(EAGAIN, "gets_start: cannot start a thread");
-	}
-	self->gets = b; /* busy stays set */
-	Py_RETURN_NONE;
-}
-
-/* gets_add(server, out) -> k: give the running batch its next get (index k for gets_wait). */
-static PyObject *Handle_gets_add(HandleObject *self, PyObject *args)
-{
-	struct get_batch *b = self->gets;
-	const char *server;
-	PyObject *out;
-	Py_buffer view;
-	int k;
-
-	if (!PyArg_ParseTuple(args, "sO", &server, &out))
-		return NULL;
-	if (!b)
-		return raise_mlf(EINVAL, "gets_add: no batch of gets running (gets_start first)");
-	pthread_mutex_lock(&b->mu);
-	k = b->n;
-	pthread_mutex_unlock(&b->mu);
-	if (k >= b->cap)
-		return raise_mlf(EINVAL, "gets_add: the batch already holds all its gets");
-	if (get_f32(out, &view, 1, "out") < 0)
-		return NULL;
-	b->jobs[k].out = view;
-	snprintf(b->jobs[k].server, sizeof(b->jobs[k].server), "%s", server);
-	pthread_mutex_lock(&b->mu);
-	b->n = k + 1; /* only this (GIL-holding) thread adds: k is still the next slot */
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mu);
-	return PyLong_FromLong(k);
-}
-
-/* gets_wait(k) -> the version of get k (blocks, GIL released); the last one or a failure reaps. */
-static PyObject *Handle_gets_wait(HandleObject *self, PyObject *args)
-{
-	struct get_batch *b = self->gets;
-	int k, rc;
-	int64_t v;
-	char err[256];
-
-	if (!PyArg_ParseTuple(args, "i", &k))
-		return NULL;
-	if (!b || k < 0 || k >= b->n)
-		return raise_mlf(EINVAL, "gets_wait: no such get running (or not given yet)");
-	b->waiters++;
-	Py_BEGIN_ALLOW_THREADS
-	pthread_mutex_lock(&b->mu);
-	while (b->done <= k)
-		pthread_cond_wait(&b->cv, &b->mu);
-	pthread_mutex_unlock(&b->mu);
-	Py_END_ALLOW_THREADS
-	b->waiters--;
-	rc = b->jobs[k].rc;
-	v = b->jobs[k].version;
-	snprintf(err, sizeof(err), "%s", b->jobs[k].err);
-	if (b->orphan) { /* reaped by another thread while this one waited */
-		if (!b->waiters)
-			batch_free(b);
-	} else if (rc < 0 || k == b->cap - 1) {
-		gets_reap(self);
-	}
-	if (rc < 0)
-		return raise_mlf(-rc, err);
-	return PyLong_FromLongLong(v);
 }
 
 /* ---- type and module -------------------------------------------------------------------- */

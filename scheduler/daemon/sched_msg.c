@@ -334,24 +334,6 @@ static void on_heartbeat(struct sched *s, int ci, json_t *m)
 			      json_is_integer(n) ? (int)json_integer_value(n) : 1);
 }
 
-/* The optional "port" object of a link report into @p (fields absent or of another type: 0). */
-static void take_port(struct sched_port_report *p, json_t *o)
-{
-	const char *name = json_string_value(json_object_get(o, "name"));
-	json_t *v;
-
-	if (!json_is_object(o))
-		return;
-	memset(p, 0, sizeof(*p));
-	p->known = 1;
-	snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
-	p->link_up = json_is_true(json_object_get(o, "link_up"));
-#define U(f) p->f = json_is_integer(v = json_object_get(o, #f)) && json_integer_value(v) > 0 ? \
-		(uint64_t)json_integer_value(v) : 0
-	U(speed_mbps); U(imissed); U(ierrors); U(rx_nombuf); U(oerrors); U(link_changes);
-#undef U
-}
-
 static void on_link(struct sched *s, int ci, json_t *m)
 {
 	struct sched_link_report r;
@@ -362,7 +344,7 @@ static void on_link(struct sched *s, int ci, json_t *m)
 		return;
 	r.tx_gbps = json_number_value(json_object_get(m, "tx_gbps")); /* optional: 0 */
 	r.rx_gbps = json_number_value(json_object_get(m, "rx_gbps"));
-	take_port(&h->port, json_object_get(m, "port")); /* optional */
+	sched_netmon_port(&h->port, json_object_get(m, "port")); /* optional */
 	const struct sched_link_report *last = h->n_reports ?
 		&h->reports[(h->next_report + SCHED_LINK_HIST - 1) % SCHED_LINK_HIST] : NULL;
 	if (!last || last->up_gbps != r.up_gbps || last->down_gbps != r.down_gbps)

@@ -1,7 +1,9 @@
-/* sched_netmon.c - link reports' `paths` into per-link capacity estimates (MLfabric §3, §4; sched_netmon.h). */
+/* sched_netmon.c - link reports' `paths` into per-link capacity estimates (MLfabric §3, §4), and
+ * their `port` into the host's port report (sched_netmon.h). */
 #include "sched_netmon.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "log.h"
@@ -207,6 +209,23 @@ int sched_netmon_on_link(struct sched *s, int host, json_t *m, double t, double 
 	if (how)
 		changed(s, host, 1, how, &o, t);
 	return chg || how;
+}
+
+void sched_netmon_port(struct sched_port_report *p, json_t *o)
+{
+	const char *name = json_string_value(json_object_get(o, "name"));
+	json_t *v;
+
+	if (!json_is_object(o))
+		return;
+	memset(p, 0, sizeof(*p));
+	p->known = 1;
+	snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
+	p->link_up = json_is_true(json_object_get(o, "link_up"));
+#define U(f) p->f = json_is_integer(v = json_object_get(o, #f)) && json_integer_value(v) > 0 ? \
+		(uint64_t)json_integer_value(v) : 0
+	U(speed_mbps); U(imissed); U(ierrors); U(rx_nombuf); U(oerrors); U(link_changes);
+#undef U
 }
 
 double sched_netmon_gbps(const struct sched *s, int host, int up)

@@ -1,4 +1,5 @@
-/* sched_netmon.h - the scheduler's side of the network monitor: link reports' `paths` into per-link capacity estimates (MLfabric §3, §4). */
+/* sched_netmon.h - the scheduler's side of the network monitor: link reports' `paths` into
+ * per-link capacity estimates (MLfabric §3, §4), their `port` into the host's port report. */
 #ifndef MLF_SCHED_NETMON_H
 #define MLF_SCHED_NETMON_H
 
@@ -7,6 +8,7 @@
 #include "sched_capest.h"
 
 struct sched;
+struct sched_port_report;
 
 #define SCHED_NETMON_SENDERS 16 /* senders kept apart in one downlink window (more: merged) */
 
@@ -40,6 +42,13 @@ struct sched_netmon_host {
  */
 int sched_netmon_on_link(struct sched *s, int host, json_t *m, double t, double up_gbps,
 			 double down_gbps);
+
+/**
+ * sched_netmon_port - the optional "port" object @o of a link report (docs/control.md, field
+ * `port`) into @p: nothing when @o is no object (absent); else @p is replaced, its fields
+ * absent or of another type (or not positive, for the counters) read as 0 / "".
+ */
+void sched_netmon_port(struct sched_port_report *p, json_t *o);
 
 /**
  * sched_netmon_gbps - the measured estimate of @host's uplink (@up 1) or downlink, Gbit/s;

@@ -1,12 +1,14 @@
 """Unit tests of tools/mlfcluster's pure parts: the seeded rate schedule, results from a tiny
 hand-made records folder, the record reader (records.py: a malformed line named, a partial last
-line skipped), experiment validation errors, readiness waits (with sh stand-ins).
+line skipped), experiment validation errors, readiness waits (with sh stand-ins), the local
+Slurm's allocation when squeue does not answer (sh stand-ins of salloc and squeue).
 Run: python3 -m unittest discover -s tests/python"""
 import json
 import os
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -17,6 +19,7 @@ from mlfcluster.network import rate_schedule, schedule_lines  # noqa: E402
 from mlfcluster.procs import NotReady, Procs, log_has, wait_ready  # noqa: E402
 from mlfcluster.records import RecordError, count_records, read_json, read_jsonl  # noqa: E402
 from mlfcluster.runner import last_lines  # noqa: E402
+from mlfcluster import slurm  # noqa: E402
 
 BASE = {"name": "t", "cluster": os.path.join(ROOT, "conf/cluster-fabric.json"), "systems": ["mlfabric-a"],
         "compute": "C1", "network": "N2", "rate_scale": 0.1, "period_s": 5, "target_accuracy": 0.8,
@@ -481,6 +484,35 @@ class Readiness(Tmp):
         open(log, "w").close()
         self.assertEqual(last_lines(log), "(empty log %s)" % log)
         self.assertTrue(last_lines(os.path.join(self.dir, "none.log")).startswith("(no log "))
+
+
+class SlurmAllocate(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.addCleanup(self.tmp.cleanup)
+        bin_ = os.path.join(self.dir, "bin")
+        os.makedirs(bin_)
+        for name, body in (("salloc", "echo 'salloc: Granted job allocation 7' >&2"),
+                           ("squeue", "exec sleep 30")):   # squeue never answers
+            path = os.path.join(bin_, name)
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\n%s\n" % body)
+            os.chmod(path, 0o755)
+        self.local = slurm.LocalSlurm(self.dir, "t")
+        self.local.env["PATH"] = bin_ + os.pathsep + self.local.env.get("PATH", "")
+
+    def test_squeue_timeout_is_a_failed_allocation_naming_the_command(self):
+        """squeue not answering after salloc granted the allocation: allocate returns None and
+        the log names the command and its timeout (it raised TimeoutExpired); the job is kept
+        for down() to cancel."""
+        log = os.path.join(self.dir, "testbed.log")
+        with open(log, "w") as f, unittest.mock.patch.object(slurm, "SQUEUE_S", 0.5, create=True):
+            self.assertIsNone(self.local.allocate(["ps", "w0"], "mlf-t", f))
+        with open(log) as f:
+            text = f.read()
+        self.assertIn("slurm: allocation 7 granted, but 'squeue -h -j 7 -o %N' did not answer within 0.5 s", text)
+        self.assertEqual(self.local.job, "7")
 
 
 if __name__ == "__main__":

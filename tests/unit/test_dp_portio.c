@@ -3,15 +3,18 @@
  * sizes, promiscuous mode off), a frame the driver hands over in chained mbufs (scatter rx)
  * reaching the engine whole instead of dropped, a frame longer than the MTU allows dropped and
  * counted, a frame sent through portio coming back well formed (checksums), and the port
- * counters' link state following the link. Needs DPDK's EAL (no hugepages, PCI or shared
+ * counters' link state following the link; a set-up that fails after the mbuf pool was made
+ * (an MTU the port cannot carry) leaves no pool behind. Needs DPDK's EAL (no hugepages, PCI or shared
  * config): linked with DPDK. */
 #include <check.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 
 #include "dp.h"
 #include "portio.h"
@@ -137,9 +140,36 @@ START_TEST(port_setup_chained_rx_oversize_loopback_link)
 }
 END_TEST
 
+
+/* rte_mempool_walk: count the pools portio made (named mlf_mbufs_<room>) */
+static void count_portio_pool(struct rte_mempool *mp, void *arg)
+{
+	if (!strncmp(mp->name, "mlf_mbufs_", 10))
+		(*(int *)arg)++;
+}
+
+START_TEST(port_setup_failure_frees_the_pool)
+{
+	char *eal[] = { "test_dp_portio", "--no-huge", "-m", "128", "--no-pci", "--no-shconf",
+			"--no-telemetry", "-l", "0", "--log-level=*:error", "--vdev=net_ring0", NULL };
+	/* above the largest MTU an ethdev takes (65535): the ring PMD sets none and stays at 1500,
+	 * so portio_init fails at set_mtu, after the pool and the rx queue were set up */
+	struct portio_conf c = { .port = 0, .mtu = 65536 + MTU, .link_timeout_s = 5, .cfg_mac = NULL };
+	uint8_t mac[6];
+	char err[512] = "";
+	int pools = 0;
+
+	ck_assert_int_ge(rte_eal_init(11, eal), 0);
+	ck_assert_int_eq(portio_init(&c, mac, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "port 0 (net_ring0): cannot set MTU 67036") != NULL, "error: %s", err);
+	rte_mempool_walk(count_portio_pool, &pools);
+	ck_assert_int_eq(pools, 0);
+}
+END_TEST
+
 int main(void)
 {
-	const TTest *tests[] = { port_setup_chained_rx_oversize_loopback_link };
+	const TTest *tests[] = { port_setup_chained_rx_oversize_loopback_link, port_setup_failure_frees_the_pool };
 
-	return test_dp_run("portio", tests, 1);
+	return test_dp_run("portio", tests, 2);
 }

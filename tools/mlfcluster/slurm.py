@@ -16,6 +16,7 @@ SLURMD_PORT = 6818      # each slurmd listens in its own namespace: the same por
 READY_S = 30            # every slurmd registered (sinfo: idle) within this
 ALLOC_S = 30            # salloc granted the allocation within this
 STOP_S = 10             # a daemon stops within this of its TERM (then KILL)
+SQUEUE_S = 10           # squeue answers within this
 
 # The cgroup plugin is loaded even with proctrack/pgid and task/none, and finds no cgroup file
 # system in `ip netns exec`'s fresh /sys: the namespaces' slurmd look at this machine's through
@@ -114,7 +115,8 @@ class LocalSlurm:
 
     def allocate(self, nodes, name, log):
         """An allocation of NODES (salloc --no-shell): {SLURM_JOB_ID, SLURM_JOB_NODELIST}, or None
-        with salloc's answer in LOG."""
+        with what failed in LOG: salloc's answer, or salloc or squeue not answering within its
+        timeout (named with the command)."""
         try:
             r = self.run(["salloc", "--no-shell", "-N", str(len(nodes)), "-w", ",".join(nodes), "-J", name,
                           "--immediate=%d" % ALLOC_S], timeout=ALLOC_S + 10)
@@ -125,8 +127,15 @@ class LocalSlurm:
         if not m:
             log.write("slurm: salloc: %s\n" % (r.stderr.strip() or "no allocation (status %d)" % r.returncode))
             return None
-        self.job = m.group(1)
-        nl = self.run(["squeue", "-h", "-j", self.job, "-o", "%N"], timeout=10).stdout.strip()
+        self.job = m.group(1)   # down() cancels it, also when what follows fails
+        squeue = ["squeue", "-h", "-j", self.job, "-o", "%N"]
+        try:
+            nl = self.run(squeue, timeout=SQUEUE_S).stdout.strip()
+        except subprocess.TimeoutExpired:
+            log.write("slurm: allocation %s granted, but '%s' did not answer within %g s: its node list "
+                      "is unknown (slurmctld busy or gone? see %s)\n"
+                      % (self.job, " ".join(squeue), SQUEUE_S, os.path.join(self.folder, "slurmctld.log")))
+            return None
         log.write("slurm: allocation %s on %s\n" % (self.job, nl))
         return {"SLURM_JOB_ID": self.job, "SLURM_JOB_NODELIST": nl}
 
@@ -138,7 +147,8 @@ class LocalSlurm:
             try:
                 self.run(["scancel", self.job], timeout=15)
                 end = time.monotonic() + STOP_S
-                while time.monotonic() < end and self.run(["squeue", "-h", "-j", self.job], timeout=10).stdout.strip():
+                while time.monotonic() < end and self.run(["squeue", "-h", "-j", self.job],
+                                                         timeout=SQUEUE_S).stdout.strip():
                     time.sleep(0.3)
             except subprocess.TimeoutExpired:
                 pass
