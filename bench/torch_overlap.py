@@ -74,6 +74,8 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--kinds", default="compute,comm,sequential,overlap",
+                   help="the kinds of iteration to time (comma-separated; fewer to profile one)")
     a = p.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
@@ -107,6 +109,11 @@ def main():
             opt.step()
         return it
     kinds = {"compute": compute, "comm": comm, "sequential": iteration(False), "overlap": iteration(True)}
+    want = a.kinds.split(",")
+    bad = [k for k in want if k not in kinds]
+    if bad or not want:
+        p.error("--kinds: unknown kind %s (of %s)" % (", ".join(bad) or "''", ", ".join(kinds)))
+    kinds = {k: kinds[k] for k in want}
     ts = {k: [] for k in kinds}
     cpu = {k: [] for k in kinds}
     cluster = os.path.abspath(os.environ["MLF_CLUSTER"])

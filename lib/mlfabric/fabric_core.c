@@ -58,15 +58,15 @@ int fabric_core_ctl(struct mlf *f, json_t *msg)
 	return rc;
 }
 
-json_t *fabric_core_pull_msg(const struct mlf_worker_state *w)
+json_t *fabric_core_pull_msg(const struct fabric_get *g)
 {
-	json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)w->get.pull,
-			      "server", w->get.server);
+	json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)g->pull,
+			      "server", g->server);
 
-	if (m && w->get.min_version >= 0)
-		json_object_set_new(m, "min_version", json_integer(w->get.min_version));
-	if (m && w->get.after)
-		json_object_set_new(m, "after", json_integer((json_int_t)w->get.after));
+	if (m && g->min_version >= 0)
+		json_object_set_new(m, "min_version", json_integer(g->min_version));
+	if (m && g->after)
+		json_object_set_new(m, "after", json_integer((json_int_t)g->after));
 	return m;
 }
 
@@ -570,9 +570,9 @@ static void scheduler_back(struct mlf *f)
 							 "id", (json_int_t)u->id, "server", u->server,
 							 "bytes", (json_int_t)u->bytes,
 							 "version", (json_int_t)u->version, "norm", u->norm));
-	if (f->role == FABRIC_ROLE_WORKER && f->w.get.active && !f->w.get.done) {
-		json_array_append_new(msgs, fabric_core_pull_msg(&f->w));
-	}
+	for (int i = 0; f->role == FABRIC_ROLE_WORKER && i < FABRIC_GETS_MAX; i++)
+		if (f->w.get[i].active && !f->w.get[i].done)
+			json_array_append_new(msgs, fabric_core_pull_msg(&f->w.get[i]));
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
 	log_info("%s: a scheduler is back: registering again, %d held update(s) announced again",
