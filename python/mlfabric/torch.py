@@ -37,8 +37,8 @@ _TRACE_FILE = _os.environ.get("MLF_TRACE") or None
 _trace_buf = []
 
 
-def _trace(ev, g=None, **kw):
-    kw.update(t=_time.time(), ev=ev)
+def _trace(ev, g=None, t=None, **kw):
+    kw.update(t=_time.time() if t is None else t, ev=ev)
     if g is not None:
         kw["g"] = g
     _trace_buf.append(kw)
@@ -324,8 +324,7 @@ class DistributedOptimizer:
                 self.versions[g] = int(h.gets_wait(k))
                 if _TRACE_FILE:
                     t0, t1 = h.last_get_times
-                    _trace("get", g, t0=t0, v=self.versions[g])
-                    _trace_buf[-1]["t"] = t1
+                    _trace("get", g, t=t1, t0=t0, v=self.versions[g])
             except _mlf.Error as e:
                 self._gets = None
                 self.endpoint.pending = None
