@@ -141,25 +141,30 @@ static void shard_piece(struct mlf *f, struct fabric_get *g, const struct mlfabr
 
 /*
  * The get a model from host @peer at @version answers (caller holds the lock): an active,
- * unanswered get of @peer that takes that version, else the oldest such get of any server (a
- * distributor's copy, §10.3, or a shard server's slice, §10.2, comes from another host); NULL
- * when none waits.
+ * unanswered get of @peer that takes that version; else, when it is the only get waiting, that
+ * one (a distributor's copy, §10.3, or a shard server's slice, §10.2, comes from another host:
+ * with a scheduler gets are one at a time). With several gets waiting (direct mode) a model
+ * only answers its own server's, so a late answer to a get that timed out fills no other.
+ * NULL when none waits for it.
  */
 static struct fabric_get *get_for(struct mlf_worker_state *w, const char *peer, int64_t version)
 {
-	struct fabric_get *any = NULL;
+	struct fabric_get *other = NULL;
+	int waiting = 0;
 
 	for (int i = 0; i < FABRIC_GETS_MAX; i++) {
 		struct fabric_get *g = &w->get[i];
 
-		if (!g->active || g->done || version < g->min_version)
+		if (!g->active || g->done)
+			continue;
+		waiting++;
+		if (version < g->min_version)
 			continue;
 		if (!strcmp(g->server, peer))
 			return g;
-		if (!any || g->since < any->since)
-			any = g;
+		other = g;
 	}
-	return any;
+	return waiting == 1 ? other : NULL;
 }
 
 /* A model on chan 3: completes the get waiting for it. 0, or -EBADMSG for a bad payload. */
