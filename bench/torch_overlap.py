@@ -14,7 +14,7 @@ the previous one's gets, so the timed span holds --per such waits, the last one 
   comm        push every group's update and get every group's model (no compute);
   sequential  forward, backward, then step() pushes and gets (overlap off: their sum);
   overlap     forward, backward whose hooks push each group as soon as its gradients exist,
-              each group's get follows its push on a background thread, the next
+              each group's get starts right after its push on a thread of its own, the next
               forward waits per layer (overlap on).
 Prints one JSON object: per kind the median, min and max iteration seconds, and the median CPU
 seconds per iteration of the fabric's processes (this worker, and every process whose command
