@@ -14,7 +14,7 @@ the previous one's gets, so the timed span holds --per such waits, the last one 
   comm        push every group's update and get every group's model (no compute);
   sequential  forward, backward, then step() pushes and gets (overlap off: their sum);
   overlap     forward, backward whose hooks push each group as soon as its gradients exist,
-              each group's get follows its push on a background thread, the next
+              each group's get starts right after its push on a thread of its own, the next
               forward waits per layer (overlap on).
 Prints one JSON object: per kind the median, min and max iteration seconds, and the median CPU
 seconds per iteration of the fabric's processes (this worker, and every process whose command
@@ -74,6 +74,8 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--kinds", default="compute,comm,sequential,overlap",
+                   help="the kinds of iteration to time (comma-separated; fewer to profile one)")
     a = p.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
@@ -107,6 +109,11 @@ def main():
             opt.step()
         return it
     kinds = {"compute": compute, "comm": comm, "sequential": iteration(False), "overlap": iteration(True)}
+    want = a.kinds.split(",")
+    bad = [k for k in want if k not in kinds]
+    if bad or not want:
+        p.error("--kinds: unknown kind %s (of %s)" % (", ".join(bad) or "''", ", ".join(kinds)))
+    kinds = {k: kinds[k] for k in want}
     ts = {k: [] for k in kinds}
     cpu = {k: [] for k in kinds}
     cluster = os.path.abspath(os.environ["MLF_CLUSTER"])

@@ -39,7 +39,7 @@ $(BUILD)/tests/test_fabric_verify: $(BUILD)/tests/unit/test_fabric_verify.o $(ML
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $(filter-out $(BUILD)/mlf-verify,$^) $(CHECK_LIBS) $(JANSSON_LIBS) $(LDLIBS)
 
-INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_relay.sh tests/integration/fabric_auth.sh \
+INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_getpar.sh tests/integration/fabric_relay.sh tests/integration/fabric_auth.sh \
 	       tests/integration/fabric_announce.sh \
 	       tests/integration/fabric_aggregate.sh tests/integration/fabric_aggregate_skip.sh \
 	       tests/integration/fabric_e2e.sh tests/integration/fabric_sync.sh tests/integration/fabric_restart.sh \

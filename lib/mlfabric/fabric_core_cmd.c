@@ -370,9 +370,9 @@ static void scheduler_back(struct mlf *f)
 							 "id", (json_int_t)u->id, "server", u->server,
 							 "bytes", (json_int_t)u->bytes,
 							 "version", (json_int_t)u->version, "norm", u->norm));
-	if (f->role == FABRIC_ROLE_WORKER && f->w.get.active && !f->w.get.done) {
-		json_array_append_new(msgs, fabric_core_pull_msg(&f->w));
-	}
+	for (int i = 0; f->role == FABRIC_ROLE_WORKER && i < FABRIC_GETS_MAX; i++)
+		if (f->w.get[i].active && !f->w.get[i].done)
+			json_array_append_new(msgs, fabric_core_pull_msg(&f->w.get[i]));
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
 	log_info("%s: a scheduler is back: registering again, %d held update(s) announced again",

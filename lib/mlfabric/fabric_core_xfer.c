@@ -44,15 +44,15 @@ int fabric_core_ctl(struct mlf *f, json_t *msg)
 	return rc;
 }
 
-json_t *fabric_core_pull_msg(const struct mlf_worker_state *w)
+json_t *fabric_core_pull_msg(const struct fabric_get *g)
 {
-	json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)w->get.pull,
-			      "server", w->get.server);
+	json_t *m = json_pack("{s:s, s:I, s:s}", "type", "pull", "id", (json_int_t)g->pull,
+			      "server", g->server);
 
-	if (m && w->get.min_version >= 0)
-		json_object_set_new(m, "min_version", json_integer(w->get.min_version));
-	if (m && w->get.after)
-		json_object_set_new(m, "after", json_integer((json_int_t)w->get.after));
+	if (m && g->min_version >= 0)
+		json_object_set_new(m, "min_version", json_integer(g->min_version));
+	if (m && g->after)
+		json_object_set_new(m, "after", json_integer((json_int_t)g->after));
 	return m;
 }
 

@@ -152,31 +152,41 @@ struct fabric_agg_cmd {
 	struct fabric_agg_cmd *next;
 };
 
+/**
+ * Gets (mlf_get) in flight at once on one endpoint, each in a slot of its own (direct mode:
+ * the gets of several servers' parameter groups overlap, docs/python.md "Overlap"; with a
+ * scheduler one at a time, the others wait for the slot in use).
+ */
+#define FABRIC_GETS_MAX 8
+
+/* One get waiting for a model (struct mlf_worker_state.get[]). */
+struct fabric_get {
+	int active, done, status;
+	float *dst;
+	size_t n;
+	int64_t min_version, version;
+	char server[APPMSG_NAME_MAX];
+	double since;     /* CLOCK_REALTIME s the get started (fabric_wait.c) */
+	uint64_t pull;    /* its pull id (announced again to a restarted scheduler) */
+	uint64_t after;   /* the update its pull names (`after`, docs/control.md): the one
+			   * pushed last to its server before it, 0 = none */
+	/* a sharded model (§10.2): the shards of one version received so far */
+	int64_t shard_version;
+	int n_shards;
+	uint64_t shard_off[FABRIC_MAX_SHARDS];
+	uint64_t covered; /* floats written */
+	double progress_s; /* CLOCK_REALTIME s of the get's start or of the latest shard that
+			    * raised best_covered: the get's timeout counts from here (a slow
+			    * but progressing sharded get is not a silent server) */
+	size_t model_n;   /* floats of the whole model that answered it (0: none yet) */
+	uint64_t best_covered; /* the most floats one version has covered in this get: a
+				* newer version starting over moves progress_s only once it
+				* covers more, so a get waits at most (shards + 1) x timeout */
+};
+
 /* Worker (fabric_worker.c). */
 struct mlf_worker_state {
-	struct {                  /* the one get waiting for a model */
-		int active, done, status;
-		float *dst;
-		size_t n;
-		int64_t min_version, version;
-		char server[APPMSG_NAME_MAX];
-		double since;     /* CLOCK_REALTIME s the get started (fabric_wait.c) */
-		uint64_t pull;    /* its pull id (announced again to a restarted scheduler) */
-		uint64_t after;   /* the update its pull names (`after`, docs/control.md): the one
-				   * pushed last to its server before it, 0 = none */
-		/* a sharded model (§10.2): the shards of one version received so far */
-		int64_t shard_version;
-		int n_shards;
-		uint64_t shard_off[FABRIC_MAX_SHARDS];
-		uint64_t covered; /* floats written */
-		double progress_s; /* CLOCK_REALTIME s of the get's start or of the latest shard that
-				    * raised best_covered: the get's timeout counts from here (a slow
-				    * but progressing sharded get is not a silent server) */
-		size_t model_n;   /* floats of the whole model that answered it (0: none yet) */
-		uint64_t best_covered; /* the most floats one version has covered in this get: a
-					* newer version starting over moves progress_s only once it
-					* covers more, so a get waits at most (shards + 1) x timeout */
-	} get;
+	struct fabric_get get[FABRIC_GETS_MAX]; /* the gets in flight (active), FABRIC_GETS_MAX */
 	/* the update this worker pushed last to each server (a fresh pull of that server names it,
 	 * docs/scheduler.md "Fresh pulls"), one slot per server pushed to, FABRIC_MAX_PUSHED_TO at
 	 * most (the least recently pushed slot is reused): a get of one server after pushes to
@@ -482,12 +492,12 @@ int fabric_core_was_skipped(const struct mlf *f, uint64_t id);
 void fabric_core_queue_direct(struct mlf *f, struct fabric_direct *d, int front);
 
 /**
- * fabric_core_pull_msg - the `pull` of the get @w waits in (docs/control.md): its id, server,
+ * fabric_core_pull_msg - the `pull` of get @g (docs/control.md): its id, server,
  * `min_version` when set and `after` (the update pushed last to that server before it, so the
  * copy answering it includes that update: docs/scheduler.md "Fresh pulls"). New reference; NULL
  * when out of memory. Called with f->lock held or by the get's own thread.
  */
-json_t *fabric_core_pull_msg(const struct mlf_worker_state *w);
+json_t *fabric_core_pull_msg(const struct fabric_get *g);
 
 /* ---- fabric_core_cmd.c: the commands from the scheduler and the dataplane ----------------- */
 

@@ -56,9 +56,13 @@ static int collect(struct mlf *f, struct fabric_wait *w, double now)
 	int n = 0;
 	char what[96];
 
-	if (f->role == FABRIC_ROLE_WORKER && f->w.get.active && !f->w.get.done)
-		add_wait(w, &n, &f->waits, f->w.get.min_version >= 0 ? "model (get, min version)" :
-			 "model (get)", f->w.get.server, f->w.get.since);
+	for (int i = 0; f->role == FABRIC_ROLE_WORKER && i < FABRIC_GETS_MAX; i++) {
+		const struct fabric_get *g = &f->w.get[i];
+
+		if (g->active && !g->done)
+			add_wait(w, &n, &f->waits, g->min_version >= 0 ? "model (get, min version)" : "model (get)",
+				 g->server, g->since);
+	}
 	if (f->role == FABRIC_ROLE_AGGREGATOR)
 		for (const struct fabric_agg_cmd *a = f->agg.cmds; a; a = a->next) {
 			if (now < a->c.start)

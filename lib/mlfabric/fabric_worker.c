@@ -9,6 +9,9 @@
 #include "fabric_int.h"
 #include "log.h"
 
+#define FABRIC_GETS_MAX_S "8" /* FABRIC_GETS_MAX, for error texts */
+_Static_assert(FABRIC_GETS_MAX == 8, "FABRIC_GETS_MAX_S must spell FABRIC_GETS_MAX");
+
 /* Appends @name to the names mapped to the current server unless it is there or is @now. */
 static void moved_add(struct mlf *f, const char *name, const char *now)
 {
@@ -96,52 +99,79 @@ static uint64_t last_push_to(const struct mlf_worker_state *w, const char *serve
  * over (an earlier answer was partly lost and the pull answered again), an older one or a
  * repeated one is ignored.
  */
-static void shard_piece(struct mlf *f, const struct mlfabric_event *ev)
+static void shard_piece(struct mlf *f, struct fabric_get *g, const struct mlfabric_event *ev)
 {
 	const struct mlf_payload_hdr *h = ev->buf.data;
-	struct mlf_worker_state *w = &f->w;
 
-	if (h->offset > w->get.n || h->n_floats > w->get.n - h->offset) {
-		w->get.status = -EINVAL;
+	if (h->offset > g->n || h->n_floats > g->n - h->offset) {
+		g->status = -EINVAL;
 		fabric_core_set_err(f, "model shard from %s covers floats [%llu, +%llu), get asked for %zu", ev->peer,
-				    (unsigned long long)h->offset, (unsigned long long)h->n_floats, w->get.n);
-		w->get.done = 1;
+				    (unsigned long long)h->offset, (unsigned long long)h->n_floats, g->n);
+		g->done = 1;
 		pthread_cond_broadcast(&f->cond);
 		return;
 	}
-	if (w->get.n_shards == 0 || h->version > w->get.shard_version) {
-		w->get.shard_version = h->version;
-		w->get.n_shards = 0;
-		w->get.covered = 0;
-	} else if (h->version < w->get.shard_version) {
+	if (g->n_shards == 0 || h->version > g->shard_version) {
+		g->shard_version = h->version;
+		g->n_shards = 0;
+		g->covered = 0;
+	} else if (h->version < g->shard_version) {
 		return;
 	}
-	for (int i = 0; i < w->get.n_shards; i++)
-		if (w->get.shard_off[i] == h->offset)
+	for (int i = 0; i < g->n_shards; i++)
+		if (g->shard_off[i] == h->offset)
 			return;
-	if (w->get.n_shards == FABRIC_MAX_SHARDS)
+	if (g->n_shards == FABRIC_MAX_SHARDS)
 		return;
-	w->get.shard_off[w->get.n_shards++] = h->offset;
-	memcpy(w->get.dst + h->offset, (const char *)h + MLF_PAYLOAD_HDR, h->n_floats * sizeof(float));
-	w->get.covered += h->n_floats;
-	if (w->get.covered > w->get.best_covered) {
-		w->get.best_covered = w->get.covered;
-		w->get.progress_s = clock_real_s();
+	g->shard_off[g->n_shards++] = h->offset;
+	memcpy(g->dst + h->offset, (const char *)h + MLF_PAYLOAD_HDR, h->n_floats * sizeof(float));
+	g->covered += h->n_floats;
+	if (g->covered > g->best_covered) {
+		g->best_covered = g->covered;
+		g->progress_s = clock_real_s();
 	}
-	if (w->get.covered < w->get.n)
+	if (g->covered < g->n)
 		return;
-	w->get.version = h->version;
-	w->get.status = 0;
-	w->get.model_n = w->get.n;
-	w->get.done = 1;
+	g->version = h->version;
+	g->status = 0;
+	g->model_n = g->n;
+	g->done = 1;
 	pthread_cond_broadcast(&f->cond);
+}
+
+/*
+ * The get a model from host @peer at @version answers (caller holds the lock): an active,
+ * unanswered get of @peer that takes that version; else, when it is the only get waiting, that
+ * one (a distributor's copy, §10.3, or a shard server's slice, §10.2, comes from another host:
+ * with a scheduler gets are one at a time). With several gets waiting (direct mode) a model
+ * only answers its own server's, so a late answer to a get that timed out fills no other.
+ * NULL when none waits for it.
+ */
+static struct fabric_get *get_for(struct mlf_worker_state *w, const char *peer, int64_t version)
+{
+	struct fabric_get *other = NULL;
+	int waiting = 0;
+
+	for (int i = 0; i < FABRIC_GETS_MAX; i++) {
+		struct fabric_get *g = &w->get[i];
+
+		if (!g->active || g->done)
+			continue;
+		waiting++;
+		if (version < g->min_version)
+			continue;
+		if (!strcmp(g->server, peer))
+			return g;
+		other = g;
+	}
+	return waiting == 1 ? other : NULL;
 }
 
 /* A model on chan 3: completes the get waiting for it. 0, or -EBADMSG for a bad payload. */
 static int worker_model(struct mlf *f, struct mlfabric_event *ev)
 {
 	const struct mlf_payload_hdr *h = ev->buf.data;
-	struct mlf_worker_state *w = &f->w;
+	struct fabric_get *g;
 	char err[160];
 
 	if (fabric_cmd_payload_check(ev->buf.data, ev->bytes, MLF_PAYLOAD_MAGIC_MODEL, err, sizeof(err)) < 0) {
@@ -151,21 +181,21 @@ static int worker_model(struct mlf *f, struct mlfabric_event *ev)
 	}
 	pthread_mutex_lock(&f->lock);
 	f->ws.models++;
-	if (w->get.active && !w->get.done && h->version >= w->get.min_version &&
-	    (h->offset > 0 || h->n_floats < w->get.n)) {
-		shard_piece(f, ev);
-	} else if (w->get.active && !w->get.done && h->version >= w->get.min_version) {
-		w->get.model_n = h->n_floats;
-		if (h->n_floats != w->get.n) {
-			w->get.status = -EINVAL;
+	g = get_for(&f->w, ev->peer, h->version);
+	if (g && (h->offset > 0 || h->n_floats < g->n)) {
+		shard_piece(f, g, ev);
+	} else if (g) {
+		g->model_n = h->n_floats;
+		if (h->n_floats != g->n) {
+			g->status = -EINVAL;
 			fabric_core_set_err(f, "model from %s has %llu floats, get asked for %zu", ev->peer,
-					    (unsigned long long)h->n_floats, w->get.n);
+					    (unsigned long long)h->n_floats, g->n);
 		} else {
-			memcpy(w->get.dst, (const char *)h + MLF_PAYLOAD_HDR, w->get.n * sizeof(float));
-			w->get.version = h->version;
-			w->get.status = 0;
+			memcpy(g->dst, (const char *)h + MLF_PAYLOAD_HDR, g->n * sizeof(float));
+			g->version = h->version;
+			g->status = 0;
 		}
-		w->get.done = 1;
+		g->done = 1;
 		pthread_cond_broadcast(&f->cond);
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -331,11 +361,42 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 }
 
 /* Get with a minimum version (MLfabric-S) or any (min_version < 0). */
+/*
+ * A free get slot, taken (caller holds the lock; it is released while waiting). Direct mode:
+ * any free one of FABRIC_GETS_MAX, at once (NULL: all in use). With a scheduler, whose pulls
+ * are one per worker at a time (docs/scheduler.md), the slot once no other get is in flight,
+ * waiting up to @wait_s for it (NULL: still busy, or the endpoint died).
+ */
+static struct fabric_get *get_slot(struct mlf *f, double wait_s)
+{
+	double deadline = clock_real_s() + wait_s;
+
+	for (;;) {
+		struct fabric_get *free_g = NULL;
+		int busy = 0;
+
+		for (int i = 0; i < FABRIC_GETS_MAX; i++) {
+			if (f->w.get[i].active)
+				busy++;
+			else if (!free_g)
+				free_g = &f->w.get[i];
+		}
+		if (free_g && (f->mode == MLF_MODE_DIRECT || !busy)) {
+			memset(free_g, 0, sizeof(*free_g));
+			return free_g;
+		}
+		if (f->mode == MLF_MODE_DIRECT || f->dead || clock_real_s() >= deadline)
+			return NULL;
+		fabric_core_wait_until(f, deadline);
+	}
+}
+
 static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64_t min_version,
 		     int64_t *version, double timeout_s)
 {
 	double wait_s = timeout_s > 0 ? timeout_s : f->timeout_s, deadline;
 	struct mlf_worker_state *w = &f->w;
+	struct fabric_get *g;
 	char mapped[APPMSG_NAME_MAX];
 	const char *asked = server;
 	uint64_t pull;
@@ -346,21 +407,26 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&f->lock);
+	g = get_slot(f, wait_s);
+	if (!g) {
+		pthread_mutex_unlock(&f->lock);
+		if (f->dead)
+			return fabric_core_dp_gone(f, "get", -ENOTCONN);
+		fabric_core_set_err(f, "get: %s", f->mode == MLF_MODE_DIRECT ?
+				    "more than " FABRIC_GETS_MAX_S " gets at once on this endpoint" :
+				    "the get before it did not end within the timeout");
+		return f->mode == MLF_MODE_DIRECT ? -EBUSY : -ETIMEDOUT;
+	}
 	server = server_map(f, server, mapped, sizeof(mapped));
 	pull = fabric_core_next_id(f);
-	w->get.active = 1;
-	w->get.done = 0;
-	w->get.n_shards = 0;
-	w->get.covered = 0;
-	w->get.best_covered = 0;
-	w->get.model_n = 0;
-	w->get.dst = model;
-	w->get.n = n;
-	w->get.min_version = min_version;
-	w->get.since = w->get.progress_s = clock_real_s();
-	w->get.pull = pull;
-	w->get.after = last_push_to(w, server);
-	snprintf(w->get.server, sizeof(w->get.server), "%s", server);
+	g->active = 1; /* the rest of the slot is zero (get_slot) */
+	g->dst = model;
+	g->n = n;
+	g->min_version = min_version;
+	g->since = g->progress_s = clock_real_s();
+	g->pull = pull;
+	g->after = last_push_to(w, server);
+	snprintf(g->server, sizeof(g->server), "%s", server);
 	int lost = f->sched_lost; /* then scheduler_back announces the pull */
 	pthread_mutex_unlock(&f->lock);
 	if (f->mode == MLF_MODE_DIRECT) {
@@ -379,7 +445,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 			fabric_core_queue_direct(f, d, 1);
 		}
 	} else if (!lost) {
-		rc = fabric_core_ctl(f, fabric_core_pull_msg(w));
+		rc = fabric_core_ctl(f, fabric_core_pull_msg(g));
 	}
 	pthread_mutex_lock(&f->lock);
 	/* a lost scheduler may come back (restarted) within the timeout: keep waiting. The timeout
@@ -388,13 +454,13 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	 * needs over a 1 Mbit/s link) and end after a 10 s get timeout counted from the pull, while
 	 * the other three had arrived (docs/results/dataplane-reliability.md
 	 * "Workers that left N3 runs") */
-	while (rc == 0 && !w->get.done && !f->dead && clock_real_s() < (deadline = w->get.progress_s + wait_s))
+	while (rc == 0 && !g->done && !f->dead && clock_real_s() < (deadline = g->progress_s + wait_s))
 		fabric_core_wait_until(f, deadline);
 	if (rc < 0) {
 		fabric_core_set_err(f, "get: cannot ask %s for its model: %s", server, strerror(-rc));
 		rc = rc == -ENOMEM ? rc : -ENOTCONN; /* the dataplane socket failed */
-	} else if (w->get.done)
-		rc = w->get.status;
+	} else if (g->done)
+		rc = g->status;
 	else if (f->dead)
 		rc = f->dead_rc == -ETIMEDOUT ? -ETIMEDOUT : -ENOTCONN,
 		fabric_core_set_err(f, "get: %s while waiting for the model of %s",
@@ -404,15 +470,16 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 						     "%.1f s while waiting for the model of %s", wait_s, server);
 	else
 		rc = -ETIMEDOUT, fabric_core_set_err(f, "get: %s server %s within %.1f s (pull %llu)",
-						     w->get.n_shards ? "no further shard of the model of" :
+						     g->n_shards ? "no further shard of the model of" :
 						     "no model from", server, wait_s, (unsigned long long)pull);
 	if (rc == 0 && version)
-		*version = w->get.version;
-	if (w->get.model_n) {
-		w->model_n = w->get.model_n;
+		*version = g->version;
+	if (g->model_n) {
+		w->model_n = g->model_n;
 		snprintf(w->model_server, sizeof(w->model_server), "%s", asked);
 	}
-	w->get.active = 0;
+	g->active = 0;
+	pthread_cond_broadcast(&f->cond); /* a get waiting for the slot (scheduler modes) */
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }

@@ -143,6 +143,13 @@ static PyObject *Handle_role(HandleObject *self, PyObject *unused)
 
 static PyObject *Handle_closed(HandleObject *self, void *unused) { return PyBool_FromLong(self->f == NULL); }
 
+/* last_get_times: (began, ended) of the get the last gets_wait returned, CLOCK_REALTIME seconds
+ * (time.time()), as its background thread saw them (MLF_TRACE timelines, docs/python.md). */
+static PyObject *Handle_last_get_times(HandleObject *self, void *unused)
+{
+	return Py_BuildValue("(dd)", self->get_t[0], self->get_t[1]);
+}
+
 /* ---- worker ----------------------------------------------------------------------------- */
 
 static PyObject *Handle_register_as_worker(HandleObject *self, PyObject *args)
@@ -540,7 +547,7 @@ static PyMethodDef Handle_methods[] = {
 	  "send_model(server, model, version, timeout_s) - mlf_send_model" },
 	{ "stats", (PyCFunction)Handle_stats, METH_NOARGS, "stats() -> dict of the worker counters" },
 	{ "gets_start", (PyCFunction)Handle_gets_start, METH_VARARGS,
-	  "gets_start([(server, out), ...], timeout_s, total=0) - get each model in order on a thread "
+	  "gets_start([(server, out), ...], timeout_s, total=0) - get each model on a thread of its own "
 	  "(total: the batch's size when more come by gets_add)" },
 	{ "gets_add", (PyCFunction)Handle_gets_add, METH_VARARGS,
 	  "gets_add(server, out) -> k - the running batch's next get" },
@@ -555,6 +562,8 @@ static PyMethodDef Handle_methods[] = {
 
 static PyGetSetDef Handle_getset[] = {
 	{ "closed", (getter)Handle_closed, NULL, "True once closed", NULL },
+	{ "last_get_times", (getter)Handle_last_get_times, NULL,
+	  "(began, ended) of the background get the last gets_wait returned, time.time() seconds", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 

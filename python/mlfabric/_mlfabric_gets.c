@@ -1,5 +1,5 @@
 /* _mlfabric_gets.c - Handle.gets_start / gets_add / gets_wait of the CPython extension
- * _mlfabric: the gets of one batch made in order by a thread of their own while Python goes on
+ * _mlfabric: the gets of one batch, each made by a thread of its own while Python goes on
  * (docs/python.md "Overlap"). */
 #include "_mlfabric_int.h"
 
@@ -7,65 +7,95 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
-/** One get of gets_start: @server's model into @out; @rc, @version, @err once done. */
+struct get_batch;
+
+/**
+ * One get of gets_start or gets_add: @server's model into @out, made by a thread of its own
+ * (@thread, @started once it runs); @rc, @version, @err and @finished (under the batch's @mu)
+ * once done; @t_start/@t_end: CLOCK_REALTIME seconds the get began and ended (last_get_times).
+ */
 struct get_job {
 	char server[64];
 	Py_buffer out;
 	int64_t version;
 	int rc;
 	char err[256];
+	double t_start, t_end;
+	int finished, started;
+	pthread_t thread;
+	struct get_batch *b;
 };
 
 /**
- * The gets of one gets_start, made in order by a thread of their own while Python goes on
- * (docs/python.md "Overlap"). @cap: gets the batch will hold (@jobs' size); @n: gets given so
- * far (gets_start's list, then one per gets_add: the thread waits for the next); @done: gets
- * finished; @closed: no more will be given (reaping), the thread ends after the given ones.
- * @n, @done and @closed under @mu, changes signalled on @cv. @waiters: gets_wait calls blocked
- * on it (under the GIL); a batch reaped while some wait is @orphan and freed by the last of them.
+ * The gets of one gets_start, each on a thread of its own while Python goes on, so that the
+ * gets of several servers overlap (the library takes up to FABRIC_GETS_MAX at once in direct
+ * mode and makes them one at a time with a scheduler; docs/python.md "Overlap"). @cap: gets
+ * the batch will hold (@jobs' size); @n: gets given so far (gets_start's list, then one per
+ * gets_add). Changes of a job's @finished under @mu, signalled on @cv. @waiters: gets_wait
+ * calls blocked on it (under the GIL); a batch reaped while some wait is @orphan and freed by
+ * the last of them.
  */
 struct get_batch {
-	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	mlf_t *f;
 	double timeout_s;
 	struct get_job *jobs;
-	int cap, n, done, closed;
+	int cap, n;
 	int waiters, orphan;
 };
 
-static void *gets_thread(void *arg)
+/* CLOCK_REALTIME in seconds (Python's time.time(); the servers' records use the same clock). */
+static double now_real_s(void)
 {
-	struct get_batch *b = arg;
+	struct timespec ts;
 
-	for (int i = 0; i < b->cap; i++) {
-		struct get_job *j = &b->jobs[i];
-		int64_t v = 0;
-		int rc;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
-		pthread_mutex_lock(&b->mu);
-		while (i >= b->n && !b->closed)
-			pthread_cond_wait(&b->cv, &b->mu);
-		pthread_mutex_unlock(&b->mu);
-		if (i >= b->n)
-			break; /* closed before this get was given */
-		rc = mlf_get(b->f, j->server, j->out.buf, (size_t)(j->out.len / 4), &v, b->timeout_s);
+static void *get_job_thread(void *arg)
+{
+	struct get_job *j = arg;
+	struct get_batch *b = j->b;
+	int64_t v = 0;
+	int rc;
 
-		pthread_mutex_lock(&b->mu);
-		j->rc = rc;
-		j->version = v;
-		if (rc < 0)
-			snprintf(j->err, sizeof(j->err), "%s", mlf_error(b->f));
-		b->done++;
-		pthread_cond_broadcast(&b->cv);
-		pthread_mutex_unlock(&b->mu);
-	}
+	j->t_start = now_real_s();
+	rc = mlf_get(b->f, j->server, j->out.buf, (size_t)(j->out.len / 4), &v, b->timeout_s);
+	pthread_mutex_lock(&b->mu);
+	j->t_end = now_real_s();
+	j->rc = rc;
+	j->version = v;
+	if (rc < 0)
+		snprintf(j->err, sizeof(j->err), "%s", mlf_error(b->f));
+	j->finished = 1;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
 	return NULL;
 }
 
-/* Free batch @b (its thread gone): release its buffers, its lock, its memory. */
+/* Start job @k of @b (its server and buffer set) on a thread; a thread that cannot start makes
+ * the job finish with -EAGAIN. */
+static void get_job_start(struct get_batch *b, int k)
+{
+	struct get_job *j = &b->jobs[k];
+
+	j->b = b;
+	if (pthread_create(&j->thread, NULL, get_job_thread, j) == 0) {
+		j->started = 1;
+		return;
+	}
+	pthread_mutex_lock(&b->mu);
+	j->rc = -EAGAIN;
+	snprintf(j->err, sizeof(j->err), "get from %s: cannot start a thread", j->server);
+	j->finished = 1;
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* Free batch @b (its threads gone): release its buffers, its lock, its memory. */
 static void batch_free(struct get_batch *b)
 {
 	for (int i = 0; i < b->n; i++)
@@ -76,7 +106,7 @@ static void batch_free(struct get_batch *b)
 	free(b);
 }
 
-/* Wait for the batch's thread (GIL released), free the batch, clear busy. */
+/* Wait for the batch's threads (GIL released), free the batch, clear busy. */
 void gets_reap(HandleObject *h)
 {
 	struct get_batch *b = h->gets;
@@ -86,12 +116,10 @@ void gets_reap(HandleObject *h)
 	/* detached before the GIL is released for the join: another thread's gets_wait, gets_add
 	 * or push must not find the batch being freed (busy stays set until it is gone) */
 	h->gets = NULL;
-	pthread_mutex_lock(&b->mu);
-	b->closed = 1;
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mu);
 	Py_BEGIN_ALLOW_THREADS
-	pthread_join(b->thread, NULL);
+	for (int i = 0; i < b->n; i++)
+		if (b->jobs[i].started)
+			pthread_join(b->jobs[i].thread, NULL);
 	Py_END_ALLOW_THREADS
 	if (b->waiters)
 		b->orphan = 1; /* another thread's gets_wait still uses it: it frees it */
@@ -102,7 +130,7 @@ void gets_reap(HandleObject *h)
 
 /*
  * gets_start([(server, out), ...], timeout_s, total=0): start getting each server's model into
- * its writable float32 buffer, in order, on a thread; with @total above the list's length the
+ * its writable float32 buffer, each on a thread of its own (they overlap); with @total above the list's length the
  * batch waits for the rest, given one by one with gets_add (a group's get as soon as its update
  * is pushed). The endpoint stays busy (other calls get EBUSY, except push) until gets_wait has
  * seen the last one (or a failure).
@@ -157,11 +185,8 @@ PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
 	b->timeout_s = timeout_s;
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cv, NULL);
-	if (pthread_create(&b->thread, NULL, gets_thread, b) != 0) {
-		batch_free(b);
-		handle_leave(self);
-		return raise_mlf(EAGAIN, "gets_start: cannot start a thread");
-	}
+	for (int i = 0; i < b->n; i++)
+		get_job_start(b, i);
 	self->gets = b; /* busy stays set */
 	Py_RETURN_NONE;
 }
@@ -179,19 +204,15 @@ PyObject *Handle_gets_add(HandleObject *self, PyObject *args)
 		return NULL;
 	if (!b)
 		return raise_mlf(EINVAL, "gets_add: no batch of gets running (gets_start first)");
-	pthread_mutex_lock(&b->mu);
-	k = b->n;
-	pthread_mutex_unlock(&b->mu);
+	k = b->n; /* only GIL-holding threads change it */
 	if (k >= b->cap)
 		return raise_mlf(EINVAL, "gets_add: the batch already holds all its gets");
 	if (get_f32(out, &view, 1, "out") < 0)
 		return NULL;
 	b->jobs[k].out = view;
 	snprintf(b->jobs[k].server, sizeof(b->jobs[k].server), "%s", server);
-	pthread_mutex_lock(&b->mu);
-	b->n = k + 1; /* only this (GIL-holding) thread adds: k is still the next slot */
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mu);
+	b->n = k + 1;
+	get_job_start(b, k);
 	return PyLong_FromLong(k);
 }
 
@@ -210,13 +231,15 @@ PyObject *Handle_gets_wait(HandleObject *self, PyObject *args)
 	b->waiters++;
 	Py_BEGIN_ALLOW_THREADS
 	pthread_mutex_lock(&b->mu);
-	while (b->done <= k)
+	while (!b->jobs[k].finished)
 		pthread_cond_wait(&b->cv, &b->mu);
 	pthread_mutex_unlock(&b->mu);
 	Py_END_ALLOW_THREADS
 	b->waiters--;
 	rc = b->jobs[k].rc;
 	v = b->jobs[k].version;
+	self->get_t[0] = b->jobs[k].t_start;
+	self->get_t[1] = b->jobs[k].t_end;
 	snprintf(err, sizeof(err), "%s", b->jobs[k].err);
 	if (b->orphan) { /* reaped by another thread while this one waited */
 		if (!b->waiters)

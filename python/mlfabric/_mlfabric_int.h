@@ -28,6 +28,7 @@ typedef struct {
 	PyObject *on_update, *on_request; /* server callbacks (owned references) */
 	int64_t version;                  /* server: the last version a callback returned */
 	struct get_batch *gets;           /* gets_start's running batch (busy until it is reaped) */
+	double get_t[2];                  /* the last get gets_wait returned: began, ended (realtime s) */
 } HandleObject;
 
 /* the extension's own names: not exported from its shared object */

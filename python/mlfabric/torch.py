@@ -17,12 +17,42 @@ each group before its first layer. Mode mlfabric-s push_gets the whole model in 
 parameter is a CPU float32 tensor, the parameters become views of that vector (no copies at all;
 do not move the model to another device afterwards); otherwise they are copied in and out of it.
 """
+import atexit as _atexit
 import errno as _errno
+import json as _json
+import os as _os
 import time as _time
 
 import torch as _torch
 
 import mlfabric as _mlf
+
+# MLF_TRACE=FILE: DistributedOptimizer appends one JSON line per event of its overlap path to
+# FILE at exit ({"t": time.time() seconds, "ev": name, "g": group, ...}; docs/python.md
+# "Tracing the overlap"): grad (backward produced a group's last gradient), pushed (the push
+# was handed to the dataplane), get (a background get: t0 began, t its answer arrived), wait
+# (a forward waited for groups: t0 began, t ended), step (step() called). Off: no cost but a
+# test of a global.
+_TRACE_FILE = _os.environ.get("MLF_TRACE") or None
+_trace_buf = []
+
+
+def _trace(ev, g=None, t=None, **kw):
+    kw.update(t=_time.time() if t is None else t, ev=ev)
+    if g is not None:
+        kw["g"] = g
+    _trace_buf.append(kw)
+
+
+def _trace_flush():
+    if _trace_buf:
+        with open(_TRACE_FILE, "a") as f:
+            f.writelines(_json.dumps(e) + "\n" for e in _trace_buf)
+        del _trace_buf[:]
+
+
+if _TRACE_FILE:
+    _atexit.register(_trace_flush)
 
 
 def _param_list(params):
@@ -224,6 +254,8 @@ class DistributedOptimizer:
         def hook():
             self._left[g] -= 1
             if self._left[g] == 0 and self.overlap and self._passes + 1 >= self.backward_passes_per_step:
+                if _TRACE_FILE:
+                    _trace("grad", g)
                 self._push_group(g)
         return hook
 
@@ -261,12 +293,18 @@ class DistributedOptimizer:
             return
         need = [self._group_of[id(p)] for p in module.parameters(recurse=False) if id(p) in self._group_of]
         if need:
+            if _TRACE_FILE and self._gets is not None:
+                t0 = _time.time()
+                self._wait(need)
+                _trace("wait", need[0], t0=t0)
+                return
             self._wait(need)
 
     def _wait(self, groups=None):
-        """Wait for the background gets of `groups` (default: every get given so far). Gets end
-        in the order they were given (the order of the pushes), so this waits for those before
-        them too; the last of the step's gets ends the batch."""
+        """Wait for the background gets of `groups` (default: every get given so far). The gets
+        run at once (one thread each) but are waited for in the order they were given (the order
+        of the pushes), so this waits for those before them too; the last of the step's gets
+        ends the batch."""
         st = self._gets
         if st is None:
             return
@@ -284,6 +322,9 @@ class DistributedOptimizer:
             g = order[k]
             try:
                 self.versions[g] = int(h.gets_wait(k))
+                if _TRACE_FILE:
+                    t0, t1 = h.last_get_times
+                    _trace("get", g, t=t1, t0=t0, v=self.versions[g])
             except _mlf.Error as e:
                 self._gets = None
                 self.endpoint.pending = None
@@ -333,6 +374,8 @@ class DistributedOptimizer:
         except _mlf.Error as e:
             raise _mlf.Error(e.errno, f"push of parameters {self._name(g)} to server {server}: {e.strerror}") from e
         self._pushed[g] = True
+        if _TRACE_FILE:
+            _trace("pushed", g)
         if self._background():
             self._add_get(g)
 
@@ -367,6 +410,8 @@ class DistributedOptimizer:
         """After backward_passes_per_step passes: push what the hooks have not pushed yet, get
         every server's model into the parameters. Returns what the closure returned, if any."""
         loss = None
+        if _TRACE_FILE:
+            _trace("step", overlap=self.overlap)
         if closure is not None:
             with _torch.enable_grad():
                 loss = closure()

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,87 @@ static int64_t on_request(void *arg, float *model, size_t n)
 	return s->version;
 }
 
+/* getpar: one thread's gets of one server's model (tests/integration/fabric_getpar.sh). */
+struct getpar {
+	mlf_t *f;
+	const char *server;
+	float *w;
+	size_t n;
+	long rounds;
+	double timeout;
+	int64_t version;
+	int rc, wrong; /* wrong: gets whose model was not all server's value */
+	float want;
+	char err[256];
+};
+
+/* @arg's @rounds gets of its server's model (each until version >= 1), checking every value. */
+static void *getpar_thread(void *arg)
+{
+	struct getpar *g = arg;
+
+	for (long r = 0; r < g->rounds && g->rc == 0; r++) {
+		g->version = -1;
+		for (int tries = 0; tries < 100 && g->version < 1; tries++) {
+			memset(g->w, 0, g->n * sizeof(float));
+			if ((g->rc = mlf_get(g->f, g->server, g->w, g->n, &g->version, g->timeout)) < 0) {
+				snprintf(g->err, sizeof(g->err), "%s", mlf_error(g->f));
+				return NULL;
+			}
+			if (g->version < 1)
+				usleep(20000);
+		}
+		for (size_t k = 0; k < g->n; k++)
+			if (g->w[k] != g->want) {
+				g->wrong++;
+				break;
+			}
+	}
+	return NULL;
+}
+
+/* getpar: push n_i copies of 10 (i + 1) to each server of the comma-separated @servers (server
+ * i serves n_i = @n (i + 1) floats), then get every server's model at once from one thread each,
+ * @rounds times; prints one line per server. 0 when every get returned its own server's model. */
+static int getpar(mlf_t *f, char *servers, size_t n, long rounds, double timeout)
+{
+	struct getpar g[8];
+	pthread_t th[8];
+	int m = 0, bad = 0;
+	char first[64];
+
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(servers, ","), servers);
+	if (mlf_register_as_worker(f, first) < 0) {
+		fprintf(stderr, "%s\n", mlf_error(f));
+		return 1;
+	}
+
+	for (char *sv, *save = NULL, *list = servers; m < 8 && (sv = strtok_r(list, ",", &save)); list = NULL, m++) {
+		g[m] = (struct getpar){ .f = f, .server = sv, .n = n * (size_t)(m + 1), .rounds = rounds,
+					.timeout = timeout, .want = (float)(10 * (m + 1)) };
+		g[m].w = malloc(g[m].n * sizeof(float));
+		for (size_t k = 0; g[m].w && k < g[m].n; k++)
+			g[m].w[k] = g[m].want;
+		if (!g[m].w || mlf_push(f, sv, g[m].w, g[m].n, 1.0, 0) < 0) {
+			fprintf(stderr, "push to %s: %s\n", sv, g[m].w ? mlf_error(f) : "no memory");
+			return 1;
+		}
+	}
+	for (int i = 0; i < m; i++)
+		if (pthread_create(&th[i], NULL, getpar_thread, &g[i]) != 0) {
+			fprintf(stderr, "getpar: cannot start a thread\n");
+			return 1;
+		}
+	for (int i = 0; i < m; i++) {
+		pthread_join(th[i], NULL);
+		printf("getpar server=%s n=%zu version=%lld rc=%d wrong=%d%s%s\n", g[i].server, g[i].n,
+		       (long long)g[i].version, g[i].rc, g[i].wrong, g[i].rc ? " err=" : "", g[i].err);
+		bad |= g[i].rc != 0 || g[i].wrong != 0;
+		free(g[i].w);
+	}
+	return bad;
+}
+
 static void usage(void)
 {
 	printf("usage: fabric_app server|replica|worker|ctl --cluster C --host H [--mode mlfabric-a|mlfabric-s|async] [--server S]\n"
@@ -107,7 +189,10 @@ static void usage(void)
 	       "        (--until-version V: until V, e.g. every worker's updates);\n"
 	       "        --mode mlfabric-s: K push_get iterations instead (--workers: the server's n_workers),\n"
 	       "        each after --delay S seconds (a straggler), printing its push time (push t=...).\n"
-	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n");
+	       "ctl:    send one raw control JSON as app NAME and print the first reply of type TYPE.\n"
+	       "getpar: --server S1,S2,..: push n (i + 1) copies of 10 (i + 1) to server i, then get every\n"
+	       "        server's model at once, one thread each, K times (--count); exit 0 when each get\n"
+	       "        returned its own server's model.\n");
 }
 
 static int ctl_probe(const char *sock, const char *text, const char *expect, double timeout)
@@ -254,6 +339,13 @@ int main(int argc, char **argv)
 		       (long long)s.version, s.out_of_order, (double)s.w[0], mlf_role(f), state_hash(&s));
 		mlf_close(f);
 		return 0;
+	}
+	if (!strcmp(what, "getpar") && server) {
+		char *list = strdup(server);
+		int rc = list ? getpar(f, list, n, count, timeout) : 1;
+		free(list);
+		mlf_close(f);
+		return rc;
 	}
 	if (!strcmp(what, "worker") && server) {
 		float *u = calloc(n, sizeof(float)), *w = calloc(n, sizeof(float));

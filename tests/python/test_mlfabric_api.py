@@ -7,7 +7,9 @@ server, with u = -lr * grad; backward_passes_per_step accumulates; overlap=False
 step(); errors name the parameters and the server.
 """
 import errno
+import json
 import os
+import tempfile
 import unittest
 from unittest import mock
 
@@ -253,6 +255,47 @@ class TestOverlap(unittest.TestCase):
         # the next step's pushes find the batch ended and start a new one
         self.net(torch.randn(4, 6)).sum().backward()
         self.assertEqual(given[2:], [("ps1", ["ps1", "ps0", "ps1"]), ("ps0", ["ps1", "ps0", "ps1", "ps0"])])
+
+    def test_trace_records_the_timeline(self):
+        # MLF_TRACE (docs/python.md "Tracing the overlap"): one event per gradient, push, get
+        # (with its thread's times and version), forward wait and step, written at flush
+        ep = None
+
+        class Gets:
+            last_get_times = (1.5, 2.5)
+
+            def gets_start(h, jobs, timeout_s, total=0):
+                h.jobs = list(jobs)
+
+            def gets_add(h, server, out):
+                h.jobs.append((server, out))
+                return len(h.jobs) - 1
+
+            def gets_wait(h, k):
+                np.frombuffer(h.jobs[k][1], np.float32)[:] = ep.models[h.jobs[k][0]]
+                return 5 + k
+        opt = self.make(2)
+        ep = self.ep
+        ep._h = Gets()
+        ep._h.push = MultiServer.push.__get__(ep)
+        fd, path = tempfile.mkstemp(suffix=".jsonl")
+        os.close(fd)
+        with mock.patch.object(mt, "_TRACE_FILE", path), mock.patch.object(mt, "_trace_buf", []):
+            self.net(torch.randn(4, 6)).sum().backward()
+            opt.step()
+            self.net(torch.randn(4, 6))
+            mt._trace_flush()
+        try:
+            with open(path) as f:
+                evs = [json.loads(line) for line in f]
+        finally:
+            os.unlink(path)
+        self.assertEqual([(e["ev"], e.get("g")) for e in evs],
+                         [("grad", 1), ("pushed", 1), ("grad", 0), ("pushed", 0), ("step", None),
+                          ("get", 1), ("get", 0), ("wait", 0)])
+        gets = [e for e in evs if e["ev"] == "get"]
+        self.assertEqual([(e["t0"], e["t"], e["v"]) for e in gets], [(1.5, 2.5, 5), (1.5, 2.5, 6)])
+        self.assertLessEqual(evs[-1]["t0"], evs[-1]["t"])
 
     def test_bad_passes(self):
         with self.assertRaises(ValueError):

@@ -82,15 +82,15 @@ START_TEST(worker_get_logged_once_and_reported)
 	struct mlf *f = endpoint(FABRIC_ROLE_WORKER, "worker@w0", 0 /* default 2 s */);
 	json_t *m;
 
-	f->w.get.active = 1;
-	snprintf(f->w.get.server, sizeof(f->w.get.server), "ps");
-	f->w.get.min_version = -1;
-	f->w.get.since = clock_real_s() - 1.0;
+	f->w.get[0].active = 1;
+	snprintf(f->w.get[0].server, sizeof(f->w.get[0].server), "ps");
+	f->w.get[0].min_version = -1;
+	f->w.get[0].since = clock_real_s() - 1.0;
 	char *log = captured(check_now, f, &m);
 	ck_assert_ptr_null(m);
 	ck_assert_str_eq(log, "");
 	free(log);
-	f->w.get.since = clock_real_s() - 2.5;
+	f->w.get[0].since = clock_real_s() - 2.5;
 	log = captured(check_now, f, &m);
 	ck_assert_ptr_nonnull(strstr(log, "worker@w0: waiting 2.5 s for model (get) from ps"));
 	free(log);
@@ -106,7 +106,7 @@ START_TEST(worker_get_logged_once_and_reported)
 	ck_assert_str_eq(log, "");
 	free(log);
 	/* it ends: an empty list */
-	f->w.get.done = 1;
+	f->w.get[0].done = 1;
 	m = check_now(f);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(json_array_size(json_object_get(m, "waits")), 0);
@@ -158,9 +158,9 @@ START_TEST(direct_mode_logs_only)
 	json_t *m;
 
 	f->mode = MLF_MODE_DIRECT;
-	f->w.get.active = 1;
-	snprintf(f->w.get.server, sizeof(f->w.get.server), "ps");
-	f->w.get.since = clock_real_s() - 0.6;
+	f->w.get[0].active = 1;
+	snprintf(f->w.get[0].server, sizeof(f->w.get[0].server), "ps");
+	f->w.get[0].since = clock_real_s() - 0.6;
 	char *log = captured(check_now, f, &m);
 	ck_assert_ptr_null(m);
 	ck_assert_ptr_nonnull(strstr(log, "worker@w1: waiting 0.6 s for model (get, min version) from ps"));
