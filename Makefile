@@ -185,14 +185,15 @@ uninstall: $(UNINSTALL_HOOKS)
 	@if [ -z "$(DESTDIR)$(LIBDIR_RPATH)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; fi
 
 # The unit tests UNIT_JOBS (4) at a time (tests/run_parallel.sh: they mostly wait, on little CPU;
-# each one's output printed in order at the end; UNIT_JOBS=1: one after the other), then
-# UNIT_ALONE one after the other with nothing beside them: their bounds are fractions of a second
-# of real time (test_sched_arrival: a command's lead from receipt, 35 ms of a 50 ms cap, failed
-# once in 7 runs beside the others; test_sched_shard: a hold under 0.42 s, a copy within 10 ms).
-# UNIT_FIRST, the longest of the others (12-29 s each), start first. docs/testing.md "Runtime".
+# each one's output printed in order at the end; UNIT_JOBS=1: one after the other), UNIT_FIRST,
+# the longest (10-29 s each), first; then UNIT_ALONE with nothing beside it: test_sched_arrival
+# reads a command's lead from the time the test received it (35 ms of a 50 ms cap), which a
+# neighbour's CPU delays (it failed once in 7 runs in the batch). test_sched_shard's bounds come
+# from the daemon's planned times or leave 0.4 s (it passed in the batch every time).
+# docs/testing.md "Runtime".
 UNIT_JOBS  ?= 4
-UNIT_ALONE := $(BUILD)/tests/test_sched_arrival $(BUILD)/tests/test_sched_shard
-UNIT_FIRST := $(addprefix $(BUILD)/tests/,test_python test_pip_install test_sched_bounds test_fabric_lib)
+UNIT_ALONE := $(BUILD)/tests/test_sched_arrival
+UNIT_FIRST := $(addprefix $(BUILD)/tests/,test_python test_sched_shard test_pip_install test_sched_bounds test_fabric_lib)
 UNIT_PAR    = $(filter $(UNIT_FIRST),$(UNIT_TESTS)) $(filter-out $(UNIT_ALONE) $(UNIT_FIRST),$(UNIT_TESTS))
 unit-test: $(UNIT_TESTS)
 	@tests/run_parallel.sh $(UNIT_JOBS) $(UNIT_PAR) -- $(filter $(UNIT_ALONE),$(UNIT_TESTS)) || \
