@@ -47,6 +47,8 @@ INTEG_TESTS += tests/integration/fabric_direct.sh tests/integration/fabric_getpa
 # the runner launching over ssh into emulated hosts (docs/deploy.md "Trying it on one machine")
 INTEG_TESTS += tests/integration/cluster_ssh.sh
 # the kill-server fault scenario the same way: the kill delivered over the server's ssh connection
+# (make test's only kill-server run: every check of the local fault_kill_server.sh, which make
+# fault-tests runs, plus the ssh ones; tools/cluster.mk)
 INTEG_TESTS += tests/integration/fault_kill_server_ssh.sh
 # the runner launching every process as an srun step of a local Slurm (one slurmd per namespace,
 # docs/deploy.md "Slurm")

@@ -21,11 +21,17 @@ launch_preflight() {
 	chmod 600 "$WORK/$name.key"
 }
 
-# launch_start CONTROL_IP: the default experiment (conf/exp-default.json) on CL for 30 s in the
-# background; returns at its first progress line (every process runs), after checking that the
-# scheduler listens on CONTROL_IP and that mlf-top reaches it there.
+# launch_start CONTROL_IP: the default experiment (conf/exp-default.json) on CL in the
+# background, stopped at accuracy 0.75 (or after 30 s): launch_check_trained asks for the target
+# or a rise of 0.3 from the first evaluation (0.083), so the run need not go on for the full 30 s
+# to the 0.80 it reached there (the default target 0.83 took 38-72 s, docs/results/deploy.md).
+# Returns at its first progress line (every process runs: the runner's check at 2 s), after
+# checking that the scheduler listens on CONTROL_IP and that mlf-top reaches it there; the
+# caller's checks of the running processes follow at once. The stop comes at a later progress
+# check (every 2 s): over ssh on 2026-11-28 the evaluation at 8.0 s was the first >= 0.7 (0.75).
 launch_start() {
-	jq --arg c "$CL" '.cluster = $c | .time_limit_s = 30' "$ROOT/conf/exp-default.json" >"$WORK/exp.json"
+	jq --arg c "$CL" '.cluster = $c | .time_limit_s = 30 | .target_accuracy = 0.75' \
+		"$ROOT/conf/exp-default.json" >"$WORK/exp.json"
 	"$MC" run "$WORK/exp.json" --out "$WORK/run" >"$WORK/out" 2>&1 &
 	RUNPID=$!
 	R="$WORK/run"
@@ -54,8 +60,8 @@ launch_check_trained() {
 	for f in accuracy delays timeline; do [ -s "$R/$f.png" ] || fail "$f.png missing"; done
 	first=$(head -n 1 "$S/records/accuracy.jsonl" | jq .accuracy)
 	best=$(jq -s 'map(.accuracy) | max' "$S/records/accuracy.jsonl")
-	reached=$(jq -r '.systems["mlfabric-a"].reached' "$R/results.json")
-	[ "$reached" = true ] || awk -v a="$first" -v b="$best" 'BEGIN { exit !(b >= a + 0.3) }' ||
+	reached=$(jq -r '.systems["mlfabric-a"] | if .reached then "true, at \(.time_to_target_s) s" else false end' "$R/results.json")
+	[ "$reached" != false ] || awk -v a="$first" -v b="$best" 'BEGIN { exit !(b >= a + 0.3) }' ||
 		fail "accuracy did not rise: first $first, best $best, target not reached"
 	for h in w0 w1 w2 w3; do [ -s "$S/records/$h/pushes.jsonl" ] || fail "no records of worker $h"; done
 	[ -s "$S/records/applied.jsonl" ] && [ -s "$S/records/transfers.jsonl" ] || fail "no server or scheduler records"

@@ -111,8 +111,8 @@ class TestGetsReapedWhileWaiting(Base):
         super().tearDown()
         self.dp.close()
 
-    def run_child(self, how):
-        env = dict(os.environ, MLF_DP_TIMEOUT_S="5")
+    def run_child(self, how, dp_timeout_s):
+        env = dict(os.environ, MLF_DP_TIMEOUT_S=dp_timeout_s)
         r = subprocess.run([sys.executable, "-c", TWO_WAITERS, self.cluster, self.dp.path, how],
                            env=env, capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
@@ -120,12 +120,15 @@ class TestGetsReapedWhileWaiting(Base):
         return r.stdout
 
     def test_two_waiters(self):
-        out = self.run_child("wait")
+        out = self.run_child("wait", "5")
         # each waiter times out, or finds the batch already reaped by the other (EINVAL)
         self.assertRegex(out, r"ok 20 \['%d'(, '%d')?\]" % (errno.ETIMEDOUT, errno.EINVAL))
 
     def test_close_beside_a_waiter(self):
-        self.run_child("close")
+        # each round lasts the dataplane timeout (the get's transfer request waits for it): 1 s
+        # keeps the four rounds at 4 s (20 s at 5 s); the old code still hangs or double-frees
+        # in the first round or two with 1 s
+        self.run_child("close", "1")
 
 
 class HungDataplane:

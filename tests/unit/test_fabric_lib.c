@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,27 @@ static void drain(int fd)
 		if (mfd >= 0)
 			close(mfd);
 	close(fd);
+}
+
+/*
+ * A worker test whose pushes are never commanded (no scheduler) would wait in mlf_close for the
+ * endpoint's timeout_s (5 s): the fake dataplane, once it read everything the test checks, posts
+ * its connection (fake_read_all_done) and the test hangs it up (fake_hang_up) before mlf_close,
+ * which stops waiting when the dataplane is lost.
+ */
+static sem_t fake_read_all;
+static int fake_fd = -1;
+
+static void fake_read_all_done(int fd)
+{
+	fake_fd = fd;
+	sem_post(&fake_read_all);
+}
+
+static void fake_hang_up(void)
+{
+	ck_assert_int_eq(sem_wait(&fake_read_all), 0);
+	ck_assert_int_eq(shutdown(fake_fd, SHUT_RDWR), 0);
 }
 
 static void *fake_server_dp(void *arg)
@@ -702,6 +724,7 @@ static void *fake_fresh_worker_dp(void *arg)
 	expect_ctl(fd, "\"update\"", buf, sizeof(buf));
 	expect_ctl(fd, "\"pull\"", fresh.pull[1], sizeof(fresh.pull[1]));
 	expect_ctl(fd, "\"pull\"", fresh.pull[2], sizeof(fresh.pull[2]));
+	fake_read_all_done(fd);
 	drain(fd);
 	return NULL;
 }
@@ -716,6 +739,7 @@ START_TEST(pull_names_the_update_pushed_before_it)
 	mlf_t *f;
 
 	memset(&fresh, 0, sizeof(fresh));
+	ck_assert_int_eq(sem_init(&fake_read_all, 0, 0), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, fake_fresh_worker_dp, NULL), 0);
 	f = mlf_open(&o, err, sizeof(err));
 	ck_assert_msg(f != NULL, "%s", err);
@@ -726,6 +750,7 @@ START_TEST(pull_names_the_update_pushed_before_it)
 	ck_assert_int_gt(id7, id);
 	ck_assert_int_eq(mlf_get(f, "x", w, N, &v, 0.2), -ETIMEDOUT);
 	ck_assert_int_eq(mlf_get(f, "w7", w, N, &v, 0.2), -ETIMEDOUT);
+	fake_hang_up();
 	mlf_close(f);
 	pthread_join(t, NULL);
 	json_t *p0 = json_loads(fresh.pull[0], 0, NULL), *p1 = json_loads(fresh.pull[1], 0, NULL),
@@ -756,6 +781,7 @@ static void *fake_size_worker_dp(void *arg)
 	send_shard(fd, 0, N, 3, "x", 31);
 	expect_ctl(fd, "\"pull\"", buf, sizeof(buf));
 	send_shard(fd, 0, N, 4, "x", 32);
+	fake_read_all_done(fd);
 	drain(fd);
 	return NULL;
 }
@@ -776,6 +802,7 @@ START_TEST(push_refuses_a_length_other_than_the_model)
 	pthread_t t;
 	mlf_t *f;
 
+	ck_assert_int_eq(sem_init(&fake_read_all, 0, 0), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, fake_size_worker_dp, NULL), 0);
 	f = mlf_open(&o, err, sizeof(err));
 	ck_assert_msg(f != NULL, "%s", err);
@@ -793,6 +820,7 @@ START_TEST(push_refuses_a_length_other_than_the_model)
 	ck_assert_int_eq(mlf_get(f, "x", w, N / 2, &v, 2.0), -EINVAL);
 	ck_assert_int_eq(mlf_push(f, "x", w, N / 2, 1.0, 4), -EINVAL);
 	ck_assert_int_gt(mlf_push(f, "x", w, N, 1.0, 4), 0);
+	fake_hang_up();
 	mlf_close(f);
 	pthread_join(t, NULL);
 }
