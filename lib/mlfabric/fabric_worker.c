@@ -143,11 +143,12 @@ static void shard_piece(struct mlf *f, struct fabric_get *g, const struct mlfabr
  * The get a model from host @peer at @version answers (caller holds the lock): an active,
  * unanswered get of @peer that takes that version; else, when it is the only get waiting, that
  * one (a distributor's copy, §10.3, or a shard server's slice, §10.2, comes from another host:
- * with a scheduler gets are one at a time). With several gets waiting (direct mode) a model
- * only answers its own server's, so a late answer to a get that timed out fills no other.
+ * with a scheduler gets are one at a time). In direct mode (@direct) a model only answers its
+ * own server's get, however many wait, so a late answer to a get that timed out fills no other.
  * NULL when none waits for it.
  */
-static struct fabric_get *get_for(struct mlf_worker_state *w, const char *peer, int64_t version)
+static struct fabric_get *get_for(struct mlf_worker_state *w, const char *peer, int64_t version,
+				  int direct)
 {
 	struct fabric_get *other = NULL;
 	int waiting = 0;
@@ -164,7 +165,7 @@ static struct fabric_get *get_for(struct mlf_worker_state *w, const char *peer, 
 			return g;
 		other = g;
 	}
-	return waiting == 1 ? other : NULL;
+	return waiting == 1 && !direct ? other : NULL;
 }
 
 /* A model on chan 3: completes the get waiting for it. 0, or -EBADMSG for a bad payload. */
@@ -181,7 +182,7 @@ static int worker_model(struct mlf *f, struct mlfabric_event *ev)
 	}
 	pthread_mutex_lock(&f->lock);
 	f->ws.models++;
-	g = get_for(&f->w, ev->peer, h->version);
+	g = get_for(&f->w, ev->peer, h->version, f->mode == MLF_MODE_DIRECT);
 	if (g && (h->offset > 0 || h->n_floats < g->n)) {
 		shard_piece(f, g, ev);
 	} else if (g) {
