@@ -56,11 +56,9 @@ static struct {
 } pio = { .rng = 0x9e3779b97f4a7c15ULL, .rx_fd = -1 };
 
 /*
- * Rx interrupts, where the PMD has them: the port was configured with intr_conf.rxq (NIC PMDs
- * such as ixgbe or i40e under vfio-pci set the queue's event fd up only then),
- * rte_eth_dev_rx_intr_enable works and the queue has an event fd the loop can add to its ppoll
- * set. net_memif and net_af_packet (DPDK 22.11) answer -ENOTSUP: the loop sleeps for a time there
- * instead (main.c).
+ * Rx interrupts, where the PMD has them: rte_eth_dev_rx_intr_enable works and the queue has an
+ * event fd the loop can add to its ppoll set. net_memif and net_af_packet (DPDK 22.11) answer
+ * -ENOTSUP: the loop sleeps for a time there instead (main.c).
  */
 static void rx_intr_probe(uint16_t port)
 {
@@ -297,16 +295,7 @@ int portio_init(const struct portio_conf *c, uint8_t mac[6], char *err, size_t e
 	if (c->mtu <= info.max_mtu && c->mtu >= info.min_mtu &&
 	    (uint32_t)c->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN <= info.max_rx_pktlen)
 		conf.rxmode.mtu = (uint32_t)c->mtu;
-	/* rx interrupts (the loop sleeps on the queue's event fd, rx_intr_probe): a NIC's PMD arms
-	 * them only when asked at configure; one that refuses is configured again without them */
-	conf.intr_conf.rxq = 1;
 	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) < 0) {
-		log_info("%s: configure with rx interrupts failed (%s): configured without them, the loop "
-			 "sleeps for a time instead", pio.name, strerror(-rc));
-		conf.intr_conf.rxq = 0;
-		rc = rte_eth_dev_configure(port, 1, 1, &conf);
-	}
-	if (rc < 0) {
 		snprintf(err, errlen, "%s: cannot configure (offloads rx %#llx tx %#llx): %s", pio.name,
 			 (unsigned long long)conf.rxmode.offloads, (unsigned long long)conf.txmode.offloads,
 			 strerror(-rc));
