@@ -84,7 +84,7 @@ PLAIN=$CLUSTER
 if [ "$POLICIES" = "untagged tagged" ]; then
 	# the same cluster (same name, namespaces and sockets) with a key: frames tagged
 	"$ROOT/tools/mlf-keygen" "$WORK/bench.key" >/dev/null || fail "mlf-keygen"
-	python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.update(key_file=sys.argv[2], frame_auth=True); json.dump(c, open(sys.argv[3], "w"), indent=1)' \
+	python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.pop("insecure", None); c.update(key_file=sys.argv[2], frame_auth=True); json.dump(c, open(sys.argv[3], "w"), indent=1)' \
 		"$PLAIN" "$WORK/bench.key" "$WORK/keyed.json" || fail "cannot write the keyed cluster config"
 fi
 # start_pair POLICY: both dataplanes for one sleep policy, or untagged / tagged frames.
