@@ -198,6 +198,13 @@ static int set_mtu(uint16_t port, int mtu, const struct rte_eth_dev_info *info, 
 	}
 	if (rte_eth_dev_get_mtu(port, &cur) == 0 && cur >= mtu)
 		return 0;
+	if (rc == -ENOTSUP && info->max_mtu >= mtu) {
+		/* a PMD without an MTU setting and without a kernel interface (net_memif chains its
+		 * descriptors): nothing limits a frame below its max_mtu */
+		log_warn("%s: the driver has no MTU to set (%s); frames of the config's mtu %d pass up to "
+			 "its maximum %u", pio.name, strerror(-rc), mtu, info->max_mtu);
+		return 0;
+	}
 	snprintf(err, errlen, "%s: cannot set MTU %d, the cluster config's mtu (port maximum %u, now %u): %s",
 		 pio.name, mtu, info->max_mtu, cur, strerror(-rc));
 	return -EINVAL;
