@@ -17,6 +17,7 @@
 #include "sched_batch.h"
 #include "sched_daemon.h"
 #include "sched_fake.h"
+#include "sched_lead.h"
 
 /* Cluster "sch": the server's downlink (1 Gbit/s) is the bottleneck, so aggregating at a0 pays. */
 const char *cluster_json =
@@ -46,6 +47,7 @@ static char dir[64], port_addr[64], records[128];
 pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
 int hook_batches, hook_mode, hook_n_updates, hook_n_commits, hook_n_changes;
 double hook_up[8], hook_down[8], hook_now;
+double hook_lead; /* the daemon's lead when it built the last batch (seconds) */
 int64_t hook_v_init;
 uint64_t hook_commit_first[64]; /* id of each commit's (first) update */
 int hook_commit_parts[64];
@@ -61,6 +63,8 @@ static void hook(void *arg, int no, const struct plan_batch *b, const struct pla
 	hook_v_init = b->v_init;
 	hook_now = b->now_s;
 	hook_n_changes = b->n_changes;
+	/* the hook runs on the daemon's thread right after the plan: the lead that plan used */
+	hook_lead = sched_lead_s(daemon_s);
 	if (no < 16) {
 		hook_replica[no] = b->replica;
 		hook_lag[no] = (int)b->replica_lag;

@@ -53,6 +53,8 @@ extern int want_r0, r0;
 extern pthread_mutex_t hook_mu;
 extern int hook_batches, hook_mode, hook_n_updates, hook_n_commits, hook_n_changes;
 extern double hook_up[8], hook_down[8], hook_now;
+/* hook_lead - the daemon's lead (seconds, sched_lead_s) when it built the last batch. */
+extern double hook_lead;
 extern int64_t hook_v_init;
 extern uint64_t hook_commit_first[64];
 extern int hook_commit_parts[64];
