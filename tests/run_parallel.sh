@@ -7,6 +7,9 @@
 # take). Each test's output goes to a file of its own and is printed under "== TEST (S s)" in
 # that order once every test ended; exit status 1 when any test failed (each failed one is named
 # again at the end), else 0. JOBS=1 runs every test one after the other.
+# While they run, one line per test goes to stderr as it ends ("unit: TEST ok|FAILED (S s)"), so a
+# run that hangs shows which tests had ended; each test is killed after UNIT_TIMEOUT seconds
+# (default 600; timeout(1)'s status 124 then fails it, and its line says "timed out").
 set -u
 jobs=$1
 shift
@@ -17,8 +20,11 @@ alone=("$@")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # run_one DIR INDEX TEST: TEST's output in DIR/INDEX.out, "status seconds" in DIR/INDEX.rc
-run_one='s=$(date +%s.%N); "$3" >"$1/$2.out" 2>&1
-	echo "$? $(awk -v s="$s" -v e="$(date +%s.%N)" "BEGIN { printf \"%.1f\", e - s }")" >"$1/$2.rc"'
+run_one='s=$(date +%s.%N); timeout "${UNIT_TIMEOUT:-600}" "$3" >"$1/$2.out" 2>&1; rc=$?
+	secs=$(awk -v s="$s" -v e="$(date +%s.%N)" "BEGIN { printf \"%.1f\", e - s }")
+	case $rc in 0) st=ok ;; 124) st="FAILED: timed out after ${UNIT_TIMEOUT:-600} s" ;; *) st=FAILED ;; esac
+	echo "unit: $3 $st ($secs s)" >&2
+	echo "$rc $secs" >"$1/$2.rc"'
 i=0
 for t in "${par[@]}"; do
 	i=$((i + 1))
