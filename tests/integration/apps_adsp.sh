@@ -10,8 +10,11 @@
 # Case "search" (--adsp 0.5 --adsp-eval 2, 14 s): the online search runs on the server's loss
 # reports (every 0.5 s): adsp.jsonl shows the rate going above 1 (the trial windows of rate 2),
 # at least one comparison of two rates finished (five interleaved 2 s windows; decided, or run
-# again for want of evidence), and the finished windows
-# holding at least 3 loss reports each (enough for a speed and its error).
+# again for want of evidence), and the server's loss reports reaching the scheduler's windows:
+# a comparison whose windows each held at least one. How many a window holds depends on how fast
+# the server evaluates (4 per 2 s window on an idle machine; under `make test-under-load` the run
+# measured fewer than 3 in every window), and a window with too few for a speed and its error
+# (3) is the search's own "run again for want of evidence", which `decisions` counts.
 . "$(dirname "$0")/apps_lib.sh"
 [ -x "$ROOT/build/mlf-scheduler" ] || { echo "SKIP $TEST_NAME: build/mlf-scheduler not built"; exit 0; }
 APPS_GBPS=10
@@ -58,9 +61,10 @@ run_case search 14 --adsp 0.5 --adsp-eval 2
 s="$WORK/search"
 rmax=$(jq -s 'map(.r) | max' "$s/sched/adsp.jsonl")
 decisions=$(jq -s 'map(.decisions + .retries) | max' "$s/sched/adsp.jsonl")
-fed=$(jq -s '[.[] | select((.window_losses | length) >= 2 and (.window_losses | min) >= 3)] | length' "$s/sched/adsp.jsonl")
+fed=$(jq -s '[.[] | select((.window_losses | length) >= 2 and (.window_losses | min) >= 1)] | length' "$s/sched/adsp.jsonl")
+most=$(jq -s '[.[] | .window_losses | max // 0] | max' "$s/sched/adsp.jsonl")
 [ "$rmax" -ge 2 ] || fail "search: the commit rate never left 1 (adsp.jsonl)"
 [ "$decisions" -ge 1 ] || fail "search: no comparison of two rates finished (decided or without evidence) in 14 s"
-[ "$fed" -ge 1 ] || fail "search: the trial windows held fewer than 3 loss reports (are the server's losses reaching the scheduler?)"
+[ "$fed" -ge 1 ] || fail "search: no comparison whose windows each held a loss report (at most $most in a window: are the server's losses reaching the scheduler?)"
 final=$(jq -s 'last | "\(.r) (\(.phase))"' "$s/sched/adsp.jsonl")
 ok "ADSP, speeds 1:1:1:4, one commit per 0.5 s: commits w0 $c_fast, w3 $c_slow; local iterations per commit (median) fast $fast, slow $slow; accuracy $acc; the search reached rate $rmax, ended at $final"

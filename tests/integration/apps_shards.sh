@@ -78,9 +78,21 @@ grep -q "peer p0 silent" "$WORK/sched.log" || fail "the scheduler did not take p
 regs=$(grep -c "server shard 0/2 at p0" "$WORK/sched.log" || true)
 [ "$regs" -ge 2 ] || fail "shard 0 did not register again after p0 was back ($regs registration(s))"
 aggs=$(jq -s 'map(select(.parts > 1)) | length' "$WORK/ps0/applied.jsonl")
-# the shard servers' 0.25 Gbit/s downlinks make aggregation pay: the per-shard aggregates ran
-[ "$aggs" -gt 0 ] || fail "no update applied via an aggregate: the per-shard aggregation did not run"
-ok "two shards applied the same updates in the same order $note ($aggs via aggregates); shard 0 rejoined after p0 was silent 3.4 s"
+# the shard servers' 0.25 Gbit/s downlinks make aggregation pay: the per-shard aggregates ran,
+# when the run gave them updates to combine. Aggregation needs two updates in one plan (or held
+# behind a busy link); on a loaded machine the three workers compute slower and their pushes may
+# never meet (under make test-under-load one run applied none via an aggregate), so the check
+# counts the plans with two or more updates (sched/batches.jsonl) and requires an aggregate once
+# there were at least 5 such plans
+multi=$(jq -s 'map(select(.n_updates >= 2)) | length' "$WORK/sched/batches.jsonl")
+if [ "$aggs" = 0 ]; then
+	[ "$multi" -lt 5 ] ||
+		fail "no update applied via an aggregate, though $multi plans had two or more updates: the per-shard aggregation did not run"
+	aggnote="none via aggregates: only $multi plans had two or more updates"
+else
+	aggnote="$aggs via aggregates"
+fi
+ok "two shards applied the same updates in the same order $note ($aggnote); shard 0 rejoined after p0 was silent 3.4 s"
 
 # models: assembled from both shards at one version; the shard copies never failed, except
 # copies already commanded to p0 when it stopped (their at_version counts legs it then skipped:

@@ -57,9 +57,9 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "cluster", 1, NULL, 'c' }, { "host", 1, NULL, 'H' }, { "server", 1, NULL, 's' },
 		{ "n", 1, NULL, 'n' }, { "count", 1, NULL, 'k' }, { "gets", 1, NULL, 'g' },
-		{ "timeout", 1, NULL, 't' }, { NULL, 0, NULL, 0 } };
+		{ "timeout", 1, NULL, 't' }, { "go", 1, NULL, 'G' }, { NULL, 0, NULL, 0 } };
 	struct mlf_opts o = { .mode = MLF_MODE_MLFABRIC_A };
-	const char *server = NULL;
+	const char *server = NULL, *go = NULL;
 	size_t n = 1000;
 	long count = 1, gets = 1;
 	double timeout = 20;
@@ -75,12 +75,14 @@ int main(int argc, char **argv)
 		case 'k': count = strtol(optarg, NULL, 10); break;
 		case 'g': gets = strtol(optarg, NULL, 10); break;
 		case 't': timeout = strtod(optarg, NULL); break;
+		case 'G': go = optarg; break;
 		default:
 			fprintf(stderr, "usage: fabric_distapp server|worker --cluster C --host H [--server S] "
-				"[--n FLOATS] [--count K] [--gets G] [--timeout S]\n"
+				"[--n FLOATS] [--count K] [--gets G] [--timeout S] [--go FILE]\n"
 				"server: a model of n floats (w[i] = i / 1000), prints version and hash at every "
 				"version until a signal;\nworker: push K updates (update j: u[i] = j + i mod 7), "
-				"then G gets, printing each model's version and hash\n");
+				"then G gets, printing each model's version and hash; with --go, prints \"pushed\" after\n"
+				"the pushes and starts the gets once FILE exists (the workers' pulls then arrive together)\n");
 			return 2;
 		}
 	}
@@ -123,6 +125,19 @@ int main(int argc, char **argv)
 			u[i] = (float)(j + (long)(i % 7));
 		if (mlf_push(f, server, u, n, 1.0, 0) < 0) {
 			fprintf(stderr, "push: %s\n", mlf_error(f));
+			return 1;
+		}
+	}
+	if (go) { /* a start line shared by the workers: their first pulls arrive together */
+		printf("pushed\n");
+		fflush(stdout);
+		double t_end = timeout * 1e6;
+		while (access(go, F_OK) && !quit && t_end > 0) {
+			usleep(5000);
+			t_end -= 5000;
+		}
+		if (access(go, F_OK)) {
+			fprintf(stderr, "worker: %s did not appear within %.0f s\n", go, timeout);
 			return 1;
 		}
 	}

@@ -42,13 +42,18 @@ bg server "$DAPP" server --cluster "$CLUSTER" --host ps --n $N
 wait_for "$WORK/server.out" "server ready" 15
 T="$WORK/rec/transfers.jsonl"
 
-# run TAG GETS: the three workers (2 updates, GETS gets each) in the background
+# run TAG GETS: the three workers (2 updates, GETS gets each) in the background; their gets start
+# together once all three pushed (a start file, not a sleep): pulls that arrive one by one, as
+# workers started apart on a loaded machine make them, each find no other pull to share a tree
+# with, and stay apart (each worker's next pull follows its last copy)
 run() {
 	local tag=$1 gets=$2 w
 	for w in w0 w1 w2; do
 		bg "${w}_$tag" "$DAPP" worker --cluster "$CLUSTER" --host $w --server ps --n $N \
-			--count 2 --gets "$gets" --timeout 20
+			--count 2 --gets "$gets" --timeout 20 --go "$WORK/go_$tag"
 	done
+	for w in w0 w1 w2; do wait_for "$WORK/${w}_$tag.out" '^pushed$' 20; done
+	touch "$WORK/go_$tag"
 }
 
 # gets_exact TAG W...: every get of these workers matches the server's model at its version
@@ -91,12 +96,13 @@ ok "$n gets byte-exact at their version; $fwd model copies forwarded by $by, $sr
 skip=$(wc -l <"$T") # the records of part 1
 run kill 12
 victim=""
-for ((i = 0; i < 300; i++)); do
-	[ -z "$victim" ] || break
+# the first forward, looked for while any worker still runs (not for a fixed time)
+alive() { local w; for w in w0 w1 w2; do kill -0 "$(eval echo \$PID_${w}_kill)" 2>/dev/null && return 0; done; return 1; }
+while [ -z "$victim" ] && alive; do
 	victim=$(tail -n +$((skip + 1)) "$T" | grep -o '"forwarded_by":"[^"]*"' | head -1 | cut -d'"' -f4 || true)
 	[ -n "$victim" ] || sleep 0.02
 done
-[ -n "$victim" ] || fail "no forward within 6 s"
+[ -n "$victim" ] || fail "no forward while the workers of part 2 ran"
 sleep 0.05 # the server's copy to it is on its way (160 ms), its forwards follow
 kill -9 "$(eval echo \$PID_${victim}_kill)"
 others=""
