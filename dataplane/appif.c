@@ -59,6 +59,8 @@ struct delivery {
 	int unannounced; /* the scheduler did not announce it: its bytes are never handed to a
 			  * listener that requires announcements (APPMSG_LISTEN_ANNOUNCED); a
 			  * failure event carries no bytes and goes (a commit order may wait for it) */
+	uint64_t since_ns; /* queued at (monotonic ns): an unordered arrival on an ordered channel
+			    * waits DELIVERY_UNKNOWN_HOLD_NS for its order from then */
 };
 
 static struct {
@@ -310,6 +312,15 @@ static void deliver(void)
 			if (c < 0 || ai.cl[c].fd < 0 || ai.cl[c].overflow ||
 			    !delivery_may_deliver(&ai.order[d->msg.chan], d->msg.id))
 				continue;
+			if (d->msg.status == 0 && delivery_unknown_waits(&ai.order[d->msg.chan], d->msg.id)) {
+				/* its data came before its `order` (delivery.h): wait for the order */
+				if (dp.clk.mono_ns - d->since_ns < DELIVERY_UNKNOWN_HOLD_NS)
+					continue;
+				log_warn("transfer %llx from %s on channel %u: no commit order named it "
+					 "within %.1f s of its arrival; handed over unordered",
+					 (unsigned long long)d->msg.id, d->msg.peer, d->msg.chan,
+					 (double)DELIVERY_UNKNOWN_HOLD_NS / 1e9);
+			}
 			rc = appmsg_send(ai.cl[c].fd, &d->msg, d->fd);
 			if (send_transient(rc))
 				return; /* the app is slow to read: try again next poll */
@@ -337,6 +348,7 @@ static void enqueue_rx(const struct appmsg *m, int fd, int unannounced)
 	}
 	ai.pend[ai.npend].msg = *m;
 	ai.pend[ai.npend].unannounced = unannounced;
+	ai.pend[ai.npend].since_ns = dp.clk.mono_ns;
 	ai.pend[ai.npend++].fd = fd;
 	deliver();
 }
@@ -397,6 +409,7 @@ static void rx_aborted(int peer, uint64_t id, const char *reason)
 
 void appif_check_order(uint64_t hold_ns)
 {
+	deliver(); /* arrivals whose wait for their order (DELIVERY_UNKNOWN_HOLD_NS) ended */
 	for (int c = 0; c < MAX_CHANS; c++) {
 		struct delivery_list *o = &ai.order[c];
 		char reason[APPMSG_REASON_MAX];

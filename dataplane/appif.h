@@ -64,6 +64,8 @@ int appif_wait_fds(struct pollfd *p, int max);
  * appif_check_order - hold timeout of ordered delivery: when the next id of a channel's commit
  * order has neither arrived nor been in progress for @hold_ns (ns) while later transfers wait,
  * deliver a failure event for it (status -ETIMEDOUT, reason naming the id) so the rest can go.
+ * Also hands over the arrivals whose wait for their own order (DELIVERY_UNKNOWN_HOLD_NS,
+ * delivery.h) ended. Called from the loop's slow path.
  */
 void appif_check_order(uint64_t hold_ns);
 

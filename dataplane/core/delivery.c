@@ -27,6 +27,10 @@ int delivery_add(struct delivery_list *o, const uint64_t *ids, int n, int replac
 		o->done[base + i] = 0;
 	}
 	o->n = base + n;
+	if (n > 0)
+		o->ordered = 1;
+	else if (replace)
+		o->ordered = 0;
 	return 0;
 }
 
@@ -46,6 +50,11 @@ int delivery_may_deliver(const struct delivery_list *o, uint64_t id)
 		if (!o->done[i])
 			return 0;
 	return 1;
+}
+
+int delivery_unknown_waits(const struct delivery_list *o, uint64_t id)
+{
+	return o->ordered && position(o, id) < 0;
 }
 
 int delivery_waits_for(const struct delivery_list *o, uint64_t id)

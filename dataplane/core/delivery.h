@@ -15,10 +15,23 @@ struct delivery_list {
 	uint8_t *done;
 	int n, cap;
 	uint64_t head_id, head_since_ns;
+	int ordered; /* a scheduler orders this channel: set by a delivery_add of one id or more,
+		      * cleared by a replace with none (a lost scheduler's orders emptied) */
 };
 
+/*
+ * How long a finished transfer on an ordered channel whose id no order named yet waits for its
+ * `order` (ns). The order travels scheduler -> dataplane -> app -> dataplane while the data goes
+ * sender -> dataplane: on a loaded host the data can come first, and handed over at once it
+ * would be applied before transfers planned ahead of it (each commit's version one higher than
+ * planned: an update planned at the delay bound then goes past it). Past this the transfer is
+ * handed over unordered, with a WARN.
+ */
+#define DELIVERY_UNKNOWN_HOLD_NS 500000000ull
+
 /**
- * delivery_add - append @n transfer ids (or replace the list when @replace).
+ * delivery_add - append @n transfer ids (or replace the list when @replace); the channel is
+ * ordered from then on when @n > 0, and no longer when @replace and @n == 0.
  * Returns 0, or -ENOMEM (the list is unchanged).
  */
 int delivery_add(struct delivery_list *o, const uint64_t *ids, int n, int replace);
@@ -28,6 +41,13 @@ int delivery_add(struct delivery_list *o, const uint64_t *ids, int n, int replac
  * every id before it was handed over; 0 when it must wait for a predecessor.
  */
 int delivery_may_deliver(const struct delivery_list *o, uint64_t id);
+
+/**
+ * delivery_unknown_waits - 1 when the channel is ordered (a scheduler orders it) and no order
+ * named @id yet: a finished transfer @id should wait for its order (DELIVERY_UNKNOWN_HOLD_NS at
+ * most, counted by the caller); else 0.
+ */
+int delivery_unknown_waits(const struct delivery_list *o, uint64_t id);
 
 /**
  * delivery_waits_for - 1 when @id is in the list and not yet handed over (a failure event for it

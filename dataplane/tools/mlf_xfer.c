@@ -33,7 +33,8 @@ static void usage(FILE *out)
 		"  retransmits= [reason=\"...\"]. Exit 0 iff all ok.\n"
 		"recv: waits for K incoming transfers (--timeout S overall, default 0 = forever), writes\n"
 		"  each payload to FILE (K=1) or DIR/<id>, prints: recv id= from= bytes= status=ok|failed.\n"
-		"  --order: commit order; those transfers are handed over in this order (early ones held).\n"
+		"  --order: commit order; those transfers are handed over in this order (early ones held;\n"
+		"           another transfer on the channel waits up to 0.5 s for an order naming it).\n"
 		"  --announced-only: take only transfers the scheduler announced to this host (`expect`,\n"
 		"  docs/security.md); others are held up to 1 s for their announcement, then refused.\n"
 		"  Exit 0 iff all ok.\n");

@@ -233,8 +233,10 @@ static void cmd_drop(struct mlf *f, const struct fabric_cmd *c)
 
 /*
  * `order`: appends to the dataplane's commit order of the channel. The `order` travels through
- * this endpoint while the data goes straight to the dataplane, so a transfer may be handed over
- * before its `order` is in the dataplane's list; ordered delivery would then wait for it again
+ * this endpoint while the data goes straight to the dataplane, so a transfer may finish before
+ * its `order` is in the dataplane's list. The dataplane holds such an arrival on an ordered
+ * channel for its order (DELIVERY_UNKNOWN_HOLD_NS, 0.5 s), then hands it over unordered; for
+ * that case ordered delivery would wait for it again
  * and hold every later transfer. So every arrival on chan 1/4 is marked done (an ORDER skip) as
  * it is handed over (on_received), and an `order` naming an id already handed over marks it done
  * again right after appending it (for the skip that went out before the ORDER).

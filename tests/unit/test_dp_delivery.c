@@ -96,9 +96,39 @@ START_TEST(stalled_head_reported)
 }
 END_TEST
 
+/*
+ * An ordered channel (a scheduler gave it an order) holds a finished transfer no order named yet
+ * (its data came before its `order`, delivery.h): delivery_unknown_waits says so; a channel never
+ * ordered, or one whose orders were emptied (a lost scheduler), does not. Before, such an arrival
+ * was handed over at once and applied ahead of transfers planned before it.
+ */
+START_TEST(unknown_ids_wait_on_ordered_channel)
+{
+	struct delivery_list o = { 0 };
+	uint64_t a[] = { 30, 50 }, b[] = { 70 };
+
+	ck_assert_int_eq(delivery_unknown_waits(&o, 70), 0); /* never ordered */
+	ck_assert_int_eq(delivery_add(&o, a, 2, 0), 0);
+	ck_assert_int_eq(delivery_unknown_waits(&o, 70), 1); /* 70's order is still on its way */
+	ck_assert_int_eq(delivery_unknown_waits(&o, 50), 0); /* named: delivery_may_deliver rules */
+	delivery_mark_done(&o, 30);
+	delivery_mark_done(&o, 50);
+	ck_assert_int_eq(o.n, 0);
+	ck_assert_int_eq(delivery_unknown_waits(&o, 70), 1); /* still ordered with nothing awaited */
+	ck_assert_int_eq(delivery_add(&o, b, 1, 0), 0); /* its order came */
+	ck_assert_int_eq(delivery_unknown_waits(&o, 70), 0);
+	ck_assert_int_eq(delivery_may_deliver(&o, 70), 1);
+	ck_assert_int_eq(delivery_add(&o, NULL, 0, 1), 0); /* emptied: no scheduler orders it now */
+	ck_assert_int_eq(delivery_unknown_waits(&o, 90), 0);
+	ck_assert_int_eq(delivery_add(&o, NULL, 0, 0), 0); /* an empty append changes nothing */
+	ck_assert_int_eq(delivery_unknown_waits(&o, 90), 0);
+	delivery_free(&o);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *tests[] = { holds_early_arrivals, append_and_replace, done_head_entries_dropped,
-				 stalled_head_reported };
-	return test_dp_run("delivery", tests, 4);
+				 stalled_head_reported, unknown_ids_wait_on_ordered_channel };
+	return test_dp_run("delivery", tests, 5);
 }
