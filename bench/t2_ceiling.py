@@ -173,7 +173,7 @@ class Sim:
         self.tau = st.tau_max if a.tau_max is None else a.tau_max
         self.agg_open = {}                    # --agg-busy: shard -> [aggregate start, end, aggregator]
         self.rec = dict(pushed=0, applied=0, dropped=0, aggregated=0, delays=[], gets=[], copies=0,
-                        agg_commits=0, batches=[])
+                        agg_commits=0, batches=[], spreads=[])
 
     def push_ev(self, t, kind, data):
         self.seq += 1
@@ -326,7 +326,7 @@ class Sim:
             self.rec["applied"] += len(kept)
         V = self.ordered
         for _, w, _t in pulls:
-            end, starts = now, []
+            end, starts, starts_s = now, [], []
             for k in self.order(w):
                 early = a.early_all or (a.early_busy and self.halved_down(k, now))
                 ready = now if early else max(now, self.shard_t[k] + a.late_ms / 1e3)
@@ -334,8 +334,10 @@ class Sim:
                 # the slice's version: the pull's, or (--latest, --early-busy) what the shard
                 # holds at the copy's start, known once every leg applied by then is planned
                 starts.append((k, s) if (a.latest or early) else (k, None))
+                starts_s.append((k, s))
                 end = max(end, e)
                 self.rec["copies"] += 1
+            self.rec["spreads"].append(end - min(x for _k, x in starts_s))
             self.push_ev(end + a.get_ms / 1e3, "got", (w, V, starts, _t))
         self.last_plan = T
 
@@ -409,6 +411,9 @@ class Sim:
             "mean_delay": statistics.mean(d) if d else 0.0,
             "busy_legs_per_aggregate": r.get("busy_legs", 0) / max(r.get("busy_aggs", 0), 1),
             "get_median_s": statistics.median(r["gets"]) if r["gets"] else 0.0,
+            "get_mean_s": statistics.mean(r["gets"]) if r["gets"] else 0.0,
+            "iteration_mean_s": len(self.wk) / max(r["pushed"] / T, 1e-9),
+            "copy_spread_median_s": statistics.median(r["spreads"]) if r["spreads"] else 0.0,
             "multi_batches_frac": sum(1 for b in r["batches"] if b >= 2) / max(1, sum(1 for b in r["batches"] if b)),
             "server_up_busy": statistics.mean(busy[h][0] for h in self.st.servers),
             "server_down_busy": statistics.mean(busy[h][1] for h in self.st.servers),
@@ -455,7 +460,7 @@ def loads(st):
       "get, no shard links)" % (W, c_mean, (st.model_bytes + st.S * HEADER_BYTES) * 8 / full,
                                  W / (c_mean + (st.model_bytes + st.S * HEADER_BYTES) * 8 / full)))
     # the seed's schedule: fraction of time some shard link is halved
-    n_per = 25
+    n_per = 22
     any_half = sum(1 for k in range(n_per) if any(
         st.cap[(h, d)][k] < st.full_gbps - 1e-12 for h in st.servers for d in ("up", "down")))
     down_half = sum(1 for k in range(n_per) if any(
@@ -528,6 +533,7 @@ def measured(sysdir, st):
     gets = [x["get_s"] for v in pushes.values() for x in v if isinstance(x.get("get_s"), (int, float))]
     comp = [x["compute_s"] * x.get("factor", 1) for v in pushes.values() for x in v
             if isinstance(x.get("compute_s"), (int, float))]
+    cyc = [b["t"] - a_["t"] for v in pushes.values() for a_, b in zip(v, v[1:])]
     fate = {}
     for u in read_jsonl(os.path.join(rec, "updates.jsonl")):
         fate[u.get("id")] = u.get("fate")
@@ -546,7 +552,9 @@ def measured(sysdir, st):
            "multi_batches_frac": sum(1 for b in bat if b >= 2) / max(1, sum(1 for b in bat if b)),
            "mean_delay": statistics.mean(delays) if delays else None,
            "get_median_s": statistics.median(gets) if gets else None,
-           "compute_mean_s": statistics.mean(comp) if comp else None}
+           "compute_mean_s": statistics.mean(comp) if comp else None,
+           "get_mean_s": statistics.mean(gets) if gets else None,
+           "iteration_mean_s": statistics.mean(cyc) if cyc else None}
     run = os.path.dirname(sysdir)
     tsv = os.path.join(run, "network.tsv")
     xf = list(read_jsonl(os.path.join(rec, "transfers.jsonl")))
@@ -557,6 +565,22 @@ def measured(sysdir, st):
         out["server_down_busy"] = statistics.mean(lk[h]["down"]["busy"] for h in st.servers)
         out["worker_up_busy"] = statistics.median(lk[h]["up"]["busy"] for h in st.workers)
         out["worker_down_busy"] = statistics.median(lk[h]["down"]["busy"] for h in st.workers)
+    by_pull = {}
+    for x in xf:
+        if x.get("what") == "model" and x.get("pull"):
+            b = by_pull.setdefault(x["pull"], [x["start"], x["end"]])
+            b[0], b[1] = min(b[0], x["start"]), max(b[1], x["end"])
+    if by_pull:
+        out["copy_spread_median_s"] = statistics.median(e - s0 for s0, e in by_pull.values())
+    try:  # the dataplanes' logs: copies started late, a pull's last copy after its planned end
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from copy_wait import copies
+        late_frac, last_late, retx = copies(sysdir)
+        out["copies_started_late_frac"] = late_frac
+        out["last_copy_late_mean_s"] = last_late
+        out["retransmits_per_transfer"] = retx
+    except (ImportError, OSError):
+        pass
     legs = sorted(x["end"] - x["start"] for x in xf if x.get("what") == "update" and x.get("dst") in st.servers)
     if legs:
         out["leg_planned_median_s"] = legs[len(legs) // 2]
@@ -618,7 +642,7 @@ def main():
         if a.json:
             print(json.dumps(r))
     keys = ["pushed_per_s", "applied_per_s", "mean_delay", "dropped_frac", "aggregated_frac", "multi_batches_frac",
-            "get_median_s", "server_up_busy", "server_down_busy", "worker_up_busy", "worker_down_busy"]
+            "get_median_s", "copy_spread_median_s", "server_up_busy", "server_down_busy", "worker_up_busy", "worker_down_busy"]
     for r in res:
         print("seed %d, pushed per s by the state of the shard links: %s" % (r["seed"], "; ".join(
             "%s %s (%d periods)" % (k, v["pushed_per_s"], v["periods"]) for k, v in sorted(r["per_state"].items()))))
