@@ -29,14 +29,20 @@ halved starts at once, with the slice the shard holds then: a relaxed fresh pull
 slice; the update's v(g) is the stalest slice's), --agg-busy (every leg to a shard whose
 downlink is halved goes through an aggregator, which sends one aggregate of all the legs it
 holds whenever that downlink frees), --tau-max N (the delay bound), --no-n1 (every link at full
-rate), --overlap-free (no straggler draws).
+rate), --no-straggle (no straggler draws), --no-agg, --no-hold.
+
+Measured inputs: --get-ms (added to every get: the mean lateness of a get's last copy, 61 ms in
+the checked run), --late-ms, --compute-extra-ms. --check SYSDIR prints a run's measured figures
+(records, dataplane logs) next to the model's for that seed and the run's wall time.
 
 usage: bench/t2_ceiling.py [--exp conf/exp-t2-shards4.json] [--cell c2-n1] [--seeds 1,2,3]
-                           [--duration S] [levers] [--json]
+                           [--duration S] [--get-ms MS] [levers] [--json]
        bench/t2_ceiling.py --loads [--exp ...] [--cell ...] [--seeds ...]
+       bench/t2_ceiling.py --check RUN/c2-n1-s1-mlfabric-a/mlfabric-a --seeds 1 [--get-ms MS]
 """
 import argparse
 import bisect
+import glob
 import heapq
 import json
 import math
@@ -381,7 +387,7 @@ class Sim:
         return self.result()
 
     def result(self):
-        a, r, T = self.a, self.rec, self.a.duration
+        r, T = self.rec, self.a.duration
         d = r["delays"]
         busy = {}
         for h in self.st.servers + self.st.workers:
@@ -395,7 +401,6 @@ class Sim:
             t = (k + 0.5) * st.period
             dn = any(st.gbps(h, "down", t) < st.full_gbps - 1e-12 for h in st.servers)
             up = any(st.gbps(h, "up", t) < st.full_gbps - 1e-12 for h in st.servers)
-            wk = any(st.gbps(h, d, t) < st.full_gbps - 1e-12 for h in st.workers for d in ("up", "down"))
             key = ("shard up+down halved" if up and dn else "shard uplink halved" if up else
                    "shard downlink halved" if dn else "shard links full")
             n = sum(1 for x in r.get("push_t", []) if k * st.period <= x < (k + 1) * st.period)
@@ -540,12 +545,9 @@ def measured(sysdir, st):
     n_app = sum(1 for f in fate.values() if f in ("direct", "aggregated"))
     n_agg = sum(1 for f in fate.values() if f == "aggregated")
     n_drop = sum(1 for f in fate.values() if f == "dropped")
-    delays = []
-    for h in st.servers:
-        for f in (os.path.join(rec, h, "applied.jsonl"), os.path.join(rec, "applied.jsonl")):
-            if os.path.isfile(f):
-                delays += [x["delay"] for x in read_jsonl(f) if isinstance(x.get("delay"), (int, float))]
-                break
+    delays = []  # shard 0 at records/, shard k at records/shard-k/
+    for f in [os.path.join(rec, "applied.jsonl")] + sorted(glob.glob(os.path.join(rec, "shard-*", "applied.jsonl"))):
+        delays += [x["delay"] for x in read_jsonl(f) if isinstance(x.get("delay"), (int, float))]
     bat = [b.get("n_updates", 0) for b in read_jsonl(os.path.join(rec, "batches.jsonl"))]
     out = {"duration_s": T, "pushed_per_s": n_push / T, "applied_per_s": n_app / T,
            "dropped_frac": n_drop / max(n_push, 1), "aggregated_frac": n_agg / max(n_app, 1),
