@@ -517,6 +517,43 @@ def period_bound(st, c_mean, d, n_per):
     return tuple(x / n_per for x in tot)
 
 
+def delay_identity(rec, workers):
+    """The closed-loop identity of a run's delays (docs/results/table2.md "The ceiling of C2-N1 at
+    four shards"): with fresh pulls, mean delay = (N - 1) V / A - (versions outside every window
+    of a worker and not its own commits) / A, over V versions and A applied updates. From shard
+    0's applied.jsonl (at, version, parts per update id) and each worker's pushes.jsonl (its
+    update ids in order); the gap versions split into those after an applied update (the next
+    model read past the worker's own commit), those spanning its dropped updates, and the run's
+    start and end. Returns {} without records."""
+    from mlfcluster.records import read_jsonl
+    app = {x["id"]: x for x in read_jsonl(os.path.join(rec, "applied.jsonl")) if "id" in x}
+    if not app:
+        return {}
+    V = max(x["at"] + x.get("parts", 1) for x in app.values())
+    A = len(app)
+    after, drop, edge = 0, 0, 0
+    for w in workers:
+        prev, dropped, first = 0, False, True
+        for p in read_jsonl(os.path.join(rec, w, "pushes.jsonl")):
+            u = app.get(p.get("id"))
+            if u is None:
+                dropped = True
+                continue
+            g = u["version"] - prev
+            if first:
+                edge += g
+            elif dropped:
+                drop += g
+            else:
+                after += g
+            first, dropped, prev = False, False, u["at"] + u.get("parts", 1)
+        edge += V - prev
+    n = len(workers)
+    return {"identity_delay": (n - 1) * V / A - (after + drop + edge) / A,
+            "gap_after_applied_per_update": after / A, "gap_over_drops_per_update": drop / A,
+            "gap_start_end_per_update": edge / A}
+
+
 def measured(sysdir, st):
     """The figures the model predicts, from a run's records (SYSDIR = <out>/<cell>-s<seed>-<system>/
     <system>): wall time (run.json), gradients pushed (pushes.jsonl), updates applied, dropped and
@@ -548,6 +585,7 @@ def measured(sysdir, st):
     delays = []  # shard 0 at records/, shard k at records/shard-k/
     for f in [os.path.join(rec, "applied.jsonl")] + sorted(glob.glob(os.path.join(rec, "shard-*", "applied.jsonl"))):
         delays += [x["delay"] for x in read_jsonl(f) if isinstance(x.get("delay"), (int, float))]
+    out_gap = delay_identity(rec, st.workers)
     bat = [b.get("n_updates", 0) for b in read_jsonl(os.path.join(rec, "batches.jsonl"))]
     out = {"duration_s": T, "pushed_per_s": n_push / T, "applied_per_s": n_app / T,
            "dropped_frac": n_drop / max(n_push, 1), "aggregated_frac": n_agg / max(n_app, 1),
@@ -557,6 +595,7 @@ def measured(sysdir, st):
            "compute_mean_s": statistics.mean(comp) if comp else None,
            "get_mean_s": statistics.mean(gets) if gets else None,
            "iteration_mean_s": statistics.mean(cyc) if cyc else None}
+    out.update(out_gap)
     run = os.path.dirname(sysdir)
     tsv = os.path.join(run, "network.tsv")
     xf = list(read_jsonl(os.path.join(rec, "transfers.jsonl")))

@@ -91,5 +91,27 @@ class ModelTest(unittest.TestCase):
         self.assertLess(r6["mean_delay"], r["mean_delay"])
 
 
+class IdentityTest(unittest.TestCase):
+    def test_identity_on_records(self):
+        """Two workers, B's first update dropped: mean delay 1/3 = (N-1) V/A - gaps/A."""
+        import json
+        import tempfile
+        d = tempfile.mkdtemp()
+        app = [{"id": 1, "version": 0, "at": 0, "delay": 0, "parts": 1},
+               {"id": 3, "version": 1, "at": 1, "delay": 0, "parts": 1},
+               {"id": 4, "version": 1, "at": 2, "delay": 1, "parts": 1}]
+        with open(os.path.join(d, "applied.jsonl"), "w") as f:
+            f.write("".join(json.dumps(x) + "\n" for x in app))
+        for w, ids in (("wa", [1, 3]), ("wb", [2, 4])):
+            os.makedirs(os.path.join(d, w))
+            with open(os.path.join(d, w, "pushes.jsonl"), "w") as f:
+                f.write("".join(json.dumps({"id": i}) + "\n" for i in ids))
+        r = TC.delay_identity(d, ["wa", "wb"])
+        self.assertAlmostEqual(r["identity_delay"], 1 / 3)
+        self.assertAlmostEqual(r["gap_after_applied_per_update"], 0)
+        self.assertAlmostEqual(r["gap_start_end_per_update"], 2 / 3)
+        self.assertEqual(TC.delay_identity(tempfile.mkdtemp(), ["wa"]), {})
+
+
 if __name__ == "__main__":
     unittest.main()
