@@ -554,6 +554,51 @@ def delay_identity(rec, workers):
             "gap_start_end_per_update": edge / A}
 
 
+def copy_lateness(sysdir, t0, period):
+    """Model copies by the state of their sender's uplink (from the run's network.tsv): median
+    lateness at the receiver against the planned end (s) and the rate the sender's dataplane
+    reports as achieved (Mbit/s), for copies on full-rate links and from a halved uplink (a
+    copy crossing a period boundary or with a halved receiver downlink left out). Returns {}."""
+    import re
+    from mlfcluster.network import read_schedule
+    from mlfcluster.records import read_jsonl
+    tsv = os.path.join(os.path.dirname(sysdir), "network.tsv")
+    if not os.path.isfile(tsv):
+        return {}
+    cap = {(int(k), h): (float(u), float(d)) for k, _o, h, u, d in read_schedule(tsv)}
+    full = max(v[0] for v in cap.values())
+    tx_re = re.compile(r"\S+ INFO dataplane\[\w+\]: xfer (\w+) to \S+ complete: \d+ bytes, ([\d.]+) Gbit/s")
+    rx_re = re.compile(r"(\S+) INFO dataplane\[\w+\]: xfer (\w+) from \S+ complete")
+    rate, rx = {}, {}
+    for f in glob.glob(os.path.join(sysdir, "logs", "dp-*.log")):
+        for line in open(f, errors="replace"):
+            m = tx_re.match(line)
+            if m:
+                rate[int(m.group(1), 16)] = float(m.group(2))
+                continue
+            m = rx_re.match(line)
+            if m:
+                rx[int(m.group(2), 16)] = float(m.group(1))
+    out = {}
+    for t in read_jsonl(os.path.join(sysdir, "records", "transfers.jsonl")):
+        x = t.get("xfer")
+        if t.get("what") != "model" or x not in rx or x not in rate:
+            continue
+        k = int((t["start"] - t0) // period)
+        if k != int((t["end"] - t0) // period):
+            continue
+        up = cap.get((k, t["src"]), (full, full))[0] < full
+        down = cap.get((k, t["dst"]), (full, full))[1] < full
+        if down:
+            continue
+        out.setdefault("halved" if up else "full", []).append((rx[x] - t["end"], rate[x] * 1e3))
+    res = {}
+    for key, v in out.items():
+        res["copy_late_median_s_%s_uplink" % key] = statistics.median(a for a, _ in v)
+        res["copy_achieved_mbps_%s_uplink" % key] = statistics.median(b for _, b in v)
+    return res
+
+
 def measured(sysdir, st):
     """The figures the model predicts, from a run's records (SYSDIR = <out>/<cell>-s<seed>-<system>/
     <system>): wall time (run.json), gradients pushed (pushes.jsonl), updates applied, dropped and
@@ -622,6 +667,7 @@ def measured(sysdir, st):
         out["retransmits_per_transfer"] = retx
     except (ImportError, OSError):
         pass
+    out.update(copy_lateness(sysdir, t0, st.period))
     legs = sorted(x["end"] - x["start"] for x in xf if x.get("what") == "update" and x.get("dst") in st.servers)
     if legs:
         out["leg_planned_median_s"] = legs[len(legs) // 2]
