@@ -64,7 +64,7 @@ ok "an allocation of the local Slurm; the scheduler listens on 10.81.0.2; mlf-to
 # ended (as in cluster_ssh.sh: late starters on a loaded machine, early enders at the target); a
 # process that exits during its check is skipped (under set -e a vanished pid's `ps` used to end
 # the test without a word)
-n=0 seen=" "
+n=0 seen=" " kinds=""
 while :; do
 	for p in $(pgrep -f "$ROOT/build/mlf-(worker|ps|scheduler|aggregator|dataplane) .*$CL" || true); do
 		case "$seen" in *" $p "*) continue ;; esac
@@ -81,12 +81,12 @@ while :; do
 		kill -0 "$p" 2>/dev/null || continue   # ended during its check: its ancestry says nothing
 		[ "$c" = slurmstepd ] || fail "process $p ($(ps -o args= -p "$p" | cut -c1-60)) not under a slurmstepd (ancestors:$chain)"
 		case "$ns" in clsl-*) ;; *) fail "process $p not in a host's namespace" ;; esac
-		seen="$seen$p "; n=$((n + 1))
+		seen="$seen$p "; n=$((n + 1)); kinds="$kinds ${ns#clsl-}:$comm"
 	done
 	[ "$n" -lt 12 ] && kill -0 "$RUNPID" 2>/dev/null || break
 	sleep 0.2
 done
-[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected)"
+[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected; seen:$kinds; mlf processes now: $(pgrep -af 'build/mlf-' | grep -v pgrep | cut -c1-80 | tr '\n' ';'))"
 ok "$n processes, each an srun step's under a slurmstepd in its host's namespace (none by ip netns exec)"
 launch_check_trained
 launch_check_gone

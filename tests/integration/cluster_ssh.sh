@@ -59,7 +59,7 @@ ok "the scheduler listens on its control address 10.87.0.2; mlf-top reaches it t
 # ended: on a loaded machine the last workers start seconds after the first progress line, and
 # the run (stopping at its target) may end its first processes meanwhile; a process that exits
 # or loses its parent during the check is skipped, not misread
-n=0 seen=" "
+n=0 seen=" " kinds=""
 while :; do
 	for p in $(pgrep -f "$ROOT/build/mlf-(worker|ps|scheduler|aggregator|dataplane) .*$CL" || true); do
 		case "$seen" in *" $p "*) continue ;; esac
@@ -69,12 +69,12 @@ while :; do
 		g=$(ps -o comm= -p "$(ps -o ppid= -p "$pp" 2>/dev/null | tr -d ' ')" 2>/dev/null) || continue
 		[ "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')" = "$pp" ] || continue   # reparented: ending
 		[ "$g" = sshd ] || fail "process $p ($(ps -o args= -p "$p" | cut -c1-60)) not started by an sshd"
-		seen="$seen$p "; n=$((n + 1))
+		seen="$seen$p "; n=$((n + 1)); kinds="$kinds $comm"
 	done
 	[ "$n" -lt 12 ] && kill -0 "$RUNPID" 2>/dev/null || break
 	sleep 0.2
 done
-[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected)"
+[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected; seen:$kinds)"
 ok "$n processes, each started through an sshd of its host (none by ip netns exec)"
 launch_check_trained
 launch_check_gone

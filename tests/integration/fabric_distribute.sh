@@ -42,17 +42,19 @@ bg server "$DAPP" server --cluster "$CLUSTER" --host ps --n $N
 wait_for "$WORK/server.out" "server ready" 15
 T="$WORK/rec/transfers.jsonl"
 
-# run TAG GETS: the three workers (2 updates, GETS gets each) in the background; their gets start
-# together once all three pushed (a start file, not a sleep): pulls that arrive one by one, as
-# workers started apart on a loaded machine make them, each find no other pull to share a tree
-# with, and stay apart (each worker's next pull follows its last copy)
+# run TAG GETS VERSION: the three workers (2 updates, GETS gets each) in the background; their
+# gets start together once the server applied all six updates, at VERSION (a start file, not a
+# sleep): a pull is answered only after its worker's own updates (fresh pulls), so pulls made
+# right after pushes that a loaded machine spread out become ready one by one, each finds no
+# other pull to share a tree with, and they stay apart (each worker's next pull follows its copy)
 run() {
-	local tag=$1 gets=$2 w
+	local tag=$1 gets=$2 version=$3 w
 	for w in w0 w1 w2; do
 		bg "${w}_$tag" "$DAPP" worker --cluster "$CLUSTER" --host $w --server ps --n $N \
 			--count 2 --gets "$gets" --timeout 20 --go "$WORK/go_$tag"
 	done
 	for w in w0 w1 w2; do wait_for "$WORK/${w}_$tag.out" '^pushed$' 20; done
+	wait_for "$WORK/server.out" "^model version=$version " 20
 	touch "$WORK/go_$tag"
 }
 
@@ -71,7 +73,7 @@ gets_exact() {
 }
 
 # --- 1. pulls answered through a tree, byte-exact
-run tree 8
+run tree 8 6
 for w in w0 w1 w2; do
 	wait "$(eval echo \$PID_${w}_tree)" || fail "worker $w failed (exit $?): $(tail -3 "$WORK/${w}_tree.err")"
 done
@@ -94,7 +96,7 @@ ok "$n gets byte-exact at their version; $fwd model copies forwarded by $by, $sr
 
 # --- 2. a distributor killed while it holds forwards: their pulls are answered again
 skip=$(wc -l <"$T") # the records of part 1
-run kill 12
+run kill 12 12
 victim=""
 # the first forward, looked for while any worker still runs (not for a fixed time)
 alive() { local w; for w in w0 w1 w2; do kill -0 "$(eval echo \$PID_${w}_kill)" 2>/dev/null && return 0; done; return 1; }
