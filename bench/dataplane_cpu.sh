@@ -115,7 +115,7 @@ report() {
 	echo "$(nproc) cores, ${PLAIN#"$ROOT"/} unshaped, MTU $MTU, load average at start $(cut -d' ' -f1 /proc/loadavg)."
 	echo "CPU in % of one core (utime+stime from /proc/PID/stat over the interval), median (min-max) of $RUNS rounds."
 	echo "Rate: paced rows the L2 rate at b's eth0 rx counters against the commanded rate x $L2 (headers;"
-	echo "tagged frames: x (MTU + 14) / (MTU - 92), 24 bytes of tag more per frame);"
+	echo "tagged frames: x (MTU + 14) / (MTU - 104), 36 bytes of tag more per frame);"
 	echo "the full-speed row is the sender-reported payload goodput of a 512 MiB transfer."
 	echo
 	echo "| load | $COL | sender CPU % | receiver CPU % | rate Gbit/s | pacing error |"
@@ -126,8 +126,8 @@ report() {
 			r=$(stat3 %.2f -- ${R[$pol,$load,r]:-})
 			if [ "$load" != idle ] && [ "$load" != full ]; then
 				med=$(printf '%s\n' ${R[$pol,$load,r]} | sort -g | awk '{ v[++n] = $1 } END { print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')
-				local f=$L2 # tagged frames carry 24 more header bytes per segment
-				[ "$pol" = tagged ] && f=$(awk -v m="$MTU" 'BEGIN { printf "%.6f", (m + 14) / (m - 92) }')
+				local f=$L2 # tagged frames carry 36 more header bytes per segment (WIRE_TAG_LEN)
+				[ "$pol" = tagged ] && f=$(awk -v m="$MTU" 'BEGIN { printf "%.6f", (m + 14) / (m - 104) }')
 				err=$(awk -v m="$med" -v c="$load" -v f="$f" 'BEGIN { if (m == "") print "n/a"; else printf "%+.2f%%", (m / (c * f) - 1) * 100 }')
 			fi
 			[ "$load" = idle ] && r="-"
