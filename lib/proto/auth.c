@@ -266,7 +266,7 @@ int auth_frame_tag(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, cons
 	nonce[10] = (uint8_t)(af->next >> 8);
 	nonce[11] = (uint8_t)af->next;
 	r = frame_mac(af, src_ip, dst_ip, hdr, hdr_len, body, body_len, nonce, tag);
-	if (r == 0 && ++af->next == 0) /* only a used nonce advances the counter */
+	if (++af->next == 0) /* a nonce handed out is never handed out again, tagged or not */
 		af->redraw = 1;
 	return r;
 }
