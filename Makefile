@@ -31,7 +31,7 @@ CC      ?= gcc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP
-LDLIBS  += -lm -lcrypto
+LDLIBS  += -lm -lcrypto $(SODIUM_LIBS)
 
 # Goals that need no packages (the README's two commands install them, then re-enter make).
 NOPKG_GOALS := clean help deps run test uninstall
@@ -43,6 +43,7 @@ $(call need_pkg,jansson,libjansson-dev)
 $(call need_pkg,check,check)
 $(call need_pkg,zlib,zlib1g-dev)
 $(call need_pkg,libcrypto,libssl-dev)
+$(call need_pkg,libsodium,libsodium-dev)
 $(call need_pkg,libdpdk,libdpdk-dev)
 endif
 
@@ -52,6 +53,7 @@ CHECK_CFLAGS   := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS     := $(shell pkg-config --libs check 2>/dev/null)
 DPDK_CFLAGS    := $(shell pkg-config --cflags libdpdk 2>/dev/null)
 DPDK_LIBS      := $(shell pkg-config --libs libdpdk 2>/dev/null)
+SODIUM_LIBS    := $(shell pkg-config --libs libsodium 2>/dev/null) # frame tags (lib/proto/auth.c)
 
 # Include paths of each layer (a directory's INC_ is its own layer's plus these).
 INC_BASE     := -Ilib/base

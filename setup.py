@@ -10,7 +10,7 @@ The extension reaches libmlfabric in the first of these ways that applies (docs/
   pkg-config  an installed libmlfabric of the same version (`make install`; pkg-config
               mlfabric, whose Libs carry the rpath of a prefix outside the loader's paths);
   sources     the library's sources (the tree or the sdist: lib/base, lib/proto, lib/mlfabric)
-              compiled into the extension; needs jansson and libcrypto (pkg-config).
+              compiled into the extension; needs jansson, libcrypto and libsodium (pkg-config).
 setuptools' own build files go to build/setuptools/<way>/, beside make's outputs.
 """
 import glob
@@ -76,12 +76,13 @@ def choose_library():
         sys.exit(f"setup.py: MLFABRIC_LIBRARY=pkg-config but pkg-config finds no mlfabric {VERSION}: "
                  "run make install (and set PKG_CONFIG_PATH to PREFIX/lib/pkgconfig)")
     lib_srcs = sorted(f for d in LIB_DIRS for f in glob.glob(os.path.join(d, "*.c")))
-    deps = pkg_config("--cflags", "--libs", "jansson", "libcrypto")
+    deps = pkg_config("--cflags", "--libs", "jansson", "libcrypto", "libsodium")
     if not lib_srcs or deps is None:
         sys.exit(f"setup.py: cannot build mlfabric {VERSION}: no build/libmlfabric.so.{VERSION} "
                  f"(run make), no installed libmlfabric {VERSION} (pkg-config mlfabric; run make "
                  "install), and " + ("no library sources" if not lib_srcs else
-                                     "pkg-config finds no jansson/libcrypto (libjansson-dev, libssl-dev)"))
+                                     "pkg-config finds no jansson/libcrypto/libsodium (libjansson-dev, libssl-dev, "
+                                     "libsodium-dev)"))
     return "sources", dict(sources=src + lib_srcs,
                            include_dirs=["include/mlfabric", "include"] + list(LIB_DIRS),
                            extra_compile_args=["-std=gnu11"] + [w for w in deps if w.startswith("-I")],

@@ -15,9 +15,17 @@ $(BUILD)/bench-aggregator: $(BUILD)/bench/bench_aggregator.o $(MLFABRIC_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-PROGRAMS += $(BUILD)/bench-plan $(BUILD)/bench-sched $(BUILD)/bench-aggregator
-BENCHES += bench-plan bench-sched bench-aggregator
-.PHONY: bench-plan bench-sched bench-aggregator
+# bench-frametag: CPU ns per frame tag, HMAC-SHA256 (before issue 37) against the libsodium MACs
+# (docs/security.md "Cost"); FRAMETAG_ARGS="--rounds 5" passes options
+$(BUILD)/bench-frametag: $(BUILD)/bench/bench_frametag.o $(LIB_PROTO) $(LIB_BASE)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+PROGRAMS += $(BUILD)/bench-plan $(BUILD)/bench-sched $(BUILD)/bench-aggregator $(BUILD)/bench-frametag
+BENCHES += bench-plan bench-sched bench-aggregator bench-frametag
+.PHONY: bench-plan bench-sched bench-aggregator bench-frametag
+bench-frametag: $(BUILD)/bench-frametag
+	$(BUILD)/bench-frametag $(FRAMETAG_ARGS)
 bench-plan: $(BUILD)/bench-plan
 	$(BUILD)/bench-plan
 bench-sched: $(BUILD)/bench-sched

@@ -4,11 +4,12 @@
 # earlier back-off loop (`--sleep backoff`) in the same run, on conf/cluster-pair.json (a -> b).
 # With --frame-auth it compares untagged frames with frame tags (docs/security.md "Frames": the
 # same cluster with a key_file, frame_auth on) instead of the two sleep policies (docs/security.md "Frames").
-# Usage: bench/dataplane_cpu.sh [--runs R] [--seconds S] [--cluster C] [--frame-auth] [--out FILE]
+# Usage: bench/dataplane_cpu.sh [--runs R] [--seconds S] [--cluster C] [--frame-auth [--frame-mac M]] [--out FILE]
 #   --runs R     rounds of every measurement; the report gives median and min-max (default 3)
 #   --seconds S  length of the idle and paced measurements (default 6)
 #   --cluster C  a two-host cluster config with hosts a and b (default conf/cluster-pair.json;
 #                conf/cluster-pair9k.json for MTU 9000)
+#   --frame-mac M  the tagged cluster's "frame_mac" (aes256-gcm, the default, or chacha20-poly1305)
 #   --out FILE   markdown report (default: stdout only)
 # Per round and policy: both dataplanes idle for S s; one transfer paced at 0.1 Gbit/s and one at
 # 1 Gbit/s for S s each; one unpaced 512 MiB transfer. CPU is utime+stime of each dataplane from
@@ -29,7 +30,8 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--cluster) CLUSTER=$(realpath "$2"); ARGS+=" --cluster $2"; shift 2 ;;
 	--frame-auth) POLICIES="untagged tagged" COL=frames ARGS+=" --frame-auth"; shift ;;
-	-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--frame-mac) FRAME_MAC=$2; ARGS+=" --frame-mac $2"; shift 2 ;;
+	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "dataplane_cpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -84,15 +86,16 @@ PLAIN=$CLUSTER
 if [ "$POLICIES" = "untagged tagged" ]; then
 	# the same cluster (same name, namespaces and sockets) with a key: frames tagged
 	"$ROOT/tools/mlf-keygen" "$WORK/bench.key" >/dev/null || fail "mlf-keygen"
-	python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.pop("insecure", None); c.update(key_file=sys.argv[2], frame_auth=True); json.dump(c, open(sys.argv[3], "w"), indent=1)' \
-		"$PLAIN" "$WORK/bench.key" "$WORK/keyed.json" || fail "cannot write the keyed cluster config"
+	python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c.pop("insecure", None); c.update(key_file=sys.argv[2], frame_auth=True, frame_mac=sys.argv[4]); json.dump(c, open(sys.argv[3], "w"), indent=1)' \
+		"$PLAIN" "$WORK/bench.key" "$WORK/keyed.json" "${FRAME_MAC:-aes256-gcm}" || fail "cannot write the keyed cluster config"
 fi
 # start_pair POLICY: both dataplanes for one sleep policy, or untagged / tagged frames.
 start_pair() {
 	case "$1" in
 	untagged) CLUSTER=$PLAIN; dp_start a; dp_start b ;;
 	tagged) CLUSTER=$WORK/keyed.json; dp_start a; dp_start b
-		grep -q 'frames tagged' "$WORK/dp-a.log" || fail "a's dataplane does not tag its frames" ;;
+		grep -q "frames tagged (frame_auth, frame_mac ${FRAME_MAC:-aes256-gcm})" "$WORK/dp-a.log" ||
+			fail "a's dataplane does not tag its frames with ${FRAME_MAC:-aes256-gcm}" ;;
 	*) CLUSTER=$PLAIN; dp_start a --sleep "$1"; dp_start b --sleep "$1" ;;
 	esac
 }
@@ -115,8 +118,9 @@ report() {
 	echo "$(nproc) cores, ${PLAIN#"$ROOT"/} unshaped, MTU $MTU, load average at start $(cut -d' ' -f1 /proc/loadavg)."
 	echo "CPU in % of one core (utime+stime from /proc/PID/stat over the interval), median (min-max) of $RUNS rounds."
 	echo "Rate: paced rows the L2 rate at b's eth0 rx counters against the commanded rate x $L2 (headers;"
-	echo "tagged frames: x (MTU + 14) / (MTU - 92), 24 bytes of tag more per frame);"
+	echo "tagged frames: x (MTU + 14) / (MTU - 104), 36 bytes of tag more per frame);"
 	echo "the full-speed row is the sender-reported payload goodput of a 512 MiB transfer."
+	if [ "$COL" = frames ]; then echo "Tagged frames: \"frame_mac\": \"${FRAME_MAC:-aes256-gcm}\" (docs/security.md \"Frames\")."; fi
 	echo
 	echo "| load | $COL | sender CPU % | receiver CPU % | rate Gbit/s | pacing error |"
 	echo "|---|---|---|---|---|---|"
@@ -126,8 +130,8 @@ report() {
 			r=$(stat3 %.2f -- ${R[$pol,$load,r]:-})
 			if [ "$load" != idle ] && [ "$load" != full ]; then
 				med=$(printf '%s\n' ${R[$pol,$load,r]} | sort -g | awk '{ v[++n] = $1 } END { print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')
-				local f=$L2 # tagged frames carry 24 more header bytes per segment
-				[ "$pol" = tagged ] && f=$(awk -v m="$MTU" 'BEGIN { printf "%.6f", (m + 14) / (m - 92) }')
+				local f=$L2 # tagged frames carry 36 more header bytes per segment (WIRE_TAG_LEN)
+				[ "$pol" = tagged ] && f=$(awk -v m="$MTU" 'BEGIN { printf "%.6f", (m + 14) / (m - 104) }')
 				err=$(awk -v m="$med" -v c="$load" -v f="$f" 'BEGIN { if (m == "") print "n/a"; else printf "%+.2f%%", (m / (c * f) - 1) * 100 }')
 			fi
 			[ "$load" = idle ] && r="-"

@@ -76,10 +76,15 @@ static inline const char *dp_host_name(int i)
 	return dp.cluster.hosts[i].name;
 }
 
-/** dp_tx_flags - header flags every frame this dataplane sends carries (WIRE_F_AUTH or 0). */
+/**
+ * dp_tx_flags - header flags every frame this dataplane sends carries: WIRE_F_AUTH with frame
+ * tags, and WIRE_F_CHACHA when their MAC is ChaCha20-Poly1305 ("frame_mac"); 0 without tags.
+ */
 static inline uint16_t dp_tx_flags(void)
 {
-	return dp.frame_auth ? WIRE_F_AUTH : 0;
+	if (!dp.frame_auth)
+		return 0;
+	return WIRE_F_AUTH | (auth_frame_alg(dp.frame_auth) == AUTH_FRAME_CHACHA20POLY1305 ? WIRE_F_CHACHA : 0);
 }
 
 #endif

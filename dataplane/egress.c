@@ -32,7 +32,7 @@ int egress_sign(uint8_t *frame, const struct wire_addr *a, const void *body, uin
 	if (!dp.frame_auth)
 		return 0;
 	return auth_frame_tag(dp.frame_auth, a->src_ip, a->dst_ip, m, WIRE_MLF_LEN + WIRE_STAMP_LEN, body, len,
-			      m + WIRE_MLF_LEN + WIRE_STAMP_LEN);
+			      m + WIRE_MLF_LEN + WIRE_STAMP_LEN, m + WIRE_MLF_LEN + WIRE_STAMP_LEN + WIRE_NONCE_LEN);
 }
 
 int egress_ready(int peer)

@@ -16,10 +16,11 @@ void egress_init(void);
 uint32_t egress_frame_len(uint32_t payload);
 
 /**
- * egress_sign - with frame_auth on, write the MAC of @frame (encoded by wire_encode with
- * WIRE_F_AUTH, addresses @a) over its MLfabric header, its stamp and the @len bytes of @body, which may
- * live outside the frame (zero-copy payloads); nothing with frame_auth off.
- * Returns 0, or -EIO when OpenSSL failed (the receiver then drops the frame as forged).
+ * egress_sign - with frame_auth on, write the nonce and MAC of @frame (encoded by wire_encode
+ * with WIRE_F_AUTH, addresses @a) over its MLfabric header, its stamp and the @len bytes of
+ * @body, which may live outside the frame (zero-copy payloads); nothing with frame_auth off.
+ * Returns 0, or -EIO when libsodium or getrandom failed (the receiver then drops the frame as
+ * forged).
  */
 int egress_sign(uint8_t *frame, const struct wire_addr *a, const void *body, uint32_t len);
 

@@ -537,10 +537,10 @@ int main(int argc, char **argv)
 		uint8_t key[AUTH_KEY_BYTES];
 		if (auth_key_load(dp.cluster.key_file, key, err, sizeof(err)) < 0)
 			rte_exit(EXIT_FAILURE, "frame_auth: %s\n", err);
-		dp.frame_auth = auth_frame_new(key);
+		dp.frame_auth = auth_frame_new(key, dp.cluster.frame_mac, err, sizeof(err));
 		explicit_bzero(key, sizeof(key));
 		if (!dp.frame_auth)
-			rte_exit(EXIT_FAILURE, "frame_auth: cannot set up HMAC-SHA256 (OpenSSL)\n");
+			rte_exit(EXIT_FAILURE, "frame_auth: %s\n", err);
 	}
 	udp_fd = hold_udp_port(dp.cluster.udp_port);
 	if (transport_init(MAX_XFERS, &appif_transport_ops) < 0)
@@ -564,10 +564,11 @@ int main(int argc, char **argv)
 	if (ctlrelay_init(strcmp(o.scheduler, "none") ? o.scheduler : NULL, o.t_report, err, sizeof(err)) < 0)
 		rte_exit(EXIT_FAILURE, "%s\n", err);
 	log_info("TSC at %.6f GHz (DPDK estimate %.6f)", dp.hz / 1e9, (double)rte_get_tsc_hz() / 1e9);
-	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, frames %s, app socket %s, %s",
+	log_info("up: %s (cluster %s) MTU %d, UDP port %u, %u bytes per segment, frames %s%s%s, app socket %s, %s",
 		 o.host, dp.cluster.name, dp.cluster.mtu, dp.cluster.udp_port,
 		 wire_seg_payload(dp.cluster.mtu) - wire_tag_len(dp_tx_flags()),
-		 dp.frame_auth ? "tagged (frame_auth)" : "untagged", o.sock, dp.busy_poll ? "busy polling" :
+		 dp.frame_auth ? "tagged (frame_auth, frame_mac " : "untagged",
+		 dp.frame_auth ? auth_frame_alg_name(dp.cluster.frame_mac) : "", dp.frame_auth ? ")" : "", o.sock, dp.busy_poll ? "busy polling" :
 		 sleep_backoff ? "sleep back-off" : "frugal sleeps");
 
 	run();

@@ -64,9 +64,22 @@ static int frame_tag_ok(int peer, const struct wire_hdr *h, uint32_t src, const 
 	const uint8_t *hdr = body - WIRE_TAG_LEN - WIRE_MLF_LEN;
 
 	(void)peer;
-	return (h->flags & WIRE_F_AUTH) &&
+	return (h->flags & (WIRE_F_AUTH | WIRE_F_CHACHA)) == dp_tx_flags() &&
 	       auth_frame_check(dp.frame_auth, src, dp.cluster.hosts[dp.me].ip, hdr, WIRE_MLF_LEN + WIRE_STAMP_LEN,
-				body, h->len, body - WIRE_MAC_LEN) == 0;
+				body, h->len, body - WIRE_MAC_LEN - WIRE_NONCE_LEN, body - WIRE_MAC_LEN) == 0;
+}
+
+/* Why the tag of a frame with header flags @flags was refused, for the log. */
+static const char *frame_tag_why(uint16_t flags)
+{
+	if (!(flags & WIRE_F_AUTH))
+		return "has no tag";
+	if ((flags & WIRE_F_CHACHA) != (dp_tx_flags() & WIRE_F_CHACHA))
+		return flags & WIRE_F_CHACHA ? "has a chacha20-poly1305 tag, but this cluster's frame_mac is "
+					       "aes256-gcm (the hosts read different cluster files)" :
+					       "has an aes256-gcm tag, but this cluster's frame_mac is "
+					       "chacha20-poly1305 (the hosts read different cluster files)";
+	return "has a wrong tag";
 }
 
 void transport_rx(const uint8_t *frame, uint16_t len)
@@ -101,7 +114,7 @@ void transport_rx(const uint8_t *frame, uint16_t len)
 			log_warn("frame from %s (%s, transfer %llx) %s: dropped (forged, corrupt, or the peer "
 				 "runs without frame_auth or with another key)", dp_host_name(peer),
 				 h.type == WIRE_DATA ? "DATA" : h.type == WIRE_SACK ? "SACK" : "ABORT",
-				 (unsigned long long)h.id, h.flags & WIRE_F_AUTH ? "has a wrong tag" : "has no tag");
+				 (unsigned long long)h.id, frame_tag_why(h.flags));
 		return;
 	}
 	switch (h.type) {

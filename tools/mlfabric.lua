@@ -25,8 +25,10 @@ f.flag_retx = ProtoField.bool("mlfabric.flags.retx", "RETX (retransmission)", 16
 f.flag_ackreq = ProtoField.bool("mlfabric.flags.ackreq", "ACKREQ (SACK requested)", 16, nil, 0x0004)
 f.flag_auth = ProtoField.bool("mlfabric.flags.auth", "AUTH (frame tag follows the header)", 16, nil, 0x0008)
 f.flag_held = ProtoField.bool("mlfabric.flags.held", "HELD (SACK after a hold: no RTT sample)", 16, nil, 0x0010)
+f.flag_chacha = ProtoField.bool("mlfabric.flags.chacha", "CHACHA (MAC ChaCha20-Poly1305, else AES-256-GCM)", 16, nil, 0x0020)
 f.stamp = ProtoField.uint64("mlfabric.stamp", "Transfer stamp (epoch ms << 23 | sequence)", base.HEX)
-f.tag = ProtoField.bytes("mlfabric.tag", "Frame MAC (HMAC-SHA256/128)")
+f.nonce = ProtoField.bytes("mlfabric.nonce", "MAC nonce (8 random bytes, 32-bit counter)")
+f.tag = ProtoField.bytes("mlfabric.tag", "Frame MAC (AES-256-GCM or ChaCha20-Poly1305 tag)")
 f.chan = ProtoField.uint16("mlfabric.chan", "Application channel", base.DEC)
 f.len = ProtoField.uint32("mlfabric.len", "Body length", base.DEC)
 f.seg = ProtoField.uint16("mlfabric.seg", "Segment size", base.DEC)
@@ -100,6 +102,7 @@ function mlf.dissector(tvb, pinfo, tree)
 	ft:add(f.flag_ackreq, tvb(4, 2))
 	ft:add(f.flag_auth, tvb(4, 2))
 	ft:add(f.flag_held, tvb(4, 2))
+	ft:add(f.flag_chacha, tvb(4, 2))
 	t:add(f.chan, tvb(6, 2))
 	t:add(f.len, tvb(8, 4))
 	t:add(f.seg, tvb(12, 2))
@@ -116,17 +119,18 @@ function mlf.dissector(tvb, pinfo, tree)
 	end
 	t:add(f.total, tvb(32, 8))
 
-	-- with AUTH a 24-byte tag sits between the header and the body: the 8-byte transfer stamp,
-	-- then the 16-byte MAC (docs/security.md "Frames", "Replays")
+	-- with AUTH a 36-byte tag sits between the header and the body: the 8-byte transfer stamp,
+	-- the 12-byte nonce, then the 16-byte MAC (docs/security.md "Frames", "Replays")
 	local B = HDR_LEN
 	if has_bit(flags, 0x0008) then
-		if tvb:len() < HDR_LEN + 24 then
-			t:add_proto_expert_info(e_trunc, "frame tag needs 24 bytes after the header")
+		if tvb:len() < HDR_LEN + 36 then
+			t:add_proto_expert_info(e_trunc, "frame tag needs 36 bytes after the header")
 			return tvb:len()
 		end
 		t:add(f.stamp, tvb(HDR_LEN, 8))
-		t:add(f.tag, tvb(HDR_LEN + 8, 16))
-		B = HDR_LEN + 24
+		t:add(f.nonce, tvb(HDR_LEN + 8, 12))
+		t:add(f.tag, tvb(HDR_LEN + 20, 16))
+		B = HDR_LEN + 36
 	end
 	local avail = tvb:len() - B
 	if blen > avail then

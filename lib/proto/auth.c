@@ -1,7 +1,5 @@
-/* auth.c - cluster secret and HMAC-SHA256 challenge-response of control connections (docs/security.md). */
-/* SHA256_Init/Update/Final (deprecated in OpenSSL 3.0, still exported): the frame MAC below uses
- * them to skip EVP's per-call work, 500 ns of a 1.7 us tag (docs/security.md "Cost") */
-#define OPENSSL_SUPPRESS_DEPRECATED
+/* auth.c - cluster secret and HMAC-SHA256 challenge-response of control connections (OpenSSL), and
+ * frame tags (libsodium's AEADs as MACs, docs/security.md "Frames"). */
 #include "auth.h"
 
 #include <errno.h>
@@ -18,7 +16,7 @@
 #include <openssl/core_names.h>
 #include <openssl/hmac.h>
 #include <openssl/params.h>
-#include <openssl/sha.h>
+#include <sodium.h>
 
 int auth_key_load(const char *path, uint8_t key[AUTH_KEY_BYTES], char *err, size_t errlen)
 {
@@ -130,39 +128,77 @@ int auth_check(const uint8_t key[AUTH_KEY_BYTES], const char *role, const char *
 	return CRYPTO_memcmp(want, mac_hex, AUTH_MAC_HEX) ? -EACCES : 0;
 }
 
+static const char *const frame_alg_names[] = { [AUTH_FRAME_AES256GCM] = "aes256-gcm",
+						 [AUTH_FRAME_CHACHA20POLY1305] = "chacha20-poly1305" };
+
+const char *auth_frame_alg_name(int alg)
+{
+	return alg == AUTH_FRAME_AES256GCM || alg == AUTH_FRAME_CHACHA20POLY1305 ? frame_alg_names[alg] : "?";
+}
+
+int auth_frame_alg_parse(const char *s)
+{
+	for (int a = 0; s && a < (int)(sizeof(frame_alg_names) / sizeof(frame_alg_names[0])); a++)
+		if (!strcmp(s, frame_alg_names[a]))
+			return a;
+	return -1;
+}
+
 struct auth_frame {
-	/* HMAC-SHA256 with the frame key, its pads absorbed once: a tag hashes only the frame's
-	 * bytes and the 32 of the inner digest (RFC 2104 with the states kept, as OpenSSL's HMAC
-	 * does, without EVP's dispatch per call) */
-	SHA256_CTX inner, outer;
+	/* AES-256-GCM with its key schedule and powers of H computed once (libsodium's afternm
+	 * calls): nothing is set up per frame; ChaCha20-Poly1305 derives its Poly1305 key from the
+	 * nonce in the call */
+	crypto_aead_aes256gcm_state gcm;
+	uint8_t key[32];          /* the frame key (ChaCha20-Poly1305) */
+	int alg;                  /* enum auth_frame_alg */
+	uint8_t prefix[8];        /* the nonce's random part, drawn at start and at every wrap */
+	uint32_t next;            /* the nonce's counter of the next tag */
+	int redraw;               /* 1: the counter wrapped, draw a new prefix before the next tag */
+	uint8_t ad[AUTH_FRAME_AD_MAX]; /* the covered bytes in one piece (libsodium takes one) */
 };
 
-struct auth_frame *auth_frame_new(const uint8_t key[AUTH_KEY_BYTES])
+struct auth_frame *auth_frame_new(const uint8_t key[AUTH_KEY_BYTES], int alg, char *err, size_t errlen)
 {
-	static const char label[] = "mlfabric-frame-v1";
-	uint8_t fkey[EVP_MAX_MD_SIZE], pad[2][SHA256_CBLOCK];
+	char label[64];
+	uint8_t fkey[EVP_MAX_MD_SIZE];
 	unsigned int flen = 0;
-	struct auth_frame *af = calloc(1, sizeof(*af));
-	int ok;
+	struct auth_frame *af;
+	int n;
 
-	if (!af)
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "libsodium failed to initialise");
 		return NULL;
-	ok = HMAC(EVP_sha256(), key, AUTH_KEY_BYTES, (const unsigned char *)label, sizeof(label) - 1, fkey,
-		  &flen) && flen <= SHA256_CBLOCK;
-	if (ok) {
-		memset(pad, 0, sizeof(pad));
-		memcpy(pad[0], fkey, flen);
-		memcpy(pad[1], fkey, flen);
-		for (int i = 0; i < SHA256_CBLOCK; i++) {
-			pad[0][i] ^= 0x36;
-			pad[1][i] ^= 0x5c;
-		}
-		ok = SHA256_Init(&af->inner) && SHA256_Update(&af->inner, pad[0], SHA256_CBLOCK) &&
-		     SHA256_Init(&af->outer) && SHA256_Update(&af->outer, pad[1], SHA256_CBLOCK);
 	}
+	if (alg != AUTH_FRAME_AES256GCM && alg != AUTH_FRAME_CHACHA20POLY1305) {
+		snprintf(err, errlen, "frame_mac: unknown algorithm %d", alg);
+		return NULL;
+	}
+	if (alg == AUTH_FRAME_AES256GCM && !crypto_aead_aes256gcm_is_available()) {
+		snprintf(err, errlen, "frame_mac aes256-gcm needs a CPU with AES-NI and PCLMUL (libsodium); "
+			 "this one has none: set \"frame_mac\": \"chacha20-poly1305\" in the cluster config "
+			 "(every host reads it)");
+		return NULL;
+	}
+	af = aligned_alloc(64, (sizeof(*af) + 63) / 64 * 64);
+	if (!af) {
+		snprintf(err, errlen, "frame tags: out of memory");
+		return NULL;
+	}
+	memset(af, 0, sizeof(*af));
+	af->alg = alg;
+	n = snprintf(label, sizeof(label), "mlfabric-frame-v2 %s", frame_alg_names[alg]);
+	if (!HMAC(EVP_sha256(), key, AUTH_KEY_BYTES, (const unsigned char *)label, (size_t)n, fkey, &flen) ||
+	    flen != sizeof(af->key)) {
+		snprintf(err, errlen, "frame tags: HMAC-SHA256 (OpenSSL) failed deriving the frame key");
+		auth_frame_free(af);
+		return NULL;
+	}
+	memcpy(af->key, fkey, sizeof(af->key));
 	OPENSSL_cleanse(fkey, sizeof(fkey));
-	OPENSSL_cleanse(pad, sizeof(pad));
-	if (!ok) {
+	if (alg == AUTH_FRAME_AES256GCM)
+		crypto_aead_aes256gcm_beforenm(&af->gcm, af->key);
+	if (getrandom(af->prefix, sizeof(af->prefix), 0) != (ssize_t)sizeof(af->prefix)) {
+		snprintf(err, errlen, "frame tags: getrandom failed: %s", strerror(errno));
 		auth_frame_free(af);
 		return NULL;
 	}
@@ -173,36 +209,76 @@ void auth_frame_free(struct auth_frame *af)
 {
 	if (!af)
 		return;
-	OPENSSL_cleanse(af, sizeof(*af));
+	sodium_memzero(af, sizeof(*af));
 	free(af);
 }
 
-int auth_frame_tag(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, const uint8_t *hdr,
-		   size_t hdr_len, const uint8_t *body, size_t body_len, uint8_t tag[AUTH_TAG_BYTES])
+int auth_frame_alg(const struct auth_frame *af)
 {
-	uint8_t ips[8], ih[SHA256_DIGEST_LENGTH], full[SHA256_DIGEST_LENGTH];
-	SHA256_CTX c = af->inner;
-	int ok;
+	return af->alg;
+}
 
-	memcpy(ips, &src_ip, 4);
-	memcpy(ips + 4, &dst_ip, 4);
-	ok = SHA256_Update(&c, ips, sizeof(ips)) && SHA256_Update(&c, hdr, hdr_len) &&
-	     (!body_len || SHA256_Update(&c, body, body_len)) && SHA256_Final(ih, &c);
-	c = af->outer;
-	ok = ok && SHA256_Update(&c, ih, sizeof(ih)) && SHA256_Final(full, &c);
-	OPENSSL_cleanse(&c, sizeof(c));
-	if (!ok)
-		return -EIO;
-	memcpy(tag, full, AUTH_TAG_BYTES);
-	return 0;
+void auth_frame_nonce_seek(struct auth_frame *af, uint32_t next)
+{
+	af->next = next;
+}
+
+/* the AEAD tag of the covered bytes (gathered into af->ad) under @nonce */
+static int frame_mac(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, const uint8_t *hdr, size_t hdr_len,
+		     const uint8_t *body, size_t body_len, const uint8_t nonce[AUTH_FRAME_NONCE_BYTES],
+		     uint8_t tag[AUTH_TAG_BYTES])
+{
+	size_t n = 8 + hdr_len + body_len;
+	unsigned long long tl = 0;
+	uint8_t none[1]; /* the empty message's ciphertext (libsodium wants a pointer) */
+	int r;
+
+	if (hdr_len > AUTH_FRAME_AD_MAX - 8 || body_len > AUTH_FRAME_AD_MAX - 8 - hdr_len)
+		return -EMSGSIZE;
+	memcpy(af->ad, &src_ip, 4);
+	memcpy(af->ad + 4, &dst_ip, 4);
+	memcpy(af->ad + 8, hdr, hdr_len);
+	if (body_len)
+		memcpy(af->ad + 8 + hdr_len, body, body_len);
+	if (af->alg == AUTH_FRAME_AES256GCM)
+		r = crypto_aead_aes256gcm_encrypt_detached_afternm(none, tag, &tl, NULL, 0, af->ad, n, NULL, nonce,
+								   &af->gcm);
+	else
+		r = crypto_aead_chacha20poly1305_ietf_encrypt_detached(none, tag, &tl, NULL, 0, af->ad, n, NULL,
+								       nonce, af->key);
+	return r == 0 && tl == AUTH_TAG_BYTES ? 0 : -EIO;
+}
+
+int auth_frame_tag(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, const uint8_t *hdr,
+		   size_t hdr_len, const uint8_t *body, size_t body_len, uint8_t nonce[AUTH_FRAME_NONCE_BYTES],
+		   uint8_t tag[AUTH_TAG_BYTES])
+{
+	int r;
+
+	if (af->redraw) { /* 2^32 tags with this prefix: never reuse a (prefix, counter) */
+		if (getrandom(af->prefix, sizeof(af->prefix), 0) != (ssize_t)sizeof(af->prefix))
+			return -EIO;
+		af->redraw = 0;
+	}
+	memcpy(nonce, af->prefix, sizeof(af->prefix));
+	nonce[8] = (uint8_t)(af->next >> 24);
+	nonce[9] = (uint8_t)(af->next >> 16);
+	nonce[10] = (uint8_t)(af->next >> 8);
+	nonce[11] = (uint8_t)af->next;
+	r = frame_mac(af, src_ip, dst_ip, hdr, hdr_len, body, body_len, nonce, tag);
+	if (++af->next == 0) /* a nonce handed out is never handed out again, tagged or not */
+		af->redraw = 1;
+	return r;
 }
 
 int auth_frame_check(struct auth_frame *af, uint32_t src_ip, uint32_t dst_ip, const uint8_t *hdr,
-		     size_t hdr_len, const uint8_t *body, size_t body_len, const uint8_t tag[AUTH_TAG_BYTES])
+		     size_t hdr_len, const uint8_t *body, size_t body_len,
+		     const uint8_t nonce[AUTH_FRAME_NONCE_BYTES], const uint8_t tag[AUTH_TAG_BYTES])
 {
 	uint8_t want[AUTH_TAG_BYTES];
+	int r = frame_mac(af, src_ip, dst_ip, hdr, hdr_len, body, body_len, nonce, want);
 
-	if (auth_frame_tag(af, src_ip, dst_ip, hdr, hdr_len, body, body_len, want))
-		return -EIO;
-	return CRYPTO_memcmp(want, tag, AUTH_TAG_BYTES) ? -EACCES : 0;
+	if (r == -EMSGSIZE)
+		return r;
+	return r == 0 && crypto_verify_16(want, tag) == 0 ? 0 : -EACCES;
 }

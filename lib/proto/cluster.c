@@ -1,5 +1,6 @@
 /* cluster.c - parse and validate the cluster config with jansson, one table of keys per object. */
 #include "cluster.h"
+#include "auth.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -14,7 +15,7 @@
 #include <jansson.h>
 
 static const char *const cluster_keys[] = { "name", "mtu", "prefix_len", "udp_port", "control_port", "hosts",
-					     "key_file", "frame_auth", "insecure", "graph", "launch", NULL };
+					     "key_file", "frame_auth", "frame_mac", "insecure", "graph", "launch", NULL };
 static const char *const host_keys[] = { "name", "ip", "control_ip", "mac", "up_gbps", "down_gbps", "roles",
 					  "dpdk", NULL };
 static const char *const dpdk_keys[] = { "pci", "vdev", "lcores", "hugepages", "socket_mem", NULL };
@@ -525,9 +526,9 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	v = out->mtu;
 	if (get_int(root, "mtu", CLUSTER_MTU_MIN, CLUSTER_MTU_MAX, &v, "", err, errlen)) {
 		snprintf(err, errlen, "%s: mtu: must be an integer in [%d, %d] (the minimum: IPv4 %d + UDP %d + "
-			 "MLfabric %d + frame tag %d header bytes and a %d-byte body, the largest SACK bitmap)",
-			 origin, CLUSTER_MTU_MIN, CLUSTER_MTU_MAX, WIRE_IP_LEN, WIRE_UDP_LEN, WIRE_MLF_LEN,
-			 WIRE_TAG_LEN, WIRE_SACK_MAX_BYTES);
+			 "MLfabric %d + frame tag %d (stamp %d, nonce %d, MAC %d) header bytes and a %d-byte body, "
+			 "the largest SACK bitmap)", origin, CLUSTER_MTU_MIN, CLUSTER_MTU_MAX, WIRE_IP_LEN, WIRE_UDP_LEN,
+			 WIRE_MLF_LEN, WIRE_TAG_LEN, WIRE_STAMP_LEN, WIRE_NONCE_LEN, WIRE_MAC_LEN, WIRE_SACK_MAX_BYTES);
 		goto out;
 	}
 	out->mtu = (int)v;
@@ -561,6 +562,13 @@ int cluster_parse(const char *text, const char *origin, struct cluster *out, cha
 	if (out->frame_auth && !out->key_file[0]) {
 		snprintf(err, errlen, "%s: frame_auth: true needs key_file (the frame key is derived from the "
 			 "cluster secret)", origin);
+		goto out;
+	}
+	j = json_object_get(root, "frame_mac");
+	out->frame_mac = !j ? AUTH_FRAME_AES256GCM : json_is_string(j) ? auth_frame_alg_parse(json_string_value(j)) : -1;
+	if (out->frame_mac < 0) {
+		snprintf(err, errlen, "%s: frame_mac: \"%s\" or \"%s\" expected", origin,
+			 auth_frame_alg_name(AUTH_FRAME_AES256GCM), auth_frame_alg_name(AUTH_FRAME_CHACHA20POLY1305));
 		goto out;
 	}
 

@@ -12,8 +12,8 @@
 #define CLUSTER_HOSTS_MAX 1024 /* most hosts of one cluster (docs/cluster-config.md) */
 #define CLUSTER_SERVERS_MAX 32 /* most hosts with role server: the shard servers (SCHED_MAX_SHARDS) */
 /* Smallest IP MTU: the IPv4, UDP and MLfabric headers, a frame tag, and one 1024-byte body (the
- * largest SACK bitmap; a DATA segment of at least as many bytes): 20 + 8 + 40 + 8 + 16 + 1024 = 1116. */
-#define CLUSTER_MTU_MIN (WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_MLF_LEN + WIRE_STAMP_LEN + WIRE_MAC_LEN + WIRE_SACK_MAX_BYTES)
+ * largest SACK bitmap; a DATA segment of at least as many bytes): 20 + 8 + 40 + 8 + 12 + 16 + 1024 = 1128. */
+#define CLUSTER_MTU_MIN (WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_MLF_LEN + WIRE_STAMP_LEN + WIRE_NONCE_LEN + WIRE_MAC_LEN + WIRE_SACK_MAX_BYTES)
 #define CLUSTER_MTU_MAX 9000
 
 /** Roles a host may have (bit mask). */
@@ -71,6 +71,8 @@ struct cluster {
 	int frame_auth;     /* 1: every dataplane frame carries a tag keyed by the cluster secret and
 			     * untagged or forged frames are dropped ("frame_auth", default true
 			     * with key_file, docs/security.md "Frames"); needs key_file */
+	int frame_mac;      /* the MAC of frame tags, enum auth_frame_alg ("frame_mac":
+			     * "aes256-gcm", the default, or "chacha20-poly1305") */
 	enum cluster_launch_via launch_via; /* "launch"."via" (default local) */
 	int insecure;       /* 1: "insecure": true, no key_file on purpose (docs/security.md "Keys by
 			     * default"): the runner runs it, every program warns; refused with

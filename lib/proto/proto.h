@@ -6,6 +6,6 @@
 #define MLF_PROTO_H
 
 /** Protocol version carried in every frame header (wire.h: WIRE_VERSION) and in hello (ctl). */
-#define MLF_PROTO_VERSION 1
+#define MLF_PROTO_VERSION 2 /* 2: frame tags of 36 bytes (stamp, nonce, AEAD MAC; issue 37), were 24 */
 
 #endif

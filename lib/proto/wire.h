@@ -30,18 +30,21 @@ enum wire_flags {
 	WIRE_F_DONE = 1 << 0,   /* SACK: every byte arrived, the transfer is complete */
 	WIRE_F_RETX = 1 << 1,   /* DATA: this segment is a retransmission */
 	WIRE_F_ACKREQ = 1 << 2, /* DATA: sender asks for a SACK now (tail probe) */
-	WIRE_F_AUTH = 1 << 3,   /* any type: WIRE_TAG_LEN bytes of frame tag (the stamp, then the MAC)
-				 * follow the header, the body after them (docs/wire.md,
+	WIRE_F_AUTH = 1 << 3,   /* any type: WIRE_TAG_LEN bytes of frame tag (the stamp, the nonce,
+				 * then the MAC) follow the header, the body after them (docs/wire.md,
 				 * docs/security.md "Frames") */
 	WIRE_F_HELD = 1 << 4,   /* SACK: the receiver held the transfer for its announcement and no
 				 * segment's first copy arrived since it was released; the arrivals it
 				 * reports waited at the receiver, so it is no round-trip sample */
+	WIRE_F_CHACHA = 1 << 5, /* with AUTH: the MAC is ChaCha20-Poly1305; without: AES-256-GCM (the
+				 * cluster's "frame_mac"; a receiver refuses the other one by name) */
 };
 
-#define WIRE_STAMP_LEN 8 /* bytes of the transfer stamp, first in the frame tag (docs/security.md
-			  * "Replays"); the MAC covers the header and the stamp as one block */
-#define WIRE_MAC_LEN 16  /* bytes of the MAC after the stamp (AUTH_TAG_BYTES) */
-#define WIRE_TAG_LEN (WIRE_STAMP_LEN + WIRE_MAC_LEN) /* the frame tag: stamp, then MAC */
+#define WIRE_STAMP_LEN 8  /* bytes of the transfer stamp, first in the frame tag (docs/security.md
+			   * "Replays"); the MAC covers the header and the stamp as one block */
+#define WIRE_NONCE_LEN 12 /* bytes of the MAC's nonce after the stamp (AUTH_FRAME_NONCE_BYTES) */
+#define WIRE_MAC_LEN 16   /* bytes of the MAC after the nonce (AUTH_TAG_BYTES) */
+#define WIRE_TAG_LEN (WIRE_STAMP_LEN + WIRE_NONCE_LEN + WIRE_MAC_LEN) /* the frame tag: stamp, nonce, MAC */
 
 /** wire_tag_len - bytes of frame tag between the MLfabric header and the body for @flags. */
 static inline uint32_t wire_tag_len(uint16_t flags)
@@ -111,8 +114,9 @@ const char *wire_err_name(enum wire_err e);
  * @buf:  at least wire_body_off(@h->flags) bytes; the @h->len bytes of body must follow at
  *        buf + wire_body_off(@h->flags) (written by the caller before or after this call).
  *        With WIRE_F_AUTH in @h->flags the frame tag follows the header: @h->stamp is written
- *        into its first WIRE_STAMP_LEN bytes, its WIRE_MAC_LEN bytes of MAC are left for the
- *        caller (written after this call: the MAC covers the encoded header and stamp).
+ *        into its first WIRE_STAMP_LEN bytes; its WIRE_NONCE_LEN bytes of nonce and
+ *        WIRE_MAC_LEN bytes of MAC are left for the caller (written after this call: the MAC
+ *        covers the encoded header and stamp).
  * Fills the IPv4 header checksum and the MLfabric header checksum; the UDP checksum is 0
  * (allowed for IPv4). Returns the frame length in bytes (wire_body_off(h->flags) + h->len).
  */
@@ -127,7 +131,7 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a, const struct wire_hd
  * @src_ip:      filled with the sender's IPv4 address (network order) on WIRE_OK.
  * @body:        set to the first byte of the body (h->len bytes are valid); with WIRE_F_AUTH in
  *               h->flags the frame tag is the WIRE_TAG_LEN bytes before it (h->stamp read
- *               from its start, the MAC its last WIRE_MAC_LEN bytes) and the MLfabric header
+ *               from its start, then the nonce, the MAC its last WIRE_MAC_LEN bytes) and the MLfabric header
  *               the WIRE_MLF_LEN bytes before the tag (checked by the caller).
  * Never reads outside [frame, frame + len). Returns WIRE_OK or the reason of rejection.
  */

@@ -1,10 +1,13 @@
 /* fuzz_wire.c - libFuzzer harness (docs/fuzzing.md): the dataplane's frame parser (wire_parse)
  * on arbitrary bytes, then the SACK state machines driven by what a frame may claim: the
  * receiver records DATA at any offset/length of a transfer of any size and builds its SACK; the
- * sender, having sent a prefix, applies that SACK and an arbitrary bitmap (forged acks). */
+ * sender, having sent a prefix, applies that SACK and an arbitrary bitmap (forged acks). A
+ * parsed frame with flag AUTH has its tag checked as the dataplane does (dataplane/transport.c:
+ * header, stamp, nonce and MAC read at their offsets before the body): no read outside it. */
 #include <stdint.h>
 #include <string.h>
 
+#include "auth.h"
 #include "sack.h"
 #include "wire.h"
 
@@ -26,7 +29,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *body, *p = data;
 	size_t n = size;
 
-	(void)wire_parse(data, size, MY_IP, 47000, &h, &src, &body);
+	if (wire_parse(data, size, MY_IP, 47000, &h, &src, &body) == WIRE_OK && (h.flags & WIRE_F_AUTH)) {
+		static struct auth_frame *af;
+		static const uint8_t key[AUTH_KEY_BYTES];
+		char err[256];
+
+		if (!af)
+			af = auth_frame_new(key, AUTH_FRAME_CHACHA20POLY1305, err, sizeof(err));
+		if (af && auth_frame_check(af, src, MY_IP, body - WIRE_TAG_LEN - WIRE_MLF_LEN,
+					   WIRE_MLF_LEN + WIRE_STAMP_LEN, body, h.len, body - WIRE_MAC_LEN - WIRE_NONCE_LEN,
+					   body - WIRE_MAC_LEN) == 0)
+			__builtin_trap(); /* a tag of the all-zero key from bytes without it: impossible */
+	}
 	/* SACK machines: total up to 64 MiB, segment 64..9000 bytes, then ops from the input */
 	uint64_t total = get(&p, &n, 4) % (64u << 20) + 1;
 	uint32_t seg = (uint32_t)(get(&p, &n, 2) % 8937) + 64;

@@ -26,7 +26,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: dp_forge --cluster FILE --as HOST --to HOST --kind data|sack|abort|flood|capture|replay\n"
-		"                [--id HEX] [--total BYTES] [--count N] [--own-mac] [--tag] [--dev IF]\n"
+		"                [--id HEX] [--total BYTES] [--count N] [--own-mac] [--tag [--chacha]] [--dev IF]\n"
 		"                [--file FILE] [--wait S]\n"
 		"Sends frames that claim to come from --as (its IP; its configured MAC unless --own-mac,\n"
 		"then this interface's) to --to, from the namespace it runs in:\n"
@@ -34,7 +34,8 @@ static void usage(FILE *out)
 		"  sack   N SACKs for --id saying every segment arrived (DONE)\n"
 		"  abort  N ABORTs for --id\n"
 		"  flood  DATA frames opening N new transfers (ids --id, --id+1, ...)\n"
-		"--tag sets WIRE_F_AUTH with a random tag (a forger without the cluster key).\n"
+		"--tag sets WIRE_F_AUTH with a random tag (a forger without the cluster key); --chacha also\n"
+		"sets WIRE_F_CHACHA (a tag of the other frame_mac than the default aes256-gcm).\n"
 		"  capture  (in --to's namespace) save every DATA frame of transfer --id from --as to --to\n"
 		"           arriving within --wait S (default 10) into --file; ends 1 s after the last one\n"
 		"  replay   send the frames of --file verbatim, N rounds\n"
@@ -138,6 +139,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = { { "cluster", 1, 0, 'c' }, { "as", 1, 0, 'a' }, { "to", 1, 0, 't' },
 					    { "kind", 1, 0, 'k' },    { "id", 1, 0, 'i' }, { "total", 1, 0, 'T' },
 					    { "count", 1, 0, 'n' },   { "own-mac", 0, 0, 'm' }, { "tag", 0, 0, 'g' },
+					    { "chacha", 0, 0, 'C' },
 					    { "dev", 1, 0, 'd' },     { "file", 1, 0, 'f' },   { "wait", 1, 0, 'w' },
 					    { "help", 0, 0, 'h' },    { 0, 0, 0, 0 } };
 	struct cluster cl;
@@ -158,7 +160,8 @@ int main(int argc, char **argv)
 		case 'T': total = strtoull(optarg, NULL, 10); break;
 		case 'n': count = strtoull(optarg, NULL, 10); break;
 		case 'm': own_mac = 1; break;
-		case 'g': tag = 1; break;
+		case 'g': tag |= WIRE_F_AUTH; break;
+		case 'C': tag |= WIRE_F_CHACHA; break;
 		case 'd': dev = optarg; break;
 		case 'f': file = optarg; break;
 		case 'w': wait_s = strtod(optarg, NULL); break;
@@ -211,13 +214,13 @@ int main(int argc, char **argv)
 		cluster_free(&cl);
 		return c;
 	}
-	uint32_t seg = wire_seg_payload(cl.mtu) - (tag || cl.frame_auth ? WIRE_TAG_LEN : 0);
+	uint32_t seg = wire_seg_payload(cl.mtu) - ((tag & WIRE_F_AUTH) || cl.frame_auth ? WIRE_TAG_LEN : 0);
 	uint64_t nseg = (total + seg - 1) / seg;
 	srand((unsigned)time(NULL));
 	for (uint64_t r = 0; r < count; r++) {
 		uint64_t n = !strcmp(kind, "data") ? nseg : 1;
 		for (uint64_t s = 0; s < n; s++) {
-			struct wire_hdr h = { .flags = tag ? WIRE_F_AUTH : 0, .id = id };
+			struct wire_hdr h = { .flags = tag & WIRE_F_AUTH ? (uint16_t)tag : 0, .id = id };
 			uint32_t off;
 			size_t len;
 

@@ -135,7 +135,7 @@ class Corpus(ExpCase):
         """The message gives the range: the MTU minimum with how it is made up, (0, 1] for accuracy."""
         cp = self.write("c.json", cluster_doc("c['mtu'] = 100"))
         msg = self.refused(self.write("exp.json", exp_doc(cluster=cp)), "mtu")
-        self.assertIn("mtu: an integer in [%d, 9000] (the minimum: IPv4 20 + UDP 8 + MLfabric 40 + frame tag 24 (stamp 8, MAC 16)"
+        self.assertIn("mtu: an integer in [%d, 9000] (the minimum: IPv4 20 + UDP 8 + MLfabric 40 + frame tag 36 (stamp 8, nonce 12, MAC 16)"
                       % validate.MTU_MIN, msg)
         msg = self.refused(self.write("exp.json", exp_doc(target_accuracy=2)), "target_accuracy")
         self.assertIn("target_accuracy: a number in (0, 1] expected, got 2", msg)
@@ -236,7 +236,7 @@ class Shipped(unittest.TestCase):
             self.assertRegex(h, r"#define %s %d\b" % (name, v))
         with open(os.path.join(ROOT, "lib", "proto", "cluster.h")) as f:
             self.assertIn("#define CLUSTER_MTU_MIN (%s)" % " + ".join(validate.MTU_HEADERS), f.read())
-        self.assertEqual(validate.MTU_MIN, 1116)
+        self.assertEqual(validate.MTU_MIN, 1128)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "auth.h"
 #include "ck_run.h"
 
@@ -116,40 +118,92 @@ START_TEST(mac_known_value)
 }
 END_TEST
 
-/* frame tags (docs/security.md "Frames"): a known value (Python's hmac: frame key =
- * HMAC(k, "mlfabric-frame-v1"), tag = HMAC(frame key, src ip | dst ip | header | body)[:16]),
- * and a tag that fails for any changed byte, address or key */
+/* frame tags (docs/security.md "Frames"): known values computed apart from libsodium, with
+ * Python's hmac and cryptography modules: frame key = HMAC-SHA256(k, "mlfabric-frame-v2 " + alg),
+ * tag = AESGCM(frame key) or ChaCha20Poly1305(frame key) .encrypt(nonce a0..ab, b"", src ip |
+ * dst ip | header | body); a tag that fails for any changed byte, address, nonce, key or
+ * algorithm */
 START_TEST(frame_tag_known_value_and_binding)
 {
-	uint8_t k[AUTH_KEY_BYTES], hdr[40], body[5] = { 'h', 'e', 'l', 'l', 'o' }, tag[AUTH_TAG_BYTES], t2[AUTH_TAG_BYTES];
-	static const uint8_t want[AUTH_TAG_BYTES] = { 0xdf, 0xf2, 0xfc, 0x6a, 0x45, 0xf4, 0xed, 0xb0,
-						      0x02, 0xc4, 0x46, 0xf9, 0xb8, 0x6a, 0x5c, 0xd6 };
+	static const uint8_t want[2][AUTH_TAG_BYTES] = {
+		[AUTH_FRAME_AES256GCM] = { 0xc6, 0x65, 0x5a, 0x1b, 0xb4, 0x90, 0x65, 0x8d, 0x26, 0x0b, 0xc9, 0x42,
+					   0xd3, 0x49, 0xa5, 0xc9 },
+		[AUTH_FRAME_CHACHA20POLY1305] = { 0x80, 0xdf, 0x58, 0x62, 0x51, 0x36, 0x90, 0x66, 0x4a, 0x75, 0x68,
+						  0x66, 0x52, 0xa6, 0x6b, 0x4a },
+	};
 	uint32_t a = htonl(0x0a4e0001), b = htonl(0x0a4e0002);
-	struct auth_frame *af, *other;
+	char err[256];
 
-	memset(k, 0x0b, sizeof(k));
-	for (int i = 0; i < 40; i++)
-		hdr[i] = (uint8_t)i;
-	ck_assert_ptr_nonnull(af = auth_frame_new(k));
-	ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, body, 5, tag), 0);
-	ck_assert_mem_eq(tag, want, AUTH_TAG_BYTES);
-	ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, tag), 0);
-	/* the state restarts with its key for every frame: the same tag twice */
-	ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, body, 5, t2), 0);
-	ck_assert_mem_eq(t2, want, AUTH_TAG_BYTES);
-	ck_assert_int_eq(auth_frame_check(af, b, a, hdr, 40, body, 5, tag), -EACCES); /* addresses swapped */
-	hdr[20] ^= 1;
-	ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, tag), -EACCES); /* header changed */
-	hdr[20] ^= 1;
-	body[4] = 'O';
-	ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, tag), -EACCES); /* body changed */
-	ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 4, tag), -EACCES); /* body cut */
-	body[4] = 'o';
-	k[0] ^= 1;
-	ck_assert_ptr_nonnull(other = auth_frame_new(k));
-	ck_assert_int_eq(auth_frame_check(other, a, b, hdr, 40, body, 5, tag), -EACCES); /* another key */
-	auth_frame_free(other);
-	auth_frame_free(af);
+	ck_assert_int_ge(sodium_init(), 0); /* before crypto_aead_aes256gcm_is_available */
+	for (int alg = 0; alg < 2; alg++) {
+		uint8_t k[AUTH_KEY_BYTES], hdr[40], body[5] = { 'h', 'e', 'l', 'l', 'o' }, tag[AUTH_TAG_BYTES],
+			t2[AUTH_TAG_BYTES], nc[AUTH_FRAME_NONCE_BYTES], n1[AUTH_FRAME_NONCE_BYTES],
+			n2[AUTH_FRAME_NONCE_BYTES];
+		struct auth_frame *af, *other;
+
+		memset(k, 0x0b, sizeof(k));
+		if (alg == AUTH_FRAME_AES256GCM && !crypto_aead_aes256gcm_is_available()) {
+			fprintf(stderr, "frame_tag: no AES-NI and PCLMUL here: aes256-gcm not tested\n");
+			ck_assert_ptr_null(auth_frame_new(k, alg, err, sizeof(err)));
+			ck_assert_ptr_nonnull(strstr(err, "\"frame_mac\": \"chacha20-poly1305\""));
+			continue;
+		}
+		for (int i = 0; i < 40; i++)
+			hdr[i] = (uint8_t)i;
+		for (int i = 0; i < AUTH_FRAME_NONCE_BYTES; i++)
+			nc[i] = (uint8_t)(0xa0 + i);
+		ck_assert_ptr_nonnull(af = auth_frame_new(k, alg, err, sizeof(err)));
+		ck_assert_int_eq(auth_frame_alg(af), alg);
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, nc, want[alg]), 0);
+		memcpy(tag, want[alg], sizeof(tag));
+		tag[15] ^= 0x80;
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, nc, tag), -EACCES); /* wrong tag */
+		/* tagging takes a fresh nonce each time: the same frame gets another tag */
+		ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, body, 5, n1, tag), 0);
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, n1, tag), 0);
+		ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, body, 5, n2, t2), 0);
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, n2, t2), 0);
+		ck_assert_mem_eq(n1, n2, 8);                       /* one prefix... */
+		ck_assert_uint_eq(n1[11], 0);                      /* ...and the counter from 0 */
+		ck_assert_uint_eq(n2[11], 1);
+		ck_assert_mem_ne(tag, t2, AUTH_TAG_BYTES);
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, n2, tag), -EACCES); /* other nonce */
+		ck_assert_int_eq(auth_frame_check(af, b, a, hdr, 40, body, 5, n1, tag), -EACCES); /* addresses swapped */
+		hdr[20] ^= 1;
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, n1, tag), -EACCES); /* header changed */
+		hdr[20] ^= 1;
+		body[4] = 'O';
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, n1, tag), -EACCES); /* body changed */
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 4, n1, tag), -EACCES); /* body cut */
+		body[4] = 'o';
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, n1, tag), 0);
+		/* the counter wraps after 2^32 tags: a new prefix, never a nonce again */
+		auth_frame_nonce_seek(af, 0xffffffffu);
+		ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, body, 5, n1, tag), 0);
+		ck_assert_mem_eq(n1, n2, 8);
+		ck_assert_uint_eq(n1[8] & n1[9] & n1[10] & n1[11], 0xff);
+		ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, body, 5, n2, t2), 0);
+		ck_assert_mem_ne(n1, n2, 8); /* a fresh prefix (the same one: chance 2^-64) */
+		ck_assert_uint_eq(n2[8] | n2[9] | n2[10] | n2[11], 0);
+		ck_assert_int_eq(auth_frame_check(af, a, b, hdr, 40, body, 5, n2, t2), 0);
+		ck_assert_int_eq(auth_frame_tag(af, a, b, hdr, 40, NULL, AUTH_FRAME_AD_MAX, n2, t2), -EMSGSIZE);
+		k[0] ^= 1;
+		ck_assert_ptr_nonnull(other = auth_frame_new(k, alg, err, sizeof(err)));
+		ck_assert_int_eq(auth_frame_check(other, a, b, hdr, 40, body, 5, nc, want[alg]), -EACCES); /* another key */
+		auth_frame_free(other);
+		k[0] ^= 1;
+		if (crypto_aead_aes256gcm_is_available()) { /* the same key, the other algorithm */
+			ck_assert_ptr_nonnull(other = auth_frame_new(k, !alg, err, sizeof(err)));
+			ck_assert_int_eq(auth_frame_check(other, a, b, hdr, 40, body, 5, nc, want[alg]), -EACCES);
+			auth_frame_free(other);
+		}
+		auth_frame_free(af);
+	}
+	ck_assert_str_eq(auth_frame_alg_name(AUTH_FRAME_AES256GCM), "aes256-gcm");
+	ck_assert_int_eq(auth_frame_alg_parse("chacha20-poly1305"), AUTH_FRAME_CHACHA20POLY1305);
+	ck_assert_int_eq(auth_frame_alg_parse("hmac-sha256"), -1);
+	ck_assert_ptr_null(auth_frame_new((const uint8_t *)"0123456789abcdef0123456789abcdef", 7, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "frame_mac"));
 }
 END_TEST
 

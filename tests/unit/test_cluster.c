@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "ck_run.h"
 #include "cluster.h"
 
@@ -152,7 +153,9 @@ static const struct { const char *doc, *must_name; } bad_docs[] = {
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"up_gbps\":1e-300}]}", "hosts[0].up_gbps" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"down_gbps\":401}]}", "hosts[0].down_gbps" },
 	{ "{\"mtu\":100,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "mtu" },
-	{ "{\"mtu\":1115,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "mtu: must be an integer in [1116, 9000]" },
+	{ "{\"mtu\":1127,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "mtu: must be an integer in [1128, 9000]" },
+	{ "{\"frame_mac\":\"hmac-sha256\",\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "frame_mac: \"aes256-gcm\" or \"chacha20-poly1305\" expected" },
+	{ "{\"frame_mac\":1,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "frame_mac: \"aes256-gcm\" or \"chacha20-poly1305\" expected" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"},{\"name\":\"b\",\"ip\":\"10.0.1.2\"}]}", "hosts[1].ip: outside the cluster's subnet 10.0.0.0/24" },
 	{ "{\"prefix_len\":16,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"},{\"name\":\"b\",\"ip\":\"10.1.0.2\"}]}", "hosts[1].ip: outside the cluster's subnet 10.0.0.0/16" },
 	{ "{\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\",\"roles\":[\"scheduler\"]},{\"name\":\"b\",\"ip\":\"10.0.0.2\",\"roles\":[\"worker\",\"scheduler\"]}]}", "hosts[1].roles: a second scheduler" },
@@ -293,14 +296,14 @@ static void many_hosts(char *buf, size_t len, int n, int servers)
 }
 
 /* The bounds of docs/cluster-config.md: CLUSTER_HOSTS_MAX hosts and CLUSTER_SERVERS_MAX servers are
- * accepted, one more is refused naming the key; CLUSTER_MTU_MIN (1116) is accepted. */
+ * accepted, one more is refused naming the key; CLUSTER_MTU_MIN (1128) is accepted. */
 START_TEST(bounds)
 {
 	static char buf[96 * 1100];
 	struct cluster c;
 	char err[256] = "";
 
-	ck_assert_int_eq(CLUSTER_MTU_MIN, 1116);
+	ck_assert_int_eq(CLUSTER_MTU_MIN, 1128);
 	many_hosts(buf, sizeof(buf), CLUSTER_HOSTS_MAX, CLUSTER_SERVERS_MAX);
 	ck_assert_msg(cluster_parse(buf, "max.json", &c, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_int_eq(c.n_hosts, CLUSTER_HOSTS_MAX);
@@ -312,9 +315,14 @@ START_TEST(bounds)
 	ck_assert_int_eq(cluster_parse(buf, "srv.json", &c, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "srv.json: hosts[32].roles: more than 32 hosts with role server") != NULL, "%s",
 		      err);
-	ck_assert_int_eq(cluster_parse("{\"mtu\":1116,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "m.json",
+	ck_assert_int_eq(cluster_parse("{\"mtu\":1128,\"hosts\":[{\"name\":\"a\",\"ip\":\"10.0.0.1\"}]}", "m.json",
 				       &c, err, sizeof(err)), 0);
-	ck_assert_int_eq(c.mtu, 1116);
+	ck_assert_int_eq(c.mtu, 1128);
+	ck_assert_int_eq(c.frame_mac, AUTH_FRAME_AES256GCM); /* the default */
+	cluster_free(&c);
+	ck_assert_int_eq(cluster_parse("{\"frame_mac\":\"chacha20-poly1305\",\"hosts\":[{\"name\":\"a\",\"ip\":"
+				       "\"10.0.0.1\"}]}", "m.json", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.frame_mac, AUTH_FRAME_CHACHA20POLY1305);
 	cluster_free(&c);
 }
 END_TEST

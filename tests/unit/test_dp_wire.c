@@ -132,8 +132,9 @@ START_TEST(foreign_and_inconsistent_frames)
 }
 END_TEST
 
-/* WIRE_F_AUTH: the tag (stamp, then MAC) sits between header and body; lengths count it; the
- * stamp comes back; a frame cut inside the tag or the body is truncated */
+/* WIRE_F_AUTH: the 36-byte tag (stamp 8, nonce 12, MAC 16) sits between header and body;
+ * lengths count it; the stamp comes back, nonce and MAC are the caller's; WIRE_F_CHACHA passes
+ * through; a frame cut inside the tag or the body is truncated */
 START_TEST(tagged_frame_layout)
 {
 	uint8_t buf[2048];
@@ -155,9 +156,19 @@ START_TEST(tagged_frame_layout)
 	ck_assert_uint_eq(g.len, 8);
 	ck_assert_uint_eq(g.stamp, h.stamp);
 	ck_assert_uint_eq(buf[WIRE_HDRS_LEN], 0x01); /* big-endian, first in the tag */
-	ck_assert_uint_eq(buf[WIRE_HDRS_LEN + WIRE_STAMP_LEN], 0xee); /* the MAC is the caller's */
+	ck_assert_uint_eq(WIRE_TAG_LEN, 36);
+	ck_assert_uint_eq(wire_body_off(WIRE_F_AUTH), WIRE_HDRS_LEN + 36);
+	ck_assert_uint_eq(wire_body_off(WIRE_F_AUTH | WIRE_F_CHACHA), WIRE_HDRS_LEN + 36);
+	ck_assert_uint_eq(wire_body_off(WIRE_F_CHACHA), WIRE_HDRS_LEN); /* no tag without AUTH */
+	for (int i = WIRE_STAMP_LEN; i < WIRE_TAG_LEN; i++) /* nonce and MAC are the caller's */
+		ck_assert_uint_eq(buf[WIRE_HDRS_LEN + i], 0xee);
 	for (size_t cut = WIRE_HDRS_LEN; cut < n; cut++)
 		ck_assert_int_ne(wire_parse(buf, cut, me, PORT, &g, &src, &body), WIRE_OK);
+	h.flags = WIRE_F_AUTH | WIRE_F_CHACHA;
+	ck_assert_uint_eq(wire_encode(buf, &a, &h), n);
+	ck_assert_int_eq(wire_parse(buf, n, me, PORT, &g, &src, &body), WIRE_OK);
+	ck_assert_uint_eq(g.flags, WIRE_F_AUTH | WIRE_F_CHACHA);
+	ck_assert_ptr_eq(body, buf + WIRE_HDRS_LEN + WIRE_TAG_LEN);
 	ck_assert_str_eq(wire_err_name(WIRE_EAUTH), "auth");
 	ck_assert_str_eq(wire_err_name(WIRE_EPEER), "peer");
 	ck_assert_str_eq(wire_err_name(WIRE_EREPLAY), "replay");

@@ -27,8 +27,9 @@ MAX_LAYERS = 16              # model layers (sizes) including input and output
 HOSTS_MAX = 1024             # hosts of a cluster (CLUSTER_HOSTS_MAX, lib/proto/cluster.h)
 SERVERS_MAX = 32             # hosts with role server: the shard servers (CLUSTER_SERVERS_MAX)
 # the smallest cluster MTU, CLUSTER_MTU_MIN (lib/proto/cluster.h): IPv4, UDP, MLfabric headers, a
-# frame tag (stamp and MAC, lib/proto/wire.h) and a 1024-byte body (WIRE_SACK_MAX_BYTES, the largest SACK bitmap)
-MTU_HEADERS = {"WIRE_IP_LEN": 20, "WIRE_UDP_LEN": 8, "WIRE_MLF_LEN": 40, "WIRE_STAMP_LEN": 8, "WIRE_MAC_LEN": 16,
+# frame tag (stamp, nonce and MAC, lib/proto/wire.h) and a 1024-byte body (WIRE_SACK_MAX_BYTES, the largest SACK bitmap)
+MTU_HEADERS = {"WIRE_IP_LEN": 20, "WIRE_UDP_LEN": 8, "WIRE_MLF_LEN": 40, "WIRE_STAMP_LEN": 8, "WIRE_NONCE_LEN": 12,
+               "WIRE_MAC_LEN": 16,
                "WIRE_SACK_MAX_BYTES": 1024}
 MTU_MIN = sum(MTU_HEADERS.values())
 
