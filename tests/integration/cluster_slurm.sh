@@ -66,10 +66,11 @@ ok "an allocation of the local Slurm; the scheduler listens on 10.81.0.2; mlf-to
 # the test without a word)
 n=0 seen=" " kinds=""
 while :; do
+	skipped=""   # this scan's skipped pids and why (named when fewer than 12 were seen)
 	for p in $(pgrep -f "$ROOT/build/mlf-(worker|ps|scheduler|aggregator|dataplane) .*$CL" || true); do
 		case "$seen" in *" $p "*) continue ;; esac
-		comm=$(ps -o comm= -p "$p" 2>/dev/null) || continue
-		case "$comm" in mlf-*) ;; *) continue ;; esac   # not the srun clients
+		comm=$(ps -o comm= -p "$p" 2>/dev/null) || { skipped="$skipped $p:gone"; continue; }
+		case "$comm" in mlf-*) ;; *) skipped="$skipped $p:$comm"; continue ;; esac   # not the srun clients
 		# its ancestors up to init: the step's shells, then the step's slurmstepd
 		a=$p; chain=""; c=""
 		while [ -n "$a" ] && [ "$a" -gt 1 ]; do
@@ -78,7 +79,7 @@ while :; do
 			[ "$c" = slurmstepd ] && break
 		done
 		ns=$(ip netns identify "$p" 2>/dev/null || true)
-		kill -0 "$p" 2>/dev/null || continue   # ended during its check: its ancestry says nothing
+		kill -0 "$p" 2>/dev/null || { skipped="$skipped $p:ended"; continue; }   # its ancestry says nothing
 		[ "$c" = slurmstepd ] || fail "process $p ($(ps -o args= -p "$p" | cut -c1-60)) not under a slurmstepd (ancestors:$chain)"
 		case "$ns" in clsl-*) ;; *) fail "process $p not in a host's namespace" ;; esac
 		seen="$seen$p "; n=$((n + 1)); kinds="$kinds ${ns#clsl-}:$comm"
@@ -86,7 +87,7 @@ while :; do
 	[ "$n" -lt 12 ] && kill -0 "$RUNPID" 2>/dev/null || break
 	sleep 0.2
 done
-[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected; seen:$kinds; mlf processes now: $(pgrep -af 'build/mlf-' | grep -v pgrep | cut -c1-80 | tr '\n' ';'))"
+[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected; seen:$kinds; skipped in the last scan:${skipped:- none})"
 ok "$n processes, each an srun step's under a slurmstepd in its host's namespace (none by ip netns exec)"
 launch_check_trained
 launch_check_gone
