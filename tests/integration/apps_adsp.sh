@@ -48,8 +48,16 @@ awk -v s="$c_slow" -v f="$c_fast" 'BEGIN { exit !(s >= 0.75 * f) }' ||
 	fail "fixed: the slow worker committed $c_slow times against $c_fast for a fast one (ADSP keeps them close)"
 fast=$(jq -s 'map(.local_steps) | sort | .[length / 2 | floor]' "$d/w0/pushes.jsonl")
 slow=$(jq -s 'map(.local_steps) | sort | .[length / 2 | floor]' "$d/w3/pushes.jsonl")
-awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(f >= 2.5 * s) }' ||
-	fail "fixed: a fast worker carried $fast local iterations per commit (median) against the slow one's $slow, not 2.5x"
+# the fast workers never wait: their local iterations per commit follow the speed ratio the run
+# measured (worker.json mean_iteration_s; --speed 4 makes 4x on a quiet machine, less on a loaded
+# one, where every worker's real compute stretches: under make test-under-load a fast worker
+# carried 2 per commit against 1), within 0.6x for the rounding of a few iterations per commit
+fmean=$(jq -s 'map(.local_steps) | add / length' "$d/w0/pushes.jsonl")
+smean=$(jq -s 'map(.local_steps) | add / length' "$d/w3/pushes.jsonl")
+ratio=$(jq -n --slurpfile f "$d/w0/worker.json" --slurpfile s "$d/w3/worker.json" \
+	'$s[0].mean_iteration_s / $f[0].mean_iteration_s')
+awk -v f="$fmean" -v s="$smean" -v r="$ratio" 'BEGIN { exit !(r > 1 && f >= 0.6 * r * s) }' ||
+	fail "fixed: a fast worker carried $fmean local iterations per commit (mean) against the slow one's $smean, not 0.6x of the measured speed ratio $ratio"
 bad=$(jq -s '[.[] | select(.r != 1)] | length' "$d/sched/adsp.jsonl")
 full=$(jq -s '[.[] | select((.delta | length) == 4)] | length' "$d/sched/adsp.jsonl")
 [ "$bad" = 0 ] || fail "fixed: $bad lines of adsp.jsonl with a rate other than 1"
@@ -67,4 +75,4 @@ most=$(jq -s '[.[] | .window_losses | max // 0] | max' "$s/sched/adsp.jsonl")
 [ "$decisions" -ge 1 ] || fail "search: no comparison of two rates finished (decided or without evidence) in 14 s"
 [ "$fed" -ge 1 ] || fail "search: no comparison whose windows each held a loss report (at most $most in a window: are the server's losses reaching the scheduler?)"
 final=$(jq -s 'last | "\(.r) (\(.phase))"' "$s/sched/adsp.jsonl")
-ok "ADSP, speeds 1:1:1:4, one commit per 0.5 s: commits w0 $c_fast, w3 $c_slow; local iterations per commit (median) fast $fast, slow $slow; accuracy $acc; the search reached rate $rmax, ended at $final"
+ok "ADSP, speeds 1:1:1:4, one commit per 0.5 s: commits w0 $c_fast, w3 $c_slow; local iterations per commit (median) fast $fast, slow $slow (measured speed ratio $ratio); accuracy $acc; the search reached rate $rmax, ended at $final"
