@@ -209,7 +209,8 @@ class TestFakeDataplane(Base):
         self.assertIs(mlfabric.endpoint(), ep)
         self.assertEqual(ep.role, "")
         self.assertIsNone(ep.server)
-        self.assertEqual(ep.stats(), dict(pushed=0, sent=0, dropped=0, aggregated=0, models=0))
+        self.assertEqual(ep.stats(), dict(pushed=0, sent=0, dropped=0, aggregated=0, models=0,
+                                         push_buffers=0, push_buffers_reused=0))
         self.assertError(lambda: ep.push(np.zeros(3, np.float32), 0.0, 0), "no server")
         with ep:
             pass
