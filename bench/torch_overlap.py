@@ -6,10 +6,13 @@ behind backward and the next forward?
 An MLP with several large layers (--layers, default 784,1024,1024,1024,1024,10: 3.96 M floats)
 trains on random data (batch --batch) on one worker whose parameter groups live on the servers
 MLF_SERVERS (one group each). Four kinds of iteration, timed round-robin (per round and kind,
-after the fabric is idle: one iteration untimed, then --per iterations timed back to back and
-the wait for the last one's gets, so that the machine's load drifts alike for all four; an
-iteration's time is that span over --per: in steady state every iteration's forward waits for
-the previous one's gets, so the timed span holds --per such waits, the last one whole):
+after the fabric is idle: one iteration untimed, then --per iterations timed back to back, so
+that the machine's load drifts alike for all four; an iteration's time is that span over --per:
+in steady state every iteration's forward waits for the previous one's gets, so the span holds
+--per such waits, the first for the untimed iteration's gets. The wait for the last timed
+iteration's gets comes after the span, reported as `tail_s`: until 2026-11-28 (third session)
+it was inside the span, so an overlapped iteration counted 1 + 1/--per waits, about E/4 = 17 ms
+too many at E = 68 ms; `with_tail_s` is that earlier measure, for comparison):
   compute     forward, backward and the local SGD step only (no fabric);
   comm        push every group's update and get every group's model (no compute);
   sequential  forward, backward, then step() pushes and gets (overlap off: their sum);
@@ -116,25 +119,33 @@ def main():
     kinds = {k: kinds[k] for k in want}
     ts = {k: [] for k in kinds}
     cpu = {k: [] for k in kinds}
+    tails = {k: [] for k in kinds}
     cluster = os.path.abspath(os.environ["MLF_CLUSTER"])
     for r in range(a.warmup + a.rounds):
         for k, fn in kinds.items():
             opt.wait()
             fn()                  # untimed: the first forward finds the model there
-            t, c = time.perf_counter(), fabric_cpu_s(cluster)
+            c = fabric_cpu_s(cluster)   # (scanning /proc takes 1-6 ms: outside the span)
+            t = time.perf_counter()
             for _ in range(a.per):
                 fn()              # each forward waits for the previous iteration's gets
-            opt.wait()
+            t1 = time.perf_counter()
+            c1 = fabric_cpu_s(cluster)
+            opt.wait()            # the last iteration's gets: the next iteration would wait for them
             if r >= a.warmup:
-                ts[k].append((time.perf_counter() - t) / a.per)
-                cpu[k].append((fabric_cpu_s(cluster) - c) / a.per)
+                ts[k].append((t1 - t) / a.per)
+                tails[k].append(time.perf_counter() - t1)
+                cpu[k].append((c1 - c) / a.per)
     opt.wait()
     out = {"layers": a.layers, "floats": sum(q.numel() for q in net.parameters()), "batch": a.batch,
            "seed": a.seed, "servers": mlfabric.endpoint().servers,
            "groups": [[s, hi - lo] for s, lo, hi in opt.groups], "pushed": mlfabric.endpoint().stats()["pushed"]}
     for k, v in ts.items():
         out[k] = {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "n": len(v),
-                  "cpu_s": statistics.median(cpu[k])}
+                  "cpu_s": statistics.median(cpu[k]), "tail_s": statistics.median(tails[k]),
+                  "with_tail_s": statistics.median(x + y / a.per for x, y in zip(v, tails[k]))}
+    st = mlfabric.endpoint().stats()
+    out["push_buffers"] = [st.get("push_buffers"), st.get("push_buffers_reused")]  # None: an older package
     print(json.dumps(out))
     mlfabric.shutdown()
     return 0
