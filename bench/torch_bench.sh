@@ -222,7 +222,10 @@ if ovl:
     for k, name in (("compute", "compute only (forward, backward, local step)"),
                     ("comm", "communication only (push + get of every group)"),
                     ("sequential", "pushes after backward (overlap=False)"),
-                    ("overlap", "per-group pushes from gradient hooks (overlap=True)")):
+                    ("overlap", "per-group pushes from gradient hooks (overlap=True)"),
+                    ("prefetch", "the same, next models prefetched (prefetch=True)")):
+        if not all(k in o for o in ovl):
+            continue
         olines.append("| %s | %s | %s | %s |" % (name, mm(ph(k)), " ".join("%.2f" % (v / b) for v, b in zip(ph(k), bound)),
                                                  cpu(k)))
     olines.append("| compute + comm | %s | %s | - |" % (mm(total), " ".join("%.2f" % (t / b) for t, b in zip(total, bound))))

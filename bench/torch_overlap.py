@@ -18,7 +18,11 @@ too many at E = 68 ms; `with_tail_s` is that earlier measure, for comparison):
   sequential  forward, backward, then step() pushes and gets (overlap off: their sum);
   overlap     forward, backward whose hooks push each group as soon as its gradients exist,
               each group's get starts right after its push on a thread of its own, the next
-              forward waits per layer (overlap on).
+              forward waits per layer (overlap on);
+  prefetch    as overlap, but step() gets every group's model for the next iteration, one get
+              after another, and each hook loads its group's model right after its push: the
+              forward waits for nothing (DistributedOptimizer(prefetch=True); left out with a
+              package without it).
 Prints one JSON object: per kind the median, min and max iteration seconds, and the median CPU
 seconds per iteration of the fabric's processes (this worker, and every process whose command
 line names the testbed's cluster file or its dataplanes' file prefix: /proc/PID/stat utime +
@@ -28,6 +32,7 @@ worker's namespace with the MLF_* variables set (mlfabric.init()). Exit 0, 1 on 
 (named).
 """
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -77,7 +82,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--kinds", default="compute,comm,sequential,overlap",
+    p.add_argument("--kinds", default="compute,comm,sequential,overlap,prefetch",
                    help="the kinds of iteration to time (comma-separated; fewer to profile one)")
     a = p.parse_args()
     torch.manual_seed(a.seed)
@@ -88,8 +93,10 @@ def main():
     y = torch.randint(0, layers[-1], (a.batch,))
     loss_fn = torch.nn.CrossEntropyLoss()
     mt.init(timeout_s=30)
+    has_prefetch = "prefetch" in inspect.signature(mt.DistributedOptimizer).parameters
     opt = mt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.001),
                                   named_parameters=net.named_parameters(), overlap=True)
+    opt.prefetch = False
     local = torch.optim.SGD(net.parameters(), lr=0.001)
 
     def compute():
@@ -104,15 +111,19 @@ def main():
             q.grad = torch.zeros_like(q)
         opt.step()          # push every group (a zero update), get every group
 
-    def iteration(overlap):
+    def iteration(overlap, prefetch=False):
         def it():
             opt.overlap = overlap
+            opt.prefetch = prefetch
             opt.zero_grad()
             loss_fn(net(x), y).backward()
             opt.step()
         return it
-    kinds = {"compute": compute, "comm": comm, "sequential": iteration(False), "overlap": iteration(True)}
+    kinds = {"compute": compute, "comm": comm, "sequential": iteration(False), "overlap": iteration(True),
+             "prefetch": iteration(True, True)}
     want = a.kinds.split(",")
+    if not has_prefetch and "prefetch" in want:
+        want.remove("prefetch")   # an older package: nothing to measure
     bad = [k for k in want if k not in kinds]
     if bad or not want:
         p.error("--kinds: unknown kind %s (of %s)" % (", ".join(bad) or "''", ", ".join(kinds)))

@@ -4,7 +4,10 @@ bench/torch_overlap.py, from the worker's MLF_TRACE timeline (`bench/torch_bench
 --trace`; docs/python.md "Tracing the overlap"), checked against the bench's own times
 (docs/results/torch.md "A ceiling model of the overlapped iteration").
 
-    torch_overlap_model.py RUN_DIR [SEED ...]      (RUN_DIR/trace-sSEED.jsonl, RUN_DIR/sSEED.json)
+    torch_overlap_model.py [--prefetch] RUN_DIR [SEED ...]   (RUN_DIR/trace-sSEED.jsonl, RUN_DIR/sSEED.json)
+
+--prefetch: the iterations of kind prefetch (their forward starts at the previous step: G, busy
+and tail then show whether the prefetched models came before the hooks needed them).
 
 Per steady overlapped iteration (three overlapped step() calls in a row), from the start of its
 forward (the end of its wait for group 0's model) to the start of the next one (T):
@@ -30,24 +33,36 @@ def mm(v, f="%.0f"):
     return (f + " (" + f + "-" + f + ")") % (statistics.median(v), min(v), max(v))
 
 
-def iterations(trace):
-    """Per steady overlapped iteration: dict of the spans above, seconds."""
+def kind(e):
+    """The kind of iteration a `step` event ends: overlap, prefetch or None (overlap off)."""
+    return ("prefetch" if e.get("prefetch") else "overlap") if e.get("overlap") else None
+
+
+def iterations(trace, want="overlap"):
+    """Per steady iteration of kind `want`: dict of the spans above, seconds. With prefetch the
+    forward waits for nothing (it starts at the previous step) and the iteration's gets are the
+    prefetched ones its hooks took (begun in the previous step)."""
     ev = [json.loads(line) for line in open(trace)]
     steps = [i for i, e in enumerate(ev) if e["ev"] == "step"]
     rows = []
     for a, b, c in zip(steps, steps[1:], steps[2:]):
-        if not all(ev[x].get("overlap") for x in (a, b, c)):
+        if not all(kind(ev[x]) == want for x in (a, b, c)):
             continue
         seg = ev[a + 1:b + 1]
         waits = [e for e in seg if e["ev"] == "wait"]
         nxt = [e for e in ev[b + 1:c + 1] if e["ev"] == "wait"]
-        if not waits or not nxt:
+        if want == "overlap" and (not waits or not nxt):
             continue
-        f0, s, f1 = waits[0]["t"], ev[b]["t"], nxt[0]["t"]
+        f0 = waits[0]["t"] if waits else ev[a]["t"]
+        s = ev[b]["t"]
+        f1 = nxt[0]["t"] if nxt else ev[b]["t"]
         grads = {e["g"]: e["t"] for e in seg if e["ev"] == "grad"}
         pushed = {e["g"]: e["t"] for e in seg if e["ev"] == "pushed"}
         # this iteration's gets: begun after its forward started, before the next forward
-        gets = [e for e in ev[a:c] if e["ev"] == "get" and f0 <= e["t0"] <= s + 0.01]
+        if want == "prefetch":
+            gets = [e for e in seg if e["ev"] == "get" and e.get("prefetch")]
+        else:
+            gets = [e for e in ev[a:c] if e["ev"] == "get" and f0 <= e["t0"] <= s + 0.01]
         if not gets or len(gets) != len(pushed) or set(grads) != set(pushed):
             continue
         g_first, last_in = min(e["t0"] for e in gets), max(e["t"] for e in gets)
@@ -57,13 +72,17 @@ def iterations(trace):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    want = "overlap"
+    if args and args[0] in ("--prefetch", "--overlap"):
+        want = args.pop(0)[2:]
+    if not args:
         sys.exit(__doc__)
-    d, seeds = sys.argv[1], sys.argv[2:] or ["1", "2", "3"]
+    d, seeds = args[0], args[1:] or ["1", "2", "3"]
     allrows, bench = [], []
     for seed in seeds:
         try:
-            rows = iterations("%s/trace-s%s.jsonl" % (d, seed))
+            rows = iterations("%s/trace-s%s.jsonl" % (d, seed), want)
             run = json.load(open("%s/s%s.json" % (d, seed)))
         except OSError as e:
             print("seed %s: %s" % (seed, e), file=sys.stderr)
@@ -76,16 +95,17 @@ def main():
     if not allrows:
         sys.exit("no steady overlapped iterations in %s" % d)
     print("| seed | iterations | T ms | G ms | busy ms | downlink Gbit/s (D / busy) | tail ms | C ms | E ms | "
-          "hooks ms | bench overlap ms | compute ms | comm ms |")
+          "hooks ms | bench %s ms | compute ms | comm ms |" % want)
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for seed, run, dbytes, rows in bench + [("all", None, None, allrows)]:
         if not rows:
             continue
         col = lambda k: mm([r[k] * 1e3 for r in rows])
         bk = lambda k: "%.0f" % (run[k]["median_s"] * 1e3) if run and k in run else "-"
+        bench_col = want
         print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             seed, len(rows), col("T"), col("G"), col("busy"), mm([r["rate"] for r in rows], "%.2f"),
-            col("tail"), col("C"), col("E"), col("hooks"), bk("overlap"), bk("compute"), bk("comm")))
+            col("tail"), col("C"), col("E"), col("hooks"), bk(bench_col), bk("compute"), bk("comm")))
     dbytes = bench[0][2]
     g = statistics.median(r["G"] for r in allrows)
     rate = statistics.median(r["rate"] for r in allrows)

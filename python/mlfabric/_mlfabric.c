@@ -552,8 +552,8 @@ static PyMethodDef Handle_methods[] = {
 	  "send_model(server, model, version, timeout_s) - mlf_send_model" },
 	{ "stats", (PyCFunction)Handle_stats, METH_NOARGS, "stats() -> dict of the worker counters" },
 	{ "gets_start", (PyCFunction)Handle_gets_start, METH_VARARGS,
-	  "gets_start([(server, out), ...], timeout_s, total=0) - get each model on a thread of its own "
-	  "(total: the batch's size when more come by gets_add)" },
+	  "gets_start([(server, out), ...], timeout_s, total=0, chain=False) - get each model on a thread of its own "
+	  "(total: the batch's size when more come by gets_add; chain: each get begins when the one before it ended)" },
 	{ "gets_add", (PyCFunction)Handle_gets_add, METH_VARARGS,
 	  "gets_add(server, out) -> k - the running batch's next get" },
 	{ "gets_wait", (PyCFunction)Handle_gets_wait, METH_VARARGS, "gets_wait(k) -> version of get k" },
