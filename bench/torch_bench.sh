@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--pkg) PKG=$(cd "$2" && pwd) || die "--pkg $2: no such folder"; shift 2;;
 	--results) RESULTS=$2; shift 2;;
 	--trace) TRACE=1; shift;;
-	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+	-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
 	*) die "unknown option $1 (see --help)";;
 	esac
 done
