@@ -12,6 +12,8 @@
 # Options: --seeds "1 2 3"  --systems "mlfabric-a async gloo"  --rounds N (push+get rounds, 500)
 #          --out DIR (run folders)  --no-overhead  --no-overlap  --only-overlap
 #          --table DIR (only rebuild the table from DIR)
+#          --trace (the overlap row's worker writes MLF_TRACE timelines, DIR/overlap/trace-sSEED.jsonl:
+#          bench/torch_overlap_model.py reads them)
 #          --pkg DIR (the mlfabric package the overlap row measures, default build/python: an
 #          older build's to compare with, alternating runs)  --results FILE (the markdown file
 #          whose sections are replaced, default docs/results/torch.md)
@@ -21,7 +23,7 @@ B="$ROOT/build"
 PY=/usr/bin/python3
 SEEDS="1 2 3" SYSTEMS="mlfabric-a async gloo" ROUNDS=500 OVERHEAD=1 TABLE_ONLY="" OVERLAP=1
 OUT="$ROOT/runs/bench-torch-$(date -u +%Y%m%dT%H%M%SZ)"
-PKG="$B/python" RESULTS="$ROOT/docs/results/torch.md"
+PKG="$B/python" RESULTS="$ROOT/docs/results/torch.md" TRACE=""
 die() { echo "bench-torch: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -35,7 +37,8 @@ while [ $# -gt 0 ]; do
 	--table) TABLE_ONLY=1; OUT=$2; shift 2;;
 	--pkg) PKG=$(cd "$2" && pwd) || die "--pkg $2: no such folder"; shift 2;;
 	--results) RESULTS=$2; shift 2;;
-	-h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+	--trace) TRACE=1; shift;;
+	-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
 	*) die "unknown option $1 (see --help)";;
 	esac
 done
@@ -108,9 +111,9 @@ if [ -z "$TABLE_ONLY" ] && [ -n "$OVERLAP" ]; then
 EOF
 	for s in $SEEDS; do
 		echo "bench-torch: overlap seed $s" >&2
-		"${LOCK[@]}" bash -s "$B" "$CL" "$W" "$s" "$ROOT" "$PKG" <<'EOS' || echo "bench-torch: overlap seed $s failed (see $W)" >&2
+		"${LOCK[@]}" bash -s "$B" "$CL" "$W" "$s" "$ROOT" "$PKG" "$TRACE" <<'EOS' || echo "bench-torch: overlap seed $s failed (see $W)" >&2
 set -euo pipefail
-B=$1 CL=$2 W=$3 SEED=$4 ROOT=$5 PKG=$6
+B=$1 CL=$2 W=$3 SEED=$4 ROOT=$5 PKG=$6 TRACE=$7
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null || true; done; "$B/mlf-testbed" down "$CL" >/dev/null 2>&1 || true' EXIT
 "$B/mlf-testbed" up "$CL" >"$W/up-s$SEED.log" 2>&1
@@ -123,8 +126,10 @@ done
 for k in 0 1 2 3; do
 	for i in $(seq 100); do grep -q "waiting for the initial model" "$W/ps$k-s$SEED.log" && break; sleep 0.1; done
 done
+rm -f "$W/trace-s$SEED.jsonl"
 "$B/mlf-testbed" exec "$CL" w0 env PYTHONPATH="$PKG" MLF_CLUSTER="$CL" MLF_HOST=w0 MLF_MODE=async \
-	MLF_SERVERS=ps0,ps1,ps2,ps3 /usr/bin/python3 "$ROOT/bench/torch_overlap.py" --seed "$SEED" >"$W/s$SEED.json"
+	MLF_SERVERS=ps0,ps1,ps2,ps3 ${TRACE:+MLF_TRACE="$W/trace-s$SEED.jsonl"} \
+	/usr/bin/python3 "$ROOT/bench/torch_overlap.py" --seed "$SEED" >"$W/s$SEED.json"
 EOS
 	done
 fi
@@ -217,7 +222,10 @@ if ovl:
     for k, name in (("compute", "compute only (forward, backward, local step)"),
                     ("comm", "communication only (push + get of every group)"),
                     ("sequential", "pushes after backward (overlap=False)"),
-                    ("overlap", "per-group pushes from gradient hooks (overlap=True)")):
+                    ("overlap", "per-group pushes from gradient hooks (overlap=True)"),
+                    ("prefetch", "the same, next models prefetched (prefetch=True)")):
+        if not all(k in o for o in ovl):
+            continue
         olines.append("| %s | %s | %s | %s |" % (name, mm(ph(k)), " ".join("%.2f" % (v / b) for v, b in zip(ph(k), bound)),
                                                  cpu(k)))
     olines.append("| compute + comm | %s | %s | - |" % (mm(total), " ".join("%.2f" % (t / b) for t, b in zip(total, bound))))

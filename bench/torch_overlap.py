@@ -6,16 +6,23 @@ behind backward and the next forward?
 An MLP with several large layers (--layers, default 784,1024,1024,1024,1024,10: 3.96 M floats)
 trains on random data (batch --batch) on one worker whose parameter groups live on the servers
 MLF_SERVERS (one group each). Four kinds of iteration, timed round-robin (per round and kind,
-after the fabric is idle: one iteration untimed, then --per iterations timed back to back and
-the wait for the last one's gets, so that the machine's load drifts alike for all four; an
-iteration's time is that span over --per: in steady state every iteration's forward waits for
-the previous one's gets, so the timed span holds --per such waits, the last one whole):
+after the fabric is idle: one iteration untimed, then --per iterations timed back to back, so
+that the machine's load drifts alike for all four; an iteration's time is that span over --per:
+in steady state every iteration's forward waits for the previous one's gets, so the span holds
+--per such waits, the first for the untimed iteration's gets. The wait for the last timed
+iteration's gets comes after the span, reported as `tail_s`: until 2026-11-28 (third session)
+it was inside the span, so an overlapped iteration counted 1 + 1/--per waits, about E/4 = 17 ms
+too many at E = 68 ms; `with_tail_s` is that earlier measure, for comparison):
   compute     forward, backward and the local SGD step only (no fabric);
   comm        push every group's update and get every group's model (no compute);
   sequential  forward, backward, then step() pushes and gets (overlap off: their sum);
   overlap     forward, backward whose hooks push each group as soon as its gradients exist,
               each group's get starts right after its push on a thread of its own, the next
-              forward waits per layer (overlap on).
+              forward waits per layer (overlap on);
+  prefetch    as overlap, but step() gets every group's model for the next iteration, one get
+              after another, and each hook loads its group's model right after its push: the
+              forward waits for nothing (DistributedOptimizer(prefetch=True); left out with a
+              package without it).
 Prints one JSON object: per kind the median, min and max iteration seconds, and the median CPU
 seconds per iteration of the fabric's processes (this worker, and every process whose command
 line names the testbed's cluster file or its dataplanes' file prefix: /proc/PID/stat utime +
@@ -25,6 +32,7 @@ worker's namespace with the MLF_* variables set (mlfabric.init()). Exit 0, 1 on 
 (named).
 """
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -74,7 +82,7 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--kinds", default="compute,comm,sequential,overlap",
+    p.add_argument("--kinds", default="compute,comm,sequential,overlap,prefetch",
                    help="the kinds of iteration to time (comma-separated; fewer to profile one)")
     a = p.parse_args()
     torch.manual_seed(a.seed)
@@ -85,8 +93,10 @@ def main():
     y = torch.randint(0, layers[-1], (a.batch,))
     loss_fn = torch.nn.CrossEntropyLoss()
     mt.init(timeout_s=30)
+    has_prefetch = "prefetch" in inspect.signature(mt.DistributedOptimizer).parameters
     opt = mt.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.001),
                                   named_parameters=net.named_parameters(), overlap=True)
+    opt.prefetch = False
     local = torch.optim.SGD(net.parameters(), lr=0.001)
 
     def compute():
@@ -101,40 +111,52 @@ def main():
             q.grad = torch.zeros_like(q)
         opt.step()          # push every group (a zero update), get every group
 
-    def iteration(overlap):
+    def iteration(overlap, prefetch=False):
         def it():
             opt.overlap = overlap
+            opt.prefetch = prefetch
             opt.zero_grad()
             loss_fn(net(x), y).backward()
             opt.step()
         return it
-    kinds = {"compute": compute, "comm": comm, "sequential": iteration(False), "overlap": iteration(True)}
+    kinds = {"compute": compute, "comm": comm, "sequential": iteration(False), "overlap": iteration(True),
+             "prefetch": iteration(True, True)}
     want = a.kinds.split(",")
+    if not has_prefetch and "prefetch" in want:
+        want.remove("prefetch")   # an older package: nothing to measure
     bad = [k for k in want if k not in kinds]
     if bad or not want:
         p.error("--kinds: unknown kind %s (of %s)" % (", ".join(bad) or "''", ", ".join(kinds)))
     kinds = {k: kinds[k] for k in want}
     ts = {k: [] for k in kinds}
     cpu = {k: [] for k in kinds}
+    tails = {k: [] for k in kinds}
     cluster = os.path.abspath(os.environ["MLF_CLUSTER"])
     for r in range(a.warmup + a.rounds):
         for k, fn in kinds.items():
             opt.wait()
             fn()                  # untimed: the first forward finds the model there
-            t, c = time.perf_counter(), fabric_cpu_s(cluster)
+            c = fabric_cpu_s(cluster)   # (scanning /proc takes 1-6 ms: outside the span)
+            t = time.perf_counter()
             for _ in range(a.per):
                 fn()              # each forward waits for the previous iteration's gets
-            opt.wait()
+            t1 = time.perf_counter()
+            c1 = fabric_cpu_s(cluster)
+            opt.wait()            # the last iteration's gets: the next iteration would wait for them
             if r >= a.warmup:
-                ts[k].append((time.perf_counter() - t) / a.per)
-                cpu[k].append((fabric_cpu_s(cluster) - c) / a.per)
+                ts[k].append((t1 - t) / a.per)
+                tails[k].append(time.perf_counter() - t1)
+                cpu[k].append((c1 - c) / a.per)
     opt.wait()
     out = {"layers": a.layers, "floats": sum(q.numel() for q in net.parameters()), "batch": a.batch,
            "seed": a.seed, "servers": mlfabric.endpoint().servers,
            "groups": [[s, hi - lo] for s, lo, hi in opt.groups], "pushed": mlfabric.endpoint().stats()["pushed"]}
     for k, v in ts.items():
         out[k] = {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "n": len(v),
-                  "cpu_s": statistics.median(cpu[k])}
+                  "cpu_s": statistics.median(cpu[k]), "tail_s": statistics.median(tails[k]),
+                  "with_tail_s": statistics.median(x + y / a.per for x, y in zip(v, tails[k]))}
+    st = mlfabric.endpoint().stats()
+    out["push_buffers"] = [st.get("push_buffers"), st.get("push_buffers_reused")]  # None: an older package
     print(json.dumps(out))
     mlfabric.shutdown()
     return 0

@@ -179,6 +179,14 @@ struct mlf_worker_stats {
 /** mlf_worker_stats - copy the counters of @f. */
 void mlf_get_worker_stats(mlf_t *f, struct mlf_worker_stats *s);
 
+/** How mlf_push found its buffers (monotonic counts of pushes; docs/api.md "Push buffers"). */
+struct mlf_push_buffers {
+	uint64_t allocated; /* pushes that created a new buffer (a memfd of the update's size) */
+	uint64_t reused;    /* pushes that took a buffer of an earlier push whose transfer ended */
+};
+/** mlf_get_push_buffers - copy @f's push buffer counts into @s. Takes the endpoint's lock only. */
+void mlf_get_push_buffers(mlf_t *f, struct mlf_push_buffers *s);
+
 /* ---- the initial model (Horovod's broadcast_parameters; docs/api.md "Initial model") -------- */
 
 /**

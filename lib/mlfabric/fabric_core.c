@@ -37,6 +37,7 @@ static void on_sent(struct mlf *f, const struct mlfabric_event *ev)
 	const struct fabric_role_ops *ops = fabric_core_ops(f);
 	struct fabric_out *o = NULL;
 
+	fabric_pool_done(f, ev->id); /* the dataplane unmapped its buffer: reusable */
 	if (ops && ops->sent && ops->sent(f, ev))
 		return;
 	pthread_mutex_lock(&f->lock);
@@ -99,8 +100,11 @@ static void run_direct(struct mlf *f)
 		pthread_mutex_unlock(&f->lock);
 		if (!d)
 			return;
-		if (fabric_core_send_buf(f, &d->buf, d->bytes, d->dst, d->chan, d->id, 0, NULL, 0, &id) == 0 &&
-		    d->chan == 1) {
+		int rc = d->pooled ? fabric_core_send_shared(f, &d->buf, d->bytes, d->dst, d->chan, d->id, 0, NULL, 0, &id)
+				   : fabric_core_send_buf(f, &d->buf, d->bytes, d->dst, d->chan, d->id, 0, NULL, 0, &id);
+		if (d->pooled) /* back to the pool when its SENT comes (on_sent) */
+			fabric_pool_sent(f, &d->buf, rc == 0 ? id : 0);
+		if (rc == 0 && d->chan == 1) {
 			pthread_mutex_lock(&f->lock);
 			fabric_core_track_out(f, id, 1, 0);
 			pthread_mutex_unlock(&f->lock);
@@ -309,6 +313,7 @@ void mlf_close(mlf_t *f)
 	}
 	if (f->msnap.buf.data)
 		mlfabric_buf_free(&f->msnap.buf);
+	fabric_pool_release(f);
 	if (f->ops && f->ops->release) /* also after a failed registration: what arrived meanwhile */
 		f->ops->release(f);
 	mlfabric_close(f->dp);

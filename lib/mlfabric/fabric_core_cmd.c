@@ -110,7 +110,7 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 	struct mlfabric_buf b;
 	uint64_t bytes, id;
 	char reason[APPMSG_REASON_MAX];
-	int shared = 0, rc;
+	int shared = 0, pooled = 0, rc;
 
 	if (c->what_model || c->what_state) {
 		if (send_payload(f, c, &b, &shared) < 0) {
@@ -135,7 +135,7 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 			/* one shard of the update (§10.2): its slice in a buffer of its own */
 			int rc2 = shard_copy(f, c, u, &b, reason, sizeof(reason));
 			if (!c->keep) {
-				mlfabric_buf_free(&u->buf);
+				fabric_pool_give_back(f, &u->buf); /* never sent itself */
 				free(u);
 			}
 			if (rc2 < 0) {
@@ -155,7 +155,8 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 			}
 			memcpy(b.data, u->buf.data, bytes);
 		} else {
-			b = u->buf;
+			b = u->buf; /* a push buffer (mlf_push): back to the pool once sent */
+			pooled = 1;
 			free(u);
 		}
 		if (c->chan == 2) {
@@ -164,12 +165,14 @@ static void cmd_send_one(struct mlf *f, struct fabric_cmd *c)
 			pthread_mutex_unlock(&f->lock);
 		}
 	}
-	if (shared)
+	if (shared || pooled)
 		rc = fabric_core_send_shared(f, &b, bytes, c->dst, c->chan, c->xfer, c->start, c->steps,
 					     c->n_steps, &id);
 	else
 		rc = fabric_core_send_buf(f, &b, bytes, c->dst, c->chan, c->xfer, c->start, c->steps,
 					  c->n_steps, &id);
+	if (pooled) /* back to the pool when its SENT comes (on_sent) */
+		fabric_pool_sent(f, &b, rc < 0 ? 0 : id);
 	if (rc < 0) {
 		fabric_core_report_done(f, c->xfer, -EINVAL, bytes, 0, clock_real_s(), f->err);
 		return;

@@ -117,6 +117,11 @@ struct fabric_held {
 	struct fabric_held *next;
 };
 
+/* Push buffers kept for reuse (fabric_pool.c): at most this many free ones, this many bytes in all. */
+#define FABRIC_POOL_FREE_MAX 16
+#define FABRIC_POOL_FREE_BYTES ((size_t)512 << 20)
+struct fabric_pooled;
+
 /* A transfer handed to the dataplane whose completion is reported to the scheduler. */
 struct fabric_out {
 	uint64_t xfer;
@@ -129,6 +134,7 @@ struct fabric_direct {
 	struct mlfabric_buf buf;
 	uint64_t id, bytes;
 	uint16_t chan;
+	int pooled;               /* @buf is a push buffer (fabric_pool.c): kept for reuse once sent */
 	char dst[APPMSG_NAME_MAX];
 	struct fabric_direct *next;
 };
@@ -367,6 +373,10 @@ struct mlf {
 	struct fabric_out *out;
 	int sending;                /* `send` commands between held list and out list */
 	struct fabric_direct *direct;
+	struct {
+		struct fabric_pooled *free, *busy; /* free, and mapped by the dataplane until its SENT */
+		uint64_t allocated, reused;        /* mlf_get_push_buffers */
+	} pool;                     /* a worker's push buffers (fabric_pool.c) */
 	struct fabric_peer_msg *peer_head, *peer_tail; /* mlf_peer_recv's queue (fabric_peer.c) */
 	int n_peer;
 	uint64_t peer_dropped;      /* neighbour messages dropped: queue full or bad payload */
@@ -487,6 +497,31 @@ int fabric_core_send_shared(struct mlf *f, const struct mlfabric_buf *b, uint64_
 
 /** fabric_core_was_skipped - was @id passed to a `skip` (chan 1/4: a transfer; chan 2: an update id)? */
 int fabric_core_was_skipped(const struct mlf *f, uint64_t id);
+
+/* ---- fabric_pool.c: push buffers kept for reuse ----------------------------------------- */
+
+/**
+ * fabric_pool_take - a buffer of exactly @size bytes (> 0) for an update: a free one of the pool
+ * (its header bytes zeroed, the rest holding an earlier update) or a new one (zero-filled).
+ * Returns 0 or -errno of mlfabric_buf_alloc. Takes f->lock.
+ */
+int fabric_pool_take(struct mlf *f, size_t size, struct mlfabric_buf *b);
+
+/**
+ * fabric_pool_sent - @b (from fabric_pool_take) was handed to the dataplane as transfer @xfer
+ * (its id): kept until fabric_pool_done(@xfer), then free for the next take; @xfer 0 (the
+ * dataplane refused it) releases it. @b is cleared. Takes f->lock.
+ */
+void fabric_pool_sent(struct mlf *f, struct mlfabric_buf *b, uint64_t xfer);
+
+/** fabric_pool_give_back - @b (from fabric_pool_take) was never sent: free for the next take. */
+void fabric_pool_give_back(struct mlf *f, struct mlfabric_buf *b);
+
+/** fabric_pool_done - transfer @xfer ended (SENT event): its buffer, if pooled, is free again. 1 if it was. */
+int fabric_pool_done(struct mlf *f, uint64_t xfer);
+
+/** fabric_pool_release - unmap every pooled buffer (mlf_close, after the event thread stopped). */
+void fabric_pool_release(struct mlf *f);
 
 /** fabric_core_queue_direct - queue @d for the event thread (direct mode); @front: before the others. */
 void fabric_core_queue_direct(struct mlf *f, struct fabric_direct *d, int front);

@@ -305,7 +305,7 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 	server = server_map(f, server, mapped, sizeof(mapped));
 	pthread_mutex_unlock(&f->lock);
 	h = calloc(1, sizeof(*h));
-	if (!h || (rc = mlfabric_buf_alloc(mlf_payload_bytes(n), &h->buf)) < 0) {
+	if (!h || (rc = fabric_pool_take(f, mlf_payload_bytes(n), &h->buf)) < 0) {
 		free(h);
 		fabric_core_set_err(f, "push: no memory for an update of %zu floats", n);
 		return -ENOMEM;
@@ -330,7 +330,7 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 	if (f->mode == MLF_MODE_DIRECT) {
 		struct fabric_direct *d = calloc(1, sizeof(*d));
 		if (!d) {
-			mlfabric_buf_free(&h->buf);
+			fabric_pool_give_back(f, &h->buf);
 			free(h);
 			fabric_core_set_err(f, "push: no memory for an update of %zu floats", n);
 			return -ENOMEM;
@@ -339,6 +339,7 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 		d->id = id;
 		d->bytes = h->bytes;
 		d->chan = 1;
+		d->pooled = 1;
 		snprintf(d->dst, sizeof(d->dst), "%s", server);
 		free(h);
 		fabric_core_queue_direct(f, d, 0);

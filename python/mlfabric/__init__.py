@@ -213,7 +213,9 @@ class Endpoint:
         self._h.send_model(self._server_or_fail(), model, int(version), self._timeout(timeout_s))
 
     def stats(self):
-        """Worker counters: dict(pushed, sent, dropped, aggregated, models), monotonic."""
+        """Worker counters: dict(pushed, sent, dropped, aggregated, models, push_buffers,
+        push_buffers_reused), monotonic (push_buffers: pushes that created a buffer; _reused:
+        pushes written into the buffer of an earlier one whose transfer ended)."""
         return self._h.stats()
 
     # ---- collectives (the dataplane's peer channel, docs/python.md "Collectives") ----------

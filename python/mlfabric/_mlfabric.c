@@ -303,21 +303,26 @@ static PyObject *send_vector(HandleObject *self, PyObject *args, int peer)
 
 static PyObject *Handle_send_model(HandleObject *self, PyObject *args) { return send_vector(self, args, 0); }
 
-/* stats() -> dict(pushed, sent, dropped, aggregated, models). Takes only the endpoint's mutex. */
+/* stats() -> dict(pushed, sent, dropped, aggregated, models, push_buffers, push_buffers_reused).
+ * Takes only the endpoint's mutex. */
 static PyObject *Handle_stats(HandleObject *self, PyObject *unused)
 {
 	struct mlf_worker_stats s;
+	struct mlf_push_buffers pb;
 
 	if (!self->f)
 		return raise_mlf(ENOTCONN, "the mlfabric endpoint is closed");
 	self->peeking++;
 	Py_BEGIN_ALLOW_THREADS /* the endpoint's lock: never wait for it holding the GIL */
 	mlf_get_worker_stats(self->f, &s);
+	mlf_get_push_buffers(self->f, &pb);
 	Py_END_ALLOW_THREADS
 	self->peeking--;
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K}", "pushed", (unsigned long long)s.pushed, "sent",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "pushed", (unsigned long long)s.pushed, "sent",
 			     (unsigned long long)s.sent, "dropped", (unsigned long long)s.dropped, "aggregated",
-			     (unsigned long long)s.aggregated, "models", (unsigned long long)s.models);
+			     (unsigned long long)s.aggregated, "models", (unsigned long long)s.models,
+			     "push_buffers", (unsigned long long)pb.allocated, "push_buffers_reused",
+			     (unsigned long long)pb.reused);
 }
 
 /* ---- server ----------------------------------------------------------------------------- */
@@ -547,8 +552,8 @@ static PyMethodDef Handle_methods[] = {
 	  "send_model(server, model, version, timeout_s) - mlf_send_model" },
 	{ "stats", (PyCFunction)Handle_stats, METH_NOARGS, "stats() -> dict of the worker counters" },
 	{ "gets_start", (PyCFunction)Handle_gets_start, METH_VARARGS,
-	  "gets_start([(server, out), ...], timeout_s, total=0) - get each model on a thread of its own "
-	  "(total: the batch's size when more come by gets_add)" },
+	  "gets_start([(server, out), ...], timeout_s, total=0, chain=False) - get each model on a thread of its own "
+	  "(total: the batch's size when more come by gets_add; chain: each get begins when the one before it ended)" },
 	{ "gets_add", (PyCFunction)Handle_gets_add, METH_VARARGS,
 	  "gets_add(server, out) -> k - the running batch's next get" },
 	{ "gets_wait", (PyCFunction)Handle_gets_wait, METH_VARARGS, "gets_wait(k) -> version of get k" },

@@ -31,7 +31,8 @@ struct get_job {
 /**
  * The gets of one gets_start, each on a thread of its own while Python goes on, so that the
  * gets of several servers overlap (the library takes up to FABRIC_GETS_MAX at once in direct
- * mode and makes them one at a time with a scheduler; docs/python.md "Overlap"). @cap: gets
+ * mode and makes them one at a time with a scheduler; docs/python.md "Overlap"), or, with
+ * @chain, one after another in the order given (a prefetch: the first model whole first). @cap: gets
  * the batch will hold (@jobs' size); @n: gets given so far (gets_start's list, then one per
  * gets_add). Changes of a job's @finished under @mu, signalled on @cv. @waiters: gets_wait
  * calls blocked on it (under the GIL); a batch reaped while some wait is @orphan and freed by
@@ -44,6 +45,7 @@ struct get_batch {
 	double timeout_s;
 	struct get_job *jobs;
 	int cap, n;
+	int chain;            /* each get begins only once the one before it ended (gets_start's chain) */
 	int waiters, orphan;
 };
 
@@ -63,6 +65,12 @@ static void *get_job_thread(void *arg)
 	int64_t v = 0;
 	int rc;
 
+	if (b->chain && j > b->jobs) { /* the get before it ends first (its slot exists: @jobs holds @cap) */
+		pthread_mutex_lock(&b->mu);
+		while (!j[-1].finished)
+			pthread_cond_wait(&b->cv, &b->mu);
+		pthread_mutex_unlock(&b->mu);
+	}
 	j->t_start = now_real_s();
 	rc = mlf_get(b->f, j->server, j->out.buf, (size_t)(j->out.len / 4), &v, b->timeout_s);
 	pthread_mutex_lock(&b->mu);
@@ -129,8 +137,9 @@ void gets_reap(HandleObject *h)
 }
 
 /*
- * gets_start([(server, out), ...], timeout_s, total=0): start getting each server's model into
- * its writable float32 buffer, each on a thread of its own (they overlap); with @total above the list's length the
+ * gets_start([(server, out), ...], timeout_s, total=0, chain=False): start getting each server's
+ * model into its writable float32 buffer, each on a thread of its own (they overlap; with @chain
+ * each begins when the one before it, in the order given, ended); with @total above the list's length the
  * batch waits for the rest, given one by one with gets_add (a group's get as soon as its update
  * is pushed). The endpoint stays busy (other calls get EBUSY, except push) until gets_wait has
  * seen the last one (or a failure).
@@ -141,8 +150,9 @@ PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
 	double timeout_s;
 	struct get_batch *b;
 	Py_ssize_t n, total = 0;
+	int chain = 0;
 
-	if (!PyArg_ParseTuple(args, "Od|n", &list, &timeout_s, &total) ||
+	if (!PyArg_ParseTuple(args, "Od|np", &list, &timeout_s, &total, &chain) ||
 	    !(seq = PySequence_Fast(list, "a list of (server, out)")))
 		return NULL;
 	n = PySequence_Fast_GET_SIZE(seq);
@@ -181,6 +191,7 @@ PyObject *Handle_gets_start(HandleObject *self, PyObject *args)
 	Py_DECREF(seq);
 	b->n = (int)n;
 	b->cap = (int)total;
+	b->chain = chain;
 	b->f = self->f;
 	b->timeout_s = timeout_s;
 	pthread_mutex_init(&b->mu, NULL);

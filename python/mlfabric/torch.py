@@ -164,7 +164,11 @@ class DistributedOptimizer:
     from a gradient hook during backward (default; False: push in step()). mode: "mlfabric-a",
     "mlfabric-s" or "async" (default: the endpoint's). endpoint: default mlfabric.endpoint().
     on_drop(n): called after a step when the fabric dropped n more of this worker's updates
-    (delay bound, MLfabric-A). init_model: start() at once (rank 0's parameters become the
+    (delay bound, MLfabric-A). prefetch (mode async, overlap): each step() starts getting every
+    group's model for the next iteration at once, one get after another in push order, into a
+    staging vector, and each hook of the next iteration copies its group's model into the
+    parameters right after its push, so the next forward waits for nothing (docs/python.md
+    "Prefetch"). init_model: start() at once (rank 0's parameters become the
     servers' initial model when they wait for one; every worker loads the servers' models).
     Attributes: version (model version the parameters hold; the
     lowest of the servers'), dropped (drops seen), steps, groups [(server, first, end) float
@@ -173,7 +177,7 @@ class DistributedOptimizer:
     """
 
     def __init__(self, optimizer, named_parameters=None, mode=None, endpoint=None, on_drop=None,
-                 backward_passes_per_step=1, servers=None, overlap=True, init_model=True):
+                 backward_passes_per_step=1, servers=None, overlap=True, init_model=True, prefetch=False):
         self.optimizer = optimizer
         self.endpoint = endpoint if endpoint is not None else _mlf.endpoint()
         self.mode = mode or getattr(self.endpoint, "mode", "mlfabric-a")
@@ -182,6 +186,13 @@ class DistributedOptimizer:
         if not (isinstance(backward_passes_per_step, int) and backward_passes_per_step >= 1):
             raise ValueError(f"backward_passes_per_step must be an int >= 1, got {backward_passes_per_step!r}")
         self.on_drop = on_drop
+        if prefetch and self.mode != "async":
+            raise _mlf.Error(_errno.EINVAL, f"prefetch: mode async only (with a scheduler a group's get must "
+                                            f"follow its push, docs/scheduler.md \"Fresh pulls\"), got mode {self.mode}")
+        self.prefetch = bool(prefetch)
+        self._pre = None                          # prefetch batch: {"order", "next", "got", "used"}
+        self._stage = None                        # where the prefetched models land
+        self._push_order = []                     # groups in the order this step pushed them
         if named_parameters is None:
             named_parameters = [p for g in optimizer.param_groups for p in g["params"]]
         named = list(named_parameters)
@@ -360,8 +371,11 @@ class DistributedOptimizer:
 
     def wait(self):
         """Wait until the parameters hold the servers' models (the next forward does it by itself,
-        layer by layer)."""
+        layer by layer). A prefetch batch is let end and its models forgotten: the parameters
+        keep the models got after the last pushes."""
         self._wait()
+        if self._pre is not None:
+            self._drop_prefetch()
 
     def _push_group(self, g):
         self._wait_done()
@@ -374,10 +388,79 @@ class DistributedOptimizer:
         except _mlf.Error as e:
             raise _mlf.Error(e.errno, f"push of parameters {self._name(g)} to server {server}: {e.strerror}") from e
         self._pushed[g] = True
+        self._push_order.append(g)
         if _TRACE_FILE:
             _trace("pushed", g)
-        if self._background():
+        if self._pre is not None and not self._prefetching():
+            self._drop_prefetch()
+        if self._pre is not None:
+            self._take_prefetched(g)
+        elif self._background():
             self._add_get(g)
+
+    def _prefetching(self):
+        """Whether step() prefetches the next iteration's models (prefetch on, gets in the background)."""
+        return self.prefetch and self._background()
+
+    def _start_prefetch(self):
+        """At the end of step(): get every group's model into the staging vector, one get after
+        another in the order this step pushed the groups (the order the next backward's hooks
+        need them), in one batch of the extension (chain=True)."""
+        if self._gets is not None:
+            self._wait()                  # this step's own gets first: one batch at a time
+        n_groups = len(self.groups)
+        order = [g for g in self._push_order if g < n_groups]
+        order = list(dict.fromkeys(order)) + [g for g in range(n_groups) if g not in order]
+        if self._stage is None:
+            self._stage = _torch.empty(self.params.n, dtype=_torch.float32)
+        ep = self.endpoint
+        jobs = [(self.groups[g][0], self._stage[self.groups[g][1]:self.groups[g][2]].numpy()) for g in order]
+        ep._h.gets_start(jobs, ep.timeout_s, len(jobs), True)
+        self._pre = {"order": order, "next": 0, "got": {}, "used": 0}
+        ep.pending = self._pre_wait
+
+    def _pre_wait(self, k=None):
+        """Wait for the prefetched gets up to index k of the batch (default all); their models
+        stay in the staging vector until the hooks take them."""
+        st = self._pre
+        if st is None:
+            return
+        order = st["order"]
+        last = len(order) - 1 if k is None else k
+        h = self.endpoint._h
+        while st["next"] <= last:
+            j = st["next"]
+            g = order[j]
+            try:
+                st["got"][g] = int(h.gets_wait(j))
+                if _TRACE_FILE:
+                    t0, t1 = h.last_get_times
+                    _trace("get", g, t=t1, t0=t0, v=st["got"][g], prefetch=True)
+            except _mlf.Error as e:
+                self._pre = None
+                self.endpoint.pending = None
+                raise _mlf.Error(e.errno, f"prefetch of parameters {self._name(g)} from server "
+                                          f"{self.groups[g][0]}: {e.strerror}") from e
+            st["next"] = j + 1
+        if st["next"] == len(order) and self.endpoint.pending == self._pre_wait:
+            self.endpoint.pending = None
+
+    def _take_prefetched(self, g):
+        """After group g's push: its prefetched model into its parameters."""
+        st = self._pre
+        self._pre_wait(st["order"].index(g))
+        _, lo, hi = self.groups[g]
+        with _torch.no_grad():
+            self._model[lo:hi].copy_(self._stage[lo:hi])
+        self.versions[g] = st["got"][g]
+        st["used"] += 1
+        if st["used"] == len(st["order"]):
+            self._pre = None
+
+    def _drop_prefetch(self):
+        """Let a prefetch batch end and forget its models (prefetch switched off, wait())."""
+        self._pre_wait()
+        self._pre = None
 
     def _endpoint_push(self, server, u, norm, version):
         """Push u to `server` through the endpoint (its own server when it is the only one)."""
@@ -411,7 +494,7 @@ class DistributedOptimizer:
         every server's model into the parameters. Returns what the closure returned, if any."""
         loss = None
         if _TRACE_FILE:
-            _trace("step", overlap=self.overlap)
+            _trace("step", overlap=self.overlap, prefetch=self._prefetching())
         if closure is not None:
             with _torch.enable_grad():
                 loss = closure()
@@ -421,6 +504,8 @@ class DistributedOptimizer:
             return loss
         self._passes = 0
         self._wait_done()
+        if self._pre is not None and not self._prefetching():
+            self._drop_prefetch()
         if self.mode == "mlfabric-s":
             ep = self.endpoint
             u = self._local_step(0)
@@ -441,6 +526,9 @@ class DistributedOptimizer:
         self._pushed = [False] * len(self.groups)
         self._reset_pass()
         self.steps += 1
+        if self._prefetching() and self._pre is None:
+            self._start_prefetch()
+        self._push_order = []
         self._check_drops()
         return loss
 
@@ -457,7 +545,7 @@ class DistributedOptimizer:
         """Give every server its group of rank root_rank's parameters as its initial model (when
         it waits for one: the runner's mlf-ps --init-from) and load the servers' models on every
         worker: all workers then start from the same model. Returns the version."""
-        self._wait()
+        self.wait()
         ep = self.endpoint
         root = ep.workers[root_rank] if getattr(ep, "workers", None) else ep.host
         flat = self.params.gather()

@@ -256,6 +256,74 @@ class TestOverlap(unittest.TestCase):
         self.net(torch.randn(4, 6)).sum().backward()
         self.assertEqual(given[2:], [("ps1", ["ps1", "ps0", "ps1"]), ("ps0", ["ps1", "ps0", "ps1", "ps0"])])
 
+    def test_prefetch_takes_each_group_after_its_push_and_the_forward_waits_for_nothing(self):
+        # prefetch=True (mode async, docs/python.md "Prefetch"): step() starts one batch of every
+        # group's get, chained (one after another) in the order the step pushed them, into a
+        # staging vector (not the parameters); in the next backward each hook pushes its group,
+        # then copies that group's prefetched model into its parameters; the forward in between
+        # waits for no get; wait() lets the batch end and forgets it
+        ep = None
+        starts, waited = [], []
+
+        def pushes():
+            return [e[1] for e in ep.log if e[0] == "push"]
+
+        class Gets:
+            last_get_times = (1.0, 2.0)
+
+            def gets_start(h, jobs, timeout_s, total=0, chain=False):
+                h.jobs, h.chain = list(jobs), chain
+                # what the servers hold now (a prefetch gets them early), +100 to tell them apart
+                h.snap = {srv: ep.models[srv] + (100 if chain else 0) for srv, _ in jobs}
+                starts.append(([j[0] for j in jobs], total, chain))
+
+            def gets_add(h, server, out):
+                h.jobs.append((server, out))
+                h.snap[server] = ep.models[server].copy()
+                return len(h.jobs) - 1
+
+            def gets_wait(h, k):
+                srv, out = h.jobs[k]
+                np.frombuffer(out, np.float32)[:] = h.snap[srv]
+                waited.append((srv, h.chain, pushes()))
+                return 5 + k
+        with self.assertRaises(mlfabric.Error) as cm:
+            self.make(2, prefetch=True, mode="mlfabric-a")
+        self.assertIn("prefetch: mode async only", str(cm.exception))
+        opt = self.make(2, prefetch=True)
+        ep = self.ep
+        gets = Gets()
+        ep._h = gets
+        gets.push = MultiServer.push.__get__(ep)
+        flat = opt.params.flat.numpy()
+        # first step: no batch yet, the gets follow the pushes; step() waits for them, then prefetches
+        self.net(torch.randn(4, 6)).sum().backward()
+        opt.step()
+        self.assertEqual(starts, [(["ps1"], 2, False), (["ps1", "ps0"], 2, True)])
+        self.assertFalse(any(np.shares_memory(out, flat) for _, out in gets.jobs))
+        self.assertEqual(ep.pending, opt._pre_wait)
+        snap = dict(gets.snap)
+        n_waited = len(waited)
+        self.net(torch.randn(4, 6))
+        self.assertEqual(len(waited), n_waited)            # the forward waited for nothing
+        x = torch.randn(4, 6)
+        self.net(x).sum().backward()
+        grads = torch.cat([p.grad.reshape(-1) for p in self.net.parameters()]).clone()
+        # each prefetched get was waited for right after its own group's push
+        self.assertEqual(waited[n_waited:], [("ps1", True, ["ps1", "ps0", "ps1"]),
+                                             ("ps0", True, ["ps1", "ps0", "ps1", "ps0"])])
+        after = torch.nn.utils.parameters_to_vector(self.net.parameters()).detach().numpy()
+        np.testing.assert_array_equal(after, np.concatenate([snap["ps0"], snap["ps1"]]))
+        self.assertEqual(opt.versions, [6, 5])
+        u = np.concatenate([e[2] for e in sorted((e for e in ep.log if e[0] == "push"), key=lambda e: e[1])[1::2]])
+        np.testing.assert_allclose(u, (-0.1 * grads).numpy(), rtol=1e-5, atol=1e-6)
+        opt.step()                                          # the next batch
+        self.assertEqual(starts[-1], (["ps1", "ps0"], 2, True))
+        opt.wait()                                          # ends it, forgets its models
+        self.assertIsNone(opt._pre)
+        self.assertIsNone(ep.pending)
+        np.testing.assert_array_equal(torch.nn.utils.parameters_to_vector(self.net.parameters()).detach().numpy(), after)
+
     def test_trace_records_the_timeline(self):
         # MLF_TRACE (docs/python.md "Tracing the overlap"): one event per gradient, push, get
         # (with its thread's times and version), forward wait and step, written at flush

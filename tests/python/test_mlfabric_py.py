@@ -204,12 +204,39 @@ class TestFakeDataplane(Base):
         h.close()
         self.assertTrue(h.closed)
 
+    def test_chained_gets_begin_one_after_another(self):
+        # gets_start(..., chain=True) (DistributedOptimizer's prefetch): each get begins only when
+        # the one before it ended. Against a dataplane that never answers, each get fails at its
+        # timeout T, so two chained gets take at least 2 T before the batch is reaped, where two
+        # gets at once (chain=False) both begin at the start
+        t_out = 0.3
+        os.environ["MLF_DP_TIMEOUT_S"] = "1"   # the silent dataplane holds the event thread 1 s at most
+        try:
+            h = mlfabric._mlfabric.Handle(self.cluster, "w0", "async", self.dp.path, 1.0)
+        finally:
+            del os.environ["MLF_DP_TIMEOUT_S"]
+        try:
+            h.register_as_worker("ps")
+            a, b = np.zeros(4, np.float32), np.zeros(4, np.float32)
+            t = time.monotonic()
+            h.gets_start([("ps", a), ("ps", b)], t_out, 2, True)
+            with self.assertRaises(mlfabric.Error) as cm:
+                h.gets_wait(0)                  # fails; the failure reaps the batch: joins get 1
+            took = time.monotonic() - t
+            self.assertIn("ps", str(cm.exception))
+            self.assertGreaterEqual(took, 2 * t_out)
+            t0, t1 = h.last_get_times
+            self.assertGreaterEqual(t1 - t0, t_out * 0.99)
+        finally:
+            h.close()
+
     def test_open_only_and_close(self):
         ep = mlfabric.init(self.cluster, "w0", role=None, mode="async", sock=self.dp.path, timeout_s=1)
         self.assertIs(mlfabric.endpoint(), ep)
         self.assertEqual(ep.role, "")
         self.assertIsNone(ep.server)
-        self.assertEqual(ep.stats(), dict(pushed=0, sent=0, dropped=0, aggregated=0, models=0))
+        self.assertEqual(ep.stats(), dict(pushed=0, sent=0, dropped=0, aggregated=0, models=0,
+                                         push_buffers=0, push_buffers_reused=0))
         self.assertError(lambda: ep.push(np.zeros(3, np.float32), 0.0, 0), "no server")
         with ep:
             pass

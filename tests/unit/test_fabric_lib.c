@@ -6,7 +6,7 @@
  * fresh pulls: a pull names the update pushed before it, an unsharded server's model copy waits
  * for its at_version (at least); a completed copy's `done` carries its first byte's time
  * (`t_start`) when the dataplane knows it; mlf_push refuses an update whose length differs from
- * the server's model. */
+ * the server's model; mlf_push reuses a buffer once its transfer ended (and not before). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -826,6 +827,119 @@ START_TEST(push_refuses_a_length_other_than_the_model)
 }
 END_TEST
 
+/* What the fake dataplane of push_reuses_a_buffer_once_its_transfer_ended saw, per SEND. */
+static struct {
+	int sends, fds[8];
+	ino_t ino[8];
+	uint64_t bytes[8];
+	int payload_ok[8]; /* the header names the SEND's update id, the floats hold push k's value */
+} reuse;
+
+/*
+ * A direct-mode worker's pushes: each SEND's memfd is kept open (so that its inode stays its
+ * own) and accepted; the first one's TX_DONE comes only after the second SEND (both in flight
+ * at once), the others' at once.
+ */
+static void *fake_reuse_dp(void *arg)
+{
+	int fd = accept(lfd, NULL, NULL), mfd;
+	struct appmsg m;
+	struct stat st;
+
+	(void)arg;
+	while (appmsg_recv(fd, &m, &mfd) == 1) {
+		if (m.type != APPMSG_SEND || mfd < 0 || reuse.sends >= 8) {
+			if (mfd >= 0)
+				close(mfd);
+			continue;
+		}
+		int k = reuse.sends++;
+		const struct mlf_payload_hdr *h = mmap(NULL, m.bytes, PROT_READ, MAP_SHARED, mfd, 0);
+		const float *x = (const float *)((const char *)h + MLF_PAYLOAD_HDR);
+		reuse.payload_ok[k] = h != MAP_FAILED && h->magic == MLF_PAYLOAD_MAGIC_UPDATE && h->n_parts == 1 &&
+				      h->parts[0].id == m.id && h->offset == 0 && h->version == k &&
+				      x[0] == (float)(k + 1) && x[h->n_floats - 1] == (float)(k + 1);
+		if (h != MAP_FAILED)
+			munmap((void *)h, m.bytes);
+		reuse.ino[k] = fstat(mfd, &st) == 0 ? st.st_ino : 0;
+		reuse.bytes[k] = m.bytes;
+		reuse.fds[k] = mfd;
+		struct appmsg r = { .type = APPMSG_ACCEPTED, .id = m.id };
+		appmsg_send(fd, &r, -1);
+		static uint64_t first;
+		r = (struct appmsg){ .type = APPMSG_TX_DONE, .id = m.id, .chan = 1, .bytes = m.bytes };
+		strcpy(r.peer, "x");
+		if (k == 0) {
+			first = m.id;
+			continue;
+		}
+		if (k == 1) {
+			struct appmsg r0 = r;
+			r0.id = first;
+			appmsg_send(fd, &r0, -1);
+		}
+		appmsg_send(fd, &r, -1);
+	}
+	close(fd);
+	for (int k = 0; k < reuse.sends; k++)
+		close(reuse.fds[k]);
+	return NULL;
+}
+
+/*
+ * mlf_push keeps its buffers (docs/api.md "Push buffers"): two pushes in flight at once get two
+ * buffers; once the dataplane reported both transfers ended, a third push of the same size is
+ * written into one of them (the same memfd: no new buffer, no page faults) with its own header
+ * and values, and a push of another size gets a new one; mlf_get_push_buffers counts 3
+ * allocated, 1 reused. Before the pool every push created a memfd (4 allocated, 4 inodes).
+ */
+START_TEST(push_reuses_a_buffer_once_its_transfer_ended)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5,
+			      .mode = MLF_MODE_DIRECT };
+	static float w[4][2 * N];
+	struct mlf_push_buffers pb;
+	struct mlf_worker_stats ws;
+	char err[256];
+	pthread_t t;
+	mlf_t *f;
+
+	memset(&reuse, 0, sizeof(reuse));
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < 2 * N; i++)
+			w[k][i] = (float)(k + 1);
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_reuse_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
+	ck_assert_int_gt(mlf_push(f, "x", w[0], N, 1.0, 0), 0);
+	ck_assert_int_gt(mlf_push(f, "x", w[1], N, 1.0, 1), 0);
+	for (double until = clock_real_s() + 5;; usleep(1000)) { /* both SENT events taken */
+		mlf_get_worker_stats(f, &ws);
+		if (ws.sent == 2 || clock_real_s() > until)
+			break;
+	}
+	ck_assert_int_eq(ws.sent, 2);
+	ck_assert_int_gt(mlf_push(f, "x", w[2], N, 1.0, 2), 0);
+	ck_assert_int_gt(mlf_push(f, "x", w[3], 2 * N, 1.0, 3), 0);
+	mlf_get_push_buffers(f, &pb);
+	mlf_close(f); /* waits until the last two are sent */
+	pthread_join(t, NULL);
+	ck_assert_int_eq(reuse.sends, 4);
+	for (int k = 0; k < 4; k++)
+		ck_assert_msg(reuse.payload_ok[k], "push %d: wrong header or values", k);
+	ck_assert_uint_ne(reuse.ino[0], reuse.ino[1]);
+	ck_assert_msg(reuse.ino[2] == reuse.ino[0] || reuse.ino[2] == reuse.ino[1],
+		      "third push in a new buffer (inode %lu; the first two %lu %lu)", (unsigned long)reuse.ino[2],
+		      (unsigned long)reuse.ino[0], (unsigned long)reuse.ino[1]);
+	ck_assert_uint_ne(reuse.ino[3], reuse.ino[0]);
+	ck_assert_uint_ne(reuse.ino[3], reuse.ino[1]);
+	ck_assert_uint_eq(reuse.bytes[3], mlf_payload_bytes(2 * N));
+	ck_assert_uint_eq(pb.allocated, 3);
+	ck_assert_uint_eq(pb.reused, 1);
+}
+END_TEST
+
 /* What the `done`s of two completed model copies said (done_reports_first_byte_time). */
 static struct {
 	char done[2][1024];
@@ -918,6 +1032,7 @@ int main(void)
 	tcase_add_test(tc, server_model_copy_waits_for_its_version);
 	tcase_add_test(tc, pull_names_the_update_pushed_before_it);
 	tcase_add_test(tc, push_refuses_a_length_other_than_the_model);
+	tcase_add_test(tc, push_reuses_a_buffer_once_its_transfer_ended);
 	tcase_add_test(tc, done_reports_first_byte_time);
 	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);
 	tcase_add_loop_test(tc, send_model_retries_failed_transfers_until_its_timeout, 0, 2);
