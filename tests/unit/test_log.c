@@ -138,19 +138,24 @@ START_TEST(bucket_bounds_a_family_of_lines)
 	int printed = lines("xfer "), summaries = lines("suppressed");
 	FILE *f = fopen(path, "r");
 	char buf[512];
-	unsigned long k = 0;
+	unsigned long k = 0, sum = 0;
 	while (fgets(buf, sizeof(buf), f))
-		if (strstr(buf, "suppressed"))
+		if (strstr(buf, "suppressed")) {
 			ck_assert_int_eq(sscanf(strstr(buf, "suppressed"), "suppressed %lu lines of transfers",
 						&k), 1);
+			sum += k;
+		}
 	fclose(f);
 	capture();
 	lines("");
 	ck_assert_msg(printed - 1 <= 50 + 100 * dt + 1, "%d lines printed of %d in %.3f s",
 		      printed - 1, n, dt);
 	ck_assert_int_ge(printed - 1, 50);
-	ck_assert_int_eq(summaries, 1);
-	ck_assert_int_eq((int)k + printed - 1, n);
+	/* one summary, and one more per token that came back while the loop still ran (a loaded
+	 * machine stretches the loop: 3 summaries under make test-under-load's load) */
+	ck_assert_int_ge(summaries, 1);
+	ck_assert_msg(summaries <= 1 + 100 * dt + 1, "%d summaries in %.3f s", summaries, dt);
+	ck_assert_int_eq((int)sum + printed - 1, n);
 }
 END_TEST
 
