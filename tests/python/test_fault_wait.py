@@ -13,6 +13,8 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from mlfcluster.experiment import Fault  # noqa: E402
 from mlfcluster.faults import FaultDriver  # noqa: E402
+from mlfcluster.records import SCHED_FRESH  # noqa: E402
+from mlfcluster.runner import Runner  # noqa: E402
 
 
 class FakeProcs:
@@ -63,6 +65,58 @@ class TestKillWorkerWaitsForAPush(unittest.TestCase):
         self.assertIn("not injected: the run ended before the first push of worker w3", recs[0]["action"])
         with open(os.path.join(self.dir, "faults.log")) as f:
             self.assertIn("waiting for the first push of worker w3", f.read())
+
+
+class FakeWorker:
+    """A live worker process whose log is PATH, started at T_START (s)."""
+
+    def __init__(self, log, t_start):
+        self.log, self.t_start = log, t_start
+
+    def alive(self):
+        return True
+
+
+class TestTargetWaitsForARestartedScheduler(unittest.TestCase):
+    """Runner.faults_over: after a kill-scheduler a fault run may stop on its target only when
+    every worker registered again ("a scheduler is back") and the restarted scheduler planned a
+    transfer (a fresh id chosen after the kill in records/transfers.jsonl). A loaded machine once
+    reached the target in the tick of the kill, before the restarted scheduler planned anything,
+    and mlf-fault's "scheduler restart" check failed."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mlf-faultover-")
+        os.makedirs(os.path.join(self.dir, "records"))
+        self.log = os.path.join(self.dir, "worker-w0.log")
+        open(self.log, "w").close()
+        self.t0, self.kill = 1000.0, 1006.0
+        with open(os.path.join(self.dir, "faults.jsonl"), "w") as f:
+            f.write(json.dumps({"t": self.kill, "event": "start", "kind": "kill-scheduler", "ok": True}) + "\n")
+        self.me = types.SimpleNamespace(exp=types.SimpleNamespace(faults=[Fault(1, 6, "kill-scheduler", "ps", 0, 0, {})]))
+        procs = types.SimpleNamespace(matching=lambda pat: [FakeWorker(self.log, self.t0)])
+        self.c = {"sysdir": self.dir, "procs": procs}
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def over(self):
+        return Runner.faults_over(self.me, self.c, self.t0)
+
+    def transfers(self, *ids):
+        with open(os.path.join(self.dir, "records", "transfers.jsonl"), "w") as f:
+            for x in ids:
+                f.write(json.dumps({"xfer": x, "start": self.kill + 0.5}) + "\n")
+
+    def test_waits_for_registration_and_a_plan(self):
+        old = SCHED_FRESH | (int((self.kill - 5) * 1000) << 20) | 3
+        new = SCHED_FRESH | (int((self.kill + 0.2) * 1000) << 20) | 1
+        self.transfers(old)
+        self.assertEqual(self.over(), -1)  # the worker is not back
+        with open(self.log, "w") as f:
+            f.write("INFO w0: a scheduler is back\n")
+        self.assertEqual(self.over(), -1)  # back, but only the killed scheduler's transfers
+        self.transfers(old, 42, new)
+        self.assertEqual(self.over(), self.kill)  # the planned end t0 + at_s is the kill time
 
 
 if __name__ == "__main__":

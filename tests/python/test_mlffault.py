@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from mlffault import checks  # noqa: E402
-from mlfcluster.records import RecordError, read_jsonl_numbered  # noqa: E402
+from mlfcluster.records import SCHED_FRESH, RecordError, read_jsonl_numbered  # noqa: E402
 
 T_END = 1000.0
 
@@ -365,8 +365,8 @@ class SchedulerRestart(RunFolder):
         kill = 995.25
         write_jsonl(os.path.join(self.sys, "faults.jsonl"),
                     [{"t": kill, "event": "start", "kind": "kill-scheduler", "ok": True}])
-        old = checks.SCHED_FRESH | (int(900 * 1000) << 20) | 7
-        new = checks.SCHED_FRESH | (int(995.8 * 1000) << 20) | 1
+        old = SCHED_FRESH | (int(900 * 1000) << 20) | 7
+        new = SCHED_FRESH | (int(995.8 * 1000) << 20) | 1
         self.put("transfers.jsonl", [{"xfer": old, "start": 995.9}, {"xfer": 42, "start": 995.7}])
         self.assertEqual(self.check()[1], 1)  # only the dead scheduler's transfers (and an update id)
         self.put("transfers.jsonl", [{"xfer": old, "start": 995.9}, {"xfer": new, "start": 995.85}])

@@ -81,6 +81,28 @@ def count_records(path):
     return sum(1 for _ in read_jsonl(path))
 
 
+SCHED_FRESH = 1 << 62  # scheduler-chosen transfer ids: 1 << 62 | (start ms << 20) + counter (docs/control.md)
+
+
+def first_planned_after_kills(path, kills):
+    """For each scheduler kill time in KILLS (CLOCK_REALTIME s, ascending), the earliest planned
+    start (s) of a transfer in the scheduler's transfers.jsonl PATH that the scheduler restarted
+    after that kill (and before the next one) chose, or None when it planned none yet. A
+    scheduler-chosen id carries the ms its scheduler started at (SCHED_FRESH), so the id tells
+    which scheduler planned it; the runner waits for these before a fault run may stop on its
+    target, and mlf-fault's "scheduler restart" check reports them."""
+    first = [None] * len(kills)
+    for _, r in read_jsonl_numbered(path, need=("xfer", "start")):
+        x = r["xfer"]
+        if not (isinstance(x, int) and x & SCHED_FRESH):
+            continue
+        ms = (x & (SCHED_FRESH - 1)) >> 20
+        for i, t_kill in enumerate(kills):
+            if ms >= int(t_kill * 1000) and (i + 1 == len(kills) or ms < int(kills[i + 1] * 1000)):
+                first[i] = r["start"] if first[i] is None else min(first[i], r["start"])
+    return first
+
+
 def nonempty(path):
     """PATH exists and is not empty."""
     try:

@@ -12,7 +12,7 @@ from .experiment import GLOO_PORT, num_str
 from .faults import FaultDriver, killed_pids
 from .network import NetDriver, apply_period, read_schedule, rate_schedule, schedule_lines
 from .procs import NotReady, Procs, last_line, log_has, stop, wait_ready
-from .records import RecordError, count_records, read_json, read_jsonl
+from .records import RecordError, count_records, first_planned_after_kills, read_json, read_jsonl
 
 # readiness timeouts (s): how long each process may take to show it is ready
 READY_SCHED_S = 15      # scheduler.log: "listening on"
@@ -564,7 +564,10 @@ class Runner:
         t0 + at_s + duration_s and the events of faults.jsonl: a kill-worker may wait for its
         worker's first push), or -1 while one is not, or while a worker that ran when the
         scheduler was killed has not yet registered again with the restarted one (its log says
-        "a scheduler is back" once per kill-scheduler): counts, not seconds, tell the recovery."""
+        "a scheduler is back" once per kill-scheduler), or while the scheduler restarted after a
+        kill has not planned a transfer yet (records/transfers.jsonl): counts, not seconds, tell
+        the recovery. A loaded machine once reached the target in the tick of the kill, before
+        the restarted scheduler planned anything."""
         e = self.exp
         planned = sum(2 if f.kind in ("cut-link", "loss-burst") else 1 for f in e.faults)
         ev = [x for x in read_jsonl(os.path.join(c["sysdir"], "faults.jsonl"))
@@ -576,6 +579,8 @@ class Runner:
             if kills and p.alive() and getattr(p, "t_start", 0) < kills[-1] and \
                     log_count(p.log, "a scheduler is back") < len(kills):
                 return -1
+        if kills and None in first_planned_after_kills(os.path.join(c["sysdir"], "records", "transfers.jsonl"), kills):
+            return -1
         return max([t0 + f.at + (f.dur or 0) for f in e.faults] + [x.get("t_done", x["t"]) for x in ev])
 
     def run_pending(self, sys_, c, rec, logs, now, t0):

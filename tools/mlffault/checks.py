@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import tempfile
 
-from mlfcluster.records import RecordError, nonempty, read_json, read_jsonl_numbered
+from mlfcluster.records import RecordError, first_planned_after_kills, nonempty, read_json, read_jsonl_numbered
 from mlfcluster.results import STOPPED, fixed, stop_fate
 
 INFLIGHT_S = 2  # pushes this close to the stop (or later) may be in flight when the run stops
@@ -476,8 +476,6 @@ def check_recovery(rep, results, sysname):
 
 # ---- a run folder ------------------------------------------------------------------------------
 
-SCHED_FRESH = 1 << 62  # scheduler-chosen transfer ids: 1 << 62 | (start ms << 20) + counter
-
 
 def check_scheduler_restart(rep, run, sysname):
     """After a kill-scheduler: the restarted scheduler planned transfers (its fresh transfer ids
@@ -489,16 +487,7 @@ def check_scheduler_restart(rep, run, sysname):
     if not kills:
         return
     path = os.path.join(d, "records", "transfers.jsonl")
-    first = [None] * len(kills)
-    for _, r in read_jsonl_numbered(path, need=("xfer", "start")):
-        x = r["xfer"]
-        if not (isinstance(x, int) and x & SCHED_FRESH):
-            continue
-        ms = (x & (SCHED_FRESH - 1)) >> 20
-        # the scheduler restarted after kill i and before kill i + 1 chose this id
-        for i, t_kill in enumerate(kills):
-            if ms >= int(t_kill * 1000) and (i + 1 == len(kills) or ms < int(kills[i + 1] * 1000)):
-                first[i] = r["start"] if first[i] is None else min(first[i], r["start"])
+    first = first_planned_after_kills(path, kills)
     for t_kill, f in zip(kills, first):
         if f is None:
             rep.bad("scheduler restart: no transfer planned by a restarted scheduler after the kill at "
