@@ -248,14 +248,15 @@ check-layers: programs
 # `make test-under-load`: `make test` UNDER_LOAD_RUNS (3) times in a row with `stress-ng --cpu 2`
 # beside it (two busy cores: every test must hold on a loaded machine, README.md). stress-ng
 # is stopped on every exit, a failed run or Ctrl-C included; each run's result and time is printed,
-# and the target fails when any run failed.
+# and the target fails when any run failed. A failed integration test's work directory (logs,
+# records, run folders) is kept in build/failed-tests (MLF_KEEP_FAILED, tests/integration/workdir.sh).
 UNDER_LOAD_RUNS ?= 3
 test-under-load:
 	@command -v stress-ng >/dev/null || { echo "test-under-load needs stress-ng (Debian package stress-ng)"; exit 1; }
 	@stress-ng --cpu 2 --quiet & sp=$$!; \
 	trap 'kill $$sp 2>/dev/null; wait $$sp 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	fail=0; times=""; for i in $$(seq 1 $(UNDER_LOAD_RUNS)); do s=$$(date +%s); \
-	  if $(MAKE) --no-print-directory test; then r=passed; else r=FAILED; fail=1; fi; \
+	  if MLF_KEEP_FAILED=$${MLF_KEEP_FAILED:-$(CURDIR)/$(BUILD)/failed-tests} $(MAKE) --no-print-directory test; then r=passed; else r=FAILED; fail=1; fi; \
 	  t="run $$i: $$r in $$(( $$(date +%s) - s )) s"; times="$$times$$t\n"; echo "test-under-load: $$t"; \
 	done; printf "test-under-load (stress-ng --cpu 2 beside):\n$$times"; exit $$fail
 

@@ -4,11 +4,12 @@
 # computed from synthetic record files against hand-computed values, the three PNG plots, and
 # bad experiments refused with one line before anything starts.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 MC="$ROOT/tools/mlf-cluster"
 TEST_NAME=cluster_results
 WORK="${KEEP_WORK:-$(mktemp -d --tmpdir=/dev/shm)}"; mkdir -p "$WORK"
-trap 'rc=$?; rm -rf "$WORK"; [ $rc -eq 0 ] || echo "FAIL $TEST_NAME (exit $rc)"; exit $rc' EXIT
+trap 'rc=$?; work_done $rc; [ $rc -eq 0 ] || echo "FAIL $TEST_NAME (exit $rc)"; exit $rc' EXIT
 fail() { echo "FAIL $TEST_NAME: $*" >&2; exit 1; }
 ok() { echo "ok   $TEST_NAME: $*"; }
 # eq NAME GOT WANT: numeric equality within 1e-9 (null compares as a string).

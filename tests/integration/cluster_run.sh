@@ -6,6 +6,7 @@
 # (shards, straggler setting, --scheduler none for async), progress is printed, the target stops a
 # system, Ctrl-C tears everything down, and no namespace or process is left.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 MC="$ROOT/tools/mlf-cluster"
 TEST_NAME=cluster_run
@@ -22,7 +23,7 @@ cleanup() {
 	[ -n "$RUNPID" ] && kill -TERM "$RUNPID" 2>/dev/null && wait "$RUNPID" 2>/dev/null
 	"$ROOT/build/mlf-testbed" down "$CL" >/dev/null 2>&1 || true
 	[ $rc -ne 0 ] && [ -f "$WORK/out" ] && tail -n 20 "$WORK/out" >&2
-	[ -n "${KEEP:-}" ] || rm -rf "$WORK"
+	[ -n "${KEEP:-}" ] || work_done $rc
 	[ $rc -ne 0 ] && echo "FAIL $TEST_NAME (exit $rc)"
 	exit $rc
 }

@@ -42,7 +42,7 @@ fab_cleanup() {
 		for f in "$WORK"/*.log "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- tail of $f"; tail -8 "$f"; }; done >&2
 	fi
 	"$TB" down "$CLUSTER" >/dev/null 2>&1 || true
-	[ -n "${FAB_KEEP:-}" ] && echo "kept $WORK" >&2 || rm -rf "$WORK"
+	if [ -n "${FAB_KEEP:-}" ]; then echo "kept $WORK" >&2; else work_done $rc; fi
 	[ $rc -ne 0 ] && echo "FAIL $TEST_NAME (exit $rc)"
 	exit $rc
 }

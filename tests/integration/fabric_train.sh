@@ -7,6 +7,7 @@
 # input: an unknown host in the experiment, a dataplane that fails to start, a worker without a
 # running dataplane.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 MC="$ROOT/tools/mlf-cluster"
 TB="$ROOT/build/mlf-testbed"
@@ -30,7 +31,7 @@ cleanup() {
 		for f in "$WORK"/run/mlfabric-a/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 3 "$f"; }; done >&2
 		echo "FAIL $TEST_NAME (exit $rc)"
 	fi
-	rm -rf "$WORK"
+	work_done $rc
 	exit $rc
 }
 trap cleanup EXIT

@@ -8,6 +8,7 @@
 # reaches the hosts, and delivers the scenario's kills, only over ssh (`mlf-fault run --cluster`).
 # Usage (sourced): TEST_NAME=fault_x; SCENARIO=x; . fault_lib.sh; fault_run; then assertions on $SYS.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TB="$ROOT/build/mlf-testbed"
 CL="$ROOT/conf/cluster-repl-flt.json"
@@ -49,7 +50,7 @@ fault_cleanup() {
 		for f in "$SYS"/logs/{scheduler,ps,replica}.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 4 "$f"; }; done >&2
 		echo "FAIL $TEST_NAME (exit $rc)"
 	fi
-	[ -n "${FAULT_KEEP:-}" ] && echo "kept $WORK" >&2 || rm -rf "$WORK"
+	if [ -n "${FAULT_KEEP:-}" ]; then echo "kept $WORK" >&2; else work_done $rc; fi
 	exit $rc
 }
 trap fault_cleanup EXIT

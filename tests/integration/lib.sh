@@ -2,6 +2,7 @@
 # Every test sets CLUSTER (a conf/*.json) and calls tb_begin; the EXIT trap tears the testbed
 # down even when an assertion fails. Assertions print what was expected and what was measured.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TB="$ROOT/build/mlf-testbed"
 XFER="$ROOT/build/mlf-xfer"
@@ -14,12 +15,7 @@ tb_cleanup() {
 		for f in "$WORK"/dp-*.log; do [ -f "$f" ] && { echo "--- tail of $f"; tail -5 "$f"; }; done >&2
 	fi
 	[ -n "${CLUSTER:-}" ] && "$TB" down "$CLUSTER" >/dev/null 2>&1 || true
-	# MLF_KEEP_FAILED=DIR keeps a failed test's work directory (logs, records) as DIR/TEST.XXXXXX
-	if [ $rc -ne 0 ] && [ -n "$WORK" ] && [ -n "${MLF_KEEP_FAILED:-}" ]; then
-		mkdir -p "$MLF_KEEP_FAILED" && cp -a "$WORK" "$(mktemp -d "$MLF_KEEP_FAILED/$TEST_NAME.XXXXXX")/" &&
-			echo "kept $WORK in $MLF_KEEP_FAILED" >&2
-	fi
-	[ -n "$WORK" ] && rm -rf "$WORK"
+	work_done $rc   # MLF_KEEP_FAILED=DIR keeps a failed test's work directory (workdir.sh)
 	if [ $rc -ne 0 ]; then echo "FAIL $TEST_NAME (exit $rc)"; fi
 	exit $rc
 }
@@ -197,7 +193,7 @@ memif_cleanup() {
 	fi
 	memif_pair_stop
 	for h in a b; do rm -rf "/var/run/dpdk/mlfm$$-$h"; done
-	rm -rf "$WORK"
+	work_done $rc
 	[ $rc -eq 0 ] || echo "FAIL $TEST_NAME (exit $rc)"
 	exit $rc
 }

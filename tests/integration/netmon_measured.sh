@@ -24,7 +24,7 @@ cleanup() {
 		for f in "$WORK"/run/mlfabric-a/logs/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 3 "$f"; }; done >&2
 		echo "FAIL $TEST_NAME (exit $rc)"
 	fi
-	[ -n "${KEEP:-}" ] || rm -rf "$WORK"
+	[ -n "${KEEP:-}" ] || work_done $rc
 	exit $rc
 }
 trap cleanup EXIT

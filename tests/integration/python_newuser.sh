@@ -10,6 +10,7 @@
 # having made 150 steps each with the same allreduced loss. About 15 s. Needs root; run under
 # `flock /tmp/mlf-netns.lock`.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TEST_NAME=python_newuser
 PY=/usr/bin/python3
@@ -30,7 +31,7 @@ cleanup() {
 			[ -f "$f" ] && { echo "--- tail of $f"; tail -n 6 "$f"; }
 		done >&2
 	fi
-	rm -rf "$WORK"
+	work_done $rc
 	exit $rc
 }
 trap cleanup EXIT

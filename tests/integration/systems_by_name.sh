@@ -7,6 +7,7 @@
 # rise: at least 2 evaluations, the best at least 0.15 above the run's own first evaluation (the
 # model before or just after its first updates).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 MC="$ROOT/tools/mlf-cluster"
 TB="$ROOT/build/mlf-testbed"
@@ -28,7 +29,7 @@ cleanup() {
 		[ -f "$WORK/run/run.log" ] && { echo "--- run.log"; tail -n 15 "$WORK/run/run.log"; } >&2
 		echo "FAIL $TEST_NAME (exit $rc)"
 	fi
-	rm -rf "$WORK"
+	work_done $rc
 	exit $rc
 }
 trap cleanup EXIT

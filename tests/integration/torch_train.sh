@@ -8,6 +8,7 @@
 # Reads results.json and the records; about 3 minutes (up to 8 on a slow machine). Needs root; run under
 # `flock /tmp/mlf-netns.lock`.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TEST_NAME=torch_train
 TB="$ROOT/build/mlf-testbed"
@@ -33,7 +34,7 @@ cleanup() {
 		done >&2
 		echo "FAIL $TEST_NAME (exit $rc)"
 	fi
-	[ -n "${TORCH_KEEP:-}" ] && echo "kept $WORK" >&2 || rm -rf "$WORK"
+	if [ -n "${TORCH_KEEP:-}" ]; then echo "kept $WORK" >&2; else work_done $rc; fi
 	exit $rc
 }
 trap cleanup EXIT
