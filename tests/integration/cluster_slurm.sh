@@ -60,35 +60,25 @@ pgrep -f "^slurm(ctld|d) -D -f /tmp/mlf-preflight-" >/dev/null && fail "prefligh
 launch_start 10.81.0.2
 grep -q "slurm: allocation [0-9]* on " "$S/logs/testbed.log" || fail "no Slurm allocation in testbed.log: $(cat "$S/logs/testbed.log")"
 ok "an allocation of the local Slurm; the scheduler listens on 10.81.0.2; mlf-top reaches it there"
-# the training processes, each checked once, scanned again until all 12 were seen or the run
-# ended (as in cluster_ssh.sh: late starters on a loaded machine, early enders at the target); a
-# process that exits during its check is skipped (under set -e a vanished pid's `ps` used to end
-# the test without a word)
-n=0 seen=" " kinds=""
-while :; do
-	skipped=""   # this scan's skipped pids and why (named when fewer than 12 were seen)
-	for p in $(pgrep -f "$ROOT/build/mlf-(worker|ps|scheduler|aggregator|dataplane) .*$CL" || true); do
-		case "$seen" in *" $p "*) continue ;; esac
-		comm=$(ps -o comm= -p "$p" 2>/dev/null) || { skipped="$skipped $p:gone"; continue; }
-		case "$comm" in mlf-*) ;; *) skipped="$skipped $p:$comm"; continue ;; esac   # not the srun clients
-		# its ancestors up to init: the step's shells, then the step's slurmstepd
-		a=$p; chain=""; c=""
-		while [ -n "$a" ] && [ "$a" -gt 1 ]; do
-			a=$(ps -o ppid= -p "$a" 2>/dev/null | tr -d ' ') || a=""
-			c=$(ps -o comm= -p "$a" 2>/dev/null || true); chain="$chain $c"
-			[ "$c" = slurmstepd ] && break
-		done
-		ns=$(ip netns identify "$p" 2>/dev/null || true)
-		kill -0 "$p" 2>/dev/null || { skipped="$skipped $p:ended"; continue; }   # its ancestry says nothing
-		[ "$c" = slurmstepd ] || fail "process $p ($(ps -o args= -p "$p" | cut -c1-60)) not under a slurmstepd (ancestors:$chain)"
-		case "$ns" in clsl-*) ;; *) fail "process $p not in a host's namespace" ;; esac
-		seen="$seen$p "; n=$((n + 1)); kinds="$kinds ${ns#clsl-}:$comm"
+# the training processes, each an srun step's: under a slurmstepd, in its host's namespace
+slurm_started() {
+	local comm a chain="" c="" ns
+	comm=$(ps -o comm= -p "$1" 2>/dev/null) || { WHY=gone; return 1; }
+	case "$comm" in mlf-*) ;; *) WHY=$comm; return 1 ;; esac   # not the srun clients
+	# its ancestors up to init: the step's shells, then the step's slurmstepd
+	a=$1
+	while [ -n "$a" ] && [ "$a" -gt 1 ]; do
+		a=$(ps -o ppid= -p "$a" 2>/dev/null | tr -d ' ') || a=""
+		c=$(ps -o comm= -p "$a" 2>/dev/null || true); chain="$chain $c"
+		[ "$c" = slurmstepd ] && break
 	done
-	[ "$n" -lt 12 ] && kill -0 "$RUNPID" 2>/dev/null || break
-	sleep 0.2
-done
-[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected; seen:$kinds; skipped in the last scan:${skipped:- none})"
-ok "$n processes, each an srun step's under a slurmstepd in its host's namespace (none by ip netns exec)"
+	ns=$(ip netns identify "$1" 2>/dev/null || true)
+	kill -0 "$1" 2>/dev/null || { WHY=ended; return 1; }   # its ancestry says nothing
+	[ "$c" = slurmstepd ] || fail "process $1 ($(ps -o args= -p "$1" | cut -c1-60)) not under a slurmstepd (ancestors:$chain)"
+	case "$ns" in clsl-*) ;; *) fail "process $1 not in a host's namespace" ;; esac
+	KIND="${ns#clsl-}:$comm"
+}
+launch_scan slurm_started "each an srun step's under a slurmstepd in its host's namespace (none by ip netns exec)"
 launch_check_trained
 launch_check_gone
 kill_slurm

@@ -55,27 +55,19 @@ launch_preflight "over ssh"
 # the default experiment on this cluster, 30 s
 launch_start 10.87.0.2
 ok "the scheduler listens on its control address 10.87.0.2; mlf-top reaches it there from this machine"
-# the training processes, each checked once, scanned again until all 12 were seen or the run
-# ended: on a loaded machine the last workers start seconds after the first progress line, and
-# the run (stopping at its target) may end its first processes meanwhile; a process that exits
-# or loses its parent during the check is skipped, not misread
-n=0 seen=" " kinds=""
-while :; do
-	for p in $(pgrep -f "$ROOT/build/mlf-(worker|ps|scheduler|aggregator|dataplane) .*$CL" || true); do
-		case "$seen" in *" $p "*) continue ;; esac
-		comm=$(ps -o comm= -p "$p" 2>/dev/null) || continue
-		case "$comm" in mlf-*) ;; *) continue ;; esac   # not the ssh clients
-		pp=$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ') && [ -n "$pp" ] || continue
-		g=$(ps -o comm= -p "$(ps -o ppid= -p "$pp" 2>/dev/null | tr -d ' ')" 2>/dev/null) || continue
-		[ "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')" = "$pp" ] || continue   # reparented: ending
-		[ "$g" = sshd ] || fail "process $p ($(ps -o args= -p "$p" | cut -c1-60)) not started by an sshd"
-		seen="$seen$p "; n=$((n + 1)); kinds="$kinds $comm"
-	done
-	[ "$n" -lt 12 ] && kill -0 "$RUNPID" 2>/dev/null || break
-	sleep 0.2
-done
-[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected; seen:$kinds)"
-ok "$n processes, each started through an sshd of its host (none by ip netns exec)"
+# the training processes, each started through an sshd of its host: the parent is the ssh
+# session's shell, its parent the sshd
+ssh_started() {
+	local comm pp g
+	comm=$(ps -o comm= -p "$1" 2>/dev/null) || { WHY=gone; return 1; }
+	case "$comm" in mlf-*) ;; *) WHY=$comm; return 1 ;; esac   # not the ssh clients
+	pp=$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ') && [ -n "$pp" ] || { WHY=gone; return 1; }
+	g=$(ps -o comm= -p "$(ps -o ppid= -p "$pp" 2>/dev/null | tr -d ' ')" 2>/dev/null) || { WHY=ended; return 1; }
+	[ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$pp" ] || { WHY=reparented; return 1; }   # ending
+	[ "$g" = sshd ] || fail "process $1 ($(ps -o args= -p "$1" | cut -c1-60)) not started by an sshd"
+	KIND=$comm
+}
+launch_scan ssh_started "each started through an sshd of its host (none by ip netns exec)"
 launch_check_trained
 launch_check_gone
 kill_sshds

@@ -49,6 +49,34 @@ launch_start() {
 	grep -q "w3" "$WORK/top" || fail "mlf-top shows no host w3: $(head -5 "$WORK/top")"
 }
 
+# launch_scan CHECK WHAT: the 12 training processes of CL (5 dataplanes, scheduler, server, 2
+# aggregators, 4 workers), each checked once by the caller's function CHECK PID, scanned again
+# every 0.2 s until all 12 were seen or the run (RUNPID) ended: on a loaded machine the last
+# workers start seconds after the first progress line, and the run may end its first processes
+# meanwhile. CHECK returns 0 for a process it accepts (setting KIND to a short name), 1 for one to
+# skip (setting WHY: it exited or was reparented during the check, or is a launcher's client), or
+# calls fail. Fewer than 12 seen fails, naming WHAT was expected, the kinds seen and the last
+# scan's skipped pids (under make test-under-load cluster_slurm once saw 11 of 12).
+launch_scan() {
+	local check=$1 what=$2 p n=0 seen=" " kinds="" skipped
+	while :; do
+		skipped=""
+		for p in $(pgrep -f "$ROOT/build/mlf-(worker|ps|scheduler|aggregator|dataplane) .*$CL" || true); do
+			case "$seen" in *" $p "*) continue ;; esac
+			KIND="" WHY=""
+			if "$check" "$p"; then
+				seen="$seen$p "; n=$((n + 1)); kinds="$kinds $KIND"
+			else
+				skipped="$skipped $p:$WHY"
+			fi
+		done
+		[ "$n" -lt 12 ] && kill -0 "$RUNPID" 2>/dev/null || break
+		sleep 0.2
+	done
+	[ "$n" -ge 12 ] || fail "only $n training processes seen while the run lasted (5 dataplanes, scheduler, server, 2 aggregators, 4 workers expected, $what; seen:$kinds; skipped in the last scan:${skipped:- none})"
+	ok "$n processes, $what"
+}
+
 # launch_check_trained: the run ended well and trained like a local run: results.json, plots,
 # accuracy rose, every host's records and logs in the run folder.
 launch_check_trained() {
