@@ -17,13 +17,18 @@
 #          --pkg DIR (the mlfabric package the overlap row measures, default build/python: an
 #          older build's to compare with, alternating runs)  --results FILE (the markdown file
 #          whose sections are replaced, default docs/results/torch.md)
+#          --mtu N (the overlap row's cluster MTU, default 1500; 9000: jumbo frames, a sixth of
+#          the frames and of the emulated links' per-frame kernel work)
+#          --no-pin (the overlap row: let the kernel place every process on the machine's cores;
+#          by default the dataplanes and servers run on core 0 and the worker on core 1, taskset,
+#          as a deployment gives the DPDK dataplane an lcore of its own, docs/results/torch.md)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 B="$ROOT/build"
 PY=/usr/bin/python3
 SEEDS="1 2 3" SYSTEMS="mlfabric-a async gloo" ROUNDS=500 OVERHEAD=1 TABLE_ONLY="" OVERLAP=1
 OUT="$ROOT/runs/bench-torch-$(date -u +%Y%m%dT%H%M%SZ)"
-PKG="$B/python" RESULTS="$ROOT/docs/results/torch.md" TRACE=""
+PKG="$B/python" RESULTS="$ROOT/docs/results/torch.md" TRACE="" MTU=1500 PIN=1
 die() { echo "bench-torch: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -38,7 +43,10 @@ while [ $# -gt 0 ]; do
 	--pkg) PKG=$(cd "$2" && pwd) || die "--pkg $2: no such folder"; shift 2;;
 	--results) RESULTS=$2; shift 2;;
 	--trace) TRACE=1; shift;;
-	-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+	--no-pin) PIN=""; shift;;
+	--mtu) MTU=$2; shift 2
+		case "$MTU" in ''|*[!0-9]*) die "--mtu $MTU: not a number of bytes";; esac;;
+	-h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
 	*) die "unknown option $1 (see --help)";;
 	esac
 done
@@ -101,8 +109,8 @@ if [ -z "$TABLE_ONLY" ] && [ -n "$OVERLAP" ]; then
 	W="$OUT/overlap"
 	mkdir -p "$W"
 	CL="$W/tov.json"
-	cat >"$CL" <<'EOF'
-{"name": "tov", "mtu": 1500, "prefix_len": 24, "udp_port": 47000, "control_port": 7070, "hosts": [
+	cat >"$CL" <<EOF
+{"name": "tov", "mtu": $MTU, "prefix_len": 24, "udp_port": 47000, "control_port": 7070, "hosts": [
  {"name": "ps0", "ip": "10.91.0.2", "up_gbps": 1, "down_gbps": 1, "roles": ["server"]},
  {"name": "ps1", "ip": "10.91.0.3", "up_gbps": 1, "down_gbps": 1, "roles": ["server"]},
  {"name": "ps2", "ip": "10.91.0.4", "up_gbps": 1, "down_gbps": 1, "roles": ["server"]},
@@ -111,9 +119,9 @@ if [ -z "$TABLE_ONLY" ] && [ -n "$OVERLAP" ]; then
 EOF
 	for s in $SEEDS; do
 		echo "bench-torch: overlap seed $s" >&2
-		"${LOCK[@]}" bash -s "$B" "$CL" "$W" "$s" "$ROOT" "$PKG" "$TRACE" <<'EOS' || echo "bench-torch: overlap seed $s failed (see $W)" >&2
+		"${LOCK[@]}" bash -s "$B" "$CL" "$W" "$s" "$ROOT" "$PKG" "$TRACE" "$PIN" <<'EOS' || echo "bench-torch: overlap seed $s failed (see $W)" >&2
 set -euo pipefail
-B=$1 CL=$2 W=$3 SEED=$4 ROOT=$5 PKG=$6 TRACE=$7
+B=$1 CL=$2 W=$3 SEED=$4 ROOT=$5 PKG=$6 TRACE=$7 PIN=$8
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null || true; done; "$B/mlf-testbed" down "$CL" >/dev/null 2>&1 || true' EXIT
 "$B/mlf-testbed" up "$CL" >"$W/up-s$SEED.log" 2>&1
@@ -127,7 +135,13 @@ for k in 0 1 2 3; do
 	for i in $(seq 100); do grep -q "waiting for the initial model" "$W/ps$k-s$SEED.log" && break; sleep 0.1; done
 done
 rm -f "$W/trace-s$SEED.jsonl"
-"$B/mlf-testbed" exec "$CL" w0 env PYTHONPATH="$PKG" MLF_CLUSTER="$CL" MLF_HOST=w0 MLF_MODE=async \
+WPIN=()
+echo "${PIN:+pinned}" >"$W/placement"
+if [ -n "$PIN" ]; then   # every thread of the dataplanes and servers on core 0, the worker on core 1
+	for p in $(pgrep -f "file-prefix=tov-|mlf-ps --cluster $CL"); do taskset -a -cp 0 "$p" >/dev/null; done
+	WPIN=(taskset -c 1)
+fi
+"$B/mlf-testbed" exec "$CL" w0 "${WPIN[@]}" env PYTHONPATH="$PKG" MLF_CLUSTER="$CL" MLF_HOST=w0 MLF_MODE=async \
 	MLF_SERVERS=ps0,ps1,ps2,ps3 ${TRACE:+MLF_TRACE="$W/trace-s$SEED.jsonl"} \
 	/usr/bin/python3 "$ROOT/bench/torch_overlap.py" --seed "$SEED" >"$W/s$SEED.json"
 EOS
@@ -209,11 +223,15 @@ if ovl:
     mm = lambda v: "%.0f (%.0f-%.0f)" % (statistics.median(v) * 1e3, min(v) * 1e3, max(v) * 1e3)
     bound = [max(o["compute"]["median_s"], o["comm"]["median_s"]) for o in ovl]
     total = [o["compute"]["median_s"] + o["comm"]["median_s"] for o in ovl]
+    tov = json.load(open(out + "/overlap/tov.json"))
+    pinned = os.path.exists(out + "/overlap/placement") and open(out + "/overlap/placement").read().strip() == "pinned"
+    where = ("the dataplanes and servers pinned to core 0, the worker to core 1 (`--no-pin`: the kernel places them)"
+             if pinned else "every process placed by the kernel on both cores (`--no-pin`)")
     olines = ["Overlap (bench/torch_overlap.py): an MLP %s (%d floats, batch %d) on one worker, its parameters "
-              "in %d groups on servers %s (async mode, 1 Gbit/s links); iteration ms: median over seeds %s of "
+              "in %d groups on servers %s (async mode, 1 Gbit/s links, MTU %s; %s); iteration ms: median over seeds %s of "
               "each seed's median of %d iterations (min-max of the seeds); per seed, the ratio to "
               "max(compute, comm):" % (o0["layers"], o0["floats"], o0["batch"], len(o0["groups"]),
-                                       " ".join(o0["servers"]), " ".join(str(o["seed"]) for o in ovl),
+                                       " ".join(o0["servers"]), tov["mtu"], where, " ".join(str(o["seed"]) for o in ovl),
                                        o0["compute"]["n"]), "",
               "| iteration | ms | / max(compute, comm) per seed | fabric CPU s per iteration (median of seeds) |",
               "|---|---|---|---|"]
