@@ -21,10 +21,11 @@
  * below. Every mlf_* function is safe to call from any one application thread; besides, mlf_push
  * may be called from another thread while threads wait in mlf_get, and mlf_get from several
  * threads at once (pushes and the gets of several servers overlapping, docs/python.md
- * "Overlap"): in direct mode up to 8 gets are in flight at once (a 9th returns -EBUSY), each
- * answered by the model of its own server; with a scheduler they are made one at a time (a
- * get waits up to its timeout for the one before it). mlf_error then holds the text of
- * whichever call failed last.
+ * "Overlap"): in direct mode up to 8 gets are in flight at once, each answered by the model of
+ * its own server; with a scheduler they are made one at a time. A get that finds no slot free
+ * (a 9th in direct mode, a second with a scheduler) waits for one as long as the gets ahead of
+ * it make progress (up to its timeout from their latest start or shard), then makes its own
+ * get with its full timeout. mlf_error then holds the text of whichever call failed last.
  *
  * Units: sizes in bytes, vectors as float32 counts, times in seconds (double, CLOCK_REALTIME),
  * rates in Gbit/s of payload. Errors are -errno with a one-line reason in the endpoint's error
@@ -153,10 +154,9 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
  * (§10.2), from the latest shard that covered more of the model than any version before it in
  * this get (so at most (shards + 1) x @timeout_s in all).
  * @version: set to the model's version. Returns 0, -ETIMEDOUT (nothing arrived, or no further
- * shard: the error names the server; with a scheduler also: another thread's get did not end
- * within the timeout), -EINVAL (@n is 0, unknown server, or a whole model of another size
- * arrived), -EBUSY (direct mode: 8 gets already in flight on this endpoint, "Threads" above),
- * -ENOTCONN, -ENOMEM.
+ * shard: the error names the server; or the gets of other threads ahead of it, "Threads"
+ * above, made no progress within the timeout while it waited for a slot), -EINVAL (@n is 0,
+ * unknown server, or a whole model of another size arrived), -ENOTCONN, -ENOMEM.
  */
 int mlf_get(mlf_t *f, const char *server, float *model, size_t n, int64_t *version, double timeout_s);
 

@@ -362,37 +362,44 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
 	return (int64_t)id;
 }
 
-/* Get with a minimum version (MLfabric-S) or any (min_version < 0). */
 /*
  * A free get slot, taken (caller holds the lock; it is released while waiting). Direct mode:
- * any free one of FABRIC_GETS_MAX, at once (NULL: all in use). With a scheduler, whose pulls
- * are one per worker at a time (docs/scheduler.md), the slot once no other get is in flight,
- * waiting up to @wait_s for it (NULL: still busy, or the endpoint died).
+ * any free one of FABRIC_GETS_MAX; with a scheduler, whose pulls are one per worker at a time
+ * (docs/scheduler.md), the slot once no other get is in flight. When none is free yet the call
+ * waits for one as long as the gets ahead of it make progress: up to @wait_s (seconds) from the
+ * latest of the call's start and the gets' own progress (progress_s: a get's start or its latest
+ * shard), so a get queued behind a slow but progressing one is not timed out by it. NULL: the
+ * gets ahead made no progress within @wait_s, or the endpoint died.
  */
 static struct fabric_get *get_slot(struct mlf *f, double wait_s)
 {
-	double deadline = clock_real_s() + wait_s;
+	double start = clock_real_s();
 
 	for (;;) {
 		struct fabric_get *free_g = NULL;
+		double last = start;
 		int busy = 0;
 
 		for (int i = 0; i < FABRIC_GETS_MAX; i++) {
-			if (f->w.get[i].active)
+			if (f->w.get[i].active) {
 				busy++;
-			else if (!free_g)
+				if (f->w.get[i].progress_s > last)
+					last = f->w.get[i].progress_s;
+			} else if (!free_g) {
 				free_g = &f->w.get[i];
+			}
 		}
 		if (free_g && (f->mode == MLF_MODE_DIRECT || !busy)) {
 			memset(free_g, 0, sizeof(*free_g));
 			return free_g;
 		}
-		if (f->mode == MLF_MODE_DIRECT || f->dead || clock_real_s() >= deadline)
+		if (f->dead || clock_real_s() >= last + wait_s)
 			return NULL;
-		fabric_core_wait_until(f, deadline);
+		fabric_core_wait_until(f, last + wait_s);
 	}
 }
 
+/* Get with a minimum version (MLfabric-S) or any (min_version < 0). */
 static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64_t min_version,
 		     int64_t *version, double timeout_s)
 {
@@ -414,10 +421,10 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 		pthread_mutex_unlock(&f->lock);
 		if (f->dead)
 			return fabric_core_dp_gone(f, "get", -ENOTCONN);
-		fabric_core_set_err(f, "get: %s", f->mode == MLF_MODE_DIRECT ?
-				    "more than " FABRIC_GETS_MAX_S " gets at once on this endpoint" :
-				    "the get before it did not end within the timeout");
-		return f->mode == MLF_MODE_DIRECT ? -EBUSY : -ETIMEDOUT;
+		fabric_core_set_err(f, "get: waited %.3g s for %s on this endpoint, which made no progress "
+				    "in that time", wait_s, f->mode == MLF_MODE_DIRECT ?
+				    "one of the " FABRIC_GETS_MAX_S " gets in flight to end" : "the get before it to end");
+		return -ETIMEDOUT;
 	}
 	server = server_map(f, server, mapped, sizeof(mapped));
 	pull = fabric_core_next_id(f);

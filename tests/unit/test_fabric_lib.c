@@ -6,7 +6,8 @@
  * fresh pulls: a pull names the update pushed before it, an unsharded server's model copy waits
  * for its at_version (at least); a completed copy's `done` carries its first byte's time
  * (`t_start`) when the dataplane knows it; mlf_push refuses an update whose length differs from
- * the server's model; mlf_push reuses a buffer once its transfer ended (and not before). */
+ * the server's model; mlf_push reuses a buffer once its transfer ended (and not before); a get
+ * beyond the 8 in flight in direct mode waits for a slot. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -940,6 +941,89 @@ START_TEST(push_reuses_a_buffer_once_its_transfer_ended)
 }
 END_TEST
 
+/* The pulls a direct-mode fake dataplane took (gets_beyond_the_slots_wait_for_one). */
+static int direct_pulls;
+
+/*
+ * A dataplane without a scheduler that takes every direct send (a get's pull, chan 5) and
+ * reports it sent, and never answers with a model: every get times out.
+ */
+static void *fake_direct_silent_dp(void *arg)
+{
+	int fd = accept(lfd, NULL, NULL);
+	struct appmsg m;
+	int mfd;
+
+	(void)arg;
+	while (appmsg_recv(fd, &m, &mfd) == 1) {
+		if (mfd >= 0)
+			close(mfd);
+		if (m.type != APPMSG_SEND)
+			continue;
+		if (m.chan == 5)
+			__atomic_add_fetch(&direct_pulls, 1, __ATOMIC_SEQ_CST);
+		struct appmsg r = { .type = APPMSG_ACCEPTED, .id = m.id };
+		ck_assert_int_eq(appmsg_send(fd, &r, -1), 0);
+		r = (struct appmsg){ .type = APPMSG_TX_DONE, .id = m.id, .chan = m.chan, .bytes = m.bytes };
+		strcpy(r.peer, "x");
+		ck_assert_int_eq(appmsg_send(fd, &r, -1), 0);
+	}
+	close(fd);
+	return NULL;
+}
+
+/* One of gets_beyond_the_slots_wait_for_one's threads: a get of x's model, its status kept. */
+struct slot_get {
+	mlf_t *f;
+	float w[N];
+	int rc;
+};
+
+static void *slot_get_thread(void *arg)
+{
+	struct slot_get *g = arg;
+	int64_t v;
+
+	g->rc = mlf_get(g->f, "x", g->w, N, &v, 0.3);
+	return NULL;
+}
+
+/*
+ * In direct mode the endpoint keeps up to 8 gets in flight (FABRIC_GETS_MAX); a 9th called
+ * meanwhile waits for a slot while the gets ahead of it may still progress, then makes its own
+ * get: 9 gets from 9 threads against a dataplane that never answers all time out, each with its
+ * own pull sent (9). Before, the 9th failed at once with -EBUSY.
+ */
+START_TEST(gets_beyond_the_slots_wait_for_one)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5,
+			      .mode = MLF_MODE_DIRECT };
+	static struct slot_get g[9];
+	pthread_t dp, t[9];
+	char err[256];
+	mlf_t *f;
+
+	direct_pulls = 0;
+	ck_assert_int_eq(pthread_create(&dp, NULL, fake_direct_silent_dp, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
+	for (int i = 0; i < 9; i++) {
+		g[i].f = f;
+		g[i].rc = 1;
+		ck_assert_int_eq(pthread_create(&t[i], NULL, slot_get_thread, &g[i]), 0);
+	}
+	for (int i = 0; i < 9; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 9; i++)
+		ck_assert_msg(g[i].rc == -ETIMEDOUT, "get %d returned %d (%s), not -ETIMEDOUT", i, g[i].rc,
+			      strerror(-g[i].rc));
+	mlf_close(f);
+	pthread_join(dp, NULL);
+	ck_assert_int_eq(direct_pulls, 9);
+}
+END_TEST
+
 /* What the `done`s of two completed model copies said (done_reports_first_byte_time). */
 static struct {
 	char done[2][1024];
@@ -1033,6 +1117,7 @@ int main(void)
 	tcase_add_test(tc, pull_names_the_update_pushed_before_it);
 	tcase_add_test(tc, push_refuses_a_length_other_than_the_model);
 	tcase_add_test(tc, push_reuses_a_buffer_once_its_transfer_ended);
+	tcase_add_test(tc, gets_beyond_the_slots_wait_for_one);
 	tcase_add_test(tc, done_reports_first_byte_time);
 	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);
 	tcase_add_loop_test(tc, send_model_retries_failed_transfers_until_its_timeout, 0, 2);
