@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
 	--no-pin) PIN=""; shift;;
 	--mtu) MTU=$2; shift 2
 		case "$MTU" in ''|*[!0-9]*) die "--mtu $MTU: not a number of bytes";; esac;;
-	-h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+	-h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0;;
 	*) die "unknown option $1 (see --help)";;
 	esac
 done
@@ -136,9 +136,14 @@ for k in 0 1 2 3; do
 done
 rm -f "$W/trace-s$SEED.jsonl"
 WPIN=()
-echo "${PIN:+pinned}" >"$W/placement"
+: >"$W/placement"
 if [ -n "$PIN" ]; then   # every thread of the dataplanes and servers on core 0, the worker on core 1
-	for p in $(pgrep -f "file-prefix=tov-|mlf-ps --cluster $CL"); do taskset -a -cp 0 "$p" >/dev/null; done
+	n=0
+	for p in $(pgrep -f "file-prefix=tov-|mlf-ps --cluster $CL"); do
+		taskset -a -cp 0 "$p" >/dev/null 2>&1 && n=$((n + 1))   # (a wrapper may end meanwhile)
+	done
+	[ "$n" -ge 9 ] || { echo "bench-torch: pinned $n processes to core 0, expected 9 (5 dataplanes, 4 servers)" >&2; exit 1; }
+	echo pinned >"$W/placement"
 	WPIN=(taskset -c 1)
 fi
 "$B/mlf-testbed" exec "$CL" w0 "${WPIN[@]}" env PYTHONPATH="$PKG" MLF_CLUSTER="$CL" MLF_HOST=w0 MLF_MODE=async \

@@ -152,7 +152,8 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
  * mlf_get - pull the latest model of @server into @model (@n floats); blocks up to @timeout_s
  * (0: the endpoint's timeout_s) without progress: from the pull, or, when the model is sharded
  * (§10.2), from the latest shard that covered more of the model than any version before it in
- * this get (so at most (shards + 1) x @timeout_s in all).
+ * this get (so at most (shards + 1) x @timeout_s in all, after the wait for a slot when the
+ * gets of other threads hold every slot, "Threads" above).
  * @version: set to the model's version. Returns 0, -ETIMEDOUT (nothing arrived, or no further
  * shard: the error names the server; or the gets of other threads ahead of it, "Threads"
  * above, made no progress within the timeout while it waited for a slot), -EINVAL (@n is 0,

@@ -184,6 +184,7 @@ struct fabric_get {
 	double progress_s; /* CLOCK_REALTIME s of the get's start or of the latest shard that
 			    * raised best_covered: the get's timeout counts from here (a slow
 			    * but progressing sharded get is not a silent server) */
+	double wait_s;    /* its timeout without progress, seconds (get_slot: when it gives up) */
 	size_t model_n;   /* floats of the whole model that answered it (0: none yet) */
 	uint64_t best_covered; /* the most floats one version has covered in this get: a
 				* newer version starting over moves progress_s only once it

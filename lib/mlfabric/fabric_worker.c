@@ -368,8 +368,10 @@ int64_t mlf_push(mlf_t *f, const char *server, const float *u, size_t n, double 
  * (docs/scheduler.md), the slot once no other get is in flight. When none is free yet the call
  * waits for one as long as the gets ahead of it make progress: up to @wait_s (seconds) from the
  * latest of the call's start and the gets' own progress (progress_s: a get's start or its latest
- * shard), so a get queued behind a slow but progressing one is not timed out by it. NULL: the
- * gets ahead made no progress within @wait_s, or the endpoint died.
+ * shard), so a get queued behind a slow but progressing one is not timed out by it. A get ahead
+ * whose own timeout ends before that frees its slot then (its thread may take the lock after
+ * this one): the wait runs on to @wait_s past the earliest such end. NULL: the gets ahead made
+ * no progress within @wait_s and none ended, or the endpoint died.
  */
 static struct fabric_get *get_slot(struct mlf *f, double wait_s)
 {
@@ -377,14 +379,18 @@ static struct fabric_get *get_slot(struct mlf *f, double wait_s)
 
 	for (;;) {
 		struct fabric_get *free_g = NULL;
-		double last = start;
+		double last = start, first_end = 0, give_up;
 		int busy = 0;
 
 		for (int i = 0; i < FABRIC_GETS_MAX; i++) {
-			if (f->w.get[i].active) {
+			const struct fabric_get *g = &f->w.get[i];
+			if (g->active) {
+				double end = g->progress_s + g->wait_s;
 				busy++;
-				if (f->w.get[i].progress_s > last)
-					last = f->w.get[i].progress_s;
+				if (g->progress_s > last)
+					last = g->progress_s;
+				if (busy == 1 || end < first_end)
+					first_end = end;
 			} else if (!free_g) {
 				free_g = &f->w.get[i];
 			}
@@ -393,9 +399,12 @@ static struct fabric_get *get_slot(struct mlf *f, double wait_s)
 			memset(free_g, 0, sizeof(*free_g));
 			return free_g;
 		}
-		if (f->dead || clock_real_s() >= last + wait_s)
+		give_up = last + wait_s;
+		if (busy && first_end <= give_up && first_end + wait_s > give_up)
+			give_up = first_end + wait_s; /* a get ahead times out first: its slot frees */
+		if (f->dead || clock_real_s() >= give_up)
 			return NULL;
-		fabric_core_wait_until(f, last + wait_s);
+		fabric_core_wait_until(f, give_up);
 	}
 }
 
@@ -433,6 +442,7 @@ static int get_model(mlf_t *f, const char *server, float *model, size_t n, int64
 	g->n = n;
 	g->min_version = min_version;
 	g->since = g->progress_s = clock_real_s();
+	g->wait_s = wait_s;
 	g->pull = pull;
 	g->after = last_push_to(w, server);
 	snprintf(g->server, sizeof(g->server), "%s", server);

@@ -5,8 +5,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 command -v tshark >/dev/null || { echo "SKIP test_dissector: tshark not installed"; exit 0; }
+. "$(dirname "${BASH_SOURCE[0]}")/workdir.sh"   # work_done
+TEST_NAME=test_dissector
 WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
+trap 'rc=$?; work_done $rc; exit $rc' EXIT
 fail() { echo "FAIL test_dissector: $*" >&2; exit 1; }
 
 "$ROOT/build/tests/wire_pcap" "$WORK/w.pcap"

@@ -115,8 +115,13 @@ class TestTargetWaitsForARestartedScheduler(unittest.TestCase):
         with open(self.log, "w") as f:
             f.write("INFO w0: a scheduler is back\n")
         self.assertEqual(self.over(), -1)  # back, but only the killed scheduler's transfers
+        with open(os.path.join(self.dir, "records", "transfers.jsonl"), "w") as f:
+            f.write('{"xfer": 1, "st\n' + json.dumps({"xfer": new, "start": self.kill + 0.5}) + "\n")
+        self.assertEqual(self.over(), -1)  # a malformed record: no stop yet, and no exception
         self.transfers(old, 42, new)
         self.assertEqual(self.over(), self.kill)  # the planned end t0 + at_s is the kill time
+        os.remove(os.path.join(self.dir, "records", "transfers.jsonl"))
+        self.assertEqual(self.over(), self.kill)  # found once: not read again
 
 
 if __name__ == "__main__":

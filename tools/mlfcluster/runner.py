@@ -579,8 +579,15 @@ class Runner:
             if kills and p.alive() and getattr(p, "t_start", 0) < kills[-1] and \
                     log_count(p.log, "a scheduler is back") < len(kills):
                 return -1
-        if kills and None in first_planned_after_kills(os.path.join(c["sysdir"], "records", "transfers.jsonl"), kills):
-            return -1
+        if kills and c.get("planned_after_kills") != len(kills):
+            # read again each tick until every kill's restarted scheduler planned one; a malformed
+            # record does not end the run here (it waits on; mlf-fault's check names the line)
+            try:
+                if None in first_planned_after_kills(os.path.join(c["sysdir"], "records", "transfers.jsonl"), kills):
+                    return -1
+            except RecordError:
+                return -1
+            c["planned_after_kills"] = len(kills)
         return max([t0 + f.at + (f.dur or 0) for f in e.faults] + [x.get("t_done", x["t"]) for x in ev])
 
     def run_pending(self, sys_, c, rec, logs, now, t0):
