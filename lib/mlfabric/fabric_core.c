@@ -37,7 +37,9 @@ static void on_sent(struct mlf *f, const struct mlfabric_event *ev)
 	const struct fabric_role_ops *ops = fabric_core_ops(f);
 	struct fabric_out *o = NULL;
 
-	fabric_pool_done(f, ev->id); /* the dataplane unmapped its buffer: reusable */
+	/* the dataplane unmapped its buffer: reusable, unless it went to an app on this host (the
+	 * same memfd handed over: an aggregator here may read it long after) */
+	fabric_pool_done(f, ev->id, strcmp(ev->peer, f->cl.hosts[f->me].name) == 0);
 	if (ops && ops->sent && ops->sent(f, ev))
 		return;
 	pthread_mutex_lock(&f->lock);

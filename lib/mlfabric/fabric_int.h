@@ -518,8 +518,13 @@ void fabric_pool_sent(struct mlf *f, struct mlfabric_buf *b, uint64_t xfer);
 /** fabric_pool_give_back - @b (from fabric_pool_take) was never sent: free for the next take. */
 void fabric_pool_give_back(struct mlf *f, struct mlfabric_buf *b);
 
-/** fabric_pool_done - transfer @xfer ended (SENT event): its buffer, if pooled, is free again. 1 if it was. */
-int fabric_pool_done(struct mlf *f, uint64_t xfer);
+/**
+ * fabric_pool_done - transfer @xfer ended (SENT event): its buffer, if pooled, is free again,
+ * unless @handed_over (the transfer went to an app on this host: the dataplane gave the listener
+ * the same memfd, which it may still read, so the buffer leaves the pool and this endpoint's
+ * mapping is released). Returns 1 if @xfer had a pooled buffer.
+ */
+int fabric_pool_done(struct mlf *f, uint64_t xfer, int handed_over);
 
 /** fabric_pool_release - unmap every pooled buffer (mlf_close, after the event thread stopped). */
 void fabric_pool_release(struct mlf *f);

@@ -119,7 +119,7 @@ void fabric_pool_give_back(struct mlf *f, struct mlfabric_buf *b)
 	pool_put(f, b, 0);
 }
 
-int fabric_pool_done(struct mlf *f, uint64_t xfer)
+int fabric_pool_done(struct mlf *f, uint64_t xfer, int handed_over)
 {
 	struct fabric_pooled **p, *e = NULL, *gone;
 
@@ -130,12 +130,18 @@ int fabric_pool_done(struct mlf *f, uint64_t xfer)
 			*p = e->next;
 			break;
 		}
-	if (e) {
+	if (e && handed_over) {
+		e->next = NULL; /* the local listener holds the same memfd: never written again */
+	} else if (e) {
 		e->xfer = 0;
 		e->next = f->pool.free;
 		f->pool.free = e;
 	}
 	gone = trim(f);
+	if (e && handed_over) {
+		e->next = gone;
+		gone = e;
+	}
 	pthread_mutex_unlock(&f->lock);
 	release_list(gone);
 	return e != NULL;

@@ -837,38 +837,61 @@ static struct {
 } reuse;
 
 /*
+ * The next SEND of a push on @fd into `reuse` (its memfd kept open, so that its inode stays its
+ * own): its index k, after an ACCEPTED; -1 at the end of the connection. Other messages and
+ * SENDs beyond 8 are dropped. @m: the SEND.
+ */
+static int reuse_next_send(int fd, struct appmsg *m)
+{
+	struct stat st;
+	int mfd;
+
+	while (appmsg_recv(fd, m, &mfd) == 1) {
+		if (m->type != APPMSG_SEND || mfd < 0 || reuse.sends >= 8) {
+			if (mfd >= 0)
+				close(mfd);
+			continue;
+		}
+		int k = reuse.sends++;
+		reuse.ino[k] = fstat(mfd, &st) == 0 ? st.st_ino : 0;
+		reuse.bytes[k] = m->bytes;
+		reuse.fds[k] = mfd;
+		struct appmsg r = { .type = APPMSG_ACCEPTED, .id = m->id };
+		appmsg_send(fd, &r, -1);
+		return k;
+	}
+	return -1;
+}
+
+/* The end of a fake push dataplane: its connection and the kept memfds closed. */
+static void reuse_close(int fd)
+{
+	close(fd);
+	for (int k = 0; k < reuse.sends; k++)
+		close(reuse.fds[k]);
+}
+
+/*
  * A direct-mode worker's pushes: each SEND's memfd is kept open (so that its inode stays its
  * own) and accepted; the first one's TX_DONE comes only after the second SEND (both in flight
  * at once), the others' at once.
  */
 static void *fake_reuse_dp(void *arg)
 {
-	int fd = accept(lfd, NULL, NULL), mfd;
+	int fd = accept(lfd, NULL, NULL), k;
 	struct appmsg m;
-	struct stat st;
 
 	(void)arg;
-	while (appmsg_recv(fd, &m, &mfd) == 1) {
-		if (m.type != APPMSG_SEND || mfd < 0 || reuse.sends >= 8) {
-			if (mfd >= 0)
-				close(mfd);
-			continue;
-		}
-		int k = reuse.sends++;
-		const struct mlf_payload_hdr *h = mmap(NULL, m.bytes, PROT_READ, MAP_SHARED, mfd, 0);
+	while ((k = reuse_next_send(fd, &m)) >= 0) {
+		const struct mlf_payload_hdr *h = mmap(NULL, m.bytes, PROT_READ, MAP_SHARED, reuse.fds[k], 0);
 		const float *x = (const float *)((const char *)h + MLF_PAYLOAD_HDR);
 		reuse.payload_ok[k] = h != MAP_FAILED && h->magic == MLF_PAYLOAD_MAGIC_UPDATE && h->n_parts == 1 &&
 				      h->parts[0].id == m.id && h->offset == 0 && h->version == k &&
 				      x[0] == (float)(k + 1) && x[h->n_floats - 1] == (float)(k + 1);
 		if (h != MAP_FAILED)
 			munmap((void *)h, m.bytes);
-		reuse.ino[k] = fstat(mfd, &st) == 0 ? st.st_ino : 0;
-		reuse.bytes[k] = m.bytes;
-		reuse.fds[k] = mfd;
-		struct appmsg r = { .type = APPMSG_ACCEPTED, .id = m.id };
-		appmsg_send(fd, &r, -1);
 		static uint64_t first;
-		r = (struct appmsg){ .type = APPMSG_TX_DONE, .id = m.id, .chan = 1, .bytes = m.bytes };
+		struct appmsg r = { .type = APPMSG_TX_DONE, .id = m.id, .chan = 1, .bytes = m.bytes };
 		strcpy(r.peer, "x");
 		if (k == 0) {
 			first = m.id;
@@ -881,10 +904,37 @@ static void *fake_reuse_dp(void *arg)
 		}
 		appmsg_send(fd, &r, -1);
 	}
-	close(fd);
-	for (int k = 0; k < reuse.sends; k++)
-		close(reuse.fds[k]);
+	reuse_close(fd);
 	return NULL;
+}
+
+/* A direct-mode worker w0 against the fake dataplane @fake (started on @t), registered with
+ * server @server. */
+static mlf_t *open_direct_worker(void *(*fake)(void *), pthread_t *t, const char *server)
+{
+	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5,
+			      .mode = MLF_MODE_DIRECT };
+	char err[256];
+	mlf_t *f;
+
+	ck_assert_int_eq(pthread_create(t, NULL, fake, NULL), 0);
+	f = mlf_open(&o, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(mlf_register_as_worker(f, server), 0);
+	return f;
+}
+
+/* Waits (up to 5 s: a hang guard) until @f's dataplane reported @n transfers sent; asserts it. */
+static void wait_sent(mlf_t *f, uint64_t n)
+{
+	struct mlf_worker_stats ws;
+
+	for (double until = clock_real_s() + 5;; usleep(1000)) {
+		mlf_get_worker_stats(f, &ws);
+		if (ws.sent == n || clock_real_s() > until)
+			break;
+	}
+	ck_assert_uint_eq(ws.sent, n);
 }
 
 /*
@@ -896,12 +946,8 @@ static void *fake_reuse_dp(void *arg)
  */
 START_TEST(push_reuses_a_buffer_once_its_transfer_ended)
 {
-	struct mlf_opts o = { .cluster = cfg, .host = "w0", .sock = sock, .timeout_s = 5,
-			      .mode = MLF_MODE_DIRECT };
 	static float w[4][2 * N];
 	struct mlf_push_buffers pb;
-	struct mlf_worker_stats ws;
-	char err[256];
 	pthread_t t;
 	mlf_t *f;
 
@@ -909,18 +955,10 @@ START_TEST(push_reuses_a_buffer_once_its_transfer_ended)
 	for (int k = 0; k < 4; k++)
 		for (int i = 0; i < 2 * N; i++)
 			w[k][i] = (float)(k + 1);
-	ck_assert_int_eq(pthread_create(&t, NULL, fake_reuse_dp, NULL), 0);
-	f = mlf_open(&o, err, sizeof(err));
-	ck_assert_msg(f != NULL, "%s", err);
-	ck_assert_int_eq(mlf_register_as_worker(f, "x"), 0);
+	f = open_direct_worker(fake_reuse_dp, &t, "x");
 	ck_assert_int_gt(mlf_push(f, "x", w[0], N, 1.0, 0), 0);
 	ck_assert_int_gt(mlf_push(f, "x", w[1], N, 1.0, 1), 0);
-	for (double until = clock_real_s() + 5;; usleep(1000)) { /* both SENT events taken */
-		mlf_get_worker_stats(f, &ws);
-		if (ws.sent == 2 || clock_real_s() > until)
-			break;
-	}
-	ck_assert_int_eq(ws.sent, 2);
+	wait_sent(f, 2); /* both SENT events taken */
 	ck_assert_int_gt(mlf_push(f, "x", w[2], N, 1.0, 2), 0);
 	ck_assert_int_gt(mlf_push(f, "x", w[3], 2 * N, 1.0, 3), 0);
 	mlf_get_push_buffers(f, &pb);
@@ -938,6 +976,73 @@ START_TEST(push_reuses_a_buffer_once_its_transfer_ended)
 	ck_assert_uint_eq(reuse.bytes[3], mlf_payload_bytes(2 * N));
 	ck_assert_uint_eq(pb.allocated, 3);
 	ck_assert_uint_eq(pb.reused, 1);
+}
+END_TEST
+
+/* The first buffer's first value, read through the listener's fd after the second push
+ * (push_handed_over_locally_is_not_reused). */
+static float local_first_after;
+
+/*
+ * A dataplane that hands every push over to an app on its own host, as appif.c's send_local
+ * does: the SEND's memfd itself goes to the local listener (kept open here, as the listener
+ * would), and TX_DONE names this host (w0) as the peer at once. After the second SEND it reads
+ * the first buffer again through the kept fd.
+ */
+static void *fake_local_dp(void *arg)
+{
+	int fd = accept(lfd, NULL, NULL), k;
+	struct appmsg m;
+
+	(void)arg;
+	while ((k = reuse_next_send(fd, &m)) >= 0) {
+		struct appmsg r = { .type = APPMSG_TX_DONE, .id = m.id, .chan = 1, .bytes = m.bytes };
+		strcpy(r.peer, "w0");
+		appmsg_send(fd, &r, -1);
+		if (k == 1) {
+			const struct mlf_payload_hdr *h = mmap(NULL, m.bytes, PROT_READ, MAP_SHARED, reuse.fds[0], 0);
+			local_first_after = h == MAP_FAILED ? -1 : ((const float *)((const char *)h + MLF_PAYLOAD_HDR))[0];
+			if (h != MAP_FAILED)
+				munmap((void *)h, m.bytes);
+		}
+	}
+	reuse_close(fd);
+	return NULL;
+}
+
+/*
+ * A push to an app on the worker's own host (its server or aggregator co-hosted) hands the
+ * push buffer itself to that app (the dataplane passes the same memfd), so its TX_DONE must not
+ * put the buffer back in the pool: the next push of the same size gets a new buffer, and the
+ * first one still holds the first update when the listener reads it after the second push.
+ * Under load a worker's next update overwrote an update an aggregator on its host had not
+ * forwarded yet: the replica applied the wrong values (fault_cut_link, divergence 0.0124 at
+ * equal versions). Fails when every SENT returns its buffer to the pool.
+ */
+START_TEST(push_handed_over_locally_is_not_reused)
+{
+	static float w[2][N];
+	struct mlf_push_buffers pb;
+	pthread_t t;
+	mlf_t *f;
+
+	memset(&reuse, 0, sizeof(reuse));
+	local_first_after = 0;
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < N; i++)
+			w[k][i] = (float)(k + 1);
+	f = open_direct_worker(fake_local_dp, &t, "w0");
+	ck_assert_int_gt(mlf_push(f, "w0", w[0], N, 1.0, 0), 0);
+	wait_sent(f, 1); /* its SENT taken */
+	ck_assert_int_gt(mlf_push(f, "w0", w[1], N, 1.0, 1), 0);
+	mlf_get_push_buffers(f, &pb);
+	mlf_close(f);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(reuse.sends, 2);
+	ck_assert_uint_ne(reuse.ino[0], reuse.ino[1]);
+	ck_assert_uint_eq(pb.reused, 0);
+	ck_assert_msg(local_first_after == 1.0f, "the first update's buffer holds %g after the second push",
+		      (double)local_first_after);
 }
 END_TEST
 
@@ -1118,6 +1223,7 @@ int main(void)
 	tcase_add_test(tc, push_refuses_a_length_other_than_the_model);
 	tcase_add_test(tc, push_reuses_a_buffer_once_its_transfer_ended);
 	tcase_add_test(tc, gets_beyond_the_slots_wait_for_one);
+	tcase_add_test(tc, push_handed_over_locally_is_not_reused);
 	tcase_add_test(tc, done_reports_first_byte_time);
 	tcase_add_test(tc, recv_model_refuses_other_hosts_and_bad_payloads);
 	tcase_add_loop_test(tc, send_model_retries_failed_transfers_until_its_timeout, 0, 2);
