@@ -35,9 +35,14 @@ N=500000 # 2 MB models: 160 ms from the server, 16 ms from a worker
 # one scheduler and server for both parts: a restarted scheduler would number its transfers
 # from 1 again, and the dataplanes drop a transfer id they already delivered
 mkdir -p "$WORK/rec"
-# default timings: pulls arriving while the server's uplink is busy are held for a tree and
-# planned together when it frees (docs/scheduler.md "Distribution trees")
-bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec"
+# pulls that share a plan while the server's uplink is busy are held for a tree and planned
+# together when it frees (docs/scheduler.md "Distribution trees"); a pull alone in its plan is
+# not held (its tree ends no sooner than its direct copy). The workers' first pulls leave
+# together (--go), but under make test-under-load they reached the scheduler 4 ms apart, each
+# alone in a plan of the default 2 ms replan interval, and no tree formed: --replan-ms 50 lets
+# an arrival wait 50 ms for the others to share its plan
+bg sched "$TB" exec "$CLUSTER" ps "$ROOT/build/mlf-scheduler" --cluster "$CLUSTER" --records "$WORK/rec" \
+	--replan-ms 50
 bg server "$DAPP" server --cluster "$CLUSTER" --host ps --n $N
 wait_for "$WORK/server.out" "server ready" 15
 T="$WORK/rec/transfers.jsonl"
